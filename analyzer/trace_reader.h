@@ -1,0 +1,97 @@
+// TraceReader: reads one trace stream (include/ttrace/format.h, docs/format.md) record by record.
+//
+// Input is untrusted: every size is checked before it is used, checksums are verified before decompression, and
+// a bad stream yields a DataLoss status naming the file, frame and byte offset, never a crash.
+//
+// Truncation: a stream whose writer was killed ends inside a frame. By default that is a DataLoss error; with
+// ReaderOptions::allow_truncated the reader returns every record of the complete frames, then ends cleanly and
+// truncated() says so. A corrupted frame (bad magic or checksum) is an error either way.
+//
+// Example:
+//   TTRACE_ASSIGN_OR_RETURN(auto reader, TraceReader::Open(path));
+//   RecordView r;
+//   while (true) {
+//     TTRACE_ASSIGN_OR_RETURN(bool more, reader->Next(&r));
+//     if (!more) break;
+//     if (r.type == format::RecordType::kGemm) { format::GemmRecord g = r.Body<format::GemmRecord>(); ... }
+//   }
+#ifndef TTRACE_ANALYZER_TRACE_READER_H_
+#define TTRACE_ANALYZER_TRACE_READER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ttrace/format.h"
+
+namespace ttrace::analyzer {
+
+// One record, valid until the next call to Next().
+struct RecordView {
+  format::RecordType type;   // may hold a value outside the known list: skip those
+  absl::string_view body;    // the record body as written (may be shorter or longer than today's struct)
+  absl::string_view payload; // bytes after the body (TensorRecord, NoticeRecord), empty otherwise
+
+  // The body as struct T: copies min(body size, sizeof(T)) bytes and zero-fills the rest (format evolution).
+  template <typename T>
+  T Body() const {
+    T t;
+    memset(&t, 0, sizeof t);
+    memcpy(&t, body.data(), body.size() < sizeof t ? body.size() : sizeof t);
+    return t;
+  }
+};
+
+struct ReaderOptions {
+  bool allow_truncated = false;
+};
+
+class TraceReader {
+ public:
+  static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path,
+                                                           const ReaderOptions& options = {});
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  const format::FileHeader& header() const { return header_; }
+  const std::string& path() const { return path_; }
+
+  // Advances to the next record. Returns false at the end of the stream, DataLoss on a corrupt stream.
+  absl::StatusOr<bool> Next(RecordView* out);
+
+  bool truncated() const { return truncated_; }
+  const std::string& truncation() const { return truncation_; }  // what was cut, for a warning
+  uint32_t frames_read() const { return frames_read_; }
+
+ private:
+  TraceReader(std::string path, FILE* file, const ReaderOptions& options);
+  absl::StatusOr<bool> ReadFrame();
+  absl::Status Corrupt(const std::string& what) const;
+
+  std::string path_;
+  FILE* file_;
+  ReaderOptions options_;
+  format::FileHeader header_;
+  uint64_t offset_ = 0;  // file offset of the next frame
+  std::vector<char> compressed_;
+  std::vector<char> frame_;
+  size_t pos_ = 0;              // next record within frame_
+  uint32_t frame_records_ = 0;  // records the frame header announced
+  uint32_t records_seen_ = 0;   // records read from the current frame
+  uint32_t frames_read_ = 0;
+  bool truncated_ = false;
+  std::string truncation_;
+};
+
+// Byte count a record type states for its trailing payload; 0 for types without one.
+uint64_t PayloadBytes(format::RecordType type, absl::string_view body);
+
+}  // namespace ttrace::analyzer
+
+#endif  // TTRACE_ANALYZER_TRACE_READER_H_

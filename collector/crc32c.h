@@ -1,0 +1,15 @@
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of the trace format (docs/format.md).
+#ifndef TTRACE_COLLECTOR_CRC32C_H_
+#define TTRACE_COLLECTOR_CRC32C_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ttrace::store {
+
+// Extends `crc` (0 for a fresh checksum) over `n` bytes. Crc32c("123456789") == 0xE3069283.
+uint32_t Crc32c(const void* data, size_t n, uint32_t crc = 0);
+
+}  // namespace ttrace::store
+
+#endif  // TTRACE_COLLECTOR_CRC32C_H_

@@ -1,0 +1,153 @@
+// A frame is compressed in one ZSTD_compress call: frames are a few MiB, so streaming compression would buy
+// nothing but state. Writes loop over short writes and EINTR; nothing here allocates per record beyond the
+// frame buffer's growth.
+#include "collector/trace_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cstring>
+
+#include "collector/crc32c.h"
+
+namespace ttrace::store {
+namespace {
+
+bool WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// mkdir -p of the directory part of `path`.
+bool MakeParents(const std::string& path) {
+  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
+    std::string dir = path.substr(0, pos);
+    if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+void CopyPadded(char* dst, size_t n, const std::string& src) {
+  memset(dst, 0, n);
+  memcpy(dst, src.data(), src.size() < n - 1 ? src.size() : n - 1);
+}
+
+}  // namespace
+
+std::unique_ptr<TraceWriter> TraceWriter::Open(const std::string& path, const StreamIdentity& id,
+                                               const WriterOptions& options, std::string* error) {
+  if (!MakeParents(path)) {
+    if (error) *error = "cannot create the directory of " + path + ": " + strerror(errno);
+    return nullptr;
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (error) *error = "cannot open " + path + ": " + strerror(errno);
+    return nullptr;
+  }
+  format::FileHeader h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, format::kFileMagic, sizeof h.magic);
+  h.version = format::kFormatVersion;
+  h.header_size = sizeof h;
+  h.rank = id.rank;
+  h.world_size = id.world_size;
+  h.local_rank = id.local_rank;
+  h.pid = id.pid;
+  h.start_unix_ns = id.start_unix_ns;
+  CopyPadded(h.job, sizeof h.job, id.job);
+  CopyPadded(h.host, sizeof h.host, id.host);
+  h.header_crc = Crc32c(&h, offsetof(format::FileHeader, header_crc));
+  if (!WriteAll(fd, &h, sizeof h)) {
+    if (error) *error = "cannot write " + path + ": " + strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  std::unique_ptr<TraceWriter> w(new TraceWriter(fd, options));
+  w->bytes_written_ = sizeof h;
+  return w;
+}
+
+TraceWriter::TraceWriter(int fd, const WriterOptions& options) : fd_(fd), options_(options) {
+  pending_.reserve(options_.frame_bytes + (64u << 10));
+}
+
+TraceWriter::~TraceWriter() { Close(nullptr); }
+
+bool TraceWriter::Fail(const std::string& message, std::string* error) {
+  if (failed_.empty()) failed_ = message;
+  if (error) *error = failed_;
+  return false;
+}
+
+bool TraceWriter::Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
+                         size_t payload_bytes, std::string* error) {
+  if (!failed_.empty() || fd_ < 0) return Fail(failed_.empty() ? "writer closed" : failed_, error);
+  const size_t total = sizeof(format::RecordHeader) + body_bytes + payload_bytes;
+  if (total > format::kMaxFrameBytes) {
+    if (error) *error = "record of " + std::to_string(total) + " bytes exceeds the frame limit";
+    return false;  // the record is refused, the stream stays usable
+  }
+  if (!pending_.empty() && pending_.size() + total > format::kMaxFrameBytes && !Flush(error)) return false;
+  format::RecordHeader rh;
+  rh.type = static_cast<uint16_t>(type);
+  rh.body_offset = sizeof rh;
+  rh.size = static_cast<uint32_t>(total);
+  const size_t at = pending_.size();
+  pending_.resize(at + total);
+  memcpy(pending_.data() + at, &rh, sizeof rh);
+  memcpy(pending_.data() + at + sizeof rh, body, body_bytes);
+  if (payload_bytes) memcpy(pending_.data() + at + sizeof rh + body_bytes, payload, payload_bytes);
+  ++pending_records_;
+  if (pending_.size() >= options_.frame_bytes) return Flush(error);
+  return true;
+}
+
+bool TraceWriter::Flush(std::string* error) {
+  if (!failed_.empty()) return Fail(failed_, error);
+  if (pending_.empty()) return true;
+  compressed_.resize(ZSTD_compressBound(pending_.size()));
+  size_t n = ZSTD_compress(compressed_.data(), compressed_.size(), pending_.data(), pending_.size(),
+                           options_.zstd_level);
+  if (ZSTD_isError(n)) return Fail(std::string("zstd: ") + ZSTD_getErrorName(n), error);
+  if (n > format::kMaxFrameBytes) return Fail("compressed frame exceeds the frame limit", error);
+  format::FrameHeader fh;
+  fh.magic = format::kFrameMagic;
+  fh.frame_index = frame_index_;
+  fh.compressed_size = static_cast<uint32_t>(n);
+  fh.uncompressed_size = static_cast<uint32_t>(pending_.size());
+  fh.record_count = pending_records_;
+  fh.payload_crc = Crc32c(compressed_.data(), n);
+  fh.reserved = 0;
+  fh.header_crc = Crc32c(&fh, offsetof(format::FrameHeader, header_crc));
+  if (!WriteAll(fd_, &fh, sizeof fh) || !WriteAll(fd_, compressed_.data(), n))
+    return Fail(std::string("write failed: ") + strerror(errno), error);
+  ++frame_index_;
+  bytes_written_ += sizeof fh + n;
+  records_written_ += pending_records_;
+  pending_records_ = 0;
+  pending_.clear();
+  return true;
+}
+
+bool TraceWriter::Close(std::string* error) {
+  if (fd_ < 0) return failed_.empty() || Fail(failed_, error);
+  bool ok = Flush(error);
+  if (::close(fd_) != 0 && ok) ok = Fail(std::string("close failed: ") + strerror(errno), error);
+  fd_ = -1;
+  return ok;
+}
+
+}  // namespace ttrace::store

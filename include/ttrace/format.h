@@ -1,0 +1,260 @@
+// The ttrace trace format: one stream per rank, written by the shim (or the collector) and read by the analyzer.
+// Hermetic: depends on nothing but <cstdint>. docs/format.md is the written spec, field by field; this header
+// and that document change together.
+//
+// A stream is a FileHeader followed by frames. A frame is a FrameHeader followed by `compressed_size` bytes: a
+// zstd frame whose content is `uncompressed_size` bytes of records. Each record is a RecordHeader followed by a
+// body. All integers are little-endian, all structs are packed by construction (natural alignment, no padding:
+// every size is static_asserted) and copied with memcpy, never cast in place.
+//
+// Evolution without a version break:
+// - New record types get new ids; readers skip record types they do not know (RecordHeader.size says how far).
+// - A record body may grow by appending fields; readers copy min(body size, sizeof(struct)) bytes and zero-fill
+//   the rest, so an old reader reads a new stream and a new reader reads an old one.
+// - TensorRecord.payload_kind tells how its payload is encoded (full tensor today; summaries, tiles later).
+// kFormatVersion changes only for an incompatible change of FileHeader, FrameHeader or RecordHeader.
+#ifndef TTRACE_INCLUDE_TTRACE_FORMAT_H_
+#define TTRACE_INCLUDE_TTRACE_FORMAT_H_
+
+#include <cstdint>
+
+namespace ttrace::format {
+
+inline constexpr char kFileMagic[8] = {'T', 'T', 'R', 'A', 'C', 'E', '\r', '\n'};
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFrameMagic = 0x52465454;  // "TTFR"
+// Bounds a reader enforces before allocating (input is untrusted).
+inline constexpr uint32_t kMaxFrameBytes = 256u << 20;
+
+// ---- API ids and kinds (the list is apis.inc) ----------------------------------------------------------------
+enum class Library : uint8_t { kCublas = 1, kCublasLt = 2, kCudnn = 3, kNccl = 4 };
+enum class ApiKind : uint8_t { kOp = 1, kSetup = 2 };
+enum class ApiId : uint16_t {
+  kUnknown = 0,
+#define TTRACE_API(name, id, symbol, library, kind) name = id,
+#include "ttrace/apis.inc"
+#undef TTRACE_API
+};
+struct ApiInfo {
+  ApiId id;
+  const char* symbol;
+  Library library;
+  ApiKind kind;
+};
+inline constexpr ApiInfo kApis[] = {
+#define TTRACE_API(name, id, symbol, library, kind) {ApiId::name, symbol, Library::library, ApiKind::kind},
+#include "ttrace/apis.inc"
+#undef TTRACE_API
+};
+// Symbol of an api id, or "unknown".
+inline const char* ApiName(uint16_t id) {
+  for (const ApiInfo& a : kApis)
+    if (static_cast<uint16_t>(a.id) == id) return a.symbol;
+  return "unknown";
+}
+
+// ---- element types of captured tensors -----------------------------------------------------------------------
+// Our own numbering (records keep the vendor's enum values in their own fields; tensors use this one).
+#define TTRACE_DTYPES(X) \
+  X(kF32, 1, 4)          \
+  X(kF16, 2, 2)          \
+  X(kBF16, 3, 2)         \
+  X(kF64, 4, 8)          \
+  X(kI8, 5, 1)           \
+  X(kU8, 6, 1)           \
+  X(kI32, 7, 4)          \
+  X(kU32, 8, 4)          \
+  X(kI64, 9, 8)          \
+  X(kU64, 10, 8)         \
+  X(kE4M3, 11, 1)        \
+  X(kE5M2, 12, 1)
+enum class DType : uint8_t {
+  kInvalid = 0,
+#define TTRACE_DTYPE_ENUM(name, id, bytes) name = id,
+  TTRACE_DTYPES(TTRACE_DTYPE_ENUM)
+#undef TTRACE_DTYPE_ENUM
+};
+// Bytes per element; 0 for an unknown value.
+inline uint32_t DTypeSize(uint8_t dtype) {
+  switch (dtype) {
+#define TTRACE_DTYPE_SIZE(name, id, bytes) \
+  case id:                                 \
+    return bytes;
+    TTRACE_DTYPES(TTRACE_DTYPE_SIZE)
+#undef TTRACE_DTYPE_SIZE
+  }
+  return 0;
+}
+
+// ---- stream framing ------------------------------------------------------------------------------------------
+struct FileHeader {
+  char magic[8];              // kFileMagic
+  uint32_t version;           // kFormatVersion
+  uint32_t header_size;       // sizeof(FileHeader) of the writer; a reader skips to this offset
+  int32_t rank;               // process rank (RANK), -1 if unknown
+  int32_t world_size;         // WORLD_SIZE, -1 if unknown
+  int32_t local_rank;         // LOCAL_RANK, -1 if unknown
+  uint32_t pid;               // writer's process id
+  uint64_t start_unix_ns;     // wall clock when the stream was opened
+  char job[48];               // job id (TTRACE_JOB, else TORCHELASTIC_RUN_ID, else "default"), NUL-padded
+  char host[32];              // host name, NUL-padded, truncated
+  uint32_t flags;             // reserved, 0
+  uint32_t header_crc;        // CRC-32C of the preceding bytes of this header
+};
+static_assert(sizeof(FileHeader) == 128, "FileHeader layout is part of the format");
+
+struct FrameHeader {
+  uint32_t magic;             // kFrameMagic
+  uint32_t frame_index;       // 0, 1, 2, ... within the stream
+  uint32_t compressed_size;   // bytes following this header (a zstd frame), <= kMaxFrameBytes
+  uint32_t uncompressed_size; // bytes of records after decompression, <= kMaxFrameBytes
+  uint32_t record_count;      // records in this frame
+  uint32_t payload_crc;       // CRC-32C of the compressed bytes
+  uint32_t reserved;          // 0
+  uint32_t header_crc;        // CRC-32C of the preceding 28 bytes of this header
+};
+static_assert(sizeof(FrameHeader) == 32, "FrameHeader layout is part of the format");
+
+// ---- records -------------------------------------------------------------------------------------------------
+// X(Enum, id, Body): the one list of record types.
+#define TTRACE_RECORD_TYPES(X)         \
+  X(kCommInit, 1, CommInitRecord)       \
+  X(kCommDestroy, 2, CommDestroyRecord) \
+  X(kGemm, 3, GemmRecord)               \
+  X(kCollective, 4, CollectiveRecord)   \
+  X(kTensor, 5, TensorRecord)           \
+  X(kNotice, 6, NoticeRecord)           \
+  X(kGroup, 7, GroupRecord)
+enum class RecordType : uint16_t {
+#define TTRACE_RECORD_ENUM(name, id, body) name = id,
+  TTRACE_RECORD_TYPES(TTRACE_RECORD_ENUM)
+#undef TTRACE_RECORD_ENUM
+};
+
+struct RecordHeader {
+  uint16_t type;              // RecordType
+  uint16_t body_offset;       // bytes from the start of this header to the body: sizeof(RecordHeader) today
+  uint32_t size;              // total bytes of this record: header + body (+ payload for TensorRecord)
+};
+static_assert(sizeof(RecordHeader) == 8, "RecordHeader layout is part of the format");
+
+// Host-side identity every record carries: the api, what the vendor call returned, and when it was made.
+// A communicator is identified by a 64-bit hash (FNV-1a) of its ncclUniqueId, the same on every rank.
+
+// ncclCommInitRank / ncclCommInitAll (one record per communicator created).
+struct CommInitRecord {
+  uint16_t api;               // ApiId
+  uint16_t reserved0;
+  int32_t status;             // vendor return value (ncclResult_t)
+  uint64_t comm_hash;         // communicator identity
+  uint64_t comm_handle;       // the ncclComm_t value in this process (to join later records)
+  int32_t comm_rank;          // this rank in the communicator
+  int32_t comm_size;          // ranks in the communicator
+  int32_t cuda_device;        // device the communicator was created on, -1 unknown
+  uint32_t reserved1;
+  uint64_t t_ns;              // CLOCK_MONOTONIC at the call
+};
+static_assert(sizeof(CommInitRecord) == 48);
+
+struct CommDestroyRecord {
+  uint16_t api;
+  uint16_t reserved0;
+  int32_t status;
+  uint64_t comm_hash;
+  uint64_t comm_handle;
+  uint64_t t_ns;
+};
+static_assert(sizeof(CommDestroyRecord) == 32);
+
+// ncclGroupStart / ncclGroupEnd.
+struct GroupRecord {
+  uint16_t api;
+  uint16_t reserved0;
+  int32_t status;
+  int32_t depth;              // nesting depth after the call
+  uint32_t reserved1;
+  uint64_t t_ns;
+};
+static_assert(sizeof(GroupRecord) == 24);
+
+// A cuBLAS GEMM: C = alpha * op(A) * op(B) + beta * C, column-major, per batch.
+struct GemmRecord {
+  uint64_t seq;               // op number on this rank (DESIGN.md §4)
+  uint16_t api;               // ApiId
+  uint8_t transa;             // cublasOperation_t: 0 N, 1 T, 2 C
+  uint8_t transb;
+  int32_t status;             // cublasStatus_t returned to the application
+  int64_t m, n, k;
+  int64_t lda, ldb, ldc;
+  int64_t batch_count;        // 1 unless batched
+  int64_t stride_a, stride_b, stride_c;  // elements between batches (0 unless strided batched)
+  int32_t a_type, b_type, c_type;        // cudaDataType_t
+  int32_t compute_type;       // as passed: cublasComputeType_t, or the legacy cudaDataType_t value
+  int32_t math_mode;          // cublasMath_t of the handle at the call, -1 unknown
+  uint32_t flags;             // GemmFlags
+  double alpha, beta;         // real parts, valid when !(flags & kScalarsUnknown)
+  uint64_t handle, stream;    // cublasHandle_t, cudaStream_t values
+  uint64_t a_ptr, b_ptr, c_ptr;  // device addresses
+  uint64_t t_ns;
+};
+enum GemmFlags : uint32_t { kScalarsUnknown = 1u << 0 };  // device pointer mode: alpha/beta not read on host
+static_assert(sizeof(GemmRecord) == 184);
+
+// An NCCL collective or point-to-point call.
+struct CollectiveRecord {
+  uint64_t seq;
+  uint16_t api;
+  uint8_t red_op;             // ncclRedOp_t (0 sum, 1 prod, 2 max, 3 min, 4 avg), 0xff when none
+  uint8_t in_group;           // 1 when issued between ncclGroupStart and the outermost ncclGroupEnd
+  int32_t status;             // ncclResult_t returned to the application
+  uint64_t comm_hash;
+  uint64_t comm_handle;
+  int32_t comm_rank, comm_size;
+  int32_t nccl_dtype;         // ncclDataType_t
+  int32_t root_or_peer;       // root (broadcast, reduce) or peer (send, recv), -1 when none
+  uint64_t count;             // element count as the API defines it
+  uint64_t comm_op_index;     // 0-based index of this call among this communicator's calls on this rank:
+                              // calls with equal comm_hash and comm_op_index on different ranks belong together
+  uint64_t sendbuff, recvbuff, stream;
+  uint64_t t_ns;
+};
+static_assert(sizeof(CollectiveRecord) == 96);
+
+// An operand of op `seq`, captured as the policy said. Followed by `payload_bytes` bytes of payload.
+enum class TensorSlot : uint8_t {
+  kA = 0, kB = 1,             // GEMM inputs, as stored (before op(): a transposed A is stored k x m)
+  kCIn = 2,                   // GEMM C before the call (only when beta != 0)
+  kCOut = 3,                  // GEMM result
+  kSend = 4, kRecv = 5,       // collective input (before) and output (after)
+};
+enum class PayloadKind : uint8_t {
+  kFull = 0,                  // every element, dense: rows x cols column-major (ld = rows), batches back to back
+};
+struct TensorRecord {
+  uint64_t seq;
+  uint8_t slot;               // TensorSlot
+  uint8_t payload_kind;       // PayloadKind
+  uint8_t dtype;              // DType
+  uint8_t reserved0;
+  uint32_t reserved1;
+  int64_t rows, cols, batch;  // logical shape of what is stored
+  uint64_t payload_bytes;     // bytes following this body
+};
+static_assert(sizeof(TensorRecord) == 48);
+
+// Something a reader must know about the capture itself (dropped payloads, capture disabled, ...).
+enum class NoticeCode : uint32_t {
+  kPayloadDropped = 1,        // a tensor was not captured (buffer full, too large); count = how many so far
+  kCaptureDisabled = 2,       // capture stopped for an API after an internal error
+};
+struct NoticeRecord {         // followed by message_bytes of UTF-8 text (no NUL)
+  uint32_t code;              // NoticeCode
+  uint32_t message_bytes;
+  uint64_t seq;               // op it concerns, UINT64_MAX when none
+  uint64_t count;
+};
+static_assert(sizeof(NoticeRecord) == 24);
+
+}  // namespace ttrace::format
+
+#endif  // TTRACE_INCLUDE_TTRACE_FORMAT_H_
