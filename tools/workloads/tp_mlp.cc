@@ -1,0 +1,319 @@
+// tp_mlp: a small tensor- and data-parallel MLP training loop, written against the real CUDA / cuBLAS / NCCL
+// headers and linked to the shared libraries, the way a training framework calls them. It is the workload of
+// tools/demo.sh and of the end-to-end tests: it runs on simgpu or on a GPU, under libttrace.so or not.
+//
+// World = tp * dp ranks (RANK / WORLD_SIZE from the launcher). Rank r is TP rank r % tp of DP group r / tp.
+// Per step, with row-major math (X: batch x hidden, W1: hidden x ffn, W2: ffn x hidden):
+//   forward   Z1 = X·W1_t (column-parallel, strided-batched over micro-batches), A1 = relu(Z1),
+//             P = A1·W2_t (row-parallel), Y = all-reduce_sum_TP(P), loss = |Y - T|² / (2·batch)
+//   backward  dW2_t = A1ᵀ·dY, dA1 = dY·W2_tᵀ, dZ1 = dA1 ⊙ [Z1 > 0], dW1_t = Xᵀ·dZ1,
+//             dX = all-reduce_sum_TP(dZ1·W1_tᵀ)
+//   update    dW = all-reduce_avg_DP(dW) for both shards, then SGD on the host master weights.
+// Element-wise work runs on the host (this program has no kernels of its own); GEMMs run in --dtype
+// (fp32: cublasSgemm_v2, bf16: cublasGemmEx with FP32 compute); the first layer uses cublasGemmStridedBatchedEx.
+// Communicators are created with ncclCommInitRank; unique ids travel through files in --rdzv DIR.
+//
+// Output: one line per step from rank 0 (loss), and at the end one line per rank with an FNV-1a hash of its
+// final weights ("rank R weights HASH"), so runs can be compared bit for bit.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/dtype.h"
+
+namespace {
+
+#define CHECK_CUDA(x)                                                                                   \
+  do {                                                                                                  \
+    cudaError_t e_ = (x);                                                                               \
+    if (e_ != cudaSuccess) Die(#x, cudaGetErrorString(e_));                                             \
+  } while (0)
+#define CHECK_CUBLAS(x)                                                                                 \
+  do {                                                                                                  \
+    cublasStatus_t s_ = (x);                                                                            \
+    if (s_ != CUBLAS_STATUS_SUCCESS) Die(#x, std::to_string(static_cast<int>(s_)).c_str());             \
+  } while (0)
+#define CHECK_NCCL(x)                                                                                   \
+  do {                                                                                                  \
+    ncclResult_t r_ = (x);                                                                              \
+    if (r_ != ncclSuccess) Die(#x, ncclGetErrorString(r_));                                             \
+  } while (0)
+
+[[noreturn]] void Die(const char* what, const char* why) {
+  fprintf(stderr, "tp_mlp: %s failed: %s\n", what, why);
+  exit(1);
+}
+
+struct Options {
+  int tp = 2;
+  int steps = 3;
+  int batch = 16;   // per DP rank, split into `micro` micro-batches
+  int micro = 2;
+  int hidden = 64;
+  int ffn = 128;    // total; each TP rank holds ffn / tp
+  bool bf16 = false;
+  float lr = 0.05f;
+  std::string rdzv;
+};
+
+int EnvInt(const char* name, int dflt) {
+  const char* v = getenv(name);
+  return v ? atoi(v) : dflt;
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) Die(a.c_str(), "needs a value");
+      return argv[++i];
+    };
+    if (a == "--tp") o.tp = atoi(next());
+    else if (a == "--steps") o.steps = atoi(next());
+    else if (a == "--batch") o.batch = atoi(next());
+    else if (a == "--micro") o.micro = atoi(next());
+    else if (a == "--hidden") o.hidden = atoi(next());
+    else if (a == "--ffn") o.ffn = atoi(next());
+    else if (a == "--dtype") {
+      std::string d = next();
+      if (d != "fp32" && d != "bf16") Die("--dtype", "must be fp32 or bf16");
+      o.bf16 = d == "bf16";
+    } else if (a == "--rdzv") o.rdzv = next();
+    else {
+      fprintf(stderr,
+              "usage: tp_mlp [--tp N] [--steps N] [--batch N] [--micro N] [--hidden N] [--ffn N] "
+              "[--dtype fp32|bf16] [--rdzv DIR]\n");
+      exit(2);
+    }
+  }
+  if (o.tp < 1 || o.ffn % o.tp != 0 || o.micro < 1 || o.batch % o.micro != 0) Die("options", "inconsistent sizes");
+  return o;
+}
+
+// Shares an ncclUniqueId among the ranks of one group through a file: the group's first rank writes it.
+ncclUniqueId Rendezvous(const std::string& dir, const std::string& name, bool creator) {
+  ncclUniqueId id;
+  std::string path = dir + "/" + name;
+  if (creator) {
+    CHECK_NCCL(ncclGetUniqueId(&id));
+    std::string tmp = path + ".tmp";
+    FILE* f = fopen(tmp.c_str(), "wb");
+    if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0) Die("rendezvous write", path.c_str());
+    if (rename(tmp.c_str(), path.c_str()) != 0) Die("rendezvous rename", path.c_str());
+    return id;
+  }
+  for (int i = 0; i < 60000; ++i) {
+    FILE* f = fopen(path.c_str(), "rb");
+    if (f) {
+      size_t got = fread(&id, sizeof id, 1, f);
+      fclose(f);
+      if (got == 1) return id;
+    }
+    usleep(1000);
+  }
+  Die("rendezvous", ("timed out waiting for " + path).c_str());
+}
+
+uint32_t g_lcg = 1;
+float Rand() {  // deterministic uniform in [-1, 1)
+  g_lcg = g_lcg * 1664525u + 1013904223u;
+  return static_cast<float>(g_lcg >> 8) / 8388608.0f - 1.0f;
+}
+
+// A device matrix in the run's GEMM dtype with a host FP32 copy (the master copy for weights).
+struct Tensor {
+  int rows = 0, cols = 0;  // row-major shape
+  std::vector<float> host;
+  void* dev = nullptr;
+  bool bf16 = false;
+  size_t Bytes() const { return static_cast<size_t>(rows) * cols * (bf16 ? 2 : 4); }
+};
+
+Tensor Make(int rows, int cols, bool bf16) {
+  Tensor t;
+  t.rows = rows;
+  t.cols = cols;
+  t.bf16 = bf16;
+  t.host.assign(static_cast<size_t>(rows) * cols, 0.0f);
+  CHECK_CUDA(cudaMalloc(&t.dev, t.Bytes()));
+  return t;
+}
+
+void Upload(Tensor& t, cudaStream_t s) {
+  std::vector<uint16_t> half;
+  const void* src = t.host.data();
+  if (t.bf16) {
+    half.resize(t.host.size());
+    for (size_t i = 0; i < half.size(); ++i) half[i] = ttrace::kernels::FloatToBf16(t.host[i]);
+    src = half.data();
+  }
+  CHECK_CUDA(cudaMemcpyAsync(t.dev, src, t.Bytes(), cudaMemcpyHostToDevice, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+}
+
+void Download(Tensor& t, cudaStream_t s) {
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  if (!t.bf16) {
+    CHECK_CUDA(cudaMemcpy(t.host.data(), t.dev, t.Bytes(), cudaMemcpyDeviceToHost));
+    return;
+  }
+  std::vector<uint16_t> half(t.host.size());
+  CHECK_CUDA(cudaMemcpy(half.data(), t.dev, t.Bytes(), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < half.size(); ++i) t.host[i] = ttrace::kernels::Bf16ToFloat(half[i]);
+}
+
+class Blas {
+ public:
+  Blas(cublasHandle_t h, bool bf16) : h_(h), bf16_(bf16) {}
+
+  // Row-major Y = op(A)·op(B), as cuBLAS's column-major Yᵀ = op(B)ᵀ·op(A)ᵀ on the same buffers.
+  void MatMul(bool ta, bool tb, Tensor& a, Tensor& b, Tensor& y) {
+    const int k = ta ? a.rows : a.cols;
+    const cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const float one = 1.0f, zero = 0.0f;
+    if (!bf16_) {
+      CHECK_CUBLAS(cublasSgemm(h_, opa, opb, y.cols, y.rows, k, &one, static_cast<const float*>(b.dev), b.cols,
+                               static_cast<const float*>(a.dev), a.cols, &zero, static_cast<float*>(y.dev),
+                               y.cols));
+      return;
+    }
+    CHECK_CUBLAS(cublasGemmEx(h_, opa, opb, y.cols, y.rows, k, &one, b.dev, CUDA_R_16BF, b.cols, a.dev,
+                              CUDA_R_16BF, a.cols, &zero, y.dev, CUDA_R_16BF, y.cols, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+  }
+
+  // Row-major Y_i = X_i·W for `micro` equal row blocks X_i of X (W shared: stride 0).
+  void MatMulMicro(Tensor& x, Tensor& w, Tensor& y, int micro) {
+    const int rows = x.rows / micro;
+    const float one = 1.0f, zero = 0.0f;
+    const cudaDataType t = bf16_ ? CUDA_R_16BF : CUDA_R_32F;
+    CHECK_CUBLAS(cublasGemmStridedBatchedEx(h_, CUBLAS_OP_N, CUBLAS_OP_N, w.cols, rows, w.rows, &one, w.dev, t,
+                                            w.cols, 0, x.dev, t, x.cols, static_cast<long long>(rows) * x.cols,
+                                            &zero, y.dev, t, y.cols, static_cast<long long>(rows) * y.cols, micro,
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
+ private:
+  cublasHandle_t h_;
+  bool bf16_;
+};
+
+void AllReduce(Tensor& t, ncclRedOp_t op, ncclComm_t comm, cudaStream_t s) {
+  CHECK_NCCL(ncclAllReduce(t.dev, t.dev, t.host.size(), t.bf16 ? ncclBfloat16 : ncclFloat32, op, comm, s));
+}
+
+uint64_t Fnv(const std::vector<float>& v, uint64_t h) {
+  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+  for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = Parse(argc, argv);
+  const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1);
+  if (world % o.tp != 0) Die("--tp", "must divide WORLD_SIZE");
+  const int dp = world / o.tp, tp_rank = rank % o.tp, dp_rank = rank / o.tp;
+  if (o.rdzv.empty()) {
+    const char* run = getenv("TORCHELASTIC_RUN_ID");
+    o.rdzv = std::string("/tmp/tp_mlp-") + (run ? run : "local");
+  }
+  mkdir(o.rdzv.c_str(), 0777);
+  CHECK_CUDA(cudaSetDevice(EnvInt("LOCAL_RANK", 0)));
+
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreate(&s));
+  cublasHandle_t handle;
+  CHECK_CUBLAS(cublasCreate(&handle));
+  CHECK_CUBLAS(cublasSetStream(handle, s));
+  ncclComm_t tp_comm, dp_comm;
+  ncclUniqueId tp_id = Rendezvous(o.rdzv, "tp" + std::to_string(dp_rank), tp_rank == 0);
+  CHECK_NCCL(ncclCommInitRank(&tp_comm, o.tp, tp_id, tp_rank));
+  ncclUniqueId dp_id = Rendezvous(o.rdzv, "dp" + std::to_string(tp_rank), dp_rank == 0);
+  CHECK_NCCL(ncclCommInitRank(&dp_comm, dp, dp_id, dp_rank));
+
+  const int f = o.ffn / o.tp, b = o.batch, h = o.hidden;
+  Tensor w1 = Make(h, f, o.bf16), w2 = Make(f, h, o.bf16), x = Make(b, h, o.bf16), t = Make(b, h, o.bf16);
+  Tensor z1 = Make(b, f, o.bf16), a1 = Make(b, f, o.bf16), y = Make(b, h, o.bf16), dy = Make(b, h, o.bf16);
+  Tensor dw1 = Make(h, f, o.bf16), dw2 = Make(f, h, o.bf16), da1 = Make(b, f, o.bf16), dx = Make(b, h, o.bf16);
+  // Full weights drawn in one order so every TP/DP layout shards the same model; this rank keeps its slice.
+  g_lcg = 12345;
+  const float s1 = 1.0f / std::sqrt(static_cast<float>(h)), s2 = 1.0f / std::sqrt(static_cast<float>(o.ffn));
+  for (int i = 0; i < h; ++i)
+    for (int j = 0; j < o.ffn; ++j) {
+      float v = Rand() * s1;
+      if (j / f == tp_rank) w1.host[static_cast<size_t>(i) * f + j % f] = v;
+    }
+  for (int i = 0; i < o.ffn; ++i)
+    for (int j = 0; j < h; ++j) {
+      float v = Rand() * s2;
+      if (i / f == tp_rank) w2.host[static_cast<size_t>(i % f) * h + j] = v;
+    }
+  Upload(w1, s);
+  Upload(w2, s);
+  Blas blas(handle, o.bf16);
+
+  for (int step = 0; step < o.steps; ++step) {
+    g_lcg = 777u + 1000u * static_cast<uint32_t>(step) + static_cast<uint32_t>(dp_rank);
+    for (float& v : x.host) v = Rand();
+    for (float& v : t.host) v = 0.5f * Rand();
+    Upload(x, s);
+    // Forward.
+    blas.MatMulMicro(x, w1, z1, o.micro);
+    Download(z1, s);
+    for (size_t i = 0; i < z1.host.size(); ++i) a1.host[i] = z1.host[i] > 0 ? z1.host[i] : 0.0f;
+    Upload(a1, s);
+    blas.MatMul(false, false, a1, w2, y);
+    AllReduce(y, ncclSum, tp_comm, s);
+    Download(y, s);
+    double loss = 0;
+    for (size_t i = 0; i < y.host.size(); ++i) {
+      float d = y.host[i] - t.host[i];
+      loss += 0.5 * d * d / b;
+      dy.host[i] = d / b;
+    }
+    Upload(dy, s);
+    // Backward.
+    blas.MatMul(true, false, a1, dy, dw2);
+    blas.MatMul(false, true, dy, w2, da1);
+    Download(da1, s);
+    for (size_t i = 0; i < da1.host.size(); ++i) a1.host[i] = z1.host[i] > 0 ? da1.host[i] : 0.0f;  // dZ1
+    Upload(a1, s);
+    blas.MatMul(true, false, x, a1, dw1);
+    blas.MatMul(false, true, a1, w1, dx);
+    AllReduce(dx, ncclSum, tp_comm, s);
+    // Data-parallel gradient averaging and the update.
+    AllReduce(dw1, ncclAvg, dp_comm, s);
+    AllReduce(dw2, ncclAvg, dp_comm, s);
+    std::vector<float> m1 = w1.host, m2 = w2.host;
+    Download(dw1, s);
+    Download(dw2, s);
+    for (size_t i = 0; i < m1.size(); ++i) w1.host[i] = m1[i] - o.lr * dw1.host[i];
+    for (size_t i = 0; i < m2.size(); ++i) w2.host[i] = m2[i] - o.lr * dw2.host[i];
+    Upload(w1, s);
+    Upload(w2, s);
+    if (rank == 0) printf("step %d loss %.6f\n", step, loss);
+  }
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  printf("rank %d weights %016llx\n", rank,
+         static_cast<unsigned long long>(Fnv(w2.host, Fnv(w1.host, 1469598103934665603ull))));
+  CHECK_NCCL(ncclCommDestroy(tp_comm));
+  CHECK_NCCL(ncclCommDestroy(dp_comm));
+  CHECK_CUBLAS(cublasDestroy(handle));
+  CHECK_CUDA(cudaStreamDestroy(s));
+  for (Tensor* p : {&w1, &w2, &x, &t, &z1, &a1, &y, &dy, &dw1, &dw2, &da1, &dx}) CHECK_CUDA(cudaFree(p->dev));
+  return 0;
+}
