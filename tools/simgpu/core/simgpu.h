@@ -48,6 +48,7 @@ void Enqueue(Stream* stream, std::function<void()> work);
 void SynchronizeStream(Stream* stream);   // blocks until all work enqueued so far has run
 bool StreamIdle(Stream* stream);          // cudaStreamQuery
 void SynchronizeDevice();                 // all streams of the current device
+void SynchronizeDevice(int device);       // all streams of `device` (cudaFree synchronizes the owning device)
 
 // Introspection for cudart (cudaStreamGetFlags/GetPriority/GetDevice). Valid for a live stream only.
 int StreamDevice(const Stream* stream);
