@@ -1,0 +1,104 @@
+// Numbers are printed as the record holds them (vendor enum values with their names where known), so that a
+// dump can be compared with the calls of the program that produced it.
+#include "analyzer/dump.h"
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/error_model.h"
+#include "analyzer/json.h"
+#include "analyzer/report.h"
+#include "analyzer/status_macros.h"
+#include "analyzer/tensor_data.h"
+#include "analyzer/trace_model.h"
+
+namespace ttrace::analyzer {
+
+using format::RecordType;
+
+namespace {
+
+const char* SlotName(uint8_t slot) {
+  static const char* const kNames[] = {"A", "B", "C_in", "C_out", "send", "recv"};
+  return slot < 6 ? kNames[slot] : "?";
+}
+
+std::string GemmLine(const format::GemmRecord& g) {
+  auto op = [](uint8_t t) { return t <= 2 ? std::string(1, "NTC"[t]) : std::to_string(t); };
+  return absl::StrCat(
+      "seq=", g.seq, " ", format::ApiName(g.api), " status=", g.status, " m=", g.m, " n=", g.n, " k=", g.k,
+      " op=", op(g.transa), op(g.transb), " lda=", g.lda, " ldb=", g.ldb, " ldc=", g.ldc, " batch=", g.batch_count,
+      " strides=", g.stride_a, ",", g.stride_b, ",", g.stride_c, " types=", CudaTypeName(g.a_type), ",",
+      CudaTypeName(g.b_type), ",", CudaTypeName(g.c_type), " compute=", g.compute_type, " math=", g.math_mode,
+      (g.flags & format::kScalarsUnknown) ? std::string(" alpha=? beta=?")
+                                          : absl::StrCat(" alpha=", FormatNumber(g.alpha), " beta=",
+                                                         FormatNumber(g.beta)),
+      " stream=0x", absl::Hex(g.stream), " t_ns=", g.t_ns);
+}
+
+std::string CollectiveLine(const format::CollectiveRecord& c) {
+  return absl::StrCat("seq=", c.seq, " ", format::ApiName(c.api), " status=", c.status, " comm=0x",
+                      absl::Hex(c.comm_hash), " comm_rank=", c.comm_rank, " comm_size=", c.comm_size,
+                      " index=", c.comm_op_index, " op=",
+                      c.red_op <= 4 ? ReduceOpName(static_cast<ReduceOp>(c.red_op)) : std::to_string(c.red_op),
+                      " dtype=", NcclTypeName(c.nccl_dtype), " count=", c.count, " root_or_peer=", c.root_or_peer,
+                      " in_group=", c.in_group, " send=0x", absl::Hex(c.sendbuff), " recv=0x", absl::Hex(c.recvbuff),
+                      " stream=0x", absl::Hex(c.stream), " t_ns=", c.t_ns);
+}
+
+}  // namespace
+
+std::string RecordLine(const RecordView& r) {
+  switch (r.type) {
+    case RecordType::kGemm:
+      return GemmLine(r.Body<format::GemmRecord>());
+    case RecordType::kCollective:
+      return CollectiveLine(r.Body<format::CollectiveRecord>());
+    case RecordType::kTensor: {
+      const auto t = r.Body<format::TensorRecord>();
+      return absl::StrCat("tensor seq=", t.seq, " slot=", SlotName(t.slot), " kind=",
+                          t.payload_kind == 0 ? std::string("full") : std::to_string(t.payload_kind),
+                          " dtype=", DTypeName(t.dtype), " shape=", t.rows, "x", t.cols, "x", t.batch,
+                          " bytes=", t.payload_bytes);
+    }
+    case RecordType::kCommInit: {
+      const auto c = r.Body<format::CommInitRecord>();
+      return absl::StrCat("setup ", format::ApiName(c.api), " status=", c.status, " comm=0x", absl::Hex(c.comm_hash),
+                          " comm_rank=", c.comm_rank, " comm_size=", c.comm_size, " device=", c.cuda_device,
+                          " handle=0x", absl::Hex(c.comm_handle), " t_ns=", c.t_ns);
+    }
+    case RecordType::kCommDestroy: {
+      const auto c = r.Body<format::CommDestroyRecord>();
+      return absl::StrCat("setup ", format::ApiName(c.api), " status=", c.status, " comm=0x", absl::Hex(c.comm_hash),
+                          " handle=0x", absl::Hex(c.comm_handle), " t_ns=", c.t_ns);
+    }
+    case RecordType::kGroup: {
+      const auto g = r.Body<format::GroupRecord>();
+      return absl::StrCat("setup ", format::ApiName(g.api), " status=", g.status, " depth=", g.depth,
+                          " t_ns=", g.t_ns);
+    }
+    case RecordType::kNotice: {
+      const auto n = r.Body<format::NoticeRecord>();
+      return absl::StrCat("notice code=", n.code, " seq=",
+                          n.seq == UINT64_MAX ? std::string("none") : std::to_string(n.seq), " count=", n.count,
+                          " message=", JsonString(r.payload));
+    }
+  }
+  return absl::StrCat("unknown type=", static_cast<uint16_t>(r.type), " bytes=", r.body.size() + r.payload.size());
+}
+
+absl::Status DumpStream(const std::string& path, const ReaderOptions& options, std::ostream& out,
+                        std::string* warning) {
+  TTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, options));
+  const format::FileHeader& h = reader->header();
+  out << "# " << BaseName(path) << ": rank " << h.rank << " of " << h.world_size << ", job '" << h.job
+      << "', host " << h.host << ", pid " << h.pid << ", format v" << h.version << "\n";
+  RecordView r;
+  while (true) {
+    TTRACE_ASSIGN_OR_RETURN(bool more, reader->Next(&r));
+    if (!more) break;
+    out << RecordLine(r) << "\n";
+  }
+  if (reader->truncated() && warning != nullptr) *warning = reader->truncation();
+  return absl::OkStatus();
+}
+
+}  // namespace ttrace::analyzer

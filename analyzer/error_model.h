@@ -1,0 +1,126 @@
+// Floating-point error models: the one list of models, the parameters of each number format, and the bounds the
+// checks compare against. docs/error-models.md derives every formula used here; error_model.cc repeats the
+// derivation next to the code.
+//
+// Every bound is deterministic: it holds for every summation order, blocking, split-k and FMA use, so a clean
+// computation never exceeds it (no false alarm); the price is looseness for large k, which the summary's
+// "tightness" (max err/bound on clean data) makes visible.
+//
+// Thread-compatible value types; no I/O.
+#ifndef TTRACE_ANALYZER_ERROR_MODEL_H_
+#define TTRACE_ANALYZER_ERROR_MODEL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ttrace/format.h"
+
+namespace ttrace::analyzer {
+
+// X(Enum, "name", "one-line statement of the model"): the one list of error models. Reports and JSON name the
+// model a finding was judged by; docs/error-models.md has a section per entry.
+#define TTRACE_ERROR_MODELS(X)                                                                            \
+  X(kGemmDeterministic, "gemm.deterministic",                                                             \
+    "|C^-C| <= (1+u_out)(g_{pk+2}(u_acc)(|a||A||B|+|b||C0|) + input conversion) + u_out|C| + underflow") \
+  X(kReduceDeterministic, "reduce.deterministic",                                                         \
+    "sum/avg/prod over n ranks: g_{n-1}(u)*sum|x_i| + u|s| + underflow (avg, prod: see docs)")           \
+  X(kExact, "exact", "result must equal the reference exactly (max, min, integer types)")
+
+enum class ErrorModelId : uint8_t {
+#define TTRACE_ERROR_MODEL_ENUM(name, str, summary) name,
+  TTRACE_ERROR_MODELS(TTRACE_ERROR_MODEL_ENUM)
+#undef TTRACE_ERROR_MODEL_ENUM
+};
+
+struct ErrorModelInfo {
+  ErrorModelId id;
+  const char* name;
+  const char* summary;
+};
+const ErrorModelInfo& GetErrorModel(ErrorModelId id);
+
+// A number format as the models see it.
+struct FloatFormat {
+  const char* name;   // "FP32", "TF32", ...
+  double u;           // unit roundoff: one rounding changes x by at most u·|x| in the normal range; 0 = exact
+  double eta;         // absolute error one operation may add near underflow (flush-to-zero allowed); 0 = exact
+  double max_finite;  // overflow threshold
+};
+FloatFormat FormatOf(format::DType dtype);
+FloatFormat Tf32Format();
+
+// (1+u)^n - 1: the relative error of n chained roundings. Equal to γ_n = nu/(1-nu) to first order, never above
+// it, and finite for every n (γ_n is not defined once nu >= 1).
+double Theta(double u, double n);
+
+// How one GEMM computes, as far as the error model needs to know.
+struct GemmPrecision {
+  std::string description;         // e.g. "FP32 accumulation, FP32 inputs as TF32, BF16 output"
+  FloatFormat acc;                 // accumulation format (u_acc, eta_acc)
+  double products_per_term = 1;    // partial products summed per a·b term (9 for BF16x9 emulation)
+  double u_in = 0, eta_in = 0;     // conversion of FP32 inputs to a narrower compute format; 0 when none
+  double in_max = 0;               // inputs above this overflow in that conversion; 0 when none
+  double u_out = 0, eta_out = 0;   // conversion of the accumulator to C's type; 0 when C is not narrower
+  double out_max = 0;              // overflow threshold of C's type
+};
+
+// Resolves the record's compute type and math mode and the operand types into a GemmPrecision. Unimplemented,
+// with the reason, for what has no model (complex types, FP64 fixed-point emulation, unknown compute types).
+absl::StatusOr<GemmPrecision> ResolveGemmPrecision(uint16_t api, int32_t compute_type, int32_t math_mode,
+                                                   format::DType a, format::DType b, format::DType c);
+
+// Per-element magnitudes the GEMM bound needs, computed in FP64 by the replay (op() applied).
+struct GemmElementTerms {
+  double ref = 0;        // FP64 reference α·Σ_l a_il b_lj + β·c0_ij
+  double abs_ab = 0;     // Σ_l |a_il|·|b_lj|
+  double abs_c0 = 0;     // |c0_ij|, 0 when β = 0
+  double abs_row_a = 0;  // Σ_l |a_il|
+  double abs_col_b = 0;  // Σ_l |b_lj|
+};
+
+// gemm.deterministic for one op: fixed precision, inner dimension k, α and β.
+class GemmBound {
+ public:
+  GemmBound(const GemmPrecision& p, int64_t k, double alpha, double beta);
+  // The largest |Ĉ_ij - ref| a correct device computation can produce (includes the reference's own error).
+  double Bound(const GemmElementTerms& t) const;
+  // Whether a correct computation may overflow to ±Inf (or Inf - Inf = NaN) at this element.
+  bool OverflowPossible(const GemmElementTerms& t) const;
+
+ private:
+  GemmPrecision p_;
+  double k_, alpha_, beta_;
+  double theta_acc_, theta_ref_, eta_count_;
+};
+
+enum class ReduceOp : uint8_t { kSum = 0, kProd = 1, kMax = 2, kMin = 3, kAvg = 4 };
+const char* ReduceOpName(ReduceOp op);  // "sum", ...
+
+// Per-element magnitudes of an n-rank reduction, computed in FP64.
+struct ReduceElementTerms {
+  double ref = 0;         // FP64 reduction (sum, prod, max, min, or sum/n)
+  double abs_sum = 0;     // Σ|x_i|
+  double abs_prod = 0;    // Π|x_i|
+  double prod_scale = 1;  // Π max(1, |x_i|): bounds every partial product
+};
+
+// reduce.deterministic (sum, avg, prod) or exact (max, min) for an all-reduce of n ranks in format `f`.
+class ReduceBound {
+ public:
+  ReduceBound(const FloatFormat& f, ReduceOp op, int n);
+  bool exact() const { return op_ == ReduceOp::kMax || op_ == ReduceOp::kMin || f_.u == 0; }
+  ErrorModelId model() const { return exact() ? ErrorModelId::kExact : ErrorModelId::kReduceDeterministic; }
+  double Bound(const ReduceElementTerms& t) const;
+  bool OverflowPossible(const ReduceElementTerms& t) const;
+
+ private:
+  FloatFormat f_;
+  ReduceOp op_;
+  double n_;
+  double theta_, theta_ref_;
+};
+
+}  // namespace ttrace::analyzer
+
+#endif  // TTRACE_ANALYZER_ERROR_MODEL_H_

@@ -1,0 +1,212 @@
+// The replay forms op(A) and op(B) once per batch as dense FP64 matrices and accumulates column by column
+// (C[:,j] += A[:,l]·B[l,j]), which keeps the inner loop contiguous; |A|·|B| and the row/column sums of |A|, |B|
+// come out of the same pass. Elements are compared as each column completes, so memory stays O(m·k + k·n).
+#include "analyzer/gemm_check.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/tensor_data.h"
+
+namespace ttrace::analyzer {
+
+using format::DType;
+using format::TensorSlot;
+
+namespace {
+
+// Calls fn(index, terms) for every output element, batch by batch, column by column.
+template <typename Fn>
+void ForEachGemmElement(const GemmProblem& p, Fn fn) {
+  const int64_t m = p.m, n = p.n, k = p.k;
+  const bool use_ab = p.alpha != 0;
+  const bool use_c = p.beta != 0;
+  const size_t a_size = static_cast<size_t>(m * k), b_size = static_cast<size_t>(k * n);
+  const size_t c_size = static_cast<size_t>(m * n);
+  std::vector<double> op_a(a_size), abs_a(a_size), op_b(b_size), row_a(static_cast<size_t>(m));
+  std::vector<double> acc(static_cast<size_t>(m)), acc_abs(static_cast<size_t>(m));
+  for (int64_t bt = 0; bt < p.batch; ++bt) {
+    if (use_ab) {
+      const size_t a_off = p.a.size() > a_size ? bt * a_size : 0;
+      const size_t b_off = p.b.size() > b_size ? bt * b_size : 0;
+      for (int64_t l = 0; l < k; ++l)
+        for (int64_t i = 0; i < m; ++i)
+          op_a[i + l * m] = p.transa == 0 ? p.a[a_off + i + l * m] : p.a[a_off + l + i * k];
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t l = 0; l < k; ++l)
+          op_b[l + j * k] = p.transb == 0 ? p.b[b_off + l + j * k] : p.b[b_off + j + l * n];
+      for (size_t x = 0; x < a_size; ++x) abs_a[x] = std::fabs(op_a[x]);
+      for (int64_t i = 0; i < m; ++i) {
+        double s = 0;
+        for (int64_t l = 0; l < k; ++l) s += abs_a[i + l * m];
+        row_a[i] = s;
+      }
+    }
+    const size_t c_off = p.c_in.size() > c_size ? bt * c_size : 0;
+    for (int64_t j = 0; j < n; ++j) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      std::fill(acc_abs.begin(), acc_abs.end(), 0.0);
+      double col_b = 0;
+      if (use_ab) {
+        for (int64_t l = 0; l < k; ++l) {
+          const double bv = op_b[l + j * k], ab = std::fabs(bv);
+          col_b += ab;
+          const double* a_col = &op_a[l * m];
+          const double* abs_col = &abs_a[l * m];
+          for (int64_t i = 0; i < m; ++i) {
+            acc[i] += a_col[i] * bv;
+            acc_abs[i] += abs_col[i] * ab;
+          }
+        }
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        GemmElementTerms t;
+        if (use_ab) {
+          t.ref = p.alpha * acc[i];
+          t.abs_ab = acc_abs[i];
+          t.abs_row_a = row_a[i];
+          t.abs_col_b = col_b;
+        }
+        if (use_c) {
+          const double c0 = p.c_in[c_off + i + j * m];
+          t.ref += p.beta * c0;
+          t.abs_c0 = std::fabs(c0);
+        }
+        fn(static_cast<uint64_t>(bt * c_size + i + j * m), t);
+      }
+    }
+  }
+}
+
+bool ShapeIs(const Tensor* t, int64_t rows, int64_t cols, int64_t batch) {
+  return t->meta.rows == rows && t->meta.cols == cols && (t->meta.batch == batch || t->meta.batch == 1);
+}
+
+double MaxAbs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+
+}  // namespace
+
+std::vector<GemmElementTerms> GemmReference(const GemmProblem& p) {
+  std::vector<GemmElementTerms> out(static_cast<size_t>(p.m * p.n * p.batch));
+  ForEachGemmElement(p, [&](uint64_t index, const GemmElementTerms& t) { out[index] = t; });
+  return out;
+}
+
+ElementStats ReplayGemm(const GemmProblem& p, const GemmPrecision& precision, bool input_overflow) {
+  ElementStats stats;
+  const GemmBound bound(precision, p.k, p.alpha, p.beta);
+  ForEachGemmElement(p, [&](uint64_t index, const GemmElementTerms& t) {
+    const double b = bound.Bound(t);
+    stats.Add(index, p.c_out[index], t.ref, b, input_overflow || bound.OverflowPossible(t));
+  });
+  return stats;
+}
+
+void CheckGemmOp(int rank, const Op& op, CheckReport* report) {
+  const format::GemmRecord& g = op.gemm;
+  const OpName name{rank, op.seq, op.api_name()};
+  const std::string where = absl::StrCat("rank ", rank, " seq ", op.seq, " ", name.api, ": ");
+  if (g.status != 0) return report->AddNotChecked("call failed");
+  if (g.flags & format::kScalarsUnknown) return report->AddNotChecked("alpha/beta on device");
+  if (!op.tensor_problem.empty()) return report->AddNotChecked("tensor unusable");
+  const bool need_ab = g.alpha != 0, need_c = g.beta != 0;
+  const Tensor* a = op.tensor(TensorSlot::kA);
+  const Tensor* b = op.tensor(TensorSlot::kB);
+  const Tensor* c_in = op.tensor(TensorSlot::kCIn);
+  const Tensor* c_out = op.tensor(TensorSlot::kCOut);
+  if (c_out == nullptr || (need_ab && (a == nullptr || b == nullptr)) || (need_c && c_in == nullptr))
+    return report->AddNotChecked("tensors not captured");
+  const int64_t m = g.m, n = g.n, k = g.k, batch = g.batch_count;
+  const bool ta = g.transa != 0, tb = g.transb != 0;
+  bool shape_ok = m >= 0 && n >= 0 && k >= 0 && batch >= 1 && g.transa <= 2 && g.transb <= 2 &&
+                  ShapeIs(c_out, m, n, batch) && c_out->meta.batch == batch;
+  if (need_ab) shape_ok = shape_ok && ShapeIs(a, ta ? k : m, ta ? m : k, batch) && ShapeIs(b, tb ? n : k, tb ? k : n, batch);
+  if (need_c) shape_ok = shape_ok && ShapeIs(c_in, m, n, batch);
+  if (!shape_ok) {
+    report->Warn(absl::StrCat(where, "captured tensor shapes do not match m=", m, " n=", n, " k=", k,
+                              " batch=", batch));
+    return report->AddNotChecked("shape mismatch");
+  }
+  const DType a_dt = need_ab ? static_cast<DType>(a->meta.dtype) : DTypeFromCuda(g.a_type);
+  const DType b_dt = need_ab ? static_cast<DType>(b->meta.dtype) : DTypeFromCuda(g.b_type);
+  const DType c_dt = static_cast<DType>(c_out->meta.dtype);
+  if ((need_ab && (a_dt != DTypeFromCuda(g.a_type) || b_dt != DTypeFromCuda(g.b_type))) ||
+      c_dt != DTypeFromCuda(g.c_type) || (need_c && c_in->meta.dtype != c_out->meta.dtype)) {
+    report->Warn(absl::StrCat(where, "captured tensor dtypes differ from the call's (A ", CudaTypeName(g.a_type),
+                              ", B ", CudaTypeName(g.b_type), ", C ", CudaTypeName(g.c_type), ")"));
+    return report->AddNotChecked("dtype mismatch");
+  }
+  absl::StatusOr<GemmPrecision> precision =
+      ResolveGemmPrecision(g.api, g.compute_type, g.math_mode, a_dt, b_dt, c_dt);
+  if (!precision.ok()) {
+    report->Warn(absl::StrCat("not checked: ", precision.status().message()));
+    return report->AddNotChecked("no error model");
+  }
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.batch = batch;
+  p.transa = g.transa;
+  p.transb = g.transb;
+  p.alpha = g.alpha;
+  p.beta = g.beta;
+  if (need_ab) {
+    p.a = DecodeAll(a_dt, a->data);
+    p.b = DecodeAll(b_dt, b->data);
+  }
+  if (need_c) p.c_in = DecodeAll(c_dt, c_in->data);
+  p.c_out = DecodeAll(c_dt, c_out->data);
+  bool input_overflow = false;
+  if (precision->in_max > 0) {
+    if (a_dt == DType::kF32 && MaxAbs(p.a) > precision->in_max) input_overflow = true;
+    if (b_dt == DType::kF32 && MaxAbs(p.b) > precision->in_max) input_overflow = true;
+  }
+  const ElementStats s = ReplayGemm(p, *precision, input_overflow);
+  const bool clean = s.violations == 0;
+  report->AddChecked("gemm", name, s, clean);
+  if (clean) return;
+  Finding f;
+  f.check = "gemm.replay";
+  f.rank = rank;
+  f.seq = op.seq;
+  f.api = name.api;
+  f.model = GetErrorModel(ErrorModelId::kGemmDeterministic).name;
+  f.max_abs_err = s.max_abs_err;
+  f.max_rel_err = s.max_rel_err;
+  f.threshold = s.worst_bound;
+  f.ratio = s.worst_ratio;
+  f.elements = s.elements;
+  f.violations = s.violations;
+  f.has_element = true;
+  const uint64_t mn = static_cast<uint64_t>(m * n);
+  f.first.index = s.first_index;
+  f.first.batch = static_cast<int64_t>(s.first_index / mn);
+  f.first.col = static_cast<int64_t>(s.first_index % mn / static_cast<uint64_t>(m));
+  f.first.row = static_cast<int64_t>(s.first_index % static_cast<uint64_t>(m));
+  f.first.got = s.first_got;
+  f.first.expected = s.first_ref;
+  f.first.threshold = s.first_bound;
+  const std::string at = absl::StrCat("element ", f.first.index, " (row ", f.first.row, ", col ", f.first.col,
+                                      ", batch ", f.first.batch, ")");
+  if (!std::isfinite(s.first_got) || !std::isfinite(s.first_ref)) {
+    f.message = absl::StrCat("non-finite mismatch at ", at, ": got ", FormatNumber(s.first_got),
+                             " where the FP64 replay gives ", FormatNumber(s.first_ref), "; ", s.violations, " of ",
+                             s.elements, " elements violate");
+  } else {
+    f.message = absl::StrCat(s.violations, " of ", s.elements, " output elements exceed the bound; first at ", at,
+                             ": got ", FormatNumber(s.first_got), ", FP64 replay ", FormatNumber(s.first_ref),
+                             ", |err| ", FormatNumber(std::fabs(s.first_got - s.first_ref)), " > bound ",
+                             FormatNumber(s.first_bound));
+  }
+  f.detail = absl::StrCat(precision->description, "; m=", m, " n=", n, " k=", k, " batch=", batch, " op(A)=",
+                          std::string(1, "NTC"[g.transa]), " op(B)=", std::string(1, "NTC"[g.transb]), " alpha=", FormatNumber(g.alpha),
+                          " beta=", FormatNumber(g.beta));
+  report->AddFinding(std::move(f));
+}
+
+}  // namespace ttrace::analyzer

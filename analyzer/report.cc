@@ -1,0 +1,141 @@
+// The terminal report is for a person reading a failed job: the verdict first, then what was and was not
+// checked, how close clean ops came to their bounds, and the first finding complete enough to act on.
+#include "analyzer/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace ttrace::analyzer {
+
+namespace {
+
+std::string OpText(const OpName& op) { return absl::StrCat("rank ", op.rank, " seq ", op.seq, " ", op.api); }
+
+void UpdateTightness(Tightness* t, const OpName& op, double ratio) {
+  if (!t->valid || ratio > t->max_ratio) {
+    t->valid = true;
+    t->max_ratio = ratio;
+    t->op = op;
+  }
+}
+
+std::string CountsText(const std::map<std::string, uint64_t>& counts) {
+  std::vector<std::string> parts;
+  for (const auto& [key, n] : counts) parts.push_back(absl::StrCat(key, " ", n));
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+uint64_t CheckSummary::checked_total() const {
+  uint64_t n = 0;
+  for (const auto& [kind, c] : checked) n += c;
+  return n;
+}
+
+uint64_t CheckSummary::not_checked_total() const {
+  uint64_t n = 0;
+  for (const auto& [reason, c] : not_checked) n += c;
+  return n;
+}
+
+void CheckReport::AddChecked(const std::string& kind, const OpName& op, const ElementStats& stats, bool clean) {
+  ++summary_.checked[kind];
+  summary_.elements_checked += stats.elements;
+  if (!clean || !std::isfinite(stats.worst_ratio) || stats.elements == 0) return;
+  UpdateTightness(&summary_.tightness[kind], op, stats.worst_ratio);
+  UpdateTightness(&summary_.overall, op, stats.worst_ratio);
+}
+
+void CheckReport::Warn(const std::string& warning) {
+  auto& w = summary_.warnings;
+  if (std::find(w.begin(), w.end(), warning) != w.end()) return;
+  if (w.size() >= kMaxWarnings) {
+    ++summary_.warnings_suppressed;
+    return;
+  }
+  w.push_back(warning);
+}
+
+void CheckReport::AddNotChecked(const std::string& reason, uint64_t ops) { summary_.not_checked[reason] += ops; }
+
+void CheckReport::Finish() {
+  std::stable_sort(findings_.begin(), findings_.end(), [](const Finding& a, const Finding& b) {
+    if (a.seq != b.seq) return a.seq < b.seq;
+    return a.rank < b.rank;
+  });
+}
+
+std::string FormatNumber(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == 0) return "0";
+  return absl::StrFormat("%.4g", v);
+}
+
+void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows) {
+  const CheckSummary& s = report.summary();
+  const auto& findings = report.findings();
+  out << "ttrace check " << s.dir << "\n";
+  out << "  job '" << s.job << "', " << s.streams << " stream" << (s.streams == 1 ? "" : "s");
+  if (s.world_size >= 0) out << " of world size " << s.world_size;
+  out << ", " << s.ops << " ops\n";
+  out << "verdict:     "
+      << (findings.empty() ? "CLEAN" : absl::StrCat("FINDINGS (", findings.size(), ")")) << "\n";
+  out << "checked:     " << s.checked_total() << " ops";
+  if (!s.checked.empty()) out << " (" << CountsText(s.checked) << ")";
+  out << ", " << s.elements_checked << " elements\n";
+  out << "not checked: " << s.not_checked_total() << " ops";
+  if (!s.not_checked.empty()) out << " (" << CountsText(s.not_checked) << ")";
+  out << "\n";
+  if (s.unknown_records > 0) out << "skipped:     " << s.unknown_records << " records of unknown type\n";
+  out << "tightness:   ";
+  if (!s.overall.valid) {
+    out << "no clean op with a nonzero bound\n";
+  } else {
+    out << "max err/bound on clean ops " << FormatNumber(s.overall.max_ratio);
+    std::vector<std::string> parts;
+    for (const auto& [kind, t] : s.tightness)
+      parts.push_back(absl::StrCat(kind, " ", FormatNumber(t.max_ratio), " at ", OpText(t.op)));
+    out << " (" << absl::StrJoin(parts, "; ") << ")\n";
+  }
+  if (!findings.empty()) {
+    const Finding& f = findings.front();
+    out << "\nfirst finding: rank " << f.rank << " seq " << f.seq << " " << f.api << " [" << f.check << "]\n";
+    out << "  " << f.message << "\n";
+    if (!f.model.empty() || !f.detail.empty()) out << "  model " << f.model << ": " << f.detail << "\n";
+    if (f.elements > 0) {
+      out << "  max abs err " << FormatNumber(f.max_abs_err) << ", max rel err " << FormatNumber(f.max_rel_err)
+          << ", threshold " << FormatNumber(f.threshold) << " (err/bound " << FormatNumber(f.ratio) << "), "
+          << f.violations << " of " << f.elements << " elements violate\n";
+    }
+    if (f.has_element) {
+      out << "  first violation: element " << f.first.index << " (row " << f.first.row << ", col " << f.first.col
+          << ", batch " << f.first.batch << "): got " << FormatNumber(f.first.got) << ", expected "
+          << FormatNumber(f.first.expected) << ", threshold " << FormatNumber(f.first.threshold) << "\n";
+    }
+    out << "\nfindings:\n";
+    out << absl::StrFormat("  %5s %8s  %-28s %-20s %11s %11s %11s %11s\n", "rank", "seq", "api", "check",
+                           "max_abs_err", "max_rel_err", "threshold", "ratio");
+    for (size_t i = 0; i < findings.size() && i < max_rows; ++i) {
+      const Finding& g = findings[i];
+      out << absl::StrFormat("  %5d %8d  %-28s %-20s %11s %11s %11s %11s\n", g.rank, g.seq, g.api, g.check,
+                             FormatNumber(g.max_abs_err), FormatNumber(g.max_rel_err), FormatNumber(g.threshold),
+                             FormatNumber(g.ratio));
+    }
+    if (findings.size() > max_rows)
+      out << "  ... " << findings.size() - max_rows << " more (see --json)\n";
+  }
+  if (!s.warnings.empty()) {
+    out << "\nwarnings:\n";
+    for (const std::string& w : s.warnings) out << "  " << w << "\n";
+    if (s.warnings_suppressed > 0) out << "  ... " << s.warnings_suppressed << " more warnings suppressed\n";
+  }
+}
+
+}  // namespace ttrace::analyzer

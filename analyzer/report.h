@@ -1,0 +1,108 @@
+// CheckReport: what `ttrace check` found, built by the checks (gemm_check, collective_check) and rendered by
+// PrintReport (terminal) and WriteReportJson (json.h, DESIGN.md §4 schema).
+//
+// Counting contract: every op of every rank ends up exactly once in `checked` (by kind) or `not_checked` (by
+// reason), so checked + not_checked = ops. A finding names the (rank, seq) of the op whose output is wrong.
+// Single-threaded.
+#ifndef TTRACE_ANALYZER_REPORT_H_
+#define TTRACE_ANALYZER_REPORT_H_
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "analyzer/element_stats.h"
+
+namespace ttrace::analyzer {
+
+// One element of a finding (the first violating one).
+struct ElementDetail {
+  uint64_t index = 0;          // linear index into the output (column-major, batch after batch)
+  int64_t row = 0, col = 0, batch = 0;
+  double got = 0, expected = 0, threshold = 0;
+};
+
+struct Finding {
+  std::string check;           // "gemm.replay", "allreduce.bound", "allreduce.identical", "allreduce.args"
+  int rank = -1;
+  uint64_t seq = 0;
+  std::string api;
+  std::string message;         // one line, complete on its own
+  std::string model;           // error model name (error_model.h), empty when none applies
+  double max_abs_err = 0;
+  double max_rel_err = 0;
+  double threshold = 0;        // the bound at the worst element
+  double ratio = 0;            // err/bound at the worst element (+Inf: Inf/NaN or a nonzero error against 0)
+  uint64_t elements = 0;
+  uint64_t violations = 0;
+  bool has_element = false;
+  ElementDetail first;         // valid when has_element
+  std::string detail;          // what the check assumed (precision, peers), may be empty
+};
+
+// An op, named as reports name it.
+struct OpName {
+  int rank = -1;
+  uint64_t seq = 0;
+  std::string api;
+};
+
+struct Tightness {
+  bool valid = false;
+  double max_ratio = 0;        // max err/bound over clean checked ops of this kind
+  OpName op;                   // where it was reached
+};
+
+struct CheckSummary {
+  std::string dir;
+  std::string job;
+  int world_size = -1;
+  int streams = 0;
+  uint64_t ops = 0;
+  std::map<std::string, uint64_t> checked;      // by kind: "gemm", "allreduce"
+  std::map<std::string, uint64_t> not_checked;  // by reason
+  uint64_t elements_checked = 0;
+  uint64_t unknown_records = 0;                 // skipped record types
+  std::map<std::string, Tightness> tightness;   // by kind
+  Tightness overall;
+  std::vector<std::string> warnings;
+  uint64_t warnings_suppressed = 0;
+
+  uint64_t checked_total() const;
+  uint64_t not_checked_total() const;
+};
+
+class CheckReport {
+ public:
+  // An op whose check ran. `clean` ops feed the tightness; findings are added separately.
+  void AddChecked(const std::string& kind, const OpName& op, const ElementStats& stats, bool clean);
+  void AddNotChecked(const std::string& reason, uint64_t ops = 1);
+  void AddFinding(Finding f) { findings_.push_back(std::move(f)); }
+  // Adds a warning to the summary unless the same text was added before; at most kMaxWarnings are kept.
+  void Warn(const std::string& warning);
+  static constexpr size_t kMaxWarnings = 50;
+  // Orders findings by (seq, rank): the first is the earliest op number.
+  void Finish();
+
+  bool clean() const { return findings_.empty(); }
+  const std::vector<Finding>& findings() const { return findings_; }
+  CheckSummary& summary() { return summary_; }
+  const CheckSummary& summary() const { return summary_; }
+
+ private:
+  std::vector<Finding> findings_;
+  CheckSummary summary_;
+};
+
+// Terminal report: verdict, counts, tightness, the first finding in full, a table of findings (at most
+// `max_rows`), warnings.
+void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows = 20);
+
+// "1.25e-06"-style number for reports; "inf"/"nan" spelled out.
+std::string FormatNumber(double v);
+
+}  // namespace ttrace::analyzer
+
+#endif  // TTRACE_ANALYZER_REPORT_H_

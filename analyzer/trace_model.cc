@@ -1,0 +1,236 @@
+// Ops are collected in a map by seq while reading, because tensors may precede or follow their op record; tensors
+// whose op has not appeared yet wait in a pending map and are joined at the end. Content problems are warnings
+// (capped per stream) so that one bad record does not hide the rest of a run; framing problems are the reader's
+// errors and stop the load.
+#include "analyzer/trace_model.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "analyzer/status_macros.h"
+#include "analyzer/tensor_data.h"
+#include "analyzer/trace_reader.h"
+
+namespace ttrace::analyzer {
+
+using format::RecordType;
+
+namespace {
+
+constexpr size_t kMaxWarningsPerStream = 20;
+
+void Warn(RankTrace* t, std::string message) {
+  if (t->warnings.size() < kMaxWarningsPerStream) {
+    t->warnings.push_back(absl::StrCat(BaseName(t->path), ": ", message));
+  } else if (t->warnings.size() == kMaxWarningsPerStream) {
+    t->warnings.push_back(absl::StrCat(BaseName(t->path), ": further warnings suppressed"));
+  }
+}
+
+// Why a tensor cannot be used, or "" when its payload matches its shape.
+std::string TensorProblem(const format::TensorRecord& m, uint64_t payload_size) {
+  if (m.payload_kind != static_cast<uint8_t>(format::PayloadKind::kFull))
+    return absl::StrCat("payload kind ", m.payload_kind, " not supported");
+  const uint32_t size = format::DTypeSize(m.dtype);
+  if (size == 0) return absl::StrCat("unknown dtype ", m.dtype);
+  if (m.rows < 0 || m.cols < 0 || m.batch < 0) return "negative shape";
+  unsigned __int128 bytes = static_cast<unsigned __int128>(m.rows) * static_cast<uint64_t>(m.cols);
+  bytes *= static_cast<uint64_t>(m.batch);
+  bytes *= size;
+  if (bytes != payload_size || m.payload_bytes != payload_size)
+    return absl::StrCat("payload of ", payload_size, " bytes does not hold ", m.rows, "x", m.cols, "x", m.batch, " ",
+                        DTypeName(m.dtype));
+  return "";
+}
+
+struct PendingTensor {
+  uint64_t seq;
+  std::unique_ptr<Tensor> tensor;
+  std::string problem;
+};
+
+}  // namespace
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& options) {
+  ReaderOptions ro;
+  ro.allow_truncated = options.allow_truncated;
+  TTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, ro));
+  RankTrace t;
+  t.path = path;
+  t.header = reader->header();
+  std::map<uint64_t, Op> ops;
+  std::vector<PendingTensor> tensors;
+  RecordView r;
+  while (true) {
+    TTRACE_ASSIGN_OR_RETURN(bool more, reader->Next(&r));
+    if (!more) break;
+    ++t.records;
+    switch (r.type) {
+      case RecordType::kGemm:
+      case RecordType::kCollective: {
+        Op op;
+        if (r.type == RecordType::kGemm) {
+          op.kind = OpKind::kGemm;
+          op.gemm = r.Body<format::GemmRecord>();
+          op.seq = op.gemm.seq;
+          op.api = op.gemm.api;
+        } else {
+          op.kind = OpKind::kCollective;
+          op.coll = r.Body<format::CollectiveRecord>();
+          op.seq = op.coll.seq;
+          op.api = op.coll.api;
+        }
+        const uint64_t seq = op.seq;
+        if (!ops.emplace(seq, std::move(op)).second) Warn(&t, absl::StrCat("duplicate op record for seq ", seq));
+        break;
+      }
+      case RecordType::kTensor: {
+        auto tensor = std::make_unique<Tensor>();
+        tensor->meta = r.Body<format::TensorRecord>();
+        std::string problem = TensorProblem(tensor->meta, r.payload.size());
+        if (problem.empty()) tensor->data.assign(r.payload.data(), r.payload.size());
+        const uint64_t seq = tensor->meta.seq;
+        tensors.push_back({seq, std::move(tensor), std::move(problem)});
+        break;
+      }
+      case RecordType::kCommInit:
+        t.comm_inits.push_back(r.Body<format::CommInitRecord>());
+        break;
+      case RecordType::kNotice: {
+        ++t.notices;
+        const auto n = r.Body<format::NoticeRecord>();
+        if (n.code == static_cast<uint32_t>(format::NoticeCode::kPayloadDropped)) ++t.dropped_payloads;
+        if (n.code == static_cast<uint32_t>(format::NoticeCode::kCaptureDisabled))
+          Warn(&t, absl::StrCat("capture disabled: ", std::string(r.payload.data(), r.payload.size())));
+        break;
+      }
+      case RecordType::kCommDestroy:
+      case RecordType::kGroup:
+        break;
+      default:
+        ++t.unknown_records;
+        break;
+    }
+  }
+  t.truncated = reader->truncated();
+  t.truncation = reader->truncation();
+  uint64_t orphans = 0;
+  for (PendingTensor& p : tensors) {
+    auto it = ops.find(p.seq);
+    if (it == ops.end()) {
+      ++orphans;
+      continue;
+    }
+    Op& op = it->second;
+    const uint8_t slot = p.tensor->meta.slot;
+    if (slot >= op.tensors.size()) {
+      Warn(&t, absl::StrCat("seq ", p.seq, ": tensor slot ", slot, " unknown"));
+      continue;
+    }
+    if (!p.problem.empty()) {
+      if (op.tensor_problem.empty()) op.tensor_problem = p.problem;
+      Warn(&t, absl::StrCat("seq ", p.seq, ": tensor unusable: ", p.problem));
+      continue;
+    }
+    if (op.tensors[slot] != nullptr) {
+      Warn(&t, absl::StrCat("seq ", p.seq, ": tensor slot ", slot, " captured twice; the first is used"));
+      continue;
+    }
+    op.tensors[slot] = std::move(p.tensor);
+  }
+  if (orphans > 0) Warn(&t, absl::StrCat(orphans, " tensors belong to no op record"));
+  t.ops.reserve(ops.size());
+  for (auto& [seq, op] : ops) t.ops.push_back(std::move(op));
+  return t;
+}
+
+absl::StatusOr<std::vector<std::string>> ListStreams(const std::string& dir) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) return absl::NotFoundError(absl::StrCat(dir, ": ", strerror(errno)));
+  if (!S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(dir, ": not a directory"));
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return absl::PermissionDeniedError(absl::StrCat(dir, ": ", strerror(errno)));
+  std::vector<std::string> paths;
+  while (struct dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".ttr") != 0) continue;
+    std::string path = dir + (dir.back() == '/' ? "" : "/") + name;
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) paths.push_back(path);
+  }
+  closedir(d);
+  std::sort(paths.begin(), paths.end());
+  if (paths.empty()) return absl::NotFoundError(absl::StrCat(dir, ": no trace streams (*.ttr)"));
+  return paths;
+}
+
+absl::StatusOr<TraceSet> LoadTraceDir(const std::string& dir, const LoadOptions& options) {
+  TTRACE_ASSIGN_OR_RETURN(std::vector<std::string> paths, ListStreams(dir));
+  TraceSet set;
+  set.dir = dir;
+  for (const std::string& path : paths) {
+    if (options.on_file) options.on_file(path);
+    TTRACE_ASSIGN_OR_RETURN(RankTrace t, LoadRankTrace(path, options));
+    set.ranks.push_back(std::move(t));
+  }
+  const RankTrace& first = set.ranks.front();
+  set.job = first.header.job;
+  set.world_size = first.header.world_size;
+  for (const RankTrace& t : set.ranks) {
+    if (set.job != t.header.job)
+      return absl::FailedPreconditionError(absl::StrCat("streams of different jobs: ", BaseName(first.path),
+                                                        " has job '", set.job, "', ", BaseName(t.path), " has '",
+                                                        t.header.job, "'"));
+    if (t.header.world_size != set.world_size)
+      return absl::FailedPreconditionError(absl::StrCat("inconsistent world size: ", BaseName(first.path), " says ",
+                                                        set.world_size, ", ", BaseName(t.path), " says ",
+                                                        t.header.world_size));
+    if (t.rank() < 0 && set.ranks.size() > 1)
+      return absl::FailedPreconditionError(
+          absl::StrCat(BaseName(t.path), ": rank unknown (RANK unset) in a directory of ", set.ranks.size(),
+                       " streams: ranks cannot be told apart"));
+    if (set.world_size >= 0 && t.rank() >= set.world_size)
+      return absl::FailedPreconditionError(absl::StrCat(BaseName(t.path), ": rank ", t.rank(),
+                                                        " outside world size ", set.world_size));
+  }
+  std::sort(set.ranks.begin(), set.ranks.end(),
+            [](const RankTrace& a, const RankTrace& b) { return a.rank() < b.rank(); });
+  for (size_t i = 1; i < set.ranks.size(); ++i) {
+    if (set.ranks[i].rank() == set.ranks[i - 1].rank())
+      return absl::FailedPreconditionError(absl::StrCat("rank ", set.ranks[i].rank(), " appears twice: ",
+                                                        BaseName(set.ranks[i - 1].path), " and ",
+                                                        BaseName(set.ranks[i].path)));
+  }
+  if (set.world_size > 0 && static_cast<int>(set.ranks.size()) < set.world_size) {
+    std::string missing;
+    size_t next = 0;
+    for (int r = 0; r < set.world_size; ++r) {
+      if (next < set.ranks.size() && set.ranks[next].rank() == r) {
+        ++next;
+      } else {
+        absl::StrAppend(&missing, missing.empty() ? "" : ",", r);
+      }
+    }
+    set.warnings.push_back(absl::StrCat(set.ranks.size(), " of ", set.world_size,
+                                        " ranks present (missing: ", missing,
+                                        "); collectives that span missing ranks are not checked"));
+  }
+  for (const RankTrace& t : set.ranks) {
+    if (t.truncated) set.warnings.push_back(absl::StrCat("truncated: ", t.truncation));
+    set.warnings.insert(set.warnings.end(), t.warnings.begin(), t.warnings.end());
+  }
+  return set;
+}
+
+}  // namespace ttrace::analyzer
