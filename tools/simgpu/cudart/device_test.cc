@@ -1,6 +1,7 @@
 // Devices, versions and the last-error record of simgpu's libcudart.so.13.
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -12,7 +13,9 @@ namespace {
 TEST(Device, CountSelectAndProperties) {
   int count = 0;
   ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
-  EXPECT_EQ(count, 8);  // SIMGPU_DEVICES is unset in this test
+  const char* env = getenv("SIMGPU_DEVICES");  // set by one of this test's ctest registrations
+  EXPECT_EQ(count, env != nullptr ? atoi(env) : 8);
+  ASSERT_GE(count, 4);
   ASSERT_EQ(cudaSetDevice(3), cudaSuccess);
   int device = -1;
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
