@@ -1,7 +1,9 @@
 // The GEMM arithmetic of gemm.h. op(A) and op(B) of each batch are first widened into dense FP32 panels
-// (op(A) row by row, op(B) column by column) so the inner loop over k is contiguous; widening is exact, so this
-// changes nothing in the result. This file is compiled with -ffp-contract=off: the accumulation must be the
-// stated sequence of rounded products and sums, never a fused multiply-add the compiler chose.
+// (widening is exact, so this changes nothing in the result). For each output column, the accumulators of all
+// m rows advance together, one p at a time: every element still sums its products in order p = 0, 1, ..., k-1,
+// and the loop over rows is independent, so the compiler can vectorize it without reassociating anything.
+// This file is compiled with -ffp-contract=off: the accumulation must be the stated sequence of rounded
+// products and sums, never a fused multiply-add the compiler chose.
 #include <cstdint>
 #include <vector>
 
@@ -53,17 +55,18 @@ void ComputeGemm(const GemmDesc& d, float alpha, float beta) {
   const int64_t m = d.m, n = d.n, k = d.k;
   if (m == 0 || n == 0) return;
   const bool use_ab = alpha != 0.0f && k > 0;
-  std::vector<float> a_rows(use_ab ? m * k : 0);  // a_rows[i * k + p] = op(A)(i, p)
+  std::vector<float> a_cols(use_ab ? k * m : 0);  // a_cols[p * m + i] = op(A)(i, p)
   std::vector<float> b_cols(use_ab ? k * n : 0);  // b_cols[j * k + p] = op(B)(p, j)
+  std::vector<float> acc(m);
   for (int64_t batch = 0; batch < d.batch; ++batch) {
     const void* a = Offset(d.a, d.a_type, batch * d.stride_a);
     const void* b = Offset(d.b, d.b_type, batch * d.stride_b);
     void* c = const_cast<void*>(Offset(d.c, d.c_type, batch * d.stride_c));
     if (use_ab) {
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t p = 0; p < k; ++p) {
+      for (int64_t p = 0; p < k; ++p) {
+        for (int64_t i = 0; i < m; ++i) {
           int64_t index = d.trans_a == CUBLAS_OP_N ? i + p * d.lda : p + i * d.lda;
-          a_rows[i * k + p] = Load(a, d.a_type, index);
+          a_cols[p * m + i] = Load(a, d.a_type, index);
         }
       }
       for (int64_t j = 0; j < n; ++j) {
@@ -74,15 +77,17 @@ void ComputeGemm(const GemmDesc& d, float alpha, float beta) {
       }
     }
     for (int64_t j = 0; j < n; ++j) {
-      for (int64_t i = 0; i < m; ++i) {
-        float acc = 0.0f;
-        if (use_ab) {
-          const float* ar = &a_rows[i * k];
-          const float* bc = &b_cols[j * k];
-          for (int64_t p = 0; p < k; ++p) acc = acc + ar[p] * bc[p];
+      float* __restrict accp = acc.data();
+      for (int64_t i = 0; i < m; ++i) accp[i] = 0.0f;
+      if (use_ab) {
+        for (int64_t p = 0; p < k; ++p) {
+          const float bp = b_cols[j * k + p];
+          const float* __restrict ap = &a_cols[p * m];
+          for (int64_t i = 0; i < m; ++i) accp[i] = accp[i] + ap[i] * bp;
         }
-        float t = alpha * acc;
-        if (!use_ab) t = 0.0f;
+      }
+      for (int64_t i = 0; i < m; ++i) {
+        float t = use_ab ? alpha * accp[i] : 0.0f;
         int64_t ci = i + j * d.ldc;
         if (beta != 0.0f) t = t + beta * Load(c, d.c_type, ci);
         Store(c, d.c_type, ci, t);
