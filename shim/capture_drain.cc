@@ -1,0 +1,137 @@
+// The drain thread of CaptureEngine: the only writer of the sink. It writes records as soon as they are in order,
+// finishes tensors in ring order (one cudaEventSynchronize on our own event each), and flushes the sink at least
+// every flush_ms so that a killed process leaves a stream readable up to its last second.
+#include <cstring>
+
+#include "shim/capture_engine.h"
+
+namespace ttrace::shim {
+
+void CaptureEngine::DrainLoop() {
+  const auto interval = std::chrono::milliseconds(config_.flush_ms);
+  Clock::time_point next_flush = Clock::now() + interval;
+  std::unique_lock<std::mutex> lock(mu_);
+  std::vector<QueuedRecord> records;
+  while (true) {
+    if (Clock::now() >= next_flush || FlushTargetReachedLocked()) {
+      const bool requested = FlushTargetReachedLocked();
+      const uint64_t generation = flush_requested_;
+      lock.unlock();
+      if (!sink_failed_ && !sink_->Flush()) SinkFailed();
+      lock.lock();
+      next_flush = Clock::now() + interval;
+      if (requested) {
+        flush_done_ = generation;
+        flushed_cv_.notify_all();
+      }
+    }
+    records_.TakeReady(&records);
+    const bool tensor_ready = !tensors_.empty() && tensors_.front().state != CopyState::kCopying;
+    if (records.empty() && !tensor_ready) {
+      if (stop_) break;
+      work_cv_.wait_until(lock, next_flush);
+      continue;
+    }
+    TensorItem item;
+    if (tensor_ready) item = tensors_.front();
+    lock.unlock();
+    WriteRecords(&records);
+    if (tensor_ready) WriteTensor(item);
+    lock.lock();
+    if (tensor_ready) {
+      tensors_.pop_front();
+      ring_.ReleaseOldest();
+      ++tensors_done_;
+      if (item.event != nullptr) event_pool_.emplace_back(item.device, item.event);
+      space_cv_.notify_all();
+    }
+  }
+  FinalDrain(lock);
+}
+
+// Runs with `lock` held, after stop_: waits a bounded time for copies still being enqueued by other threads,
+// writes what is left (records in ticket order, skipping calls that never returned), and closes the sink.
+void CaptureEngine::FinalDrain(std::unique_lock<std::mutex>& lock) {
+  const Clock::time_point deadline = Clock::now() + std::chrono::seconds(1);
+  auto copying = [this] {
+    for (const TensorItem& t : tensors_)
+      if (t.state == CopyState::kCopying) return true;
+    return false;
+  };
+  while (copying() && work_cv_.wait_until(lock, deadline) != std::cv_status::timeout) {
+  }
+  std::vector<QueuedRecord> records;
+  records_.TakeAll(&records);
+  std::deque<TensorItem> tensors;
+  tensors.swap(tensors_);
+  lock.unlock();
+  WriteRecords(&records);
+  for (const TensorItem& t : tensors)
+    if (t.state == CopyState::kReady) WriteTensor(t);
+  // Notices about tensors that failed just now.
+  lock.lock();
+  records_.TakeAll(&records);
+  lock.unlock();
+  WriteRecords(&records);
+  if (!sink_failed_ && !sink_->Close()) SinkFailed();
+  flushed_cv_.notify_all();
+  lock.lock();
+}
+
+void CaptureEngine::WriteRecords(std::vector<QueuedRecord>* records) {
+  for (const QueuedRecord& r : *records)
+    Append(r.type, r.body.data(), r.body.size(), r.payload.data(), r.payload.size());
+  records->clear();
+}
+
+void CaptureEngine::WriteTensor(const TensorItem& item) {
+  if (item.state != CopyState::kReady) return;  // the capturing thread already noted the drop
+  const cudaError_t e = cudart_->EventSynchronize(item.event);
+  if (e != cudaSuccess) {
+    Drop(item.seq, "waiting for the device-to-host copy failed: " + CudaErrorText(cudart_, e));
+    return;
+  }
+  if (sink_failed_) return;
+  payload_.resize(item.plan.packed_bytes);
+  PackDense(item.spec, item.plan, ring_base_ + item.offset, payload_.data());
+  format::TensorRecord t;
+  memset(&t, 0, sizeof t);
+  t.seq = item.seq;
+  t.slot = static_cast<uint8_t>(item.spec.slot);
+  t.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFull);
+  t.dtype = static_cast<uint8_t>(item.spec.dtype);
+  t.rows = item.spec.rows;
+  t.cols = item.spec.cols;
+  t.batch = item.spec.batch;
+  t.payload_bytes = payload_.size();
+  if (Append(format::RecordType::kTensor, &t, sizeof t, payload_.data(), payload_.size())) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.tensors;
+    stats_.tensor_bytes += payload_.size();
+  }
+}
+
+bool CaptureEngine::Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
+                           size_t payload_bytes) {
+  if (sink_failed_) return false;
+  if (!sink_->Append(type, body, body_bytes, payload, payload_bytes)) {
+    SinkFailed();
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.records;
+  return true;
+}
+
+void CaptureEngine::SinkFailed() {
+  sink_failed_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.sink_failed = true;
+  }
+  tensors_on_.store(false);
+  const std::string why = "writing " + sink_name_ + " failed: " + sink_->error();
+  if (config_.on_failure) config_.on_failure(why);
+}
+
+}  // namespace ttrace::shim

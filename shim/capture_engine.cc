@@ -1,0 +1,246 @@
+// Why this shape:
+// - Records are small and cheap to copy, so interceptors publish them by value and never wait for the sink.
+// - The ring is FIFO because the drain finishes tensors in the order they were enqueued (a single stream of
+//   events), so space comes back in allocation order and the allocator needs no free lists.
+// - Nothing here calls CUDA while holding mu_, so a fork (whose prepare handler takes mu_) never waits on the GPU.
+// - The application's cudaGetLastError state is left as it was: a failed copy of ours is cleared when the
+//   application had no pending error (we cannot restore one it had).
+#include "shim/capture_engine.h"
+
+#include <cstring>
+
+#include "shim/log.h"
+
+namespace ttrace::shim {
+EngineConfig EngineConfigFromOptions(const Options& options) {
+  EngineConfig c;
+  c.capture_tensors = options.mode == CaptureMode::kFull && options.buffer_mb > 0;
+  c.ring_bytes = static_cast<size_t>(options.buffer_mb) << 20;
+  c.max_tensor_bytes = static_cast<size_t>(options.max_tensor_mb) << 20;
+  c.ring_wait_ms = static_cast<int>(options.ring_wait_ms);
+  c.flush_ms = options.flush_ms > 0 ? static_cast<int>(options.flush_ms) : 1;
+  return c;
+}
+
+CaptureEngine::CaptureEngine(const EngineConfig& config, std::unique_ptr<Sink> sink, const CudartApi* cudart)
+    : config_(config),
+      cudart_(cudart),
+      sink_(std::move(sink)),
+      sink_name_(sink_ ? sink_->name() : ""),
+      tensors_on_(config.capture_tensors && cudart != nullptr && config.ring_bytes > 0),
+      ring_(config.ring_bytes) {}
+
+CaptureEngine::~CaptureEngine() { Shutdown(); }
+
+void CaptureEngine::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_ || stop_) return;
+  started_ = true;
+  drain_ = std::thread([this] { DrainLoop(); });
+}
+
+CaptureEngine::Slot CaptureEngine::Reserve(bool op) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot slot;
+  slot.ticket = records_.Reserve();
+  slot.seq = op ? next_seq_++ : kNoSeq;
+  return slot;
+}
+
+void CaptureEngine::Publish(uint64_t ticket, format::RecordType type, const void* body, size_t body_bytes,
+                            const void* payload, size_t payload_bytes) {
+  QueuedRecord r{type, std::string(static_cast<const char*>(body), body_bytes),
+                 payload_bytes ? std::string(static_cast<const char*>(payload), payload_bytes) : std::string()};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!records_.Put(ticket, std::move(r))) return;
+  }
+  work_cv_.notify_one();
+}
+
+void CaptureEngine::Notice(format::NoticeCode code, uint64_t seq, uint64_t count, const std::string& message) {
+  format::NoticeRecord n;
+  memset(&n, 0, sizeof n);
+  n.code = static_cast<uint32_t>(code);
+  n.message_bytes = static_cast<uint32_t>(message.size());
+  n.seq = seq;
+  n.count = count;
+  Publish(Reserve(false).ticket, format::RecordType::kNotice, &n, sizeof n, message.data(), message.size());
+}
+
+void CaptureEngine::Drop(uint64_t seq, const std::string& why) {
+  uint64_t count;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    count = ++stats_.dropped;
+  }
+  TTRACE_LOG_ONCE("dropping tensor payloads (first: op %llu, %s); every drop is counted in the trace",
+                  static_cast<unsigned long long>(seq), why.c_str());
+  Notice(format::NoticeCode::kPayloadDropped, seq, count, "payload dropped: " + why);
+}
+
+void CaptureEngine::DisableTensors(const std::string& why) {
+  if (tensors_on_.exchange(false)) {
+    Log("tensor capture disabled: %s; call records continue", why.c_str());
+    Notice(format::NoticeCode::kCaptureDisabled, kNoSeq, 0, "tensor capture disabled: " + why);
+  }
+}
+
+bool CaptureEngine::EnsureRing() {
+  std::lock_guard<std::mutex> lock(ring_init_mu_);
+  if (ring_tried_) return ring_base_ != nullptr;
+  ring_tried_ = true;
+  void* p = nullptr;
+  const cudaError_t prior = cudart_->PeekAtLastError();
+  const cudaError_t e = cudart_->HostAlloc(&p, config_.ring_bytes, cudaHostAllocPortable);
+  if (e != cudaSuccess || p == nullptr) {
+    if (prior == cudaSuccess) cudart_->GetLastError();
+    DisableTensors("cannot allocate the " + std::to_string(config_.ring_bytes >> 20) +
+                   " MiB pinned ring (TTRACE_BUFFER_MB): " + CudaErrorText(cudart_, e));
+    return false;
+  }
+  ring_base_ = static_cast<char*>(p);
+  return true;
+}
+
+bool CaptureEngine::StreamCapturing(cudaStream_t stream) {
+  if (cudart_->StreamIsCapturing == nullptr) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t prior = cudart_->PeekAtLastError();
+  const cudaError_t e = cudart_->StreamIsCapturing(stream, &status);
+  if (e != cudaSuccess && prior == cudaSuccess) cudart_->GetLastError();
+  return e != cudaSuccess || status != cudaStreamCaptureStatusNone;
+}
+
+cudaEvent_t CaptureEngine::AcquireEvent(int* device) {
+  *device = -1;
+  if (cudart_->GetDevice != nullptr && cudart_->GetDevice(device) != cudaSuccess) *device = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < event_pool_.size(); ++i) {
+      if (event_pool_[i].first == *device && *device >= 0) {
+        cudaEvent_t e = event_pool_[i].second;
+        event_pool_[i] = event_pool_.back();
+        event_pool_.pop_back();
+        return e;
+      }
+    }
+  }
+  cudaEvent_t e = nullptr;
+  if (cudart_->EventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return nullptr;
+  return e;
+}
+
+void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const TensorSpec& spec) {
+  if (!capturing_tensors()) return;
+  StagingPlan plan;
+  if (!PlanStaging(spec, &plan)) return;
+  if (plan.staging_bytes > config_.max_tensor_bytes) {
+    Drop(seq, std::to_string(plan.staging_bytes) + " bytes exceed TTRACE_MAX_TENSOR_MB");
+    return;
+  }
+  if (plan.packed_bytes + sizeof(format::RecordHeader) + sizeof(format::TensorRecord) > format::kMaxFrameBytes) {
+    Drop(seq, std::to_string(plan.packed_bytes) + " bytes exceed the largest record of the trace format");
+    return;
+  }
+  if (!ring_.CanEverFit(plan.staging_bytes)) {
+    Drop(seq, std::to_string(plan.staging_bytes) + " bytes exceed the ring (TTRACE_BUFFER_MB)");
+    return;
+  }
+  if (StreamCapturing(stream)) {
+    Drop(seq, "the stream is capturing a CUDA graph");
+    return;
+  }
+  if (!EnsureRing()) return;
+
+  TensorItem* item = nullptr;
+  size_t offset = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(config_.ring_wait_ms);
+    bool got = false;
+    while (!stop_ && !(got = ring_.Allocate(plan.staging_bytes, &offset))) {
+      if (space_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        got = !stop_ && ring_.Allocate(plan.staging_bytes, &offset);
+        break;
+      }
+    }
+    if (!got) {
+      lock.unlock();
+      if (!stop_) Drop(seq, "the ring stayed full for TTRACE_RING_WAIT_MS");
+      return;
+    }
+    tensors_.emplace_back();
+    item = &tensors_.back();
+    item->seq = seq;
+    item->spec = spec;
+    item->plan = plan;
+    item->offset = offset;
+    ++tensors_pushed_;
+  }
+
+  const cudaError_t prior = cudart_->PeekAtLastError();
+  cudaError_t e = cudaSuccess;
+  const char* src = static_cast<const char*>(spec.ptr);
+  for (uint64_t c = 0; c < plan.copies && e == cudaSuccess; ++c) {
+    const char* from = src + static_cast<int64_t>(c) * plan.copy_src_stride * plan.elem_bytes;
+    e = cudart_->MemcpyAsync(ring_base_ + offset + c * plan.copy_bytes, from, plan.copy_bytes,
+                             cudaMemcpyDeviceToHost, stream);
+  }
+  int device = -1;
+  cudaEvent_t event = nullptr;
+  if (e == cudaSuccess) {
+    event = AcquireEvent(&device);
+    e = event == nullptr ? cudaErrorUnknown : cudart_->EventRecord(event, stream);
+  }
+  if (e != cudaSuccess && prior == cudaSuccess) cudart_->GetLastError();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    item->state = e == cudaSuccess ? CopyState::kReady : CopyState::kFailed;
+    item->event = event;
+    item->device = device;
+  }
+  work_cv_.notify_one();
+  if (e != cudaSuccess) Drop(seq, "device-to-host copy failed: " + CudaErrorText(cudart_, e));
+}
+
+bool CaptureEngine::FlushAndWait(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!started_ || stop_) return false;
+  const uint64_t generation = ++flush_requested_;
+  flush_target_ticket_ = records_.reserved();
+  flush_target_tensors_ = tensors_pushed_;
+  work_cv_.notify_one();
+  return flushed_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                              [&] { return flush_done_ >= generation; });
+}
+
+bool CaptureEngine::FlushTargetReachedLocked() const {
+  return flush_done_ < flush_requested_ && records_.taken() >= flush_target_ticket_ &&
+         tensors_done_ >= flush_target_tensors_;
+}
+
+void CaptureEngine::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (joined_) return;
+    stop_ = true;
+    joined_ = true;
+  }
+  tensors_on_.store(false);
+  work_cv_.notify_all();
+  space_cv_.notify_all();
+  if (drain_.joinable()) {
+    drain_.join();
+  } else {
+    std::unique_lock<std::mutex> lock(mu_);
+    FinalDrain(lock);
+  }
+}
+
+CaptureEngine::Stats CaptureEngine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace ttrace::shim

@@ -1,0 +1,168 @@
+// CaptureEngine: turns intercepted calls into records and operand snapshots, off the application's critical path.
+//
+// Records. An interceptor calls Reserve() when the call enters (for an op this also assigns its seq: 0, 1, 2, ...
+// per process in host call order; DESIGN.md §4) and Publish() when the vendor call has returned. Records reach
+// the sink in Reserve() order (RecordQueue), so op records are in seq order.
+//
+// Tensors. CaptureTensor() enqueues, on the op's own stream, cudaMemcpyAsync device-to-host into a bounded pinned
+// ring (allocated once, at the first capture) and records an event after it: the copy sees exactly what the stream
+// has done before it, and the application's streams are never synchronized. The drain thread waits for the
+// event (cudaEventSynchronize on our own event), packs the staged region densely (tensor_pack.h) and writes a
+// TensorRecord. Tensor records follow their op's record in no fixed order: readers join by seq.
+// When the ring is full a call waits up to ring_wait_ms, then drops the payload: it is counted, a NoticeRecord
+// says which op lost it, and stderr says so once.
+//
+// Failures fail open: a failed tensor copy drops that payload; a failed pinned allocation turns tensor capture
+// off (notice); a failed sink calls on_failure (the runtime then passes every call straight through). No failure
+// here reaches the application: vendor calls and their statuses are the interceptors' business.
+//
+// Threads. Reserve, Publish, Notice, Drop, CaptureTensor: any thread (CaptureTensor on the thread that issues the
+// op, since it enqueues on the op's stream). The drain thread, started by Start(), is the only user of the sink
+// until Shutdown() has joined it. The engine owns its sink; the cudart table is borrowed (static storage).
+#ifndef TTRACE_SHIM_CAPTURE_ENGINE_H_
+#define TTRACE_SHIM_CAPTURE_ENGINE_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "shim/byte_ring.h"
+#include "shim/cudart_api.h"
+#include "shim/record_queue.h"
+#include "shim/sink.h"
+#include "shim/tensor_pack.h"
+#include "ttrace/format.h"
+
+namespace ttrace::shim {
+
+struct EngineConfig {
+  bool capture_tensors = false;      // TTRACE_MODE=full (and a cudart table given)
+  size_t ring_bytes = 256u << 20;    // TTRACE_BUFFER_MB; 0: no tensors
+  size_t max_tensor_bytes = 128u << 20;
+  int ring_wait_ms = 200;
+  int flush_ms = 1000;
+  // Called once, from the drain thread, when the sink fails; records are discarded from then on.
+  std::function<void(const std::string& why)> on_failure;
+};
+EngineConfig EngineConfigFromOptions(const Options& options);
+
+class CaptureEngine {
+ public:
+  static constexpr uint64_t kNoSeq = UINT64_MAX;
+  struct Slot {
+    uint64_t ticket;
+    uint64_t seq;  // kNoSeq for set-up calls
+  };
+  struct Stats {
+    uint64_t records = 0;        // records written to the sink
+    uint64_t tensors = 0;        // tensor records written
+    uint64_t tensor_bytes = 0;   // their payload bytes
+    uint64_t dropped = 0;        // payloads dropped
+    bool sink_failed = false;
+  };
+
+  // `sink` must not be null. `cudart` may be null: then no tensors are captured. Starts no thread.
+  CaptureEngine(const EngineConfig& config, std::unique_ptr<Sink> sink, const CudartApi* cudart);
+  ~CaptureEngine();  // Shutdown()
+  CaptureEngine(const CaptureEngine&) = delete;
+  CaptureEngine& operator=(const CaptureEngine&) = delete;
+
+  void Start();  // starts the drain thread
+
+  Slot Reserve(bool op);
+  void Publish(uint64_t ticket, format::RecordType type, const void* body, size_t body_bytes,
+               const void* payload = nullptr, size_t payload_bytes = 0);
+  template <typename Body>
+  void Publish(uint64_t ticket, format::RecordType type, const Body& body) {
+    Publish(ticket, type, &body, sizeof body);
+  }
+  // A NoticeRecord about op `seq` (kNoSeq: none), in order with the other records from now on.
+  void Notice(format::NoticeCode code, uint64_t seq, uint64_t count, const std::string& message);
+  // Counts a payload of op `seq` as dropped and writes a kPayloadDropped notice; stderr says so once.
+  void Drop(uint64_t seq, const std::string& why);
+
+  bool capturing_tensors() const { return tensors_on_.load(std::memory_order_relaxed); }
+  // Snapshots `spec` as `stream` will see it at this point (see the header comment). A tensor that is empty or
+  // malformed (tensor_pack.h: PlanStaging) is skipped silently: the vendor call rejects it anyway.
+  void CaptureTensor(uint64_t seq, cudaStream_t stream, const TensorSpec& spec);
+
+  // Waits until everything reserved and captured before this call is written, then flushes the sink. False when
+  // that took longer than timeout_ms (a call on another thread still running) or the engine is stopped.
+  bool FlushAndWait(int timeout_ms);
+  // Stops taking records, writes everything that is ready (a bounded wait for copies in flight), closes the sink
+  // and joins the drain thread. Idempotent; any thread except the drain thread.
+  void Shutdown();
+
+  Stats stats() const;
+  std::string sink_name() const { return sink_name_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  enum class CopyState { kCopying, kReady, kFailed };
+  struct TensorItem {
+    uint64_t seq = 0;
+    TensorSpec spec;
+    StagingPlan plan;
+    size_t offset = 0;
+    cudaEvent_t event = nullptr;
+    int device = -1;
+    CopyState state = CopyState::kCopying;
+  };
+
+  bool EnsureRing();
+  bool StreamCapturing(cudaStream_t stream);
+  cudaEvent_t AcquireEvent(int* device);
+  void DisableTensors(const std::string& why);
+  void DrainLoop();
+  void FinalDrain(std::unique_lock<std::mutex>& lock);
+  void WriteRecords(std::vector<QueuedRecord>* records);
+  void WriteTensor(const TensorItem& item);
+  bool Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
+              size_t payload_bytes);
+  void SinkFailed();
+  bool FlushTargetReachedLocked() const;
+
+  const EngineConfig config_;
+  const CudartApi* const cudart_;
+  std::unique_ptr<Sink> sink_;  // drain thread only (then Shutdown)
+  const std::string sink_name_;
+  std::atomic<bool> tensors_on_;
+
+  std::mutex ring_init_mu_;
+  char* ring_base_ = nullptr;   // pinned, never freed (process lifetime)
+  bool ring_tried_ = false;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;     // drain: something to write, a flush request, stop
+  std::condition_variable space_cv_;    // callers: ring space freed
+  std::condition_variable flushed_cv_;  // FlushAndWait: request served
+  RecordQueue records_;
+  uint64_t next_seq_ = 0;
+  std::deque<TensorItem> tensors_;      // ring order
+  ByteRing ring_;
+  uint64_t tensors_pushed_ = 0, tensors_done_ = 0;
+  std::vector<std::pair<int, cudaEvent_t>> event_pool_;
+  uint64_t flush_requested_ = 0, flush_done_ = 0;
+  uint64_t flush_target_ticket_ = 0, flush_target_tensors_ = 0;
+  bool stop_ = false;
+  bool started_ = false;
+  bool joined_ = false;
+  Stats stats_;
+
+  std::vector<char> payload_;      // drain thread: packed tensor
+  bool sink_failed_ = false;       // drain thread
+  std::thread drain_;
+};
+
+}  // namespace ttrace::shim
+
+#endif  // TTRACE_SHIM_CAPTURE_ENGINE_H_

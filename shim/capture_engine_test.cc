@@ -1,0 +1,383 @@
+// CaptureEngine against a fake cudart (host memcpy, gateable events) and the real file sink, read back with the
+// analyzer's TraceReader.
+#include "shim/capture_engine.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "analyzer/trace_reader.h"
+#include "gtest/gtest.h"
+
+namespace ttrace::shim {
+namespace {
+
+using format::RecordType;
+
+// ---- fake cudart -----------------------------------------------------------------------------------------------
+thread_local cudaError_t t_last_error = cudaSuccess;
+std::mutex g_gate_mu;
+std::condition_variable g_gate_cv;
+bool g_gate_open = true;
+std::atomic<int> g_memcpy_calls{0};
+std::atomic<bool> g_host_alloc_fails{false};
+const void* g_poisoned = nullptr;  // MemcpyAsync from here fails
+
+cudaError_t FakeMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t) {
+  ++g_memcpy_calls;
+  if (kind != cudaMemcpyDeviceToHost) return t_last_error = cudaErrorInvalidMemcpyDirection;
+  if (src == g_poisoned) return t_last_error = cudaErrorInvalidValue;
+  memcpy(dst, src, n);
+  return cudaSuccess;
+}
+cudaError_t FakeHostAlloc(void** p, size_t n, unsigned) {
+  if (g_host_alloc_fails) return t_last_error = cudaErrorMemoryAllocation;
+  *p = malloc(n);
+  return cudaSuccess;
+}
+cudaError_t FakeFreeHost(void* p) {
+  free(p);
+  return cudaSuccess;
+}
+cudaError_t FakeEventCreate(cudaEvent_t* e, unsigned) {
+  *e = reinterpret_cast<cudaEvent_t>(new int(0));
+  return cudaSuccess;
+}
+cudaError_t FakeEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t FakeEventSynchronize(cudaEvent_t) {
+  std::unique_lock<std::mutex> lock(g_gate_mu);
+  g_gate_cv.wait(lock, [] { return g_gate_open; });
+  return cudaSuccess;
+}
+cudaError_t FakeEventDestroy(cudaEvent_t e) {
+  delete reinterpret_cast<int*>(e);
+  return cudaSuccess;
+}
+cudaError_t FakeGetLastError() {
+  cudaError_t e = t_last_error;
+  t_last_error = cudaSuccess;
+  return e;
+}
+cudaError_t FakePeekAtLastError() { return t_last_error; }
+
+const CudartApi kFakeCudart = {FakeMemcpyAsync,   FakeHostAlloc,       FakeFreeHost,
+                               FakeEventCreate,   FakeEventRecord,     FakeEventSynchronize,
+                               FakeEventDestroy,  FakeGetLastError,    FakePeekAtLastError,
+                               nullptr,           nullptr,             nullptr};
+
+void SetGate(bool open) {
+  std::lock_guard<std::mutex> lock(g_gate_mu);
+  g_gate_open = open;
+  g_gate_cv.notify_all();
+}
+
+// ---- helpers ---------------------------------------------------------------------------------------------------
+struct Read {
+  RecordType type;
+  std::string body, payload;
+  template <typename T>
+  T As() const {
+    T t;
+    memset(&t, 0, sizeof t);
+    memcpy(&t, body.data(), std::min(body.size(), sizeof t));
+    return t;
+  }
+};
+
+std::vector<Read> ReadAll(const std::string& path) {
+  std::vector<Read> out;
+  auto reader = analyzer::TraceReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return out;
+  analyzer::RecordView v;
+  while (true) {
+    auto more = (*reader)->Next(&v);
+    EXPECT_TRUE(more.ok()) << more.status();
+    if (!more.ok() || !*more) break;
+    out.push_back({v.type, std::string(v.body), std::string(v.payload)});
+  }
+  return out;
+}
+
+std::vector<Read> OfType(const std::vector<Read>& all, RecordType type) {
+  std::vector<Read> out;
+  for (const Read& r : all)
+    if (r.type == type) out.push_back(r);
+  return out;
+}
+
+class CaptureEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ttrace_engine_test_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    path_ = dir_ + "/rank-0.ttr";
+    SetGate(true);
+    g_host_alloc_fails = false;
+    g_poisoned = nullptr;
+  }
+  void TearDown() override {
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::unique_ptr<CaptureEngine> Make(EngineConfig config, const CudartApi* cudart = &kFakeCudart) {
+    std::string error;
+    store::StreamIdentity id;
+    id.rank = 0;
+    auto sink = OpenFileSink(path_, id, &error);
+    EXPECT_NE(sink, nullptr) << error;
+    auto engine = std::make_unique<CaptureEngine>(config, std::move(sink), cudart);
+    engine->Start();
+    return engine;
+  }
+  static EngineConfig Full(size_t ring_bytes = 1 << 20) {
+    EngineConfig c;
+    c.capture_tensors = true;
+    c.ring_bytes = ring_bytes;
+    c.max_tensor_bytes = ring_bytes;
+    c.ring_wait_ms = 50;
+    c.flush_ms = 20;
+    return c;
+  }
+  static format::GemmRecord Gemm(uint64_t seq, int64_t m) {
+    format::GemmRecord g;
+    memset(&g, 0, sizeof g);
+    g.seq = seq;
+    g.m = m;
+    return g;
+  }
+  static TensorSpec Matrix(const std::vector<float>& mem, int64_t rows, int64_t cols, int64_t ld,
+                           format::TensorSlot slot) {
+    TensorSpec t;
+    t.slot = slot;
+    t.dtype = format::DType::kF32;
+    t.ptr = mem.data();
+    t.rows = rows;
+    t.cols = cols;
+    t.ld = ld;
+    return t;
+  }
+  std::string dir_, path_;
+};
+
+TEST_F(CaptureEngineTest, RecordsInSeqOrderAndTensorsPacked) {
+  auto engine = Make(Full());
+  const CaptureEngine::Slot s0 = engine->Reserve(true);
+  const CaptureEngine::Slot setup = engine->Reserve(false);
+  const CaptureEngine::Slot s1 = engine->Reserve(true);
+  EXPECT_EQ(s0.seq, 0u);
+  EXPECT_EQ(setup.seq, CaptureEngine::kNoSeq);
+  EXPECT_EQ(s1.seq, 1u);
+  std::vector<float> a(6 * 3);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = 0.5f * i;
+  engine->CaptureTensor(s1.seq, nullptr, Matrix(a, 4, 3, 6, format::TensorSlot::kA));
+  engine->Publish(s1.ticket, RecordType::kGemm, Gemm(s1.seq, 11));  // finishes first
+  format::GroupRecord g;
+  memset(&g, 0, sizeof g);
+  g.depth = 1;
+  engine->Publish(setup.ticket, RecordType::kGroup, g);
+  engine->Publish(s0.ticket, RecordType::kGemm, Gemm(s0.seq, 10));
+  engine->Shutdown();
+
+  std::vector<Read> all = ReadAll(path_);
+  std::vector<Read> meta;
+  for (const Read& r : all)
+    if (r.type != RecordType::kTensor) meta.push_back(r);
+  ASSERT_EQ(meta.size(), 3u);
+  EXPECT_EQ(meta[0].As<format::GemmRecord>().seq, 0u);
+  EXPECT_EQ(meta[0].As<format::GemmRecord>().m, 10);
+  EXPECT_EQ(meta[1].type, RecordType::kGroup);
+  EXPECT_EQ(meta[2].As<format::GemmRecord>().seq, 1u);
+  std::vector<Read> tensors = OfType(all, RecordType::kTensor);
+  ASSERT_EQ(tensors.size(), 1u);
+  const auto t = tensors[0].As<format::TensorRecord>();
+  EXPECT_EQ(t.seq, 1u);
+  EXPECT_EQ(t.slot, static_cast<uint8_t>(format::TensorSlot::kA));
+  EXPECT_EQ(t.dtype, static_cast<uint8_t>(format::DType::kF32));
+  EXPECT_EQ(t.rows, 4);
+  EXPECT_EQ(t.cols, 3);
+  EXPECT_EQ(t.batch, 1);
+  ASSERT_EQ(tensors[0].payload.size(), 4u * 3 * sizeof(float));
+  std::vector<float> packed(12);
+  memcpy(packed.data(), tensors[0].payload.data(), 48);
+  for (int j = 0; j < 3; ++j)
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(packed[j * 4 + i], a[j * 6 + i]);
+  const CaptureEngine::Stats stats = engine->stats();
+  EXPECT_EQ(stats.tensors, 1u);
+  EXPECT_EQ(stats.dropped, 0u);
+}
+
+TEST_F(CaptureEngineTest, FullRingWaitsThenDropsWithNotice) {
+  auto engine = Make(Full(1 << 20));
+  std::vector<float> big(160 * 1024);  // 640 KiB: two do not fit in 1 MiB
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i);
+  SetGate(false);  // the drain cannot finish the first copy
+  const CaptureEngine::Slot s0 = engine->Reserve(true);
+  engine->CaptureTensor(s0.seq, nullptr, Matrix(big, 1024, 160, 1024, format::TensorSlot::kA));
+  const auto t0 = std::chrono::steady_clock::now();
+  engine->CaptureTensor(s0.seq, nullptr, Matrix(big, 1024, 160, 1024, format::TensorSlot::kB));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, std::chrono::milliseconds(45));
+  EXPECT_EQ(engine->stats().dropped, 1u);
+  SetGate(true);
+  engine->Publish(s0.ticket, RecordType::kGemm, Gemm(0, 1));
+  // Space comes back once the drain finishes: a third capture fits again.
+  const CaptureEngine::Slot s1 = engine->Reserve(true);
+  engine->CaptureTensor(s1.seq, nullptr, Matrix(big, 1024, 160, 1024, format::TensorSlot::kA));
+  engine->Publish(s1.ticket, RecordType::kGemm, Gemm(1, 1));
+  engine->Shutdown();
+
+  std::vector<Read> all = ReadAll(path_);
+  std::vector<Read> tensors = OfType(all, RecordType::kTensor);
+  ASSERT_EQ(tensors.size(), 2u);
+  EXPECT_EQ(tensors[0].As<format::TensorRecord>().slot, static_cast<uint8_t>(format::TensorSlot::kA));
+  EXPECT_EQ(tensors[0].payload, std::string(reinterpret_cast<const char*>(big.data()), big.size() * 4));
+  EXPECT_EQ(tensors[1].As<format::TensorRecord>().seq, 1u);
+  std::vector<Read> notices = OfType(all, RecordType::kNotice);
+  ASSERT_EQ(notices.size(), 1u);
+  const auto n = notices[0].As<format::NoticeRecord>();
+  EXPECT_EQ(n.code, static_cast<uint32_t>(format::NoticeCode::kPayloadDropped));
+  EXPECT_EQ(n.seq, 0u);
+  EXPECT_EQ(n.count, 1u);
+  EXPECT_NE(notices[0].payload.find("TTRACE_RING_WAIT_MS"), std::string::npos) << notices[0].payload;
+}
+
+TEST_F(CaptureEngineTest, OversizedTensorDroppedWithoutCopy) {
+  EngineConfig c = Full(1 << 20);
+  c.max_tensor_bytes = 1000;
+  auto engine = Make(c);
+  std::vector<float> m(1024);
+  const int before = g_memcpy_calls;
+  engine->CaptureTensor(7, nullptr, Matrix(m, 32, 32, 32, format::TensorSlot::kCOut));
+  EXPECT_EQ(g_memcpy_calls, before);
+  engine->Shutdown();
+  std::vector<Read> notices = OfType(ReadAll(path_), RecordType::kNotice);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0].As<format::NoticeRecord>().seq, 7u);
+  EXPECT_NE(notices[0].payload.find("TTRACE_MAX_TENSOR_MB"), std::string::npos);
+}
+
+TEST_F(CaptureEngineTest, FailedCopyDropsAndClearsItsOwnError) {
+  auto engine = Make(Full());
+  std::vector<float> m(64);
+  g_poisoned = m.data();
+  t_last_error = cudaSuccess;
+  engine->CaptureTensor(3, nullptr, Matrix(m, 8, 8, 8, format::TensorSlot::kSend));
+  EXPECT_EQ(FakePeekAtLastError(), cudaSuccess) << "the application must not see our failed copy";
+  g_poisoned = nullptr;
+  std::vector<float> ok(64, 2.0f);
+  engine->CaptureTensor(4, nullptr, Matrix(ok, 8, 8, 8, format::TensorSlot::kRecv));
+  engine->Shutdown();
+  std::vector<Read> all = ReadAll(path_);
+  ASSERT_EQ(OfType(all, RecordType::kNotice).size(), 1u);
+  EXPECT_EQ(OfType(all, RecordType::kNotice)[0].As<format::NoticeRecord>().seq, 3u);
+  ASSERT_EQ(OfType(all, RecordType::kTensor).size(), 1u);
+  EXPECT_EQ(OfType(all, RecordType::kTensor)[0].As<format::TensorRecord>().seq, 4u);
+}
+
+TEST_F(CaptureEngineTest, PinnedAllocationFailureTurnsTensorsOffOnly) {
+  g_host_alloc_fails = true;
+  auto engine = Make(Full());
+  std::vector<float> m(64);
+  const CaptureEngine::Slot s = engine->Reserve(true);
+  engine->CaptureTensor(s.seq, nullptr, Matrix(m, 8, 8, 8, format::TensorSlot::kA));
+  EXPECT_FALSE(engine->capturing_tensors());
+  engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 8));
+  engine->Shutdown();
+  std::vector<Read> all = ReadAll(path_);
+  EXPECT_EQ(OfType(all, RecordType::kGemm).size(), 1u);
+  EXPECT_EQ(OfType(all, RecordType::kTensor).size(), 0u);
+  std::vector<Read> notices = OfType(all, RecordType::kNotice);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0].As<format::NoticeRecord>().code, static_cast<uint32_t>(format::NoticeCode::kCaptureDisabled));
+}
+
+TEST_F(CaptureEngineTest, MetaModeAndMissingCudartCaptureNoTensors) {
+  EngineConfig meta = Full();
+  meta.capture_tensors = false;
+  auto engine = Make(meta);
+  EXPECT_FALSE(engine->capturing_tensors());
+  std::vector<float> m(64);
+  const int before = g_memcpy_calls;
+  engine->CaptureTensor(0, nullptr, Matrix(m, 8, 8, 8, format::TensorSlot::kA));
+  EXPECT_EQ(g_memcpy_calls, before);
+  engine->Shutdown();
+  std::string error;
+  auto no_cudart = std::make_unique<CaptureEngine>(Full(), OpenFileSink(path_, {}, &error), nullptr);
+  EXPECT_FALSE(no_cudart->capturing_tensors());
+}
+
+TEST_F(CaptureEngineTest, FlushAndWaitMakesRecordsReadableWhileRunning) {
+  EngineConfig c = Full();
+  c.flush_ms = 60000;  // only the explicit flush writes the frame
+  auto engine = Make(c);
+  std::vector<float> m(16, 1.5f);
+  const CaptureEngine::Slot s = engine->Reserve(true);
+  engine->CaptureTensor(s.seq, nullptr, Matrix(m, 4, 4, 4, format::TensorSlot::kCOut));
+  engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 4));
+  ASSERT_TRUE(engine->FlushAndWait(5000));
+  std::vector<Read> all = ReadAll(path_);
+  EXPECT_EQ(OfType(all, RecordType::kGemm).size(), 1u);
+  EXPECT_EQ(OfType(all, RecordType::kTensor).size(), 1u);
+  engine->Shutdown();
+}
+
+TEST_F(CaptureEngineTest, ConcurrentCallsKeepSeqOrder) {
+  auto engine = Make(Full());
+  constexpr int kThreads = 4, kCalls = 300;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&engine, t] {
+      std::mt19937 rng(t);
+      for (int i = 0; i < kCalls; ++i) {
+        const CaptureEngine::Slot s = engine->Reserve(true);
+        if (rng() % 4 == 0) std::this_thread::yield();
+        engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, t));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  engine->Shutdown();
+  std::vector<Read> gemms = OfType(ReadAll(path_), RecordType::kGemm);
+  ASSERT_EQ(gemms.size(), static_cast<size_t>(kThreads * kCalls));
+  for (size_t i = 0; i < gemms.size(); ++i) ASSERT_EQ(gemms[i].As<format::GemmRecord>().seq, i);
+}
+
+class FailingSink : public Sink {
+ public:
+  bool Append(format::RecordType, const void*, size_t, const void*, size_t) override { return false; }
+  bool Flush() override { return false; }
+  bool Close() override { return false; }
+  std::string error() const override { return "disk full"; }
+  std::string name() const override { return "/nowhere"; }
+};
+
+TEST_F(CaptureEngineTest, SinkFailureIsReportedOnce) {
+  EngineConfig c = Full();
+  std::atomic<int> failures{0};
+  std::string why;
+  c.on_failure = [&](const std::string& w) {
+    ++failures;
+    why = w;
+  };
+  CaptureEngine engine(c, std::make_unique<FailingSink>(), &kFakeCudart);
+  engine.Start();
+  for (int i = 0; i < 3; ++i) {
+    const CaptureEngine::Slot s = engine.Reserve(true);
+    engine.Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 1));
+  }
+  engine.Shutdown();
+  EXPECT_EQ(failures, 1);
+  EXPECT_NE(why.find("disk full"), std::string::npos);
+  EXPECT_TRUE(engine.stats().sink_failed);
+  EXPECT_FALSE(engine.capturing_tensors());
+}
+
+}  // namespace
+}  // namespace ttrace::shim

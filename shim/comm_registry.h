@@ -1,0 +1,56 @@
+// CommRegistry: what the shim knows about each NCCL communicator of this process.
+//
+// A communicator is identified across ranks by a 64-bit hash: FNV-1a of its ncclUniqueId bytes for
+// ncclCommInitRank (every rank hashes the same id), and for ncclCommInitAll (one process, one id-less clique) a
+// hash of (pid, the process's InitAll call number), with rank = index in the clique. comm_op_index counts the
+// calls on each communicator on this rank, so equal (comm_hash, comm_op_index) on different ranks are one
+// collective.
+// Thread-safe (one mutex). The process-wide instance (Comms()) is never destroyed.
+#ifndef TTRACE_SHIM_COMM_REGISTRY_H_
+#define TTRACE_SHIM_COMM_REGISTRY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+
+namespace ttrace::shim {
+
+uint64_t Fnv1a64(const void* data, size_t bytes);
+uint64_t InitAllHash(uint32_t pid, uint64_t call_number);
+
+struct CommInfo {
+  uint64_t hash = 0;     // 0: unknown (a communicator created through an API the shim does not intercept)
+  int32_t rank = -1;
+  int32_t size = -1;
+  int32_t device = -1;
+};
+
+class CommRegistry {
+ public:
+  // Registers (or replaces: handles are reused after destroy) a communicator.
+  void Add(uint64_t handle, const CommInfo& info);
+  // The communicator's identity and the index of this call on it (post-incremented). An unknown handle is
+  // registered with `describe()` (called without the lock held) so that its calls are still counted.
+  CommInfo NextOp(uint64_t handle, const std::function<CommInfo()>& describe, uint64_t* op_index);
+  // Removes the communicator; false (info unchanged) when unknown.
+  bool Remove(uint64_t handle, CommInfo* info);
+  // The next ncclCommInitAll call number of this process.
+  uint64_t NextInitAll();
+
+ private:
+  struct Entry {
+    CommInfo info;
+    uint64_t next_op = 0;
+  };
+  std::mutex mu_;
+  std::unordered_map<uint64_t, Entry> comms_;
+  uint64_t init_all_calls_ = 0;
+};
+
+CommRegistry& Comms();
+
+}  // namespace ttrace::shim
+
+#endif  // TTRACE_SHIM_COMM_REGISTRY_H_

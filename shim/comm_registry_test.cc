@@ -1,0 +1,70 @@
+#include "shim/comm_registry.h"
+
+#include <cstring>
+
+#include "gtest/gtest.h"
+
+namespace ttrace::shim {
+namespace {
+
+TEST(CommRegistryTest, Fnv1aMatchesReferenceVectors) {
+  // Reference values of 64-bit FNV-1a (offset basis 14695981039346656037, prime 1099511628211).
+  EXPECT_EQ(Fnv1a64("", 0), 0xcbf29ce484222325ull);
+  EXPECT_EQ(Fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(Fnv1a64("foobar", 6), 0x85944171f73967e8ull);
+}
+
+TEST(CommRegistryTest, InitAllHashDependsOnPidAndCall) {
+  EXPECT_NE(InitAllHash(100, 0), InitAllHash(100, 1));
+  EXPECT_NE(InitAllHash(100, 0), InitAllHash(101, 0));
+  EXPECT_EQ(InitAllHash(100, 3), InitAllHash(100, 3));
+}
+
+TEST(CommRegistryTest, CountsOpsPerCommunicator) {
+  CommRegistry reg;
+  CommInfo a{11, 0, 2, 0}, b{22, 1, 4, 1};
+  reg.Add(0x1000, a);
+  reg.Add(0x2000, b);
+  int described = 0;
+  auto describe = [&] {
+    ++described;
+    return CommInfo{};
+  };
+  uint64_t i;
+  EXPECT_EQ(reg.NextOp(0x1000, describe, &i).hash, 11u);
+  EXPECT_EQ(i, 0u);
+  EXPECT_EQ(reg.NextOp(0x2000, describe, &i).rank, 1);
+  EXPECT_EQ(i, 0u);
+  reg.NextOp(0x1000, describe, &i);
+  EXPECT_EQ(i, 1u);
+  EXPECT_EQ(described, 0);
+  CommInfo removed;
+  EXPECT_TRUE(reg.Remove(0x1000, &removed));
+  EXPECT_EQ(removed.hash, 11u);
+  EXPECT_FALSE(reg.Remove(0x1000, &removed));
+  reg.Add(0x1000, b);  // a handle reused by a new communicator counts from 0
+  reg.NextOp(0x1000, describe, &i);
+  EXPECT_EQ(i, 0u);
+}
+
+TEST(CommRegistryTest, UnknownCommunicatorIsDescribedOnceAndCounted) {
+  CommRegistry reg;
+  int described = 0;
+  auto describe = [&] {
+    ++described;
+    return CommInfo{0, 3, 8, 2};
+  };
+  uint64_t i;
+  CommInfo info = reg.NextOp(0x3000, describe, &i);
+  EXPECT_EQ(info.rank, 3);
+  EXPECT_EQ(info.size, 8);
+  EXPECT_EQ(i, 0u);
+  reg.NextOp(0x3000, describe, &i);
+  EXPECT_EQ(i, 1u);
+  EXPECT_EQ(described, 1);
+  EXPECT_EQ(reg.NextInitAll(), 0u);
+  EXPECT_EQ(reg.NextInitAll(), 1u);
+}
+
+}  // namespace
+}  // namespace ttrace::shim

@@ -1,0 +1,309 @@
+// cuBLAS interceptors. This file includes cublas_api.h so that an interceptor whose signature drifts from the
+// vendor's declaration does not compile.
+//
+// Per GEMM: the record (shapes, dtypes, transposes, leading dimensions, strides, compute type, math mode, alpha
+// and beta read on the host in host pointer mode, handle, stream, pointers, status); in full mode A, B (and C when
+// beta may be non-zero) as they are before the call and C after it, all copied on the handle's own stream.
+// Operands are captured only for calls whose arguments pass cuBLAS's documented checks: the vendor rejects the
+// others, and the record alone says what was asked.
+#include <cublas_api.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kernels/dtype.h"
+#include "shim/capture_engine.h"
+#include "shim/interception.h"
+#include "shim/runtime.h"
+#include "shim/tensor_pack.h"
+
+namespace ttrace::shim {
+namespace {
+
+using format::TensorSlot;
+
+LazySymbol g_get_stream(format::Library::kCublas, "cublasGetStream_v2");
+LazySymbol g_get_pointer_mode(format::Library::kCublas, "cublasGetPointerMode_v2");
+LazySymbol g_get_math_mode(format::Library::kCublas, "cublasGetMathMode");
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The type of alpha and beta, which follows the compute type (cuBLAS: cublasGemmEx, "scaleType").
+enum class Scalar { kF32, kF16, kF64, kI32, kUnknown };
+
+Scalar ScalarOf(int compute_type) {
+  switch (compute_type) {
+    case CUBLAS_COMPUTE_16F:
+    case CUBLAS_COMPUTE_16F_PEDANTIC:
+    case CUDA_R_16F:  // legacy cudaDataType_t compute types (C callers)
+      return Scalar::kF16;
+    case CUBLAS_COMPUTE_32F:
+    case CUBLAS_COMPUTE_32F_PEDANTIC:
+    case CUBLAS_COMPUTE_32F_FAST_16F:
+    case CUBLAS_COMPUTE_32F_FAST_16BF:
+    case CUBLAS_COMPUTE_32F_FAST_TF32:
+    case CUBLAS_COMPUTE_32F_EMULATED_16BFX9:
+    case CUDA_R_32F:
+    case CUDA_C_32F:  // complex: the real part comes first
+      return Scalar::kF32;
+    case CUBLAS_COMPUTE_64F:
+    case CUBLAS_COMPUTE_64F_PEDANTIC:
+    case CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
+    case CUDA_R_64F:
+    case CUDA_C_64F:
+      return Scalar::kF64;
+    case CUBLAS_COMPUTE_32I:
+    case CUBLAS_COMPUTE_32I_PEDANTIC:
+    case CUDA_R_32I:
+      return Scalar::kI32;
+    default:
+      return Scalar::kUnknown;
+  }
+}
+
+double ReadScalar(const void* p, Scalar type) {
+  switch (type) {
+    case Scalar::kF32: {
+      float v;
+      memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case Scalar::kF16: {
+      uint16_t h;
+      memcpy(&h, p, sizeof h);
+      return kernels::HalfToFloat(h);
+    }
+    case Scalar::kF64: {
+      double v;
+      memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case Scalar::kI32: {
+      int32_t v;
+      memcpy(&v, p, sizeof v);
+      return v;
+    }
+    case Scalar::kUnknown:
+      break;
+  }
+  return 0;
+}
+
+struct GemmCall {
+  cublasHandle_t handle;
+  format::GemmRecord rec;
+  const void* alpha;
+  const void* beta;
+  Scalar scalar;
+};
+
+GemmCall NewGemm(format::ApiId api, cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                 int64_t m, int64_t n, int64_t k, const void* alpha, const void* beta, Scalar scalar) {
+  GemmCall c;
+  memset(&c.rec, 0, sizeof c.rec);
+  c.handle = handle;
+  c.alpha = alpha;
+  c.beta = beta;
+  c.scalar = scalar;
+  c.rec.api = static_cast<uint16_t>(api);
+  c.rec.transa = static_cast<uint8_t>(transa);
+  c.rec.transb = static_cast<uint8_t>(transb);
+  c.rec.m = m;
+  c.rec.n = n;
+  c.rec.k = k;
+  c.rec.batch_count = 1;
+  c.rec.math_mode = -1;
+  c.rec.handle = reinterpret_cast<uint64_t>(handle);
+  return c;
+}
+
+void SetOperands(GemmCall* c, const void* a, int a_type, int64_t lda, const void* b, int b_type, int64_t ldb,
+                 const void* cc, int c_type, int64_t ldc, int compute_type) {
+  c->rec.a_ptr = reinterpret_cast<uint64_t>(a);
+  c->rec.b_ptr = reinterpret_cast<uint64_t>(b);
+  c->rec.c_ptr = reinterpret_cast<uint64_t>(cc);
+  c->rec.a_type = a_type;
+  c->rec.b_type = b_type;
+  c->rec.c_type = c_type;
+  c->rec.lda = lda;
+  c->rec.ldb = ldb;
+  c->rec.ldc = ldc;
+  c->rec.compute_type = compute_type;
+}
+
+// Reads the handle's stream, math mode and pointer mode, and alpha/beta in host pointer mode. False when the
+// handle cannot be queried (the vendor call will fail the same way): then nothing is captured.
+bool ReadHandleState(GemmCall* c, cudaStream_t* stream) {
+  using GetStream = decltype(&::cublasGetStream_v2);
+  using GetPointerMode = decltype(&::cublasGetPointerMode_v2);
+  using GetMathMode = decltype(&::cublasGetMathMode);
+  format::GemmRecord& r = c->rec;
+  r.flags |= format::kScalarsUnknown;
+  auto get_stream = reinterpret_cast<GetStream>(g_get_stream.Get());
+  if (get_stream == nullptr || get_stream(c->handle, stream) != CUBLAS_STATUS_SUCCESS) return false;
+  r.stream = reinterpret_cast<uint64_t>(*stream);
+  cublasMath_t math;
+  auto get_math = reinterpret_cast<GetMathMode>(g_get_math_mode.Get());
+  if (get_math != nullptr && get_math(c->handle, &math) == CUBLAS_STATUS_SUCCESS) r.math_mode = math;
+  cublasPointerMode_t mode;
+  auto get_mode = reinterpret_cast<GetPointerMode>(g_get_pointer_mode.Get());
+  if (get_mode != nullptr && get_mode(c->handle, &mode) == CUBLAS_STATUS_SUCCESS &&
+      mode == CUBLAS_POINTER_MODE_HOST && c->alpha != nullptr && c->beta != nullptr &&
+      c->scalar != Scalar::kUnknown) {
+    r.alpha = ReadScalar(c->alpha, c->scalar);
+    r.beta = ReadScalar(c->beta, c->scalar);
+    r.flags &= ~format::kScalarsUnknown;
+  }
+  return true;
+}
+
+bool ValidOp(uint8_t op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C; }
+
+// cuBLAS's documented argument checks (CUBLAS_STATUS_INVALID_VALUE otherwise).
+bool ValidArguments(const format::GemmRecord& r) {
+  if (!ValidOp(r.transa) || !ValidOp(r.transb) || r.m < 0 || r.n < 0 || r.k < 0 || r.batch_count < 0) return false;
+  const int64_t a_rows = r.transa == CUBLAS_OP_N ? r.m : r.k;
+  const int64_t b_rows = r.transb == CUBLAS_OP_N ? r.k : r.n;
+  return r.lda >= std::max<int64_t>(1, a_rows) && r.ldb >= std::max<int64_t>(1, b_rows) &&
+         r.ldc >= std::max<int64_t>(1, r.m);
+}
+
+TensorSpec Operand(const format::GemmRecord& r, TensorSlot slot) {
+  TensorSpec t;
+  t.slot = slot;
+  t.batch = r.batch_count;
+  switch (slot) {
+    case TensorSlot::kA:
+      t.dtype = DTypeFromCuda(r.a_type);
+      t.ptr = reinterpret_cast<const void*>(r.a_ptr);
+      t.rows = r.transa == CUBLAS_OP_N ? r.m : r.k;
+      t.cols = r.transa == CUBLAS_OP_N ? r.k : r.m;
+      t.ld = r.lda;
+      t.batch_stride = r.stride_a;
+      break;
+    case TensorSlot::kB:
+      t.dtype = DTypeFromCuda(r.b_type);
+      t.ptr = reinterpret_cast<const void*>(r.b_ptr);
+      t.rows = r.transb == CUBLAS_OP_N ? r.k : r.n;
+      t.cols = r.transb == CUBLAS_OP_N ? r.n : r.k;
+      t.ld = r.ldb;
+      t.batch_stride = r.stride_b;
+      break;
+    default:
+      t.dtype = DTypeFromCuda(r.c_type);
+      t.ptr = reinterpret_cast<const void*>(r.c_ptr);
+      t.rows = r.m;
+      t.cols = r.n;
+      t.ld = r.ldc;
+      t.batch_stride = r.stride_c;
+      break;
+  }
+  return t;
+}
+
+void Capture(CaptureEngine* engine, const format::GemmRecord& r, cudaStream_t stream, TensorSlot slot) {
+  const TensorSpec t = Operand(r, slot);
+  if (t.dtype == format::DType::kInvalid) {
+    engine->Drop(r.seq, "operand type " + std::to_string(slot == TensorSlot::kA   ? r.a_type
+                                                         : slot == TensorSlot::kB ? r.b_type
+                                                                                  : r.c_type) +
+                            " has no ttrace dtype");
+    return;
+  }
+  engine->CaptureTensor(r.seq, stream, t);
+}
+
+template <typename Real>
+cublasStatus_t TraceGemm(GemmCall* c, const Real& real) {
+  CaptureEngine* engine = Engine();
+  if (engine == nullptr) return real();
+  const CaptureEngine::Slot slot = engine->Reserve(/*op=*/true);
+  format::GemmRecord& r = c->rec;
+  r.seq = slot.seq;
+  r.t_ns = NowNs();
+  cudaStream_t stream = nullptr;
+  const bool capture = ReadHandleState(c, &stream) && engine->capturing_tensors() && ValidArguments(r);
+  if (capture) {
+    Capture(engine, r, stream, TensorSlot::kA);
+    Capture(engine, r, stream, TensorSlot::kB);
+    if ((r.flags & format::kScalarsUnknown) || r.beta != 0) Capture(engine, r, stream, TensorSlot::kCIn);
+  }
+  const cublasStatus_t status = real();
+  if (capture && status == CUBLAS_STATUS_SUCCESS) Capture(engine, r, stream, TensorSlot::kCOut);
+  r.status = status;
+  engine->Publish(slot.ticket, format::RecordType::kGemm, r);
+  return status;
+}
+
+}  // namespace
+}  // namespace ttrace::shim
+
+using ttrace::format::ApiId;
+using ttrace::shim::GemmCall;
+using ttrace::shim::NewGemm;
+using ttrace::shim::Scalar;
+using ttrace::shim::ScalarOf;
+using ttrace::shim::SetOperands;
+using ttrace::shim::TraceGemm;
+
+TTRACE_INTERCEPTOR(cublasStatus_t, cublasSgemm_v2, cublasHandle_t handle, cublasOperation_t transa,
+                   cublasOperation_t transb, int m, int n, int k, const float* alpha, const float* A, int lda,
+                   const float* B, int ldb, const float* beta, float* C, int ldc) {
+  TTRACE_ENTER(cublasSgemm_v2, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, lda, B,
+               ldb, beta, C, ldc);
+  GemmCall c = NewGemm(ApiId::kCublasSgemm, handle, transa, transb, m, n, k, alpha, beta, Scalar::kF32);
+  SetOperands(&c, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F);
+  return TraceGemm(&c, [&] { return REAL(cublasSgemm_v2)(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb,
+                                                         beta, C, ldc); });
+}
+
+TTRACE_INTERCEPTOR(cublasStatus_t, cublasSgemm_v2_64, cublasHandle_t handle, cublasOperation_t transa,
+                   cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const float* alpha, const float* A,
+                   int64_t lda, const float* B, int64_t ldb, const float* beta, float* C, int64_t ldc) {
+  TTRACE_ENTER(cublasSgemm_v2_64, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, lda,
+               B, ldb, beta, C, ldc);
+  GemmCall c = NewGemm(ApiId::kCublasSgemm64, handle, transa, transb, m, n, k, alpha, beta, Scalar::kF32);
+  SetOperands(&c, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F);
+  return TraceGemm(&c, [&] { return REAL(cublasSgemm_v2_64)(handle, transa, transb, m, n, k, alpha, A, lda, B,
+                                                            ldb, beta, C, ldc); });
+}
+
+TTRACE_INTERCEPTOR(cublasStatus_t, cublasGemmEx, cublasHandle_t handle, cublasOperation_t transa,
+                   cublasOperation_t transb, int m, int n, int k, const void* alpha, const void* A,
+                   cudaDataType Atype, int lda, const void* B, cudaDataType Btype, int ldb, const void* beta,
+                   void* C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  TTRACE_ENTER(cublasGemmEx, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, Atype, lda,
+               B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);
+  GemmCall c = NewGemm(ApiId::kCublasGemmEx, handle, transa, transb, m, n, k, alpha, beta, ScalarOf(computeType));
+  SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);
+  return TraceGemm(&c, [&] { return REAL(cublasGemmEx)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B,
+                                                       Btype, ldb, beta, C, Ctype, ldc, computeType, algo); });
+}
+
+TTRACE_INTERCEPTOR(cublasStatus_t, cublasGemmStridedBatchedEx, cublasHandle_t handle, cublasOperation_t transa,
+                   cublasOperation_t transb, int m, int n, int k, const void* alpha, const void* A,
+                   cudaDataType Atype, int lda, long long int strideA, const void* B, cudaDataType Btype, int ldb,
+                   long long int strideB, const void* beta, void* C, cudaDataType Ctype, int ldc,
+                   long long int strideC, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+  TTRACE_ENTER(cublasGemmStridedBatchedEx, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha,
+               A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
+               computeType, algo);
+  GemmCall c = NewGemm(ApiId::kCublasGemmStridedBatchedEx, handle, transa, transb, m, n, k, alpha, beta,
+                       ScalarOf(computeType));
+  SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);
+  c.rec.batch_count = batchCount;
+  c.rec.stride_a = strideA;
+  c.rec.stride_b = strideB;
+  c.rec.stride_c = strideC;
+  return TraceGemm(&c, [&] {
+    return REAL(cublasGemmStridedBatchedEx)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B,
+                                            Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
+                                            computeType, algo);
+  });
+}

@@ -1,0 +1,44 @@
+// The CUDA runtime functions the capture engine calls, as a table of function pointers.
+//
+// libttrace.so has no DT_NEEDED on any CUDA library: it uses the application's own cudart (so its copies run in
+// the application's contexts and streams), found at the first capture with dlvsym(RTLD_NEXT, ..., "libcudart.so.13")
+// or dlopen("libcudart.so.13", RTLD_NOLOAD). Without it (cudart linked statically into the application, or not
+// loaded), capture degrades to call records only.
+//
+// Tests build their own table (fakes that copy host memory) and hand it to CaptureEngine.
+#ifndef TTRACE_SHIM_CUDART_API_H_
+#define TTRACE_SHIM_CUDART_API_H_
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace ttrace::shim {
+
+struct CudartApi {
+  // Required for tensor capture. cudart_api.cc checks each type against the header's declaration.
+  cudaError_t (*MemcpyAsync)(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream);
+  cudaError_t (*HostAlloc)(void** ptr, size_t size, unsigned int flags);
+  cudaError_t (*FreeHost)(void* ptr);
+  cudaError_t (*EventCreateWithFlags)(cudaEvent_t* event, unsigned int flags);
+  cudaError_t (*EventRecord)(cudaEvent_t event, cudaStream_t stream);
+  cudaError_t (*EventSynchronize)(cudaEvent_t event);
+  cudaError_t (*EventDestroy)(cudaEvent_t event);
+  cudaError_t (*GetLastError)();
+  cudaError_t (*PeekAtLastError)();
+  // Optional (nullptr when absent): graph-capture detection, per-device event pooling, messages.
+  cudaError_t (*StreamIsCapturing)(cudaStream_t stream, cudaStreamCaptureStatus* status);
+  cudaError_t (*GetDevice)(int* device);
+  const char* (*GetErrorName)(cudaError_t error);
+};
+
+// The application's cudart, resolved on the first call (thread-safe, cached, including a failure).
+// nullptr when cudart is not loaded or lacks a required function; `missing` (may be null) then names what.
+const CudartApi* ApplicationCudart(const char** missing);
+
+// "cudaErrorInvalidValue" (or "cudaError 1" without cudaGetErrorName), for messages.
+std::string CudaErrorText(const CudartApi* cudart, cudaError_t error);
+
+}  // namespace ttrace::shim
+
+#endif  // TTRACE_SHIM_CUDART_API_H_

@@ -1,0 +1,281 @@
+// NCCL interceptors. This file includes nccl.h so that an interceptor whose signature drifts from the vendor's
+// declaration does not compile; the real functions are the strong pnccl* aliases (interception.cc).
+//
+// Communicator calls feed CommRegistry (identity = hash of the unique id, rank, size, device) and are recorded
+// without a seq. Collectives get a seq and a CollectiveRecord; in full mode their send buffer is captured before
+// and their receive buffer after the operation, on the call's stream.
+//
+// Groups: NCCL launches the operations of a group at the outermost ncclGroupEnd, and their outputs are valid only
+// after it, so inside a group both snapshots are deferred: inputs are copied just before the outermost
+// ncclGroupEnd runs, outputs just after it returns (on each operation's stream). Group depth and deferred
+// captures are per thread, as NCCL's groups are. A group that fails keeps its inputs and loses its outputs; a
+// non-blocking group still in progress (ncclInProgress) loses its outputs with a notice.
+#include <nccl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "shim/capture_engine.h"
+#include "shim/comm_registry.h"
+#include "shim/interception.h"
+#include "shim/runtime.h"
+#include "shim/tensor_pack.h"
+
+namespace ttrace::shim {
+namespace {
+
+LazySymbol g_comm_count(format::Library::kNccl, "ncclCommCount");
+LazySymbol g_comm_user_rank(format::Library::kNccl, "ncclCommUserRank");
+LazySymbol g_comm_cu_device(format::Library::kNccl, "ncclCommCuDevice");
+
+struct DeferredCollective {
+  uint64_t seq;
+  cudaStream_t stream;
+  TensorSpec send, recv;
+};
+
+thread_local int t_group_depth = 0;
+thread_local std::vector<DeferredCollective> t_deferred;
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int CommQuery(LazySymbol& symbol, ncclComm_t comm) {
+  using Query = ncclResult_t (*)(const ncclComm_t, int*);
+  auto fn = reinterpret_cast<Query>(symbol.Get());
+  int value = -1;
+  if (fn == nullptr || comm == nullptr || fn(comm, &value) != ncclSuccess) return -1;
+  return value;
+}
+
+// A communicator created through an API the shim does not intercept: ask NCCL what it can tell.
+CommInfo DescribeUnknown(ncclComm_t comm) {
+  CommInfo info;
+  info.rank = CommQuery(g_comm_user_rank, comm);
+  info.size = CommQuery(g_comm_count, comm);
+  info.device = CommQuery(g_comm_cu_device, comm);
+  return info;
+}
+
+format::CommInitRecord InitRecord(format::ApiId api, ncclResult_t status, const CommInfo& info, uint64_t handle,
+                                  uint64_t t_ns) {
+  format::CommInitRecord r;
+  memset(&r, 0, sizeof r);
+  r.api = static_cast<uint16_t>(api);
+  r.status = status;
+  r.comm_hash = info.hash;
+  r.comm_handle = handle;
+  r.comm_rank = info.rank;
+  r.comm_size = info.size;
+  r.cuda_device = info.device;
+  r.t_ns = t_ns;
+  return r;
+}
+
+bool Created(ncclResult_t status) { return status == ncclSuccess || status == ncclInProgress; }
+
+// ncclCommInitRank and ncclCommInitRankConfig.
+template <typename Real>
+ncclResult_t TraceInitRank(format::ApiId api, ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank,
+                           const Real& real) {
+  CaptureEngine* engine = Engine();
+  if (engine == nullptr) return real();
+  const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
+  const uint64_t t = NowNs();
+  const ncclResult_t status = real();
+  CommInfo info;
+  info.hash = Fnv1a64(id.internal, sizeof id.internal);
+  info.rank = rank;
+  info.size = nranks;
+  uint64_t handle = 0;
+  if (Created(status) && comm != nullptr) {
+    handle = reinterpret_cast<uint64_t>(*comm);
+    info.device = CommQuery(g_comm_cu_device, *comm);
+    Comms().Add(handle, info);
+  }
+  engine->Publish(slot.ticket, format::RecordType::kCommInit, InitRecord(api, status, info, handle, t));
+  return status;
+}
+
+format::GroupRecord GroupRec(format::ApiId api, ncclResult_t status, uint64_t t_ns) {
+  format::GroupRecord r;
+  memset(&r, 0, sizeof r);
+  r.api = static_cast<uint16_t>(api);
+  r.status = status;
+  r.depth = t_group_depth;
+  r.t_ns = t_ns;
+  return r;
+}
+
+}  // namespace
+}  // namespace ttrace::shim
+
+using ttrace::format::ApiId;
+using ttrace::format::RecordType;
+using ttrace::format::TensorSlot;
+using ttrace::shim::CaptureEngine;
+using ttrace::shim::CommInfo;
+using ttrace::shim::Comms;
+using ttrace::shim::Engine;
+using ttrace::shim::NowNs;
+using ttrace::shim::t_deferred;
+using ttrace::shim::t_group_depth;
+using ttrace::shim::TensorSpec;
+
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  TTRACE_ENTER(ncclCommInitRank, ncclInternalError, comm, nranks, commId, rank);
+  return ttrace::shim::TraceInitRank(ApiId::kNcclCommInitRank, comm, nranks, commId, rank,
+                                     [&] { return REAL(ncclCommInitRank)(comm, nranks, commId, rank); });
+}
+
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId,
+                   int rank, ncclConfig_t* config) {
+  TTRACE_ENTER(ncclCommInitRankConfig, ncclInternalError, comm, nranks, commId, rank, config);
+  return ttrace::shim::TraceInitRank(ApiId::kNcclCommInitRankConfig, comm, nranks, commId, rank,
+                                     [&] { return REAL(ncclCommInitRankConfig)(comm, nranks, commId, rank, config); });
+}
+
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* devlist) {
+  TTRACE_ENTER(ncclCommInitAll, ncclInternalError, comm, ndev, devlist);
+  CaptureEngine* engine = Engine();
+  if (engine == nullptr) return REAL(ncclCommInitAll)(comm, ndev, devlist);
+  const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
+  const uint64_t t = NowNs();
+  const ncclResult_t status = REAL(ncclCommInitAll)(comm, ndev, devlist);
+  CommInfo info;
+  info.hash = ttrace::shim::InitAllHash(static_cast<uint32_t>(getpid()), Comms().NextInitAll());
+  info.size = ndev;
+  if (!ttrace::shim::Created(status) || comm == nullptr || ndev < 1) {
+    engine->Publish(slot.ticket, RecordType::kCommInit,
+                    ttrace::shim::InitRecord(ApiId::kNcclCommInitAll, status, info, 0, t));
+    return status;
+  }
+  for (int i = 0; i < ndev; ++i) {
+    info.rank = i;
+    info.device = devlist != nullptr ? devlist[i] : i;
+    const uint64_t handle = reinterpret_cast<uint64_t>(comm[i]);
+    Comms().Add(handle, info);
+    const uint64_t ticket = i == 0 ? slot.ticket : engine->Reserve(/*op=*/false).ticket;
+    engine->Publish(ticket, RecordType::kCommInit,
+                    ttrace::shim::InitRecord(ApiId::kNcclCommInitAll, status, info, handle, t));
+  }
+  return status;
+}
+
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
+  TTRACE_ENTER(ncclCommDestroy, ncclInternalError, comm);
+  CaptureEngine* engine = Engine();
+  if (engine == nullptr) return REAL(ncclCommDestroy)(comm);
+  const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
+  const uint64_t t = NowNs();
+  const uint64_t handle = reinterpret_cast<uint64_t>(comm);
+  const ncclResult_t status = REAL(ncclCommDestroy)(comm);
+  CommInfo info;
+  if (comm != nullptr) Comms().Remove(handle, &info);
+  ttrace::format::CommDestroyRecord r;
+  memset(&r, 0, sizeof r);
+  r.api = static_cast<uint16_t>(ApiId::kNcclCommDestroy);
+  r.status = status;
+  r.comm_hash = info.hash;
+  r.comm_handle = handle;
+  r.t_ns = t;
+  engine->Publish(slot.ticket, RecordType::kCommDestroy, r);
+  engine->FlushAndWait(std::max(2000, static_cast<int>(2 * ttrace::shim::GetOptions().flush_ms)));
+  return status;
+}
+
+TTRACE_INTERCEPTOR(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
+                   ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  TTRACE_ENTER(ncclAllReduce, ncclInternalError, sendbuff, recvbuff, count, datatype, op, comm, stream);
+  CaptureEngine* engine = Engine();
+  if (engine == nullptr) return REAL(ncclAllReduce)(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  const CaptureEngine::Slot slot = engine->Reserve(/*op=*/true);
+  ttrace::format::CollectiveRecord r;
+  memset(&r, 0, sizeof r);
+  r.seq = slot.seq;
+  r.t_ns = NowNs();
+  r.api = static_cast<uint16_t>(ApiId::kNcclAllReduce);
+  r.red_op = static_cast<uint8_t>(op);  // built-in ops are 0..4; user-defined ones start at ncclNumOps
+  r.in_group = t_group_depth > 0;
+  r.comm_handle = reinterpret_cast<uint64_t>(comm);
+  CommInfo info;
+  if (comm != nullptr)
+    info = Comms().NextOp(r.comm_handle, [comm] { return ttrace::shim::DescribeUnknown(comm); },
+                          &r.comm_op_index);
+  r.comm_hash = info.hash;
+  r.comm_rank = info.rank;
+  r.comm_size = info.size;
+  r.nccl_dtype = datatype;
+  r.root_or_peer = -1;
+  r.count = count;
+  r.sendbuff = reinterpret_cast<uint64_t>(sendbuff);
+  r.recvbuff = reinterpret_cast<uint64_t>(recvbuff);
+  r.stream = reinterpret_cast<uint64_t>(stream);
+
+  TensorSpec send;
+  send.slot = TensorSlot::kSend;
+  send.dtype = ttrace::shim::DTypeFromNccl(datatype);
+  send.ptr = sendbuff;
+  send.rows = send.ld = count <= INT64_MAX ? static_cast<int64_t>(count) : 0;
+  send.cols = 1;
+  TensorSpec recv = send;
+  recv.slot = TensorSlot::kRecv;
+  recv.ptr = recvbuff;
+  bool capture = engine->capturing_tensors() && comm != nullptr && count > 0;
+  if (capture && send.dtype == ttrace::format::DType::kInvalid) {
+    engine->Drop(r.seq, "ncclDataType_t " + std::to_string(datatype) + " has no ttrace dtype");
+    capture = false;
+  }
+  if (capture && !r.in_group) engine->CaptureTensor(r.seq, stream, send);
+  const ncclResult_t status = REAL(ncclAllReduce)(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  if (capture && status == ncclSuccess) {
+    if (r.in_group)
+      t_deferred.push_back({r.seq, stream, send, recv});
+    else
+      engine->CaptureTensor(r.seq, stream, recv);
+  }
+  r.status = status;
+  engine->Publish(slot.ticket, RecordType::kCollective, r);
+  return status;
+}
+
+TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupStart) {
+  TTRACE_ENTER(ncclGroupStart, ncclInternalError);
+  CaptureEngine* engine = Engine();
+  if (engine == nullptr) return REAL(ncclGroupStart)();
+  const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
+  const uint64_t t = NowNs();
+  const ncclResult_t status = REAL(ncclGroupStart)();
+  if (status == ncclSuccess) ++t_group_depth;
+  engine->Publish(slot.ticket, RecordType::kGroup, ttrace::shim::GroupRec(ApiId::kNcclGroupStart, status, t));
+  return status;
+}
+
+TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupEnd) {
+  TTRACE_ENTER(ncclGroupEnd, ncclInternalError);
+  CaptureEngine* engine = Engine();
+  if (engine == nullptr) return REAL(ncclGroupEnd)();
+  const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
+  const uint64_t t = NowNs();
+  const bool outermost = t_group_depth == 1;
+  std::vector<ttrace::shim::DeferredCollective> deferred;
+  if (outermost) deferred.swap(t_deferred);
+  for (const auto& d : deferred) engine->CaptureTensor(d.seq, d.stream, d.send);
+  const ncclResult_t status = REAL(ncclGroupEnd)();
+  if (t_group_depth > 0) --t_group_depth;
+  for (const auto& d : deferred) {
+    if (status == ncclSuccess)
+      engine->CaptureTensor(d.seq, d.stream, d.recv);
+    else if (status == ncclInProgress)
+      engine->Drop(d.seq, "output of a non-blocking group still in progress at ncclGroupEnd");
+  }
+  engine->Publish(slot.ticket, RecordType::kGroup, ttrace::shim::GroupRec(ApiId::kNcclGroupEnd, status, t));
+  return status;
+}

@@ -1,0 +1,108 @@
+// Parsing is strict (a typo must not silently mean something else) but never fatal: the shim runs inside other
+// people's training jobs, so a bad value is reported and replaced by its default.
+#include "shim/options.h"
+
+#include <strings.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace ttrace::shim {
+namespace {
+
+bool Parse(const char* text, OptionBool* out) {
+  static constexpr const char* kTrue[] = {"1", "true", "yes", "on"};
+  static constexpr const char* kFalse[] = {"0", "false", "no", "off"};
+  for (const char* t : kTrue)
+    if (strcasecmp(text, t) == 0) return *out = true, true;
+  for (const char* f : kFalse)
+    if (strcasecmp(text, f) == 0) return *out = false, true;
+  return false;
+}
+
+bool Parse(const char* text, OptionInt* out) {
+  if (*text == '\0') return false;
+  int64_t v = 0;
+  for (const char* p = text; *p; ++p) {
+    if (*p < '0' || *p > '9') return false;
+    v = v * 10 + (*p - '0');
+    if (v > INT32_MAX) return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool Parse(const char* text, OptionString* out) {
+  *out = text;
+  return true;
+}
+
+bool Parse(const char* text, OptionMode* out) {
+  if (strcmp(text, "meta") == 0) return *out = CaptureMode::kMeta, true;
+  if (strcmp(text, "full") == 0) return *out = CaptureMode::kFull, true;
+  return false;
+}
+
+const char* Expected(OptionBool*) { return "0/1, true/false, yes/no or on/off"; }
+const char* Expected(OptionInt*) { return "a non-negative decimal integer below 2^31"; }
+const char* Expected(OptionString*) { return "a string"; }
+const char* Expected(OptionMode*) { return "meta or full"; }
+
+std::string Show(OptionBool v) { return v ? "1" : "0"; }
+std::string Show(OptionInt v) { return std::to_string(v); }
+std::string Show(const OptionString& v) { return v; }
+std::string Show(OptionMode v) { return CaptureModeName(v); }
+
+template <typename T>
+void Read(const EnvLookup& env, const char* name, T* value, std::vector<std::string>* warnings) {
+  const char* text = env(name);
+  if (text == nullptr || *text == '\0') return;
+  T parsed = *value;
+  if (Parse(text, &parsed)) {
+    *value = parsed;
+  } else if (warnings) {
+    warnings->push_back(std::string("ignoring ") + name + "=" + text + " (expected " + Expected(value) +
+                        "); using " + Show(*value));
+  }
+}
+
+}  // namespace
+
+const char* CaptureModeName(CaptureMode mode) { return mode == CaptureMode::kMeta ? "meta" : "full"; }
+
+Options ParseOptions(const EnvLookup& env, std::vector<std::string>* warnings) {
+  Options o;
+#define TTRACE_OPTION(type, member, name, def, doc) Read(env, "TTRACE_" #name, &o.member, warnings);
+#include "shim/options.inc"
+#undef TTRACE_OPTION
+  if (o.job.empty()) {
+    const char* run_id = env("TORCHELASTIC_RUN_ID");
+    o.job = run_id != nullptr && *run_id != '\0' ? run_id : "default";
+  }
+  for (char& c : o.job)
+    if (c == '/') c = '_';
+  if (o.dir.empty()) o.dir = "./ttrace-out/" + o.job;
+  return o;
+}
+
+std::string OptionsMarkdown() {
+  std::string table = "| Variable | Default | Description |\n|---|---|---|\n";
+  const Options defaults;
+#define TTRACE_OPTION(type, member, name, def, doc)                                                        \
+  table += std::string("| `TTRACE_" #name "` | ") +                                                         \
+           (Show(defaults.member).empty() ? std::string("(unset)") : "`" + Show(defaults.member) + "`") + \
+           " | " + doc + " |\n";
+#include "shim/options.inc"
+#undef TTRACE_OPTION
+  return table;
+}
+
+std::string OptionsDump(const Options& options) {
+  std::string out;
+#define TTRACE_OPTION(type, member, name, def, doc) out += "TTRACE_" #name "=" + Show(options.member) + "\n";
+#include "shim/options.inc"
+#undef TTRACE_OPTION
+  return out;
+}
+
+}  // namespace ttrace::shim

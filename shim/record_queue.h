@@ -1,0 +1,48 @@
+// RecordQueue: puts call records in host call order although calls finish in any order.
+//
+// A call reserves a ticket when it enters (CaptureEngine::Reserve, which also hands out its seq) and publishes
+// its record when the vendor call has returned (the record holds the vendor's status). The drain thread takes
+// records in ticket order; a ticket that is reserved but not yet published holds back the ones after it. At
+// shutdown TakeAll also takes what waits behind a call that never returned.
+// Not thread-safe: CaptureEngine calls it under its mutex.
+#ifndef TTRACE_SHIM_RECORD_QUEUE_H_
+#define TTRACE_SHIM_RECORD_QUEUE_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ttrace/format.h"
+
+namespace ttrace::shim {
+
+struct QueuedRecord {
+  format::RecordType type;
+  std::string body;
+  std::string payload;
+};
+
+class RecordQueue {
+ public:
+  uint64_t Reserve() { return next_reserve_++; }
+  // Publishes the record of `ticket`. Returns false (record discarded) when the ticket was already skipped.
+  bool Put(uint64_t ticket, QueuedRecord record);
+  // Appends, in ticket order, the published records up to the first unpublished ticket.
+  void TakeReady(std::vector<QueuedRecord>* out);
+  // Appends every published record in ticket order and skips the unpublished tickets.
+  void TakeAll(std::vector<QueuedRecord>* out);
+
+  uint64_t reserved() const { return next_reserve_; }  // tickets handed out so far
+  uint64_t taken() const { return next_take_; }        // tickets before this one are taken or skipped
+  size_t waiting() const { return published_.size(); }
+
+ private:
+  uint64_t next_reserve_ = 0;
+  uint64_t next_take_ = 0;
+  std::map<uint64_t, QueuedRecord> published_;
+};
+
+}  // namespace ttrace::shim
+
+#endif  // TTRACE_SHIM_RECORD_QUEUE_H_

@@ -1,0 +1,56 @@
+#include "shim/record_queue.h"
+
+#include "gtest/gtest.h"
+
+namespace ttrace::shim {
+namespace {
+
+QueuedRecord Rec(const std::string& body) { return {format::RecordType::kGemm, body, ""}; }
+
+std::vector<std::string> Bodies(const std::vector<QueuedRecord>& records) {
+  std::vector<std::string> out;
+  for (const QueuedRecord& r : records) out.push_back(r.body);
+  return out;
+}
+
+TEST(RecordQueueTest, ReleasesInTicketOrder) {
+  RecordQueue q;
+  const uint64_t t0 = q.Reserve(), t1 = q.Reserve(), t2 = q.Reserve();
+  std::vector<QueuedRecord> out;
+  ASSERT_TRUE(q.Put(t2, Rec("c")));
+  ASSERT_TRUE(q.Put(t1, Rec("b")));
+  q.TakeReady(&out);
+  EXPECT_TRUE(out.empty());  // t0 still running
+  ASSERT_TRUE(q.Put(t0, Rec("a")));
+  q.TakeReady(&out);
+  EXPECT_EQ(Bodies(out), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(q.taken(), 3u);
+  EXPECT_EQ(q.waiting(), 0u);
+}
+
+TEST(RecordQueueTest, TakeAllSkipsCallsThatNeverReturned) {
+  RecordQueue q;
+  const uint64_t t0 = q.Reserve(), t1 = q.Reserve(), t2 = q.Reserve();
+  ASSERT_TRUE(q.Put(t2, Rec("c")));
+  ASSERT_TRUE(q.Put(t1, Rec("b")));
+  std::vector<QueuedRecord> out;
+  q.TakeAll(&out);
+  EXPECT_EQ(Bodies(out), (std::vector<std::string>{"b", "c"}));
+  EXPECT_FALSE(q.Put(t0, Rec("late")));  // skipped for good
+  const uint64_t t3 = q.Reserve();
+  EXPECT_TRUE(q.Put(t3, Rec("d")));
+  out.clear();
+  q.TakeReady(&out);
+  EXPECT_EQ(Bodies(out), (std::vector<std::string>{"d"}));
+}
+
+TEST(RecordQueueTest, RejectsUnreservedTickets) {
+  RecordQueue q;
+  EXPECT_FALSE(q.Put(0, Rec("x")));
+  q.Reserve();
+  EXPECT_FALSE(q.Put(1, Rec("x")));
+  EXPECT_TRUE(q.Put(0, Rec("x")));
+}
+
+}  // namespace
+}  // namespace ttrace::shim

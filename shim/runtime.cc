@@ -1,0 +1,123 @@
+// Globals are constant-initialized (atomics, a std::mutex, raw pointers) so that loading libttrace.so runs no code.
+// The engine and the options are heap objects that are never destroyed: interceptors may still run while the
+// process exits (destructors of the application's statics), and must then find valid, stopped objects.
+#include "shim/runtime.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "shim/capture_engine.h"
+#include "shim/cudart_api.h"
+#include "shim/log.h"
+#include "shim/sink.h"
+
+namespace ttrace::shim {
+namespace {
+
+enum State : int { kUninitialized = 0, kEnabled = 1, kDisabled = 2 };
+
+std::atomic<int> g_state{kUninitialized};
+std::mutex g_mu;                         // initialization of the options and the engine; held across fork
+const Options* g_options = nullptr;      // set once under g_mu, before g_state leaves kUninitialized
+std::atomic<CaptureEngine*> g_engine{nullptr};
+bool g_engine_tried = false;             // under g_mu
+std::atomic<bool> g_forked_child{false};
+
+const char* Getenv(const char* name) { return getenv(name); }
+
+void ForkPrepare() { g_mu.lock(); }
+void ForkParent() { g_mu.unlock(); }
+void ForkChild() {
+  if (g_engine.load() != nullptr) {
+    g_forked_child.store(true);
+    g_state.store(kDisabled);
+  }
+  g_mu.unlock();
+}
+
+void Initialize() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_state.load() != kUninitialized) return;
+  std::vector<std::string> warnings;
+  g_options = new Options(ParseOptions(Getenv, &warnings));
+  for (const std::string& w : warnings) Log("%s", w.c_str());
+  pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+  g_state.store(g_options->disable ? kDisabled : kEnabled);
+}
+
+void AtExit() {
+  if (g_forked_child.load()) return;
+  CaptureEngine* engine = g_engine.load();
+  if (engine == nullptr) return;
+  g_state.store(kDisabled);
+  engine->Shutdown();
+  if (g_options->verbose > 0) {
+    const CaptureEngine::Stats s = engine->stats();
+    Log("wrote %llu records (%llu tensors, %.1f MiB of payload, %llu payloads dropped) to %s",
+        static_cast<unsigned long long>(s.records), static_cast<unsigned long long>(s.tensors),
+        static_cast<double>(s.tensor_bytes) / (1 << 20), static_cast<unsigned long long>(s.dropped),
+        engine->sink_name().c_str());
+  }
+}
+
+}  // namespace
+
+const Options& GetOptions() {
+  if (g_state.load(std::memory_order_acquire) == kUninitialized) Initialize();
+  return *g_options;
+}
+
+bool CaptureEnabled() {
+  int state = g_state.load(std::memory_order_acquire);
+  if (state == kUninitialized) {
+    Initialize();
+    state = g_state.load(std::memory_order_acquire);
+  }
+  return state == kEnabled;
+}
+
+void DisableCapture(const std::string& why) {
+  if (g_state.exchange(kDisabled) == kEnabled) Log("capture disabled: %s; calls pass straight through", why.c_str());
+}
+
+CaptureEngine* Engine() {
+  CaptureEngine* engine = g_engine.load(std::memory_order_acquire);
+  if (engine != nullptr) return engine;
+  const Options& options = GetOptions();
+  std::lock_guard<std::mutex> lock(g_mu);
+  if ((engine = g_engine.load()) != nullptr || g_engine_tried) return engine;
+  g_engine_tried = true;
+  const int pid = static_cast<int>(getpid());
+  const std::string path = StreamPath(options, Getenv, pid);
+  std::string error;
+  std::unique_ptr<Sink> sink = OpenFileSink(path, StreamIdentityFromEnv(options, Getenv, pid), &error);
+  if (sink == nullptr) {
+    DisableCapture("cannot create the trace stream: " + error);
+    return nullptr;
+  }
+  EngineConfig config = EngineConfigFromOptions(options);
+  config.on_failure = [](const std::string& why) { DisableCapture(why); };
+  const CudartApi* cudart = nullptr;
+  if (config.capture_tensors) {
+    const char* missing = nullptr;
+    cudart = ApplicationCudart(&missing);
+    if (cudart == nullptr)
+      Log("the application's libcudart.so.13 is not loaded (%s not found): recording calls without tensors",
+          missing != nullptr ? missing : "cudaMemcpyAsync");
+  }
+  engine = new CaptureEngine(config, std::move(sink), cudart);
+  engine->Start();
+  atexit(AtExit);
+  g_engine.store(engine, std::memory_order_release);
+  if (options.verbose > 0)
+    Log("recording to %s (TTRACE_MODE=%s%s)", path.c_str(), CaptureModeName(options.mode),
+        engine->capturing_tensors() ? "" : ", without tensors");
+  return engine;
+}
+
+}  // namespace ttrace::shim

@@ -1,0 +1,75 @@
+// The file sink is a thin adapter: TraceWriter already frames, compresses, checksums and writes whole frames.
+#include "shim/sink.h"
+
+#include <unistd.h>
+
+#include <ctime>
+
+namespace ttrace::shim {
+namespace {
+
+class FileSink : public Sink {
+ public:
+  FileSink(std::unique_ptr<store::TraceWriter> writer, std::string path)
+      : writer_(std::move(writer)), path_(std::move(path)) {}
+
+  bool Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
+              size_t payload_bytes) override {
+    return writer_->Append(type, body, body_bytes, payload, payload_bytes, &error_);
+  }
+  bool Flush() override { return writer_->Flush(&error_); }
+  bool Close() override { return writer_->Close(&error_); }
+  std::string error() const override { return error_; }
+  std::string name() const override { return path_; }
+
+ private:
+  std::unique_ptr<store::TraceWriter> writer_;
+  std::string path_;
+  std::string error_;
+};
+
+// A non-negative decimal below 2^31, else -1.
+int32_t EnvInt(const EnvLookup& env, const char* name) {
+  const char* text = env(name);
+  if (text == nullptr || *text == '\0') return -1;
+  int64_t v = 0;
+  for (const char* p = text; *p; ++p) {
+    if (*p < '0' || *p > '9') return -1;
+    v = v * 10 + (*p - '0');
+    if (v > INT32_MAX) return -1;
+  }
+  return static_cast<int32_t>(v);
+}
+
+}  // namespace
+
+std::unique_ptr<Sink> OpenFileSink(const std::string& path, const store::StreamIdentity& identity,
+                                   std::string* error) {
+  std::unique_ptr<store::TraceWriter> writer = store::TraceWriter::Open(path, identity, {}, error);
+  if (writer == nullptr) return nullptr;
+  return std::make_unique<FileSink>(std::move(writer), path);
+}
+
+std::string StreamPath(const Options& options, const EnvLookup& env, int pid) {
+  const int32_t rank = EnvInt(env, "RANK");
+  std::string dir = options.dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir + "/" + (rank >= 0 ? "rank-" + std::to_string(rank) : "pid-" + std::to_string(pid)) + ".ttr";
+}
+
+store::StreamIdentity StreamIdentityFromEnv(const Options& options, const EnvLookup& env, int pid) {
+  store::StreamIdentity id;
+  id.rank = EnvInt(env, "RANK");
+  id.world_size = EnvInt(env, "WORLD_SIZE");
+  id.local_rank = EnvInt(env, "LOCAL_RANK");
+  id.pid = static_cast<uint32_t>(pid);
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  id.start_unix_ns = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  id.job = options.job;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) id.host = host;
+  return id;
+}
+
+}  // namespace ttrace::shim

@@ -1,0 +1,44 @@
+// Sink: where the shim's records go. Today a per-rank file written by store::TraceWriter (embedded, no daemon);
+// the collector sink (DESIGN.md §2) will implement the same interface.
+//
+// Ownership and threads: CaptureEngine owns its sink and calls it from the drain thread only (and from the
+// thread that runs Shutdown after the drain thread has stopped). A sink that fails stays failed; error() says why.
+#ifndef TTRACE_SHIM_SINK_H_
+#define TTRACE_SHIM_SINK_H_
+
+#include <memory>
+#include <string>
+
+#include "collector/trace_writer.h"
+#include "shim/options.h"
+#include "ttrace/format.h"
+
+namespace ttrace::shim {
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  // False on an I/O failure (the sink is then failed). A record larger than format::kMaxFrameBytes is refused
+  // with false as well; CaptureEngine never offers one.
+  virtual bool Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
+                      size_t payload_bytes) = 0;
+  virtual bool Flush() = 0;
+  virtual bool Close() = 0;
+  virtual std::string error() const = 0;
+  virtual std::string name() const = 0;  // for messages: the file path
+};
+
+// Opens (creates, truncates) the stream file at `path`, creating its directory. nullptr + `error` on failure.
+std::unique_ptr<Sink> OpenFileSink(const std::string& path, const store::StreamIdentity& identity,
+                                   std::string* error);
+
+// This process's stream: <options.dir>/rank-<RANK>.ttr, or <options.dir>/pid-<pid>.ttr when RANK is unset or not
+// a non-negative integer.
+std::string StreamPath(const Options& options, const EnvLookup& env, int pid);
+
+// Identity for the stream header: RANK, WORLD_SIZE, LOCAL_RANK (-1 when unset or invalid), pid, job, host, now.
+store::StreamIdentity StreamIdentityFromEnv(const Options& options, const EnvLookup& env, int pid);
+
+}  // namespace ttrace::shim
+
+#endif  // TTRACE_SHIM_SINK_H_

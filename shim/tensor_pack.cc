@@ -1,0 +1,108 @@
+// Overflow-checked sizes: shapes come from the application's arguments, which may be garbage (the vendor call
+// then fails), and a wrapped size must never become a short copy into the ring.
+#include "shim/tensor_pack.h"
+
+#include <library_types.h>
+#include <nccl.h>
+
+#include <cstring>
+
+namespace ttrace::shim {
+namespace {
+
+bool Mul(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+bool Add(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_add_overflow(a, b, out); }
+
+}  // namespace
+
+bool PlanStaging(const TensorSpec& spec, StagingPlan* plan) {
+  *plan = StagingPlan{};
+  const uint32_t elem = format::DTypeSize(static_cast<uint8_t>(spec.dtype));
+  if (elem == 0 || spec.ptr == nullptr || spec.rows < 1 || spec.cols < 1 || spec.batch < 1 ||
+      spec.ld < spec.rows || spec.batch_stride < 0)
+    return false;
+  const uint64_t rows = spec.rows, cols = spec.cols, ld = spec.ld, batch = spec.batch;
+  const uint64_t stride = spec.batch_stride;
+  uint64_t region, packed;
+  if (!Mul(ld, cols - 1, &region) || !Add(region, rows, &region)) return false;
+  if (!Mul(rows, cols, &packed) || !Mul(packed, batch, &packed) || !Mul(packed, elem, &packed)) return false;
+  uint64_t per_batch_total;
+  if (!Mul(region, batch, &per_batch_total)) return false;
+  uint64_t span = region;
+  bool one_span = batch == 1;
+  if (!one_span && stride >= region) {
+    uint64_t gaps;
+    one_span = Mul(stride, batch - 1, &gaps) && Add(gaps, region, &span) && span / 2 <= per_batch_total;
+  }
+  plan->elem_bytes = elem;
+  plan->region_elems = region;
+  plan->packed_bytes = packed;
+  if (one_span) {
+    plan->copies = 1;
+    plan->staged_batch_stride = batch == 1 ? region : stride;
+    if (!Mul(span, elem, &plan->copy_bytes)) return false;
+  } else {
+    plan->copies = batch;
+    plan->copy_src_stride = spec.batch_stride;
+    plan->staged_batch_stride = region;
+    if (!Mul(region, elem, &plan->copy_bytes)) return false;
+  }
+  return Mul(plan->copies, plan->copy_bytes, &plan->staging_bytes);
+}
+
+void PackDense(const TensorSpec& spec, const StagingPlan& plan, const char* staging, char* out) {
+  const size_t elem = plan.elem_bytes;
+  const size_t col_bytes = static_cast<size_t>(spec.rows) * elem;
+  for (int64_t b = 0; b < spec.batch; ++b) {
+    const char* src = staging + static_cast<size_t>(b) * plan.staged_batch_stride * elem;
+    if (spec.ld == spec.rows) {
+      memcpy(out, src, col_bytes * static_cast<size_t>(spec.cols));
+      out += col_bytes * static_cast<size_t>(spec.cols);
+      continue;
+    }
+    for (int64_t j = 0; j < spec.cols; ++j) {
+      memcpy(out, src + static_cast<size_t>(j) * static_cast<size_t>(spec.ld) * elem, col_bytes);
+      out += col_bytes;
+    }
+  }
+}
+
+format::DType DTypeFromCuda(int cuda_data_type) {
+  using format::DType;
+  switch (cuda_data_type) {
+    case CUDA_R_32F: return DType::kF32;
+    case CUDA_R_16F: return DType::kF16;
+    case CUDA_R_16BF: return DType::kBF16;
+    case CUDA_R_64F: return DType::kF64;
+    case CUDA_R_8I: return DType::kI8;
+    case CUDA_R_8U: return DType::kU8;
+    case CUDA_R_32I: return DType::kI32;
+    case CUDA_R_32U: return DType::kU32;
+    case CUDA_R_64I: return DType::kI64;
+    case CUDA_R_64U: return DType::kU64;
+    case CUDA_R_8F_E4M3: return DType::kE4M3;
+    case CUDA_R_8F_E5M2: return DType::kE5M2;
+    default: return DType::kInvalid;
+  }
+}
+
+format::DType DTypeFromNccl(int nccl_data_type) {
+  using format::DType;
+  switch (nccl_data_type) {
+    case ncclInt8: return DType::kI8;
+    case ncclUint8: return DType::kU8;
+    case ncclInt32: return DType::kI32;
+    case ncclUint32: return DType::kU32;
+    case ncclInt64: return DType::kI64;
+    case ncclUint64: return DType::kU64;
+    case ncclFloat16: return DType::kF16;
+    case ncclFloat32: return DType::kF32;
+    case ncclFloat64: return DType::kF64;
+    case ncclBfloat16: return DType::kBF16;
+    case ncclFloat8e4m3: return DType::kE4M3;
+    case ncclFloat8e5m2: return DType::kE5M2;
+    default: return DType::kInvalid;
+  }
+}
+
+}  // namespace ttrace::shim
