@@ -1,0 +1,201 @@
+// Every collective is a loop over chunks with one barrier per chunk: each rank writes its part of the chunk to
+// its staging buffer of the barrier epoch's parity, all ranks pass the barrier, and each rank computes its
+// output from all staging buffers. Staging buffers alternate between two parities, so a rank refills a buffer
+// only after the next barrier, which no rank passes before it has finished reading that buffer.
+//
+// Reductions read the ranks' contributions in the fixed order 0, 1, ..., n-1 (reduce_kernels.h), so every rank
+// computes bitwise-identical results, independent of timing.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "tools/simgpu/nccl/comm.h"
+#include "tools/simgpu/nccl/op.h"
+#include "tools/simgpu/nccl/reduce_kernels.h"
+
+namespace simgpu::nccl {
+namespace {
+
+bool IsReduction(OpKind k) {
+  return k == OpKind::kAllReduce || k == OpKind::kReduceScatter || k == OpKind::kReduce;
+}
+bool HasRoot(OpKind k) { return k == OpKind::kBroadcast || k == OpKind::kReduce; }
+
+OpStamp MakeStamp(const Op& op) {
+  OpStamp s{};
+  s.kind = static_cast<uint32_t>(op.kind);
+  if (IsReduction(op.kind)) {
+    s.dtype = static_cast<uint32_t>(op.dtype);
+    s.redop = static_cast<uint32_t>(op.redop);
+    s.count = op.count;
+  } else {
+    s.count = op.count * DataTypeSize(op.dtype);  // data movement: only the byte count must agree
+  }
+  s.root = HasRoot(op.kind) ? op.root : -1;
+  return s;
+}
+
+std::string Describe(const OpStamp& s) {
+  char buf[160];
+  OpKind kind = static_cast<OpKind>(s.kind);
+  if (IsReduction(kind)) {
+    std::snprintf(buf, sizeof buf, "%s(count=%llu, %s, %s", OpName(kind), static_cast<unsigned long long>(s.count),
+                  DataTypeName(static_cast<ncclDataType_t>(s.dtype)),
+                  RedOpName(static_cast<ncclRedOp_t>(s.redop)));
+  } else {
+    std::snprintf(buf, sizeof buf, "%s(bytes=%llu", OpName(kind), static_cast<unsigned long long>(s.count));
+  }
+  std::string out = buf;
+  if (s.root >= 0) out += ", root=" + std::to_string(s.root);
+  return out + ")";
+}
+
+bool SameStamp(const OpStamp& a, const OpStamp& b) {
+  return a.kind == b.kind && a.dtype == b.dtype && a.redop == b.redop && a.root == b.root && a.count == b.count;
+}
+
+// Runs nchunks steps of stage (write own staging buffer) / barrier / consume (read all staging buffers).
+template <class Stage, class Consume>
+ncclResult_t ChunkLoop(Comm& c, const Op& op, size_t nchunks, Stage stage, Consume consume, std::string* error) {
+  Segment* seg = c.segment();
+  const OpStamp mine = MakeStamp(op);
+  for (size_t i = 0; i < nchunks; ++i) {
+    const int parity = static_cast<int>(c.next_epoch() & 1);
+    stage(parity, i);
+    if (i == 0) seg->slot(c.rank())->stamp[parity] = mine;
+    ncclResult_t r = c.Barrier(OpName(op.kind), error);
+    if (r != ncclSuccess) return r;
+    if (i == 0) {
+      for (int peer = 0; peer < c.nranks(); ++peer) {
+        const OpStamp& theirs = seg->slot(peer)->stamp[parity];
+        if (!SameStamp(mine, theirs)) {
+          *error = "mismatched collectives: rank " + std::to_string(c.rank()) + " called " + Describe(mine) +
+                   " while rank " + std::to_string(peer) + " called " + Describe(theirs);
+          return ncclInvalidUsage;
+        }
+      }
+    }
+    consume(parity, i);
+  }
+  return ncclSuccess;
+}
+
+size_t Chunks(size_t total, size_t per) { return (total + per - 1) / per; }
+
+}  // namespace
+
+const char* OpName(OpKind kind) {
+  switch (kind) {
+    case OpKind::kAllReduce: return "ncclAllReduce";
+    case OpKind::kAllGather: return "ncclAllGather";
+    case OpKind::kReduceScatter: return "ncclReduceScatter";
+    case OpKind::kBroadcast: return "ncclBroadcast";
+    case OpKind::kReduce: return "ncclReduce";
+    case OpKind::kSend: return "ncclSend";
+    case OpKind::kRecv: return "ncclRecv";
+  }
+  return "ncclUnknown";
+}
+
+size_t ResultElements(const Comm& comm, const Op& op) {
+  switch (op.kind) {
+    case OpKind::kAllReduce:
+    case OpKind::kReduceScatter:
+    case OpKind::kBroadcast:
+      return op.count;
+    case OpKind::kAllGather:
+      return op.count * comm.nranks();
+    case OpKind::kReduce:
+      return comm.rank() == op.root ? op.count : 0;
+    default:
+      return 0;
+  }
+}
+
+ncclResult_t RunCollective(Comm& c, const Op& op, std::string* error) {
+  if (op.count == 0) return ncclSuccess;
+  Segment* seg = c.segment();
+  const int me = c.rank();
+  const int n = c.nranks();
+  const size_t es = DataTypeSize(op.dtype);
+  const size_t chunk = seg->chunk_bytes();
+  const char* send = static_cast<const char*>(op.send);
+  char* recv = static_cast<char*>(op.recv);
+  const Reduction red{op.dtype, op.redop, n};
+
+  switch (op.kind) {
+    case OpKind::kAllReduce:
+    case OpKind::kReduce: {
+      const size_t per = chunk / es;
+      const bool writes = op.kind == OpKind::kAllReduce || me == op.root;
+      return ChunkLoop(
+          c, op, Chunks(op.count, per),
+          [&](int p, size_t i) {
+            size_t m = std::min(per, op.count - i * per);
+            std::memcpy(seg->staging(me, p), send + i * per * es, m * es);
+          },
+          [&](int p, size_t i) {
+            if (!writes) return;
+            size_t m = std::min(per, op.count - i * per);
+            char* out = recv + i * per * es;
+            ReduceFirst(red, out, seg->staging(0, p), m);
+            for (int r = 1; r < n; ++r) ReduceNext(red, out, seg->staging(r, p), m);
+            ReduceFinish(red, out, m);
+          },
+          error);
+    }
+    case OpKind::kReduceScatter: {
+      const size_t per = chunk / (static_cast<size_t>(n) * es);
+      const size_t rc = op.count;
+      return ChunkLoop(
+          c, op, Chunks(rc, per),
+          [&](int p, size_t i) {
+            size_t m = std::min(per, rc - i * per);
+            for (int b = 0; b < n; ++b) {
+              std::memcpy(seg->staging(me, p) + b * per * es, send + (b * rc + i * per) * es, m * es);
+            }
+          },
+          [&](int p, size_t i) {
+            size_t m = std::min(per, rc - i * per);
+            char* out = recv + i * per * es;
+            size_t mine = static_cast<size_t>(me) * per * es;
+            ReduceFirst(red, out, seg->staging(0, p) + mine, m);
+            for (int r = 1; r < n; ++r) ReduceNext(red, out, seg->staging(r, p) + mine, m);
+            ReduceFinish(red, out, m);
+          },
+          error);
+    }
+    case OpKind::kAllGather: {
+      const size_t bytes = op.count * es;
+      return ChunkLoop(
+          c, op, Chunks(bytes, chunk),
+          [&](int p, size_t i) {
+            std::memcpy(seg->staging(me, p), send + i * chunk, std::min(chunk, bytes - i * chunk));
+          },
+          [&](int p, size_t i) {
+            size_t m = std::min(chunk, bytes - i * chunk);
+            for (int r = 0; r < n; ++r) std::memcpy(recv + r * bytes + i * chunk, seg->staging(r, p), m);
+          },
+          error);
+    }
+    case OpKind::kBroadcast: {
+      const size_t bytes = op.count * es;
+      return ChunkLoop(
+          c, op, Chunks(bytes, chunk),
+          [&](int p, size_t i) {
+            if (me == op.root) {
+              std::memcpy(seg->staging(me, p), send + i * chunk, std::min(chunk, bytes - i * chunk));
+            }
+          },
+          [&](int p, size_t i) {
+            std::memcpy(recv + i * chunk, seg->staging(op.root, p), std::min(chunk, bytes - i * chunk));
+          },
+          error);
+    }
+    default:
+      *error = "internal error: not a collective";
+      return ncclInternalError;
+  }
+}
+
+}  // namespace simgpu::nccl
