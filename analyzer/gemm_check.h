@@ -33,9 +33,9 @@ struct GemmProblem {
 // B are not read; when β = 0, C0 is not read (BLAS semantics: NaN there does not propagate).
 std::vector<GemmElementTerms> GemmReference(const GemmProblem& p);
 
-// Compares p.c_out with the reference under `precision`. `input_overflow` says the inputs exceed the range of a
-// conversion the compute type makes (then Inf/NaN outputs are not findings).
-ElementStats ReplayGemm(const GemmProblem& p, const GemmPrecision& precision, bool input_overflow = false);
+// Compares p.c_out with the reference under `precision`. When an input exceeds the range of a conversion the
+// compute type makes (precision.in_max), Inf/NaN outputs are not findings.
+ElementStats ReplayGemm(const GemmProblem& p, const GemmPrecision& precision);
 
 // Checks one GEMM op of `rank` and records the outcome (checked, not checked with a reason, finding) in `report`.
 void CheckGemmOp(int rank, const Op& op, CheckReport* report);

@@ -1,0 +1,207 @@
+// The error-model registry and parameters, and reduce.deterministic against measured error: random all-reduces
+// computed the ways NCCL may compute them (ring in the dtype from any start rank, tree, random order, FP32
+// accumulation with one final rounding; avg by premultiplying with 1/n or dividing the sum) never exceed the
+// bound. Prints the tightness per configuration.
+#include "analyzer/error_model.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analyzer/collective_check.h"
+#include "analyzer/element_stats.h"
+#include "analyzer/test_util.h"
+#include "gtest/gtest.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+using format::DType;
+using testing::RoundTo;
+
+TEST(ErrorModelTest, RegistryNamesAreUniqueAndResolvable) {
+  std::set<std::string> names;
+#define TTRACE_CHECK_MODEL(id, str, summary)                       \
+  EXPECT_STREQ(GetErrorModel(ErrorModelId::id).name, str);          \
+  EXPECT_TRUE(names.insert(str).second) << "duplicate model " << str;
+  TTRACE_ERROR_MODELS(TTRACE_CHECK_MODEL)
+#undef TTRACE_CHECK_MODEL
+  EXPECT_EQ(names.count("gemm.deterministic"), 1u);
+}
+
+TEST(ErrorModelTest, ThetaIsGammaToFirstOrderAndAlwaysFinite) {
+  const double u = 0x1p-24;
+  for (double n : {1.0, 10.0, 4096.0, 1e6}) {
+    const double gamma = n * u / (1 - n * u);
+    EXPECT_LE(Theta(u, n), gamma);
+    EXPECT_GT(Theta(u, n), n * u * (1 - 1e-6) * (1 - n * u));
+  }
+  EXPECT_TRUE(std::isfinite(Theta(0x1p-11, 4096)));  // n·u = 2: γ_n undefined, θ_n fine
+  EXPECT_GT(Theta(0x1p-11, 4096), 1.0);
+  EXPECT_EQ(Theta(0, 100), 0.0);
+}
+
+TEST(ErrorModelTest, FormatParameters) {
+  EXPECT_EQ(FormatOf(DType::kF32).u, 0x1p-24);
+  EXPECT_EQ(FormatOf(DType::kF16).u, 0x1p-11);
+  EXPECT_EQ(FormatOf(DType::kBF16).u, 0x1p-8);
+  EXPECT_EQ(FormatOf(DType::kF64).u, 0x1p-53);
+  EXPECT_EQ(FormatOf(DType::kE4M3).u, 0x1p-4);
+  EXPECT_EQ(FormatOf(DType::kE5M2).u, 0x1p-3);
+  EXPECT_EQ(FormatOf(DType::kF16).max_finite, 65504.0);
+  EXPECT_EQ(FormatOf(DType::kI32).u, 0.0);
+  EXPECT_EQ(Tf32Format().u, 0x1p-10);
+}
+
+TEST(ErrorModelTest, ResolvesComputeTypesAndMathModes) {
+  constexpr uint16_t kEx = static_cast<uint16_t>(format::ApiId::kCublasGemmEx);
+  constexpr uint16_t kS = static_cast<uint16_t>(format::ApiId::kCublasSgemm);
+  auto p = ResolveGemmPrecision(kEx, 68, 0, DType::kF32, DType::kF32, DType::kF32);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->acc.u, 0x1p-24);
+  EXPECT_EQ(p->u_in, 0.0);
+  EXPECT_EQ(p->u_out, 0.0);  // FP32 accumulator to FP32 C: no extra rounding
+  p = ResolveGemmPrecision(kEx, 68, 3, DType::kF32, DType::kF32, DType::kF32);  // TF32 tensor op math
+  EXPECT_EQ(p->u_in, 0x1p-10);
+  p = ResolveGemmPrecision(kEx, 68, 3 | 16, DType::kBF16, DType::kBF16, DType::kBF16);  // TF32 moot for BF16
+  EXPECT_EQ(p->u_in, 0.0);
+  EXPECT_EQ(p->u_out, 0x1p-8);
+  p = ResolveGemmPrecision(kEx, 69, 3, DType::kF32, DType::kF32, DType::kF32);  // pedantic: no TF32
+  EXPECT_EQ(p->u_in, 0.0);
+  p = ResolveGemmPrecision(kEx, 0, 2, DType::kF32, DType::kF32, DType::kF32);  // legacy CUDA_R_32F, pedantic
+  EXPECT_EQ(p->u_in, 0.0);
+  p = ResolveGemmPrecision(kS, 12345, -1, DType::kF32, DType::kF32, DType::kF32);  // math mode unknown
+  EXPECT_EQ(p->u_in, 0x1p-10);
+  EXPECT_NE(p->description.find("TF32 assumed"), std::string::npos);
+  p = ResolveGemmPrecision(kEx, 74, 0, DType::kF32, DType::kF32, DType::kF32);
+  EXPECT_EQ(p->in_max, 65504.0);
+  p = ResolveGemmPrecision(kEx, 75, 0, DType::kF32, DType::kF32, DType::kF32);
+  EXPECT_EQ(p->u_in, 0x1p-8);
+  p = ResolveGemmPrecision(kEx, 64, 0, DType::kF16, DType::kF16, DType::kF16);
+  EXPECT_EQ(p->acc.u, 0x1p-11);
+  EXPECT_EQ(p->u_out, 0.0);
+  p = ResolveGemmPrecision(kEx, 2, 0, DType::kF16, DType::kF16, DType::kF16);  // legacy CUDA_R_16F
+  EXPECT_EQ(p->acc.u, 0x1p-11);
+  p = ResolveGemmPrecision(kEx, 78, 0, DType::kF32, DType::kF32, DType::kF32);
+  EXPECT_EQ(p->products_per_term, 9.0);
+  p = ResolveGemmPrecision(kEx, 72, 0, DType::kI8, DType::kI8, DType::kI32);
+  EXPECT_EQ(p->acc.u, 0.0);
+  EXPECT_FALSE(ResolveGemmPrecision(kEx, 79, 0, DType::kF64, DType::kF64, DType::kF64).ok());
+  EXPECT_FALSE(ResolveGemmPrecision(kEx, 70, 8, DType::kF64, DType::kF64, DType::kF64).ok());
+  EXPECT_FALSE(ResolveGemmPrecision(kEx, 999, 0, DType::kF32, DType::kF32, DType::kF32).ok());
+  EXPECT_FALSE(ResolveGemmPrecision(kEx, 68, 0, DType::kInvalid, DType::kF32, DType::kF32).ok());
+}
+
+TEST(ErrorModelTest, GemmBoundTerms) {
+  auto p = ResolveGemmPrecision(3, 68, 0, DType::kBF16, DType::kBF16, DType::kBF16);
+  ASSERT_TRUE(p.ok());
+  const GemmBound b(*p, 100, 1, 0);
+  GemmElementTerms t;
+  t.ref = 10;
+  t.abs_ab = 20;
+  // (1+u_out)·θ_102(2^-24)·20 + u_out·10 + tiny terms.
+  const double expect = (1 + 0x1p-8) * Theta(0x1p-24, 102) * 20 + 0x1p-8 * 10;
+  EXPECT_NEAR(b.Bound(t), expect, expect * 1e-6);
+  EXPECT_FALSE(b.OverflowPossible(t));
+  t.abs_ab = 3e38;  // partial sums stay below FLT_MAX even with every rounding up
+  EXPECT_FALSE(b.OverflowPossible(t));
+  t.abs_ab = 3.5e38;
+  EXPECT_TRUE(b.OverflowPossible(t));
+}
+
+// Reduction orders of a real NCCL.
+enum class Way { kRing, kTree, kRandom, kWide, kCount };
+const char* kWayNames[] = {"ring", "tree", "random", "fp32+round"};
+
+double Reduce(ReduceOp op, DType dt, const std::vector<double>& x, Way way, bool premul, std::mt19937_64& rng) {
+  const size_t n = x.size();
+  auto rd = [&](double v) { return RoundTo(dt, v); };
+  if (op == ReduceOp::kMax) return *std::max_element(x.begin(), x.end());
+  if (op == ReduceOp::kMin) return *std::min_element(x.begin(), x.end());
+  std::vector<double> v = x;
+  if (op == ReduceOp::kAvg && premul) {
+    const double inv = rd(1.0 / static_cast<double>(n));
+    for (double& e : v) e = rd(e * inv);
+  }
+  const bool prod = op == ReduceOp::kProd;
+  auto combine = [&](double a, double b, bool wide) {
+    const double r = prod ? a * b : a + b;
+    return wide && dt != DType::kF64 ? RoundTo(DType::kF32, r) : rd(r);
+  };
+  double r = 0;
+  switch (way) {
+    case Way::kRing: {
+      const size_t start = rng() % n;
+      r = v[start];
+      for (size_t i = 1; i < n; ++i) r = combine(r, v[(start + i) % n], false);
+      break;
+    }
+    case Way::kRandom:
+      std::shuffle(v.begin(), v.end(), rng);
+      r = v[0];
+      for (size_t i = 1; i < n; ++i) r = combine(r, v[i], false);
+      break;
+    case Way::kTree:
+      while (v.size() > 1) {
+        std::vector<double> next;
+        for (size_t i = 0; i + 1 < v.size(); i += 2) next.push_back(combine(v[i], v[i + 1], false));
+        if (v.size() % 2) next.push_back(v.back());
+        v = next;
+      }
+      r = v[0];
+      break;
+    case Way::kWide:
+      r = v[0];
+      for (size_t i = 1; i < n; ++i) r = combine(r, v[i], true);
+      r = rd(r);
+      break;
+    case Way::kCount:
+      break;
+  }
+  if (op == ReduceOp::kAvg && !premul) r = rd(r / static_cast<double>(n));
+  return r;
+}
+
+TEST(ReduceBoundTest, NeverExceededByMeasuredError) {
+  std::mt19937_64 rng(11);
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kProd, ReduceOp::kMax, ReduceOp::kMin}) {
+      double max_ratio = 0;
+      int reductions = 0;
+      for (int trial = 0; trial < 60; ++trial) {
+        const int n = 2 + static_cast<int>(rng() % 15);
+        const ReduceBound bound(FormatOf(dt), op, n);
+        ElementStats st;
+        std::uniform_real_distribution<double> u(-1, 1), g(0.5, 2);
+        for (uint64_t e = 0; e < 256; ++e) {
+          std::vector<double> x(static_cast<size_t>(n));
+          const int scale = static_cast<int>(rng() % 9) - 4;
+          for (double& v : x) {
+            v = op == ReduceOp::kProd ? (rng() % 2 ? -1 : 1) * g(rng) : std::ldexp(u(rng), scale);
+            if (e % 64 == 3) v = std::ldexp(u(rng), dt == DType::kF16 ? -20 : -130);  // underflow
+            v = RoundTo(dt, v);
+          }
+          const Way way = static_cast<Way>(rng() % static_cast<int>(Way::kCount));
+          const double got = Reduce(op, dt, x, way, rng() % 2, rng);
+          const ReduceElementTerms t = ReduceReference(op, x);
+          if (st.Add(e, got, t.ref, bound.Bound(t), bound.OverflowPossible(t)))
+            ADD_FAILURE() << FormatOf(dt).name << " " << ReduceOpName(op) << " n=" << n << " way=" << kWayNames[int(way)]
+                          << " got " << got << " ref " << t.ref << " bound " << bound.Bound(t);
+          ++reductions;
+        }
+        if (std::isfinite(st.worst_ratio)) max_ratio = std::max(max_ratio, st.worst_ratio);
+      }
+      printf("[tightness] allreduce %-5s %-4s %5d elements: max err/bound %.3g\n", FormatOf(dt).name,
+             ReduceOpName(op), reductions, max_ratio);
+      EXPECT_LE(max_ratio, 1.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ttrace::analyzer

@@ -1,0 +1,329 @@
+// GEMM replay through the whole analyzer path: synthetic traces written with TraceWriter, loaded, checked.
+// Bit-flip sweeps: every flip of a stored output bit that moves the value beyond the bound is found, at the
+// flipped element and op only; clean traces are clean; uncheckable ops are counted, not reported.
+#include "analyzer/gemm_check.h"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analyzer/check.h"
+#include "analyzer/tensor_data.h"
+#include "analyzer/test_util.h"
+#include "analyzer/trace_model.h"
+#include "gtest/gtest.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+using format::DType;
+using format::TensorSlot;
+using testing::Encode;
+using testing::RoundTo;
+using testing::StreamBuilder;
+
+// A GEMM with random operands and the output a device computes (FP32 sequential accumulation, one rounding to
+// C's type), all values representable in their dtypes. No transposes (the bound tests cover them).
+struct Sample {
+  format::GemmRecord rec;
+  DType ab, c;
+  std::vector<double> a, b, c_in, c_out;
+};
+
+Sample MakeSample(uint64_t seq, int64_t m, int64_t n, int64_t k, DType ab, DType c, double alpha, double beta,
+                  std::mt19937_64& rng) {
+  Sample s{testing::GemmRec(seq, m, n, k, ab, c, 68, alpha, beta), ab, c, {}, {}, {}, {}};
+  std::uniform_real_distribution<double> u(-1, 1);
+  s.a.resize(static_cast<size_t>(m * k));
+  s.b.resize(static_cast<size_t>(k * n));
+  for (auto& v : s.a) v = RoundTo(ab, u(rng));
+  for (auto& v : s.b) v = RoundTo(ab, u(rng));
+  if (beta != 0) {
+    s.c_in.resize(static_cast<size_t>(m * n));
+    for (auto& v : s.c_in) v = RoundTo(c, u(rng));
+  }
+  s.c_out.resize(static_cast<size_t>(m * n));
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < m; ++i) {
+      float acc = 0;
+      for (int64_t l = 0; l < k; ++l) acc += static_cast<float>(s.a[i + l * m]) * static_cast<float>(s.b[l + j * k]);
+      float r = static_cast<float>(alpha) * acc;
+      if (beta != 0) r += static_cast<float>(beta) * static_cast<float>(s.c_in[i + j * m]);
+      s.c_out[i + j * m] = RoundTo(c, r);
+    }
+  }
+  return s;
+}
+
+GemmProblem ProblemOf(const Sample& s) {
+  GemmProblem p;
+  p.m = s.rec.m;
+  p.n = s.rec.n;
+  p.k = s.rec.k;
+  p.alpha = s.rec.alpha;
+  p.beta = s.rec.beta;
+  p.a = s.a;
+  p.b = s.b;
+  p.c_in = s.c_in;
+  p.c_out = s.c_out;
+  return p;
+}
+
+// Writes the sample's record and tensors; `c_out_bytes` overrides the encoded output (for faults).
+void WriteSample(StreamBuilder& w, const Sample& s, const std::string* c_out_bytes = nullptr) {
+  const auto& g = s.rec;
+  w.Gemm(g);
+  w.Tensor(g.seq, TensorSlot::kA, s.ab, g.m, g.k, 1, Encode(s.ab, s.a));
+  w.Tensor(g.seq, TensorSlot::kB, s.ab, g.k, g.n, 1, Encode(s.ab, s.b));
+  if (g.beta != 0) w.Tensor(g.seq, TensorSlot::kCIn, s.c, g.m, g.n, 1, Encode(s.c, s.c_in));
+  w.Tensor(g.seq, TensorSlot::kCOut, s.c, g.m, g.n, 1, c_out_bytes ? *c_out_bytes : Encode(s.c, s.c_out));
+}
+
+int Bits(DType d) { return 8 * static_cast<int>(format::DTypeSize(static_cast<uint8_t>(d))); }
+
+// Sweep every bit of a sample of output elements: a flip is found iff it leaves the bound, and only there.
+TEST(GemmCheckTest, BitFlipSweepFindsEveryFlipBeyondTheBound) {
+  std::mt19937_64 rng(42);
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+    int flips = 0, found = 0, missed_high = -1;
+    for (int64_t k : {16, 512}) {
+      Sample s = MakeSample(0, 8, 6, k, dt, dt, 1.0, k == 16 ? 0.5 : 0.0, rng);
+      GemmProblem p = ProblemOf(s);
+      auto precision = ResolveGemmPrecision(s.rec.api, 68, 0, dt, dt, dt);
+      ASSERT_TRUE(precision.ok());
+      const std::vector<GemmElementTerms> terms = GemmReference(p);
+      const GemmBound bound(*precision, p.k, p.alpha, p.beta);
+      ASSERT_EQ(ReplayGemm(p, *precision).violations, 0u);
+      const std::string clean_bytes = Encode(dt, s.c_out);
+      for (uint64_t e : {0u, 7u, 20u, 47u}) {
+        for (int bit = 0; bit < Bits(dt); ++bit) {
+          std::string bytes = clean_bytes;
+          testing::FlipBit(&bytes, dt, e, bit);
+          p.c_out = DecodeAll(dt, bytes);
+          const ElementStats st = ReplayGemm(p, *precision);
+          const double clean = s.c_out[e], flipped = p.c_out[e];
+          const double b = bound.Bound(terms[e]);
+          const double change = std::isfinite(flipped) ? std::fabs(flipped - clean) : HUGE_VAL;
+          ++flips;
+          ASSERT_LE(st.violations, 1u) << "a flip of one element must not implicate others";
+          if (st.violations == 1) {
+            ++found;
+            EXPECT_EQ(st.first_index, e);
+          } else if (bit > missed_high) {
+            missed_high = bit;
+          }
+          // Guaranteed outside the bound: |flipped - ref| >= change - |clean - ref| > bound.
+          if (change > b + std::fabs(clean - terms[e].ref))
+            EXPECT_EQ(st.violations, 1u) << "dtype " << DTypeName(static_cast<uint8_t>(dt)) << " element " << e
+                                         << " bit " << bit << ": " << clean << " -> " << flipped << " bound " << b;
+          if (st.violations == 0) EXPECT_LE(std::fabs(flipped - terms[e].ref), b);
+        }
+      }
+    }
+    printf("[bitflip] %-5s output: %d of %d single-bit flips found; the rest change the value within the bound "
+           "(highest such bit %d)\n",
+           DTypeName(static_cast<uint8_t>(dt)).c_str(), found, flips, missed_high);
+    EXPECT_GT(found, flips / 2);
+  }
+}
+
+// Writes `n_ranks` streams of `gemms_per_rank` GEMMs (mixed dtypes, α, β) with an optional fault, then checks.
+struct TraceCase {
+  std::string dir;
+  std::vector<std::vector<Sample>> samples;  // [rank][op]
+};
+
+TraceCase WriteTrace(int n_ranks, int gemms_per_rank, int fault_rank, int fault_op, int fault_elem, int fault_bit,
+                     uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  TraceCase tc;
+  tc.dir = testing::TempDir("gemm_trace");
+  const DType types[][2] = {{DType::kF32, DType::kF32}, {DType::kBF16, DType::kBF16}, {DType::kF16, DType::kF16},
+                            {DType::kBF16, DType::kF32}};
+  tc.samples.resize(static_cast<size_t>(n_ranks));
+  for (int r = 0; r < n_ranks; ++r) {
+    StreamBuilder w(tc.dir + "/rank-" + std::to_string(r) + ".ttr", r, n_ranks, "job", 4096);
+    for (int i = 0; i < gemms_per_rank; ++i) {
+      const auto& t = types[(i + r) % 4];
+      const uint64_t seq = static_cast<uint64_t>(2 * i + r);  // seqs differ across ranks
+      Sample s = MakeSample(seq, 4 + i % 5, 3 + i % 4, 8 << (i % 6), t[0], t[1], i % 3 == 0 ? -0.5 : 1.0,
+                            i % 4 == 1 ? 1.0 : 0.0, rng);
+      if (r == fault_rank && i == fault_op) {
+        std::string bytes = Encode(s.c, s.c_out);
+        testing::FlipBit(&bytes, s.c, static_cast<uint64_t>(fault_elem), fault_bit);
+        WriteSample(w, s, &bytes);
+      } else {
+        WriteSample(w, s);
+      }
+      tc.samples[static_cast<size_t>(r)].push_back(std::move(s));
+    }
+  }
+  return tc;
+}
+
+TEST(GemmCheckTest, CleanTraceIsCleanAndReportsTightness) {
+  TraceCase tc = WriteTrace(2, 12, -1, 0, 0, 0, 7);
+  auto set = LoadTraceDir(tc.dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  CheckReport report = RunChecks(*set);
+  EXPECT_TRUE(report.clean()) << report.findings().front().message;
+  EXPECT_EQ(report.summary().checked.at("gemm"), 24u);
+  EXPECT_EQ(report.summary().ops, 24u);
+  EXPECT_EQ(report.summary().not_checked_total(), 0u);
+  ASSERT_TRUE(report.summary().overall.valid);
+  EXPECT_GT(report.summary().overall.max_ratio, 0.0);
+  EXPECT_LE(report.summary().overall.max_ratio, 1.0);
+}
+
+// A flip in one rank's GEMM output is reported at that (rank, seq) and nowhere else, for flips that leave the
+// bound; high bits (sign, exponent, top mantissa) always do for these data.
+TEST(GemmCheckTest, FaultSweepThroughTracesNamesTheRightOp) {
+  int cases = 0;
+  for (int fault_rank = 0; fault_rank < 2; ++fault_rank) {
+    for (int op = 0; op < 8; op += 3) {
+      for (int top = 1; top <= 3; ++top) {
+        TraceCase probe = WriteTrace(2, 8, -1, 0, 0, 0, 99);
+        const Sample& s = probe.samples[static_cast<size_t>(fault_rank)][static_cast<size_t>(op)];
+        const int bit = Bits(s.c) - top;  // sign, then the two highest exponent bits
+        const int elem = op % static_cast<int>(s.c_out.size());
+        if (s.c_out[static_cast<size_t>(elem)] == 0 && top == 1) continue;  // -0 == 0
+        TraceCase tc = WriteTrace(2, 8, fault_rank, op, elem, bit, 99);
+        auto set = LoadTraceDir(tc.dir);
+        ASSERT_TRUE(set.ok()) << set.status();
+        CheckReport report = RunChecks(*set);
+        ASSERT_EQ(report.findings().size(), 1u) << "rank " << fault_rank << " op " << op << " bit " << bit;
+        const Finding& f = report.findings()[0];
+        EXPECT_EQ(f.rank, fault_rank);
+        EXPECT_EQ(f.seq, s.rec.seq);
+        EXPECT_EQ(f.check, "gemm.replay");
+        EXPECT_EQ(f.api, "cublasGemmEx");
+        EXPECT_EQ(f.first.index, static_cast<uint64_t>(elem));
+        EXPECT_EQ(f.violations, 1u);
+        EXPECT_GT(f.ratio, 1.0);
+        EXPECT_EQ(report.summary().checked.at("gemm"), 16u);
+        ++cases;
+      }
+    }
+  }
+  EXPECT_GT(cases, 12);
+}
+
+GemmProblem Tiny(double a, double b, double out, double alpha = 1, double beta = 0, double c0 = 0) {
+  GemmProblem p;
+  p.m = p.n = p.k = 1;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.a = {a};
+  p.b = {b};
+  if (beta != 0) p.c_in = {c0};
+  p.c_out = {out};
+  return p;
+}
+
+TEST(GemmCheckTest, NonFiniteRules) {
+  auto prec = ResolveGemmPrecision(3, 68, 0, DType::kF32, DType::kF32, DType::kF32);
+  ASSERT_TRUE(prec.ok());
+  const double nan = std::nan(""), inf = HUGE_VAL;
+  EXPECT_EQ(ReplayGemm(Tiny(2, 3, 6), *prec).violations, 0u);
+  EXPECT_EQ(ReplayGemm(Tiny(2, 3, nan), *prec).violations, 1u);        // NaN where the reference is finite
+  EXPECT_EQ(ReplayGemm(Tiny(2, 3, inf), *prec).violations, 1u);        // Inf where no overflow is possible
+  EXPECT_EQ(ReplayGemm(Tiny(nan, 3, nan), *prec).violations, 0u);      // NaN in, NaN out
+  EXPECT_EQ(ReplayGemm(Tiny(nan, 3, 1), *prec).violations, 1u);        // NaN in, finite out
+  EXPECT_EQ(ReplayGemm(Tiny(inf, 3, inf), *prec).violations, 0u);
+  EXPECT_EQ(ReplayGemm(Tiny(inf, 3, -inf), *prec).violations, 1u);     // the other infinity
+  EXPECT_EQ(ReplayGemm(Tiny(inf, 0, nan), *prec).violations, 0u);      // Inf·0 = NaN
+  EXPECT_EQ(ReplayGemm(Tiny(3e38, 3e38, inf), *prec).violations, 0u);  // legitimate FP32 overflow
+  EXPECT_EQ(ReplayGemm(Tiny(nan, 3, 5, 0, 1, 5), *prec).violations, 0u);  // α = 0: A, B not read
+  EXPECT_EQ(ReplayGemm(Tiny(2, 3, 6, 1, 0, nan), *prec).violations, 0u);  // β = 0: C0 not read
+  EXPECT_EQ(ReplayGemm(Tiny(2, 3, 6.5, 1, 0), *prec).violations, 1u);
+}
+
+TEST(GemmCheckTest, BatchedTransposedAndBroadcastOperands) {
+  // op(A) = Aᵀ with A stored k x m, B shared by all batches (stored once), 3 batches.
+  const int64_t m = 3, n = 2, k = 4, batch = 3;
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> d(-4, 4);
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.batch = batch;
+  p.transa = 1;
+  p.a.resize(static_cast<size_t>(k * m * batch));
+  p.b.resize(static_cast<size_t>(k * n));
+  for (auto& v : p.a) v = d(rng);
+  for (auto& v : p.b) v = d(rng);
+  p.c_out.resize(static_cast<size_t>(m * n * batch));
+  for (int64_t bt = 0; bt < batch; ++bt)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        double s = 0;
+        for (int64_t l = 0; l < k; ++l) s += p.a[bt * k * m + l + i * k] * p.b[l + j * k];
+        p.c_out[bt * m * n + i + j * m] = s;
+      }
+  auto prec = ResolveGemmPrecision(3, 68, 0, DType::kF32, DType::kF32, DType::kF32);
+  ASSERT_TRUE(prec.ok());
+  EXPECT_EQ(ReplayGemm(p, *prec).violations, 0u);
+  p.c_out[m * n + 1 + 1 * m] += 1;  // batch 1, row 1, col 1
+  ElementStats st = ReplayGemm(p, *prec);
+  EXPECT_EQ(st.violations, 1u);
+  EXPECT_EQ(st.first_index, static_cast<uint64_t>(m * n + 1 + m));
+  EXPECT_GT(st.worst_ratio, 1.0);
+}
+
+TEST(GemmCheckTest, UncheckableOpsAreCountedNotReported) {
+  std::string dir = testing::TempDir("uncheckable");
+  std::mt19937_64 rng(3);
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    Sample s = MakeSample(0, 4, 4, 8, DType::kF32, DType::kF32, 1, 0, rng);
+    w.Gemm(s.rec);  // meta mode: no tensors
+    s.rec.seq = 1;
+    s.rec.beta = 1;  // β != 0 but no C_in captured
+    w.Gemm(s.rec);
+    w.Tensor(1, TensorSlot::kA, DType::kF32, 4, 8, 1, Encode(DType::kF32, s.a));
+    w.Tensor(1, TensorSlot::kB, DType::kF32, 8, 4, 1, Encode(DType::kF32, s.b));
+    w.Tensor(1, TensorSlot::kCOut, DType::kF32, 4, 4, 1, Encode(DType::kF32, s.c_out));
+    Sample f = MakeSample(2, 4, 4, 8, DType::kF32, DType::kF32, 1, 0, rng);
+    f.rec.status = 7;  // the call failed
+    WriteSample(w, f);
+    Sample d = MakeSample(3, 4, 4, 8, DType::kF32, DType::kF32, 1, 0, rng);
+    d.rec.flags = format::kScalarsUnknown;
+    WriteSample(w, d);
+    Sample x = MakeSample(4, 4, 4, 8, DType::kF32, DType::kF32, 1, 0, rng);
+    x.rec.compute_type = 79;  // FP64 fixed-point emulation: no model
+    WriteSample(w, x);
+    Sample sh = MakeSample(5, 4, 4, 8, DType::kF32, DType::kF32, 1, 0, rng);
+    sh.rec.k = 9;  // the record disagrees with the (self-consistent) tensors
+    w.Gemm(sh.rec);
+    w.Tensor(5, TensorSlot::kA, DType::kF32, 4, 8, 1, Encode(DType::kF32, sh.a));
+    w.Tensor(5, TensorSlot::kB, DType::kF32, 8, 4, 1, Encode(DType::kF32, sh.b));
+    w.Tensor(5, TensorSlot::kCOut, DType::kF32, 4, 4, 1, Encode(DType::kF32, sh.c_out));
+    w.Tensor(6, TensorSlot::kCOut, DType::kF32, 4, 4, 1, std::string(10, 'x'));  // size disagrees with shape
+    Sample bad = MakeSample(6, 4, 4, 8, DType::kF32, DType::kF32, 1, 0, rng);
+    w.Gemm(bad.rec);
+    Sample ok = MakeSample(7, 4, 4, 8, DType::kF32, DType::kF32, 1, 0, rng);
+    WriteSample(w, ok);
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  CheckReport r = RunChecks(*set);
+  EXPECT_TRUE(r.clean());
+  auto nc = r.summary().not_checked;
+  EXPECT_EQ(nc["tensors not captured"], 2u);
+  EXPECT_EQ(nc["call failed"], 1u);
+  EXPECT_EQ(nc["alpha/beta on device"], 1u);
+  EXPECT_EQ(nc["no error model"], 1u);
+  EXPECT_EQ(nc["shape mismatch"], 1u);
+  EXPECT_EQ(nc["tensor unusable"], 1u);
+  EXPECT_EQ(r.summary().checked.at("gemm"), 1u);
+  EXPECT_EQ(r.summary().checked_total() + r.summary().not_checked_total(), r.summary().ops);
+  bool shape_warned = false;
+  for (const auto& w : r.summary().warnings) shape_warned |= w.find("shapes do not match") != std::string::npos;
+  EXPECT_TRUE(shape_warned);
+}
+
+}  // namespace
+}  // namespace ttrace::analyzer

@@ -1,0 +1,215 @@
+// Rounding is done by scaling to an integer significand and nearbyint() (ties to even in the default rounding
+// mode), which is exact for every format narrower than FP64.
+#include "analyzer/test_util.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "gtest/gtest.h"
+#include "kernels/dtype.h"
+
+namespace ttrace::analyzer::testing {
+
+using format::DType;
+
+std::string TempDir(const std::string& name) {
+  static std::atomic<int> counter{0};
+  const char* tmp = getenv("TEST_TMPDIR");
+  std::string base = std::string(tmp ? tmp : "/tmp") + "/ttrace_analyzer_test_" + std::to_string(getpid());
+  mkdir(base.c_str(), 0777);
+  std::string dir = base + "/" + name + "_" + std::to_string(counter++);
+  mkdir(dir.c_str(), 0777);
+  return dir;
+}
+
+double RoundToFormat(double x, int p, int emin, double max) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  int e;
+  std::frexp(x, &e);  // |x| in [2^(e-1), 2^e)
+  const int q = std::max(e - 1, emin) - (p - 1);
+  const double r = std::ldexp(std::nearbyint(std::ldexp(x, -q)), q);
+  if (std::fabs(r) > max) return std::copysign(HUGE_VAL, x);
+  return r;
+}
+
+double RoundTo(DType dtype, double x) {
+  switch (dtype) {
+    case DType::kF32: return RoundToFormat(x, 24, -126, FLT_MAX);
+    case DType::kF16: return RoundToFormat(x, 11, -14, 65504.0);
+    case DType::kBF16: return RoundToFormat(x, 8, -126, 3.3895313892515355e38);
+    case DType::kF64: return x;
+    case DType::kE4M3: {
+      const double r = RoundToFormat(x, 4, -6, 480.0);  // E4M3 saturates nothing here: beyond 448 is NaN
+      return std::fabs(r) > 448.0 ? std::nan("") : r;
+    }
+    case DType::kE5M2: return RoundToFormat(x, 3, -14, 57344.0);
+    default: return std::nearbyint(x);
+  }
+}
+
+double RoundToTf32(double x) { return RoundToFormat(x, 11, -126, FLT_MAX); }
+
+double TruncateToTf32(double x) {
+  const float f = static_cast<float>(x);
+  return kernels::BitsFloat(kernels::FloatBits(f) & 0xffffe000u);
+}
+
+std::string Encode(DType dtype, const std::vector<double>& values) {
+  const uint32_t size = format::DTypeSize(static_cast<uint8_t>(dtype));
+  std::string out(values.size() * size, '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    char* p = &out[i * size];
+    const double v = values[i];
+    switch (dtype) {
+      case DType::kF32: { float f = static_cast<float>(v); memcpy(p, &f, 4); break; }
+      case DType::kF64: memcpy(p, &v, 8); break;
+      case DType::kF16: { uint16_t h = kernels::FloatToHalf(static_cast<float>(v)); memcpy(p, &h, 2); break; }
+      case DType::kBF16: { uint16_t h = kernels::FloatToBf16(static_cast<float>(v)); memcpy(p, &h, 2); break; }
+      case DType::kI8: { int8_t x = static_cast<int8_t>(v); memcpy(p, &x, 1); break; }
+      case DType::kU8: { uint8_t x = static_cast<uint8_t>(v); memcpy(p, &x, 1); break; }
+      case DType::kI32: { int32_t x = static_cast<int32_t>(v); memcpy(p, &x, 4); break; }
+      case DType::kU32: { uint32_t x = static_cast<uint32_t>(v); memcpy(p, &x, 4); break; }
+      case DType::kI64: { int64_t x = static_cast<int64_t>(v); memcpy(p, &x, 8); break; }
+      case DType::kU64: { uint64_t x = static_cast<uint64_t>(v); memcpy(p, &x, 8); break; }
+      default: ADD_FAILURE() << "Encode: unsupported dtype " << static_cast<int>(dtype); break;
+    }
+  }
+  return out;
+}
+
+void FlipBit(std::string* bytes, DType dtype, uint64_t index, int bit) {
+  const uint32_t size = format::DTypeSize(static_cast<uint8_t>(dtype));
+  (*bytes)[index * size + static_cast<uint64_t>(bit / 8)] ^= static_cast<char>(1u << (bit % 8));
+}
+
+int32_t CudaType(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return 0;
+    case DType::kF64: return 1;
+    case DType::kF16: return 2;
+    case DType::kI8: return 3;
+    case DType::kI32: return 10;
+    case DType::kBF16: return 14;
+    default: return -1;
+  }
+}
+
+int32_t NcclType(DType dtype) {
+  switch (dtype) {
+    case DType::kI8: return 0;
+    case DType::kU8: return 1;
+    case DType::kI32: return 2;
+    case DType::kU32: return 3;
+    case DType::kI64: return 4;
+    case DType::kU64: return 5;
+    case DType::kF16: return 6;
+    case DType::kF32: return 7;
+    case DType::kF64: return 8;
+    case DType::kBF16: return 9;
+    default: return -1;
+  }
+}
+
+StreamBuilder::StreamBuilder(const std::string& path, int rank, int world_size, const std::string& job,
+                             size_t frame_bytes) {
+  store::StreamIdentity id;
+  id.rank = rank;
+  id.world_size = world_size;
+  id.local_rank = rank;
+  id.pid = static_cast<uint32_t>(getpid());
+  id.job = job;
+  id.host = "testhost";
+  store::WriterOptions options;
+  options.frame_bytes = frame_bytes;
+  std::string error;
+  writer_ = store::TraceWriter::Open(path, id, options, &error);
+  EXPECT_NE(writer_, nullptr) << error;
+}
+
+StreamBuilder::~StreamBuilder() { Close(); }
+
+void StreamBuilder::Close() {
+  if (writer_ == nullptr) return;
+  std::string error;
+  EXPECT_TRUE(writer_->Close(&error)) << error;
+  writer_.reset();
+}
+
+void StreamBuilder::Gemm(const format::GemmRecord& g) { writer_->Append(format::RecordType::kGemm, g); }
+
+void StreamBuilder::Collective(const format::CollectiveRecord& c) {
+  writer_->Append(format::RecordType::kCollective, c);
+}
+
+void StreamBuilder::CommInit(uint64_t comm_hash, int comm_rank, int comm_size) {
+  format::CommInitRecord c{};
+  c.api = static_cast<uint16_t>(format::ApiId::kNcclCommInitRank);
+  c.comm_hash = comm_hash;
+  c.comm_rank = comm_rank;
+  c.comm_size = comm_size;
+  writer_->Append(format::RecordType::kCommInit, c);
+}
+
+void StreamBuilder::Tensor(uint64_t seq, format::TensorSlot slot, DType dtype, int64_t rows, int64_t cols,
+                           int64_t batch, const std::string& bytes) {
+  format::TensorRecord t{};
+  t.seq = seq;
+  t.slot = static_cast<uint8_t>(slot);
+  t.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFull);
+  t.dtype = static_cast<uint8_t>(dtype);
+  t.rows = rows;
+  t.cols = cols;
+  t.batch = batch;
+  t.payload_bytes = bytes.size();
+  writer_->Append(format::RecordType::kTensor, t, bytes.data(), bytes.size());
+}
+
+void StreamBuilder::Raw(uint16_t type, const std::string& body, const std::string& payload) {
+  std::string all = body + payload;
+  writer_->Append(static_cast<format::RecordType>(type), all.data(), all.size());
+}
+
+format::GemmRecord GemmRec(uint64_t seq, int64_t m, int64_t n, int64_t k, DType ab, DType c, int32_t compute_type,
+                           double alpha, double beta) {
+  format::GemmRecord g{};
+  g.seq = seq;
+  g.api = static_cast<uint16_t>(format::ApiId::kCublasGemmEx);
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.lda = m;
+  g.ldb = k;
+  g.ldc = m;
+  g.batch_count = 1;
+  g.a_type = g.b_type = CudaType(ab);
+  g.c_type = CudaType(c);
+  g.compute_type = compute_type;
+  g.math_mode = 0;
+  g.alpha = alpha;
+  g.beta = beta;
+  return g;
+}
+
+format::CollectiveRecord AllReduceRec(uint64_t seq, uint64_t comm_hash, uint64_t index, int comm_rank, int comm_size,
+                                      DType dtype, uint64_t count, int red_op) {
+  format::CollectiveRecord c{};
+  c.seq = seq;
+  c.api = static_cast<uint16_t>(format::ApiId::kNcclAllReduce);
+  c.red_op = static_cast<uint8_t>(red_op);
+  c.comm_hash = comm_hash;
+  c.comm_rank = comm_rank;
+  c.comm_size = comm_size;
+  c.nccl_dtype = NcclType(dtype);
+  c.root_or_peer = -1;
+  c.count = count;
+  c.comm_op_index = index;
+  return c;
+}
+
+}  // namespace ttrace::analyzer::testing

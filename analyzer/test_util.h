@@ -1,0 +1,62 @@
+// Test helpers for the analyzer (linked only into tests): number-format rounding, and synthetic trace streams
+// written with the real TraceWriter, so tests exercise the same bytes the shim would produce.
+#ifndef TTRACE_ANALYZER_TEST_UTIL_H_
+#define TTRACE_ANALYZER_TEST_UTIL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/trace_writer.h"
+#include "ttrace/format.h"
+
+namespace ttrace::analyzer::testing {
+
+// A fresh empty directory under $TEST_TMPDIR (or /tmp), unique per process and call.
+std::string TempDir(const std::string& name);
+
+// Round-to-nearest-even of x to a binary format with p significand bits (implicit bit included), minimum normal
+// exponent emin and largest finite value max (gradual underflow; overflow to ±Inf). Exact: no double rounding.
+double RoundToFormat(double x, int p, int emin, double max);
+double RoundTo(format::DType dtype, double x);  // the storage formats (f32, f16, bf16, f64, e4m3, e5m2)
+double RoundToTf32(double x);                   // TF32: p = 11 with FP32's range
+double TruncateToTf32(double x);                // TF32 by dropping the low 13 bits (what a tensor core may do)
+
+// Storage bytes of values (each must be representable in dtype: use RoundTo first) and back.
+std::string Encode(format::DType dtype, const std::vector<double>& values);
+// Flips bit `bit` (0 = least significant of the element's storage) of element `index` of an encoded buffer.
+void FlipBit(std::string* bytes, format::DType dtype, uint64_t index, int bit);
+
+// A CUDA_R_* value for a DType (inverse of DTypeFromCuda for the real types).
+int32_t CudaType(format::DType dtype);
+int32_t NcclType(format::DType dtype);
+
+// Writes one rank's stream.
+class StreamBuilder {
+ public:
+  StreamBuilder(const std::string& path, int rank, int world_size, const std::string& job = "test-job",
+                size_t frame_bytes = 1 << 20);
+  ~StreamBuilder();
+
+  void Gemm(const format::GemmRecord& g);
+  void Collective(const format::CollectiveRecord& c);
+  void CommInit(uint64_t comm_hash, int comm_rank, int comm_size);
+  void Tensor(uint64_t seq, format::TensorSlot slot, format::DType dtype, int64_t rows, int64_t cols,
+              int64_t batch, const std::string& bytes);
+  void Raw(uint16_t type, const std::string& body, const std::string& payload = "");
+  void Close();  // flushes; the destructor closes too
+
+ private:
+  std::unique_ptr<store::TraceWriter> writer_;
+};
+
+// Records with sensible defaults for tests.
+format::GemmRecord GemmRec(uint64_t seq, int64_t m, int64_t n, int64_t k, format::DType ab, format::DType c,
+                           int32_t compute_type = 68, double alpha = 1, double beta = 0);
+format::CollectiveRecord AllReduceRec(uint64_t seq, uint64_t comm_hash, uint64_t index, int comm_rank,
+                                      int comm_size, format::DType dtype, uint64_t count, int red_op = 0);
+
+}  // namespace ttrace::analyzer::testing
+
+#endif  // TTRACE_ANALYZER_TEST_UTIL_H_
