@@ -107,6 +107,7 @@ ncclUniqueId Rendezvous(const std::string& dir, const std::string& name, bool cr
   std::string path = dir + "/" + name;
   if (creator) {
     CHECK_NCCL(ncclGetUniqueId(&id));
+    mkdir(dir.c_str(), 0777);  // again: another group's last rank may have removed it
     std::string tmp = path + ".tmp";
     FILE* f = fopen(tmp.c_str(), "wb");
     if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0) Die("rendezvous write", path.c_str());
@@ -231,7 +232,6 @@ int main(int argc, char** argv) {
     const char* run = getenv("TORCHELASTIC_RUN_ID");
     o.rdzv = std::string("/tmp/tp_mlp-") + (run ? run : "local");
   }
-  mkdir(o.rdzv.c_str(), 0777);
   CHECK_CUDA(cudaSetDevice(EnvInt("LOCAL_RANK", 0)));
 
   cudaStream_t s;
@@ -239,11 +239,16 @@ int main(int argc, char** argv) {
   cublasHandle_t handle;
   CHECK_CUBLAS(cublasCreate(&handle));
   CHECK_CUBLAS(cublasSetStream(handle, s));
+  // ncclCommInitRank returns once every rank of the communicator joined, so its id file can go then.
   ncclComm_t tp_comm, dp_comm;
-  ncclUniqueId tp_id = Rendezvous(o.rdzv, "tp" + std::to_string(dp_rank), tp_rank == 0);
+  const std::string tp_name = "tp" + std::to_string(dp_rank), dp_name = "dp" + std::to_string(tp_rank);
+  ncclUniqueId tp_id = Rendezvous(o.rdzv, tp_name, tp_rank == 0);
   CHECK_NCCL(ncclCommInitRank(&tp_comm, o.tp, tp_id, tp_rank));
-  ncclUniqueId dp_id = Rendezvous(o.rdzv, "dp" + std::to_string(tp_rank), dp_rank == 0);
+  if (tp_rank == 0) unlink((o.rdzv + "/" + tp_name).c_str());
+  ncclUniqueId dp_id = Rendezvous(o.rdzv, dp_name, dp_rank == 0);
   CHECK_NCCL(ncclCommInitRank(&dp_comm, dp, dp_id, dp_rank));
+  if (dp_rank == 0) unlink((o.rdzv + "/" + dp_name).c_str());
+  rmdir(o.rdzv.c_str());  // succeeds for the last one out
 
   const int f = o.ffn / o.tp, b = o.batch, h = o.hidden;
   Tensor w1 = Make(h, f, o.bf16), w2 = Make(f, h, o.bf16), x = Make(b, h, o.bf16), t = Make(b, h, o.bf16);
