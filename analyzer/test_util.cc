@@ -2,6 +2,7 @@
 // mode), which is exact for every format narrower than FP64.
 #include "analyzer/test_util.h"
 
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,7 +10,6 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <stdexcept>
 
 #include "gtest/gtest.h"
 #include "kernels/dtype.h"
@@ -18,11 +18,29 @@ namespace ttrace::analyzer::testing {
 
 using format::DType;
 
+namespace {
+
+// Removes this process's temporary tree when the test binary exits.
+struct TempRoot {
+  std::string path;
+  TempRoot() {
+    const char* tmp = getenv("TEST_TMPDIR");
+    path = std::string(tmp ? tmp : "/tmp") + "/ttrace_analyzer_test_" + std::to_string(getpid());
+    mkdir(path.c_str(), 0777);
+  }
+  ~TempRoot() {
+    nftw(
+        path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return remove(p); }, 16,
+        FTW_DEPTH | FTW_PHYS);
+  }
+};
+
+}  // namespace
+
 std::string TempDir(const std::string& name) {
   static std::atomic<int> counter{0};
-  const char* tmp = getenv("TEST_TMPDIR");
-  std::string base = std::string(tmp ? tmp : "/tmp") + "/ttrace_analyzer_test_" + std::to_string(getpid());
-  mkdir(base.c_str(), 0777);
+  static TempRoot root;
+  const std::string& base = root.path;
   std::string dir = base + "/" + name + "_" + std::to_string(counter++);
   mkdir(dir.c_str(), 0777);
   return dir;

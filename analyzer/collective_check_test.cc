@@ -1,0 +1,276 @@
+// All-reduce checks across rank streams written with TraceWriter: clean runs are clean for every op and dtype;
+// a flipped output bit is attributed to the flipped rank's (rank, seq) only; argument mismatches, missing ranks
+// and missing tensors are handled as the header says.
+#include "analyzer/collective_check.h"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analyzer/check.h"
+#include "analyzer/tensor_data.h"
+#include "analyzer/test_util.h"
+#include "gtest/gtest.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+using format::DType;
+using format::TensorSlot;
+using testing::Encode;
+using testing::RoundTo;
+using testing::StreamBuilder;
+
+constexpr uint64_t kComm = 0xc0ffee;
+
+uint64_t SeqOf(int rank, int op) { return static_cast<uint64_t>(3 * op + rank); }  // differs across ranks
+
+// Inputs per rank, and the output NCCL would give (a ring in the dtype from rank 0; integers wrap).
+struct AllReduce {
+  DType dt;
+  int op;
+  std::vector<std::vector<double>> in;  // [rank][element]
+  std::vector<double> out;
+};
+
+double Wrap(DType dt, double v) {
+  switch (dt) {
+    case DType::kI8: return static_cast<int8_t>(static_cast<int64_t>(v));
+    case DType::kU8: return static_cast<uint8_t>(static_cast<int64_t>(v));
+    case DType::kI32: return static_cast<int32_t>(static_cast<int64_t>(v));
+    case DType::kU32: return static_cast<uint32_t>(static_cast<int64_t>(v));
+    default: return v;
+  }
+}
+
+AllReduce MakeAllReduce(int n, DType dt, int op, uint64_t count, std::mt19937_64& rng) {
+  AllReduce ar{dt, op, {}, {}};
+  const bool is_int = !IsFloatDType(dt);
+  std::uniform_real_distribution<double> u(-1, 1), g(0.5, 2);
+  std::uniform_int_distribution<int> small(-3, 9);
+  ar.in.resize(static_cast<size_t>(n));
+  for (auto& v : ar.in) {
+    v.resize(count);
+    for (double& x : v) {
+      if (is_int) {
+        x = small(rng);
+        if (dt == DType::kU8 || dt == DType::kU32 || dt == DType::kU64) x = std::fabs(x);
+      } else {
+        x = RoundTo(dt, op == 1 ? (rng() % 2 ? -1 : 1) * g(rng) : u(rng));
+      }
+    }
+  }
+  ar.out.resize(count);
+  for (uint64_t e = 0; e < count; ++e) {
+    double r = ar.in[0][e];
+    for (int k = 1; k < n; ++k) {
+      const double x = ar.in[static_cast<size_t>(k)][e];
+      switch (op) {
+        case 0: case 4: r = r + x; break;
+        case 1: r = r * x; break;
+        case 2: r = std::max(r, x); break;
+        case 3: r = std::min(r, x); break;
+      }
+      r = is_int ? Wrap(dt, r) : RoundTo(dt, r);
+    }
+    if (op == 4) r = is_int ? std::trunc(r / n) : RoundTo(dt, r / n);
+    ar.out[e] = r;
+  }
+  return ar;
+}
+
+// Options of one synthetic trace.
+struct Write {
+  int world = 0;                 // ranks in the world; streams written for ranks < present
+  int present = -1;              // -1: all
+  std::function<void(int rank, std::string* recv)> mutate;  // alters a rank's captured output
+  std::function<void(int rank, format::CollectiveRecord* rec)> edit;
+  bool drop_tensors_rank1 = false;
+};
+
+std::string WriteTrace(const AllReduce& ar, const Write& w) {
+  const std::string dir = testing::TempDir("allreduce");
+  const int present = w.present < 0 ? w.world : w.present;
+  for (int r = 0; r < present; ++r) {
+    StreamBuilder s(dir + "/rank-" + std::to_string(r) + ".ttr", r, w.world);
+    s.CommInit(kComm, r, w.world);
+    format::CollectiveRecord rec =
+        testing::AllReduceRec(SeqOf(r, 0), kComm, 0, r, w.world, ar.dt, ar.out.size(), ar.op);
+    if (w.edit) w.edit(r, &rec);
+    s.Collective(rec);
+    if (w.drop_tensors_rank1 && r == 1) continue;
+    std::string recv = Encode(ar.dt, ar.out);
+    if (w.mutate) w.mutate(r, &recv);
+    s.Tensor(rec.seq, TensorSlot::kSend, ar.dt, static_cast<int64_t>(ar.out.size()), 1, 1,
+             Encode(ar.dt, ar.in[static_cast<size_t>(r)]));
+    s.Tensor(rec.seq, TensorSlot::kRecv, ar.dt, static_cast<int64_t>(ar.out.size()), 1, 1, recv);
+  }
+  return dir;
+}
+
+CheckReport Check(const std::string& dir) {
+  auto set = LoadTraceDir(dir);
+  EXPECT_TRUE(set.ok()) << set.status();
+  if (!set.ok()) return CheckReport();
+  return RunChecks(*set);
+}
+
+TEST(CollectiveCheckTest, CleanForEveryOpAndDtype) {
+  std::mt19937_64 rng(1);
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64, DType::kI8, DType::kU8, DType::kI32,
+                   DType::kU32, DType::kI64, DType::kU64}) {
+    for (int op = 0; op < 5; ++op) {
+      for (int n : {2, 3, 4}) {
+        AllReduce ar = MakeAllReduce(n, dt, op, 33, rng);
+        CheckReport r = Check(WriteTrace(ar, {n}));
+        EXPECT_TRUE(r.clean()) << DTypeName(static_cast<uint8_t>(dt)) << " op " << op << " n " << n << ": "
+                               << (r.clean() ? "" : r.findings()[0].message);
+        EXPECT_EQ(r.summary().checked.at("allreduce"), static_cast<uint64_t>(n));
+      }
+    }
+  }
+}
+
+// With 3 ranks every flip is attributed to the flipped rank: beyond the bound as allreduce.bound, within it as
+// allreduce.identical (the other two agree).
+TEST(CollectiveCheckTest, BitFlipSweepThreeRanksBlamesOnlyTheFlippedRank) {
+  std::mt19937_64 rng(2);
+  for (DType dt : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32}) {
+    AllReduce ar = MakeAllReduce(3, dt, 0, 8, rng);
+    int flips = 0, beyond = 0;
+    for (int rank = 0; rank < 3; ++rank) {
+      for (uint64_t e : {0u, 5u}) {
+        for (int bit = 0; bit < 8 * static_cast<int>(format::DTypeSize(static_cast<uint8_t>(dt))); ++bit) {
+          Write w{3};
+          w.mutate = [&](int r, std::string* recv) {
+            if (r == rank) testing::FlipBit(recv, dt, e, bit);
+          };
+          CheckReport rep = Check(WriteTrace(ar, w));
+          ++flips;
+          ASSERT_EQ(rep.findings().size(), 1u) << "rank " << rank << " elem " << e << " bit " << bit;
+          const Finding& f = rep.findings()[0];
+          EXPECT_EQ(f.rank, rank);
+          EXPECT_EQ(f.seq, SeqOf(rank, 0));
+          EXPECT_EQ(f.api, "ncclAllReduce");
+          EXPECT_EQ(f.first.index, e);
+          if (f.check == "allreduce.bound") {
+            ++beyond;
+          } else {
+            EXPECT_EQ(f.check, "allreduce.identical");
+          }
+        }
+      }
+    }
+    printf("[bitflip] allreduce 3 ranks %-4s: %d flips, all attributed to the flipped rank; %d beyond the bound\n",
+           DTypeName(static_cast<uint8_t>(dt)).c_str(), flips, beyond);
+    if (dt == DType::kI32) EXPECT_EQ(beyond, flips);  // integers are exact
+  }
+}
+
+// With 2 ranks a flip beyond the bound is attributed to the flipped rank; one within it still yields exactly one
+// identity finding (which of two agreeing-with-the-bound outputs is wrong cannot always be told).
+TEST(CollectiveCheckTest, BitFlipSweepTwoRanks) {
+  std::mt19937_64 rng(3);
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    AllReduce ar = MakeAllReduce(2, dt, 0, 6, rng);
+    int beyond = 0, within = 0, within_right = 0;
+    for (int rank = 0; rank < 2; ++rank) {
+      for (int bit = 0; bit < 8 * static_cast<int>(format::DTypeSize(static_cast<uint8_t>(dt))); ++bit) {
+        Write w{2};
+        w.mutate = [&](int r, std::string* recv) {
+          if (r == rank) testing::FlipBit(recv, dt, 3, bit);
+        };
+        CheckReport rep = Check(WriteTrace(ar, w));
+        ASSERT_EQ(rep.findings().size(), 1u) << "bit " << bit;
+        const Finding& f = rep.findings()[0];
+        if (f.check == "allreduce.bound") {
+          ++beyond;
+          EXPECT_EQ(f.rank, rank);
+          EXPECT_EQ(f.seq, SeqOf(rank, 0));
+        } else {
+          ++within;
+          within_right += f.rank == rank;
+        }
+      }
+    }
+    printf("[bitflip] allreduce 2 ranks %-4s: %d flips beyond the bound (all at the flipped rank), %d within "
+           "(attributed to the flipped rank %d times)\n",
+           DTypeName(static_cast<uint8_t>(dt)).c_str(), beyond, within, within_right);
+    EXPECT_GT(beyond, 0);
+  }
+}
+
+TEST(CollectiveCheckTest, ArgumentMismatchBlamesTheOddRank) {
+  std::mt19937_64 rng(4);
+  AllReduce ar = MakeAllReduce(3, DType::kF32, 0, 8, rng);
+  Write w{3};
+  w.edit = [](int r, format::CollectiveRecord* rec) {
+    if (r == 2) rec->red_op = 2;  // max where the others sum
+  };
+  CheckReport rep = Check(WriteTrace(ar, w));
+  ASSERT_EQ(rep.findings().size(), 1u);
+  EXPECT_EQ(rep.findings()[0].check, "allreduce.args");
+  EXPECT_EQ(rep.findings()[0].rank, 2);
+  EXPECT_EQ(rep.findings()[0].seq, SeqOf(2, 0));
+  EXPECT_EQ(rep.summary().not_checked.at("arguments differ across ranks"), 2u);
+}
+
+TEST(CollectiveCheckTest, MissingRankOrTensorsIsNotCheckedNotAFinding) {
+  std::mt19937_64 rng(5);
+  AllReduce ar = MakeAllReduce(3, DType::kF32, 0, 8, rng);
+  Write w{3};
+  w.present = 2;
+  CheckReport rep = Check(WriteTrace(ar, w));
+  EXPECT_TRUE(rep.clean());
+  EXPECT_EQ(rep.summary().not_checked.at("incomplete collective (ranks missing)"), 2u);
+  bool warned = false;
+  for (const auto& s : rep.summary().warnings) warned |= s.find("missing: 2") != std::string::npos;
+  EXPECT_TRUE(warned);
+
+  Write d{3};
+  d.drop_tensors_rank1 = true;
+  rep = Check(WriteTrace(ar, d));
+  EXPECT_TRUE(rep.clean());
+  EXPECT_EQ(rep.summary().not_checked.at("tensors not captured"), 3u);
+}
+
+TEST(CollectiveCheckTest, ConsistentlyWrongOutputIsFoundOnEveryRank) {
+  std::mt19937_64 rng(6);
+  AllReduce ar = MakeAllReduce(3, DType::kBF16, 0, 8, rng);
+  ar.out[4] = RoundTo(DType::kBF16, ar.out[4] + 0.5);  // every rank got the same wrong value
+  CheckReport rep = Check(WriteTrace(ar, {3}));
+  ASSERT_EQ(rep.findings().size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(rep.findings()[static_cast<size_t>(r)].check, "allreduce.bound");
+    EXPECT_EQ(rep.findings()[static_cast<size_t>(r)].first.index, 4u);
+  }
+}
+
+TEST(CollectiveCheckTest, ExtremaWithNaNAcceptNaNOrAnInput) {
+  AllReduce ar{DType::kF32, 2, {{1, std::nan("")}, {2, 3}}, {2, std::nan("")}};
+  EXPECT_TRUE(Check(WriteTrace(ar, {2})).clean());
+  ar.out[1] = 3;  // NaN-ignoring max
+  EXPECT_TRUE(Check(WriteTrace(ar, {2})).clean());
+  ar.out[1] = 7;
+  EXPECT_FALSE(Check(WriteTrace(ar, {2})).clean());
+}
+
+TEST(CollectiveCheckTest, ReduceReferenceTerms) {
+  ReduceElementTerms t = ReduceReference(ReduceOp::kSum, {1, -2, 4});
+  EXPECT_EQ(t.ref, 3);
+  EXPECT_EQ(t.abs_sum, 7);
+  t = ReduceReference(ReduceOp::kAvg, {1, -2, 4});
+  EXPECT_EQ(t.ref, 1);
+  t = ReduceReference(ReduceOp::kProd, {0.5, -2, 4});
+  EXPECT_EQ(t.ref, -4);
+  EXPECT_EQ(t.abs_prod, 4);
+  EXPECT_EQ(t.prod_scale, 8);
+  EXPECT_EQ(ReduceReference(ReduceOp::kMin, {1, -2, 4}).ref, -2);
+  EXPECT_EQ(ReduceReference(ReduceOp::kMax, {1, -2, 4}).ref, 4);
+}
+
+}  // namespace
+}  // namespace ttrace::analyzer

@@ -1,0 +1,141 @@
+// Loading trace directories: joins tensors to ops regardless of order, skips unknown records, reads grown record
+// bodies, and rejects inconsistent directories with a message naming the files.
+#include "analyzer/trace_model.h"
+
+#include <string>
+
+#include "analyzer/check.h"
+#include "analyzer/test_util.h"
+#include "gtest/gtest.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+using format::DType;
+using format::TensorSlot;
+using testing::Encode;
+using testing::StreamBuilder;
+
+std::string F32(std::initializer_list<double> v) { return Encode(DType::kF32, std::vector<double>(v)); }
+
+TEST(TraceModelTest, JoinsTensorsWrittenBeforeOrAfterTheirOp) {
+  std::string dir = testing::TempDir("join");
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1, "j", 64);  // tiny frames: records span many frames
+    w.Tensor(0, TensorSlot::kA, DType::kF32, 1, 1, 1, F32({2}));
+    w.Tensor(0, TensorSlot::kB, DType::kF32, 1, 1, 1, F32({3}));
+    w.Gemm(testing::GemmRec(0, 1, 1, 1, DType::kF32, DType::kF32));
+    w.Tensor(0, TensorSlot::kCOut, DType::kF32, 1, 1, 1, F32({6}));
+    w.Tensor(9, TensorSlot::kCOut, DType::kF32, 1, 1, 1, F32({6}));  // no op 9
+  }
+  auto t = LoadRankTrace(dir + "/rank-0.ttr");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->ops.size(), 1u);
+  const Op& op = t->ops[0];
+  ASSERT_NE(op.tensor(TensorSlot::kA), nullptr);
+  ASSERT_NE(op.tensor(TensorSlot::kCOut), nullptr);
+  EXPECT_EQ(op.tensor(TensorSlot::kCIn), nullptr);
+  ASSERT_EQ(t->warnings.size(), 1u);
+  EXPECT_NE(t->warnings[0].find("1 tensors belong to no op record"), std::string::npos);
+}
+
+TEST(TraceModelTest, SkipsUnknownRecordsAndReadsGrownBodies) {
+  std::string dir = testing::TempDir("evolve");
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    w.Raw(999, "future record");
+    format::GemmRecord g = testing::GemmRec(0, 1, 1, 1, DType::kF32, DType::kF32);
+    std::string body(reinterpret_cast<const char*>(&g), sizeof g);
+    w.Raw(static_cast<uint16_t>(format::RecordType::kGemm), body + std::string(24, '\x7f'));  // appended fields
+    w.Tensor(0, TensorSlot::kA, DType::kF32, 1, 1, 1, F32({2}));
+    w.Tensor(0, TensorSlot::kB, DType::kF32, 1, 1, 1, F32({3}));
+    w.Tensor(0, TensorSlot::kCOut, DType::kF32, 1, 1, 1, F32({6}));
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->ranks[0].unknown_records, 1u);
+  CheckReport r = RunChecks(*set);
+  EXPECT_TRUE(r.clean());
+  EXPECT_EQ(r.summary().checked.at("gemm"), 1u);
+  EXPECT_EQ(r.summary().unknown_records, 1u);
+}
+
+TEST(TraceModelTest, DuplicateSeqAndDroppedPayloadsAreWarnings) {
+  std::string dir = testing::TempDir("dups");
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    w.Gemm(testing::GemmRec(4, 1, 1, 1, DType::kF32, DType::kF32));
+    w.Gemm(testing::GemmRec(4, 1, 1, 1, DType::kF32, DType::kF32));
+    format::NoticeRecord n{};
+    n.code = static_cast<uint32_t>(format::NoticeCode::kPayloadDropped);
+    n.message_bytes = 4;
+    n.seq = 4;
+    n.count = 1;
+    w.Raw(static_cast<uint16_t>(format::RecordType::kNotice), std::string(reinterpret_cast<const char*>(&n), sizeof n),
+          "full");
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->ranks[0].ops.size(), 1u);
+  EXPECT_EQ(set->ranks[0].dropped_payloads, 1u);
+  CheckReport r = RunChecks(*set);
+  std::string all;
+  for (const auto& w : r.summary().warnings) all += w + "\n";
+  EXPECT_NE(all.find("duplicate op record for seq 4"), std::string::npos) << all;
+  EXPECT_NE(all.find("dropped 1 tensors"), std::string::npos) << all;
+  EXPECT_EQ(r.summary().not_checked.at("tensors not captured"), 1u);
+}
+
+void WriteEmpty(const std::string& path, int rank, int world, const std::string& job) {
+  StreamBuilder w(path, rank, world, job);
+}
+
+TEST(TraceModelTest, RejectsInconsistentDirectories) {
+  struct Case {
+    const char* name;
+    int r0, w0;
+    const char* j0;
+    int r1, w1;
+    const char* j1;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"jobs", 0, 2, "a", 1, 2, "b", "different jobs"},
+      {"dup", 1, 2, "a", 1, 2, "a", "rank 1 appears twice"},
+      {"world", 0, 2, "a", 1, 3, "a", "inconsistent world size"},
+      {"range", 0, 2, "a", 2, 2, "a", "outside world size 2"},
+      {"unknown", -1, -1, "a", 0, -1, "a", "rank unknown"},
+  };
+  for (const Case& c : cases) {
+    std::string dir = testing::TempDir(c.name);
+    WriteEmpty(dir + "/x.ttr", c.r0, c.w0, c.j0);
+    WriteEmpty(dir + "/y.ttr", c.r1, c.w1, c.j1);
+    auto set = LoadTraceDir(dir);
+    ASSERT_FALSE(set.ok()) << c.name;
+    EXPECT_NE(std::string(set.status().message()).find(c.expect), std::string::npos)
+        << c.name << ": " << set.status();
+  }
+}
+
+TEST(TraceModelTest, SingleStreamWithoutRankAndForeignFilesAreFine) {
+  std::string dir = testing::TempDir("single");
+  WriteEmpty(dir + "/pid-77.ttr", -1, -1, "a");
+  FILE* f = fopen((dir + "/notes.txt").c_str(), "w");
+  fputs("not a stream", f);
+  fclose(f);
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->ranks.size(), 1u);
+  EXPECT_EQ(set->ranks[0].rank(), -1);
+}
+
+TEST(TraceModelTest, MissingAndEmptyDirectories) {
+  auto missing = LoadTraceDir("/nonexistent/ttrace-dir");
+  EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
+  auto empty = LoadTraceDir(testing::TempDir("empty"));
+  EXPECT_TRUE(absl::IsNotFound(empty.status()));
+  EXPECT_NE(std::string(empty.status().message()).find("no trace streams"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ttrace::analyzer
