@@ -37,7 +37,8 @@ ncclResult_t Validate(simgpu::nccl::Op& op, ncclComm_t comm, cudaStream_t stream
   }
   ncclResult_t st = comm->status();
   if (st != ncclSuccess && !(st == ncclInProgress && simgpu::nccl::InGroup())) {
-    Warn("%s: the communicator is unusable after an earlier error (%s)", fn, pncclGetErrorString(st));
+    Warn("%s: the communicator is unusable after an earlier error (%s): %s", fn, pncclGetErrorString(st),
+         comm->failure().c_str());
     return st;
   }
   const size_t es = simgpu::nccl::DataTypeSize(op.dtype);

@@ -92,7 +92,10 @@ ncclResult_t Comm::Barrier(const char* what, std::string* error) {
 
 void Comm::Fail(ncclResult_t code, const std::string& message) {
   int expected = ncclSuccess;
-  status_.compare_exchange_strong(expected, code);
+  if (status_.compare_exchange_strong(expected, code)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failure_ = message;
+  }
   Error("rank %d/%d: %s; the communicator can no longer be used", rank_, nranks_, message.c_str());
   PublishFailure(seg_.get(), rank_, message);
 }
@@ -100,8 +103,16 @@ void Comm::Fail(ncclResult_t code, const std::string& message) {
 void Comm::Abort() {
   local_abort_.store(true);
   int expected = ncclSuccess;
-  status_.compare_exchange_strong(expected, ncclSystemError);
+  if (status_.compare_exchange_strong(expected, ncclSystemError)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failure_ = "ncclCommAbort was called";
+  }
   if (seg_ != nullptr) PublishFailure(seg_.get(), rank_, "ncclCommAbort was called");
+}
+
+std::string Comm::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
 }
 
 }  // namespace simgpu::nccl

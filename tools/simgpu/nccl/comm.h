@@ -61,6 +61,8 @@ class Comm {
   void Fail(ncclResult_t code, const std::string& message);
   // Host (ncclCommAbort): stops this rank's pending waits and tells the peers.
   void Abort();
+  // Why the communicator failed (the first Fail/Abort message), empty while it is healthy.
+  std::string failure() const;
 
  private:
   ncclResult_t Join(int device);
@@ -73,8 +75,9 @@ class Comm {
   std::atomic<bool> local_abort_{false};
   uint64_t epoch_ = 0;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
+  std::string failure_;  // guarded by mu_
   uint64_t issued_ = 0;
   uint64_t ran_ = 0;
 };

@@ -30,7 +30,10 @@ void DeferInit(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, int
 
 // The 0-based index of the next collective of this process (AllReduce, AllGather, ReduceScatter, Broadcast,
 // Reduce; Send and Recv are not collectives and do not count), in host call order: the `call` of SIMGPU_FAULT
-// coll specs.
+// coll specs. A call counts once it passed its argument checks (even inside a group that is later dropped).
+// The fault applies to the call's result on this rank: recvbuff of AllReduce, AllGather (all nranks blocks),
+// ReduceScatter and Broadcast; for Reduce only the root has a result, so a fault aimed at a non-root rank's
+// Reduce cannot be applied and stops the process (simgpu::ApplyFaults).
 int64_t NextCollectiveCall();
 
 }  // namespace simgpu::nccl

@@ -2,6 +2,7 @@
 // the group pattern, and ncclCommInitRank of several ranks from one thread inside a group.
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -235,6 +236,32 @@ TEST_F(InitAllTest, GroupErrorsAreReportedAtGroupEndAndNothingIsIssued) {
     Sync(streams_[i]);
     EXPECT_EQ(bufs[i][0], 8.0f);
   }
+}
+
+TEST(NcclApi, AbortStopsAPendingCollectiveAndTellsThePeers) {
+  ncclComm_t comms[2];
+  ASSERT_EQ(ncclCommInitAll(comms, 2, nullptr), ncclSuccess);
+  cudaStream_t s0 = NewStream(0), s1 = NewStream(1);
+  float* a = DeviceFloats({1});
+  float* b = DeviceFloats({2});
+  // Rank 1 has not called the all-reduce, so rank 0's waits on the stream (default timeout: 120 s).
+  ASSERT_EQ(ncclAllReduce(a, a, 1, ncclFloat32, ncclSum, comms[0], s0), ncclSuccess);
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(comms[0]), ncclSuccess);
+  Sync(s0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 5.0);
+  // Rank 1's first all-reduce may still complete (rank 0 may have staged its data before the abort); the
+  // second one cannot, as rank 0 never arrives.
+  ASSERT_EQ(ncclAllReduce(b, b, 1, ncclFloat32, ncclSum, comms[1], s1), ncclSuccess);
+  ncclResult_t second = ncclAllReduce(b, b, 1, ncclFloat32, ncclSum, comms[1], s1);
+  EXPECT_TRUE(second == ncclSuccess || second == ncclRemoteError) << second;
+  Sync(s1);
+  ncclResult_t async = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(comms[1], &async), ncclSuccess);
+  EXPECT_EQ(async, ncclRemoteError);
+  EXPECT_NE(std::string(ncclGetLastError(comms[1])).find("ncclCommAbort"), std::string::npos);
+  EXPECT_EQ(ncclAllReduce(b, b, 1, ncclFloat32, ncclSum, comms[1], s1), ncclRemoteError);
+  EXPECT_EQ(ncclCommDestroy(comms[1]), ncclSuccess);
 }
 
 TEST(NcclApi, CommInitAllArgumentErrors) {

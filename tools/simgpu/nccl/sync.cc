@@ -109,8 +109,8 @@ ncclResult_t Drive(const WaitContext& ctx, const char* what, const std::function
     if (now - last_progress > timeout) {
       char msg[512];
       std::snprintf(msg, sizeof msg,
-                    "%s: timed out after %g s waiting for rank(s) %s (SIMGPU_NCCL_TIMEOUT_S); giving up "
-                    "instead of hanging",
+                    "%s: timed out after %g s waiting for rank(s) %s; giving up instead of hanging (raise "
+                    "SIMGPU_NCCL_TIMEOUT_S if those ranks are only slow)",
                     what, TimeoutSeconds(), RankList(missing()).c_str());
       *error = msg;
       return ncclSystemError;

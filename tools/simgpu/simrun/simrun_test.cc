@@ -1,5 +1,6 @@
 #include "tools/simgpu/simrun/simrun.h"
 
+#include <ftw.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -21,10 +22,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A scratch directory removed when the test process exits.
 std::string MakeTempDir() {
+  static std::vector<std::string>* dirs = [] {
+    auto* v = new std::vector<std::string>;
+    std::atexit([] {
+      for (const std::string& d : *dirs) {
+        nftw(d.c_str(), [](const char* p, const struct stat*, int, FTW*) { return remove(p); }, 16,
+             FTW_DEPTH | FTW_PHYS);
+      }
+    });
+    return v;
+  }();
   char tmpl[] = "/tmp/simrun_test.XXXXXX";
   char* dir = mkdtemp(tmpl);
-  return dir != nullptr ? dir : "";
+  if (dir == nullptr) return "";
+  dirs->push_back(dir);
+  return dir;
 }
 
 bool Exists(const std::string& path) {
