@@ -34,7 +34,6 @@
 
 #include <cfloat>
 #include <cmath>
-#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -47,7 +46,6 @@ namespace {
 
 constexpr double kU64 = 0x1p-53;
 constexpr double kEvalSafety = 1 + 64 * kU64;
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 constexpr ErrorModelInfo kModels[] = {
 #define TTRACE_ERROR_MODEL_INFO(name, str, summary) {ErrorModelId::name, str, summary},
