@@ -23,7 +23,9 @@ using format::RecordType;
 
 std::string TempPath(const std::string& name) {
   const char* tmp = getenv("TEST_TMPDIR");
-  return std::string(tmp ? tmp : "/tmp") + "/ttrace_store_test_" + std::to_string(getpid()) + "/" + name;
+  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/ttrace_store_test_" + std::to_string(getpid());
+  mkdir(dir.c_str(), 0777);
+  return dir + "/" + name;
 }
 
 std::vector<char> ReadFile(const std::string& path) {
