@@ -37,12 +37,13 @@ void CaptureEngine::DrainLoop() {
     lock.unlock();
     WriteRecords(&records);
     if (tensor_ready) WriteTensor(item);
+    if (tensor_ready && item.event != nullptr && item.device < 0) cudart_->EventDestroy(item.event);
     lock.lock();
     if (tensor_ready) {
       tensors_.pop_front();
       ring_.ReleaseOldest();
       ++tensors_done_;
-      if (item.event != nullptr) event_pool_.emplace_back(item.device, item.event);
+      if (item.event != nullptr && item.device >= 0) event_pool_.emplace_back(item.device, item.event);
       space_cv_.notify_all();
     }
   }

@@ -112,13 +112,11 @@ bool CaptureEngine::StreamCapturing(cudaStream_t stream) {
   return e != cudaSuccess || status != cudaStreamCaptureStatusNone;
 }
 
-cudaEvent_t CaptureEngine::AcquireEvent(int* device) {
-  *device = -1;
-  if (cudart_->GetDevice != nullptr && cudart_->GetDevice(device) != cudaSuccess) *device = -1;
-  {
+cudaEvent_t CaptureEngine::AcquireEvent(int device) {
+  if (device >= 0) {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < event_pool_.size(); ++i) {
-      if (event_pool_[i].first == *device && *device >= 0) {
+      if (event_pool_[i].first == device) {
         cudaEvent_t e = event_pool_[i].second;
         event_pool_[i] = event_pool_.back();
         event_pool_.pop_back();
@@ -129,6 +127,20 @@ cudaEvent_t CaptureEngine::AcquireEvent(int* device) {
   cudaEvent_t e = nullptr;
   if (cudart_->EventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return nullptr;
   return e;
+}
+
+// The device of `stream` (the current one for the legacy and per-thread streams), made current while we enqueue
+// on it: cudaEventRecord needs an event of the stream's device. -1 when unknown.
+int CaptureEngine::EnterStreamDevice(cudaStream_t stream, int* previous) {
+  *previous = -1;
+  int current = -1, device = -1;
+  if (cudart_->GetDevice == nullptr || cudart_->GetDevice(&current) != cudaSuccess) return -1;
+  if (cudart_->StreamGetDevice == nullptr || cudart_->SetDevice == nullptr ||
+      cudart_->StreamGetDevice(stream, &device) != cudaSuccess || device == current)
+    return current;
+  if (cudart_->SetDevice(device) != cudaSuccess) return -1;
+  *previous = current;
+  return device;
 }
 
 void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const TensorSpec& spec) {
@@ -180,6 +192,8 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
   }
 
   const cudaError_t prior = cudart_->PeekAtLastError();
+  int previous_device;
+  const int device = EnterStreamDevice(stream, &previous_device);
   cudaError_t e = cudaSuccess;
   const char* src = static_cast<const char*>(spec.ptr);
   for (uint64_t c = 0; c < plan.copies && e == cudaSuccess; ++c) {
@@ -187,12 +201,12 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
     e = cudart_->MemcpyAsync(ring_base_ + offset + c * plan.copy_bytes, from, plan.copy_bytes,
                              cudaMemcpyDeviceToHost, stream);
   }
-  int device = -1;
   cudaEvent_t event = nullptr;
   if (e == cudaSuccess) {
-    event = AcquireEvent(&device);
+    event = AcquireEvent(device);
     e = event == nullptr ? cudaErrorUnknown : cudart_->EventRecord(event, stream);
   }
+  if (previous_device >= 0) cudart_->SetDevice(previous_device);
   if (e != cudaSuccess && prior == cudaSuccess) cudart_->GetLastError();
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -120,7 +120,8 @@ class CaptureEngine {
 
   bool EnsureRing();
   bool StreamCapturing(cudaStream_t stream);
-  cudaEvent_t AcquireEvent(int* device);
+  cudaEvent_t AcquireEvent(int device);
+  int EnterStreamDevice(cudaStream_t stream, int* previous);
   void DisableTensors(const std::string& why);
   void DrainLoop();
   void FinalDrain(std::unique_lock<std::mutex>& lock);

@@ -66,10 +66,20 @@ cudaError_t FakeGetLastError() {
 }
 cudaError_t FakePeekAtLastError() { return t_last_error; }
 
-const CudartApi kFakeCudart = {FakeMemcpyAsync,   FakeHostAlloc,       FakeFreeHost,
-                               FakeEventCreate,   FakeEventRecord,     FakeEventSynchronize,
-                               FakeEventDestroy,  FakeGetLastError,    FakePeekAtLastError,
-                               nullptr,           nullptr,             nullptr};
+CudartApi FakeCudart() {
+  CudartApi api{};
+  api.MemcpyAsync = FakeMemcpyAsync;
+  api.HostAlloc = FakeHostAlloc;
+  api.FreeHost = FakeFreeHost;
+  api.EventCreateWithFlags = FakeEventCreate;
+  api.EventRecord = FakeEventRecord;
+  api.EventSynchronize = FakeEventSynchronize;
+  api.EventDestroy = FakeEventDestroy;
+  api.GetLastError = FakeGetLastError;
+  api.PeekAtLastError = FakePeekAtLastError;
+  return api;
+}
+const CudartApi kFakeCudart = FakeCudart();
 
 void SetGate(bool open) {
   std::lock_guard<std::mutex> lock(g_gate_mu);

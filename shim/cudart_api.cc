@@ -24,7 +24,9 @@ TTRACE_CHECK_CUDART_TYPE(EventDestroy, cudaEventDestroy);
 TTRACE_CHECK_CUDART_TYPE(GetLastError, cudaGetLastError);
 TTRACE_CHECK_CUDART_TYPE(PeekAtLastError, cudaPeekAtLastError);
 TTRACE_CHECK_CUDART_TYPE(StreamIsCapturing, cudaStreamIsCapturing);
+TTRACE_CHECK_CUDART_TYPE(StreamGetDevice, cudaStreamGetDevice);
 TTRACE_CHECK_CUDART_TYPE(GetDevice, cudaGetDevice);
+TTRACE_CHECK_CUDART_TYPE(SetDevice, cudaSetDevice);
 TTRACE_CHECK_CUDART_TYPE(GetErrorName, cudaGetErrorName);
 #undef TTRACE_CHECK_CUDART_TYPE
 
@@ -65,7 +67,9 @@ Resolved Resolve() {
   ok &= Bind(&r.api.GetLastError, "cudaGetLastError", &r.missing);
   ok &= Bind(&r.api.PeekAtLastError, "cudaPeekAtLastError", &r.missing);
   Bind(&r.api.StreamIsCapturing, "cudaStreamIsCapturing", nullptr);
+  Bind(&r.api.StreamGetDevice, "cudaStreamGetDevice", nullptr);
   Bind(&r.api.GetDevice, "cudaGetDevice", nullptr);
+  Bind(&r.api.SetDevice, "cudaSetDevice", nullptr);
   Bind(&r.api.GetErrorName, "cudaGetErrorName", nullptr);
   r.ok = ok;
   return r;

@@ -26,9 +26,12 @@ struct CudartApi {
   cudaError_t (*EventDestroy)(cudaEvent_t event);
   cudaError_t (*GetLastError)();
   cudaError_t (*PeekAtLastError)();
-  // Optional (nullptr when absent): graph-capture detection, per-device event pooling, messages.
+  // Optional (nullptr when absent): graph-capture detection, the stream's device (events and copies are issued
+  // with it current), per-device event pooling, messages.
   cudaError_t (*StreamIsCapturing)(cudaStream_t stream, cudaStreamCaptureStatus* status);
+  cudaError_t (*StreamGetDevice)(cudaStream_t stream, int* device);
   cudaError_t (*GetDevice)(int* device);
+  cudaError_t (*SetDevice)(int device);
   const char* (*GetErrorName)(cudaError_t error);
 };
 

@@ -228,11 +228,9 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recv
   TensorSpec recv = send;
   recv.slot = TensorSlot::kRecv;
   recv.ptr = recvbuff;
-  bool capture = engine->capturing_tensors() && comm != nullptr && count > 0;
-  if (capture && send.dtype == ttrace::format::DType::kInvalid) {
-    engine->Drop(r.seq, "ncclDataType_t " + std::to_string(datatype) + " has no ttrace dtype");
-    capture = false;
-  }
+  // Every valid ncclDataType_t has a ttrace dtype: an unknown one is an invalid call, which NCCL rejects.
+  const bool capture = engine->capturing_tensors() && comm != nullptr && count > 0 &&
+                       send.dtype != ttrace::format::DType::kInvalid;
   if (capture && !r.in_group) engine->CaptureTensor(r.seq, stream, send);
   const ncclResult_t status = REAL(ncclAllReduce)(sendbuff, recvbuff, count, datatype, op, comm, stream);
   if (capture && status == ncclSuccess) {

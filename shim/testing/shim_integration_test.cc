@@ -1,0 +1,392 @@
+// libttrace.so preloaded into real programs (shim_status_probe, shim_workload: built against the CUDA headers,
+// linked to the toolkit's shared libraries) running on NVIDIA's libraries (no GPU) and on simgpu.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzer/trace_reader.h"
+#include "gtest/gtest.h"
+#include "shim/comm_registry.h"
+#include "shim/testing/dump.h"
+#include "shim/testing/process.h"
+#include "ttrace/format.h"
+
+namespace ttrace::shim::testing {
+namespace {
+
+using format::RecordType;
+
+const std::string kShim = TTRACE_SHIM_LIB;
+const std::string kSimgpu = TTRACE_SIMGPU_LIBDIR;
+const std::string kCuda = TTRACE_CUDA_LIBDIR;
+const std::string kProbe = TTRACE_PROBE;
+const std::string kWorkload = TTRACE_WORKLOAD;
+const std::string kSimrun = TTRACE_SIMRUN;
+
+using Env = std::map<std::string, std::string>;
+
+Env Preloaded(const std::string& libdir, const std::string& trace_dir, Env extra = {}) {
+  extra["LD_LIBRARY_PATH"] = libdir;
+  extra["LD_PRELOAD"] = kShim;
+  extra["TTRACE_DIR"] = trace_dir;
+  return extra;
+}
+
+// Every record of a stream, as dump entries.
+std::vector<DumpEntry> ReadTrace(const std::string& path, format::FileHeader* header = nullptr) {
+  std::vector<DumpEntry> out;
+  auto reader = analyzer::TraceReader::Open(path);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return out;
+  if (header) *header = (*reader)->header();
+  analyzer::RecordView v;
+  while (true) {
+    auto more = (*reader)->Next(&v);
+    EXPECT_TRUE(more.ok()) << more.status();
+    if (!more.ok() || !*more) break;
+    out.push_back({v.type, std::string(v.body), std::string(v.payload)});
+  }
+  return out;
+}
+
+std::vector<DumpEntry> Select(const std::vector<DumpEntry>& all, bool tensors) {
+  std::vector<DumpEntry> out;
+  for (const DumpEntry& e : all)
+    if ((e.type == RecordType::kTensor) == tensors && e.type != RecordType::kNotice) out.push_back(e);
+  return out;
+}
+
+std::vector<DumpEntry> Notices(const std::vector<DumpEntry>& all) {
+  std::vector<DumpEntry> out;
+  for (const DumpEntry& e : all)
+    if (e.type == RecordType::kNotice) out.push_back(e);
+  return out;
+}
+
+using TensorKey = std::pair<uint64_t, uint8_t>;  // (seq, slot)
+std::map<TensorKey, DumpEntry> TensorsByKey(const std::vector<DumpEntry>& all) {
+  std::map<TensorKey, DumpEntry> out;
+  for (const DumpEntry& e : Select(all, true)) {
+    const auto t = e.As<format::TensorRecord>();
+    EXPECT_TRUE(out.emplace(TensorKey{t.seq, t.slot}, e).second) << "duplicate tensor seq " << t.seq;
+  }
+  return out;
+}
+
+void ExpectSameTensor(const DumpEntry& want, const DumpEntry& got, const std::string& where) {
+  const auto w = want.As<format::TensorRecord>(), g = got.As<format::TensorRecord>();
+  EXPECT_EQ(g.dtype, w.dtype) << where;
+  EXPECT_EQ(g.rows, w.rows) << where;
+  EXPECT_EQ(g.cols, w.cols) << where;
+  EXPECT_EQ(g.batch, w.batch) << where;
+  EXPECT_EQ(g.payload_kind, static_cast<uint8_t>(format::PayloadKind::kFull)) << where;
+  EXPECT_EQ(g.payload_bytes, w.payload_bytes) << where;
+  EXPECT_TRUE(got.payload == want.payload) << where << ": payload differs from the program's data";
+}
+
+// Compares the call records of a trace with what the program says it did, in order. Returns the comm hash.
+uint64_t ExpectSameCalls(const std::vector<DumpEntry>& want, const std::vector<DumpEntry>& got,
+                         const std::string& where) {
+  uint64_t hash = 0;
+  EXPECT_EQ(got.size(), want.size()) << where;
+  for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
+    const std::string at = where + " record " + std::to_string(i);
+    if (got[i].type != want[i].type) {
+      ADD_FAILURE() << at << ": record type " << static_cast<int>(got[i].type) << ", expected "
+                    << static_cast<int>(want[i].type);
+      return hash;
+    }
+    switch (want[i].type) {
+      case RecordType::kGemm: {
+        auto w = want[i].As<format::GemmRecord>(), g = got[i].As<format::GemmRecord>();
+        EXPECT_GT(g.t_ns, 0u) << at;
+        w.t_ns = g.t_ns;
+        EXPECT_EQ(memcmp(&w, &g, sizeof w), 0)
+            << at << ": GEMM record differs (seq " << g.seq << " vs " << w.seq << ", api " << g.api << " vs "
+            << w.api << ", m " << g.m << " vs " << w.m << ", lda " << g.lda << " vs " << w.lda << ", flags "
+            << g.flags << " vs " << w.flags << ", alpha " << g.alpha << " vs " << w.alpha << ", beta " << g.beta
+            << " vs " << w.beta << ", compute " << g.compute_type << " vs " << w.compute_type << ")";
+        break;
+      }
+      case RecordType::kCollective: {
+        auto w = want[i].As<format::CollectiveRecord>(), g = got[i].As<format::CollectiveRecord>();
+        EXPECT_NE(g.comm_hash, 0u) << at;
+        if (hash == 0) hash = g.comm_hash;
+        EXPECT_EQ(g.comm_hash, hash) << at;
+        w.t_ns = g.t_ns;
+        w.comm_hash = g.comm_hash;
+        EXPECT_EQ(memcmp(&w, &g, sizeof w), 0)
+            << at << ": collective record differs (seq " << g.seq << " vs " << w.seq << ", index "
+            << g.comm_op_index << " vs " << w.comm_op_index << ", in_group " << int(g.in_group) << " vs "
+            << int(w.in_group) << ", count " << g.count << " vs " << w.count << ")";
+        break;
+      }
+      case RecordType::kCommInit: {
+        const auto w = want[i].As<format::CommInitRecord>(), g = got[i].As<format::CommInitRecord>();
+        EXPECT_EQ(g.api, w.api) << at;
+        EXPECT_EQ(g.status, 0) << at;
+        EXPECT_EQ(g.comm_handle, w.comm_handle) << at;
+        EXPECT_EQ(g.comm_rank, w.comm_rank) << at;
+        EXPECT_EQ(g.comm_size, w.comm_size) << at;
+        EXPECT_EQ(g.cuda_device, w.cuda_device) << at;
+        if (hash == 0) hash = g.comm_hash;
+        EXPECT_EQ(g.comm_hash, hash) << at;
+        break;
+      }
+      case RecordType::kCommDestroy: {
+        const auto w = want[i].As<format::CommDestroyRecord>(), g = got[i].As<format::CommDestroyRecord>();
+        EXPECT_EQ(g.api, w.api) << at;
+        EXPECT_EQ(g.status, 0) << at;
+        EXPECT_EQ(g.comm_handle, w.comm_handle) << at;
+        EXPECT_EQ(g.comm_hash, hash) << at;
+        break;
+      }
+      case RecordType::kGroup: {
+        const auto w = want[i].As<format::GroupRecord>(), g = got[i].As<format::GroupRecord>();
+        EXPECT_EQ(g.api, w.api) << at;
+        EXPECT_EQ(g.status, 0) << at;
+        EXPECT_EQ(g.depth, w.depth) << at;
+        break;
+      }
+      default:
+        ADD_FAILURE() << at << ": unexpected record type " << static_cast<int>(want[i].type);
+    }
+  }
+  return hash;
+}
+
+// ---- status pass-through ----------------------------------------------------------------------------------------
+
+// "call=status" lines of the probe for the op calls (GEMMs, all-reduces), in call order.
+std::vector<int> OpStatuses(const std::string& probe_out) {
+  std::vector<int> out;
+  std::istringstream in(probe_out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("cublas", 0) == 0 && line.find("gemm") == std::string::npos &&
+        line.find("Gemm") == std::string::npos)
+      continue;
+    if (line.rfind("cublas", 0) != 0 && line.rfind("ncclAllReduce", 0) != 0) continue;
+    out.push_back(std::stoi(line.substr(line.find('=') + 1)));
+  }
+  return out;
+}
+
+void CheckProbe(const std::string& libdir, const std::string& what) {
+  ScratchDir dir;
+  const RunResult plain = RunProgram({kProbe}, {{"LD_LIBRARY_PATH", libdir}});
+  const RunResult shimmed = RunProgram({kProbe}, Preloaded(libdir, dir.path()));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(shimmed.exit_code, 0) << shimmed.err;
+  EXPECT_EQ(OpStatuses(plain.out).size(), 18u) << plain.out;  // 13 GEMM and 5 all-reduce calls
+  EXPECT_EQ(shimmed.out, plain.out) << what << ": statuses differ with the shim";
+  // The trace records the same statuses the application saw, one op record per GEMM / all-reduce call.
+  const std::vector<std::string> files = ListDir(dir.path());
+  ASSERT_EQ(files.size(), 1u) << shimmed.err;
+  std::vector<int> recorded;
+  for (const DumpEntry& e : ReadTrace(dir / files[0])) {
+    if (e.type == RecordType::kGemm) recorded.push_back(e.As<format::GemmRecord>().status);
+    if (e.type == RecordType::kCollective) recorded.push_back(e.As<format::CollectiveRecord>().status);
+  }
+  EXPECT_EQ(recorded, OpStatuses(plain.out)) << what;
+}
+
+TEST(ShimIntegrationTest, StatusesPassThroughNvidiaLibraries) { CheckProbe(kCuda, "NVIDIA libraries"); }
+
+TEST(ShimIntegrationTest, StatusesPassThroughSimgpuInvalidArguments) {
+  CheckProbe(kSimgpu, "simgpu");
+  const RunResult plain = RunProgram({kProbe}, {{"LD_LIBRARY_PATH", kSimgpu}});
+  // The probe's invalid calls really are rejected by simgpu (else this test would prove little).
+  EXPECT_NE(plain.out.find("cublasSgemm_v2.negative_m=7\n"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("ncclAllReduce.null_comm=4\n"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("ncclAllReduce.valid=0\n"), std::string::npos) << plain.out;
+}
+
+TEST(ShimIntegrationTest, UnwritableTraceDirDisablesCaptureOnly) {
+  const RunResult plain = RunProgram({kProbe}, {{"LD_LIBRARY_PATH", kSimgpu}});
+  const RunResult shimmed = RunProgram({kProbe}, Preloaded(kSimgpu, "/dev/null/cannot-exist"));
+  ASSERT_EQ(shimmed.exit_code, 0) << shimmed.err;
+  EXPECT_EQ(shimmed.out, plain.out);
+  EXPECT_NE(shimmed.err.find("capture disabled: cannot create the trace stream"), std::string::npos) << shimmed.err;
+  EXPECT_EQ(shimmed.err.find("capture disabled", shimmed.err.find("capture disabled") + 1), std::string::npos)
+      << "said more than once: " << shimmed.err;
+}
+
+// ---- the workload -----------------------------------------------------------------------------------------------
+
+struct WorkloadRun {
+  RunResult result;
+  std::vector<std::vector<DumpEntry>> dumps;  // per rank
+};
+
+WorkloadRun RunWorkload(const ScratchDir& scratch, const std::string& tag, int ranks, Env env,
+                        std::vector<std::string> args = {}) {
+  const std::string rdzv = scratch / ("rdzv-" + tag);
+  mkdir(rdzv.c_str(), 0755);
+  std::vector<std::string> argv = {kSimrun, "-n", std::to_string(ranks), "--", "/bin/sh", "-c",
+                                   kWorkload + " --rdzv " + rdzv + " --dump " + scratch.path() + "/" + tag +
+                                       "-$RANK.dump \"$@\"",
+                                   "sh"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  if (env.count("LD_LIBRARY_PATH") == 0) env["LD_LIBRARY_PATH"] = kSimgpu;
+  WorkloadRun run;
+  run.result = RunProgram(argv, env);
+  for (int r = 0; r < ranks; ++r) {
+    run.dumps.emplace_back();
+    EXPECT_TRUE(ReadDump(scratch / (tag + "-" + std::to_string(r) + ".dump"), &run.dumps.back())) << tag << r;
+  }
+  return run;
+}
+
+TEST(ShimIntegrationTest, MultiRankTraceMatchesWhatTheProgramDid) {
+  ScratchDir scratch;
+  const std::string traces = scratch / "traces";
+  const WorkloadRun plain = RunWorkload(scratch, "plain", 3, {}, {"--iters", "2"});
+  ASSERT_EQ(plain.result.exit_code, 0) << plain.result.err;
+  const WorkloadRun traced =
+      RunWorkload(scratch, "traced", 3, Preloaded(kSimgpu, traces), {"--iters", "2", "--fork"});
+  ASSERT_EQ(traced.result.exit_code, 0) << traced.result.err;
+  EXPECT_EQ(traced.result.err.find("ttrace"), std::string::npos) << "the shim complained:\n" << traced.result.err;
+
+  // The forked child recorded nothing and opened no stream of its own.
+  EXPECT_EQ(ListDir(traces), (std::vector<std::string>{"rank-0.ttr", "rank-1.ttr", "rank-2.ttr"}));
+  const std::string id = ReadFile(scratch / "rdzv-traced/nccl-id");
+  ASSERT_EQ(id.size(), 128u);
+  const uint64_t id_hash = Fnv1a64(id.data(), id.size());
+  for (int r = 0; r < 3; ++r) {
+    const std::string where = "rank " + std::to_string(r);
+    // Same program, same data: every tensor the program saw is bitwise the same with the shim.
+    const auto want_plain = TensorsByKey(plain.dumps[r]);
+    const auto want = TensorsByKey(traced.dumps[r]);
+    ASSERT_EQ(want.size(), 48u) << where;
+    ASSERT_EQ(want_plain.size(), want.size()) << where;
+    for (const auto& [key, entry] : want)
+      EXPECT_TRUE(want_plain.at(key).payload == entry.payload)
+          << where << " seq " << key.first << " slot " << int(key.second) << ": results differ with the shim";
+
+    format::FileHeader header;
+    const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-" + std::to_string(r) + ".ttr", &header);
+    EXPECT_EQ(header.rank, r);
+    EXPECT_EQ(header.world_size, 3);
+    EXPECT_TRUE(Notices(trace).empty()) << where;
+    const uint64_t hash = ExpectSameCalls(Select(traced.dumps[r], false), Select(trace, false), where);
+    EXPECT_EQ(hash, id_hash) << where << ": comm hash is not FNV-1a of the unique id";
+    const auto got = TensorsByKey(trace);
+    EXPECT_EQ(got.size(), want.size()) << where;
+    for (const auto& [key, entry] : want) {
+      const std::string at = where + " seq " + std::to_string(key.first) + " slot " + std::to_string(key.second);
+      auto it = got.find(key);
+      if (it == got.end()) {
+        ADD_FAILURE() << at << ": not captured";
+        continue;
+      }
+      ExpectSameTensor(entry, it->second, at);
+    }
+  }
+}
+
+TEST(ShimIntegrationTest, CommInitAllInOneProcess) {
+  ScratchDir scratch;
+  const std::string traces = scratch / "traces";
+  const RunResult r = RunProgram({kWorkload, "--init-all", "3", "--dump", scratch / "initall.dump"},
+                          Preloaded(kSimgpu, traces, {{"RANK", "0"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<DumpEntry> dump;
+  ASSERT_TRUE(ReadDump(scratch / "initall.dump", &dump));
+  const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-0.ttr");
+  const uint64_t hash = ExpectSameCalls(Select(dump, false), Select(trace, false), "init-all");
+  EXPECT_NE(hash, 0u);
+  const auto want = TensorsByKey(dump), got = TensorsByKey(trace);
+  ASSERT_EQ(want.size(), 6u);
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [key, entry] : want) ExpectSameTensor(entry, got.at(key), "seq " + std::to_string(key.first));
+}
+
+// ---- capture modes and limits -----------------------------------------------------------------------------------
+
+std::vector<DumpEntry> RunSingle(const ScratchDir& scratch, const std::string& tag, const Env& env,
+                                 const std::vector<std::string>& extra, RunResult* result) {
+  const std::string rdzv = scratch / ("rdzv-" + tag);
+  mkdir(rdzv.c_str(), 0755);
+  std::vector<std::string> argv = {kWorkload, "--rdzv", rdzv, "--dump", scratch / (tag + ".dump")};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  *result = RunProgram(argv, env);
+  std::vector<DumpEntry> dump;
+  EXPECT_TRUE(ReadDump(scratch / (tag + ".dump"), &dump)) << tag;
+  return dump;
+}
+
+TEST(ShimIntegrationTest, TinyBufferDropsPayloadsWithNoticesAndKeepsResults) {
+  ScratchDir scratch;
+  const std::string traces = scratch / "traces";
+  const std::vector<std::string> big = {"--scale", "20"};  // some operands exceed 1 MiB
+  RunResult plain, traced;
+  const auto want_plain = TensorsByKey(RunSingle(scratch, "plain", {{"LD_LIBRARY_PATH", kSimgpu}}, big, &plain));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const std::vector<DumpEntry> dump =
+      RunSingle(scratch, "tiny", Preloaded(kSimgpu, traces, {{"TTRACE_BUFFER_MB", "1"}}), big, &traced);
+  ASSERT_EQ(traced.exit_code, 0) << traced.err;
+  const auto want = TensorsByKey(dump);
+  for (const auto& [key, entry] : want) EXPECT_TRUE(want_plain.at(key).payload == entry.payload);
+
+  const std::vector<std::string> files = ListDir(traces);
+  ASSERT_EQ(files.size(), 1u);
+  const std::vector<DumpEntry> trace = ReadTrace(traces + "/" + files[0]);
+  ExpectSameCalls(Select(dump, false), Select(trace, false), "tiny buffer");
+  const auto got = TensorsByKey(trace);
+  for (const auto& [key, entry] : got) ExpectSameTensor(want.at(key), entry, "seq " + std::to_string(key.first));
+  std::set<uint64_t> missing_seqs;
+  for (const auto& [key, entry] : want)
+    if (got.count(key) == 0) missing_seqs.insert(key.first);
+  const std::vector<DumpEntry> notices = Notices(trace);
+  EXPECT_GT(notices.size(), 0u);
+  EXPECT_EQ(notices.size(), want.size() - got.size()) << "one notice per dropped payload";
+  uint64_t last_count = 0;
+  for (const DumpEntry& n : notices) {
+    const auto rec = n.As<format::NoticeRecord>();
+    EXPECT_EQ(rec.code, static_cast<uint32_t>(format::NoticeCode::kPayloadDropped));
+    EXPECT_EQ(missing_seqs.count(rec.seq), 1u) << "notice for seq " << rec.seq << " which lost nothing";
+    EXPECT_EQ(rec.count, last_count + 1);
+    last_count = rec.count;
+  }
+  const size_t first = traced.err.find("dropping tensor payloads");
+  EXPECT_NE(first, std::string::npos) << traced.err;
+  EXPECT_EQ(traced.err.find("dropping tensor payloads", first + 1), std::string::npos) << "said more than once";
+}
+
+TEST(ShimIntegrationTest, MetaModeRecordsCallsWithoutTensors) {
+  ScratchDir scratch;
+  const std::string traces = scratch / "traces";
+  RunResult r;
+  const std::vector<DumpEntry> dump = RunSingle(scratch, "meta", Preloaded(kSimgpu, traces, {{"TTRACE_MODE", "meta"}}),
+                                                {}, &r);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> files = ListDir(traces);
+  ASSERT_EQ(files.size(), 1u);
+  const std::vector<DumpEntry> trace = ReadTrace(traces + "/" + files[0]);
+  ExpectSameCalls(Select(dump, false), Select(trace, false), "meta");
+  EXPECT_TRUE(Select(trace, true).empty());
+  EXPECT_TRUE(Notices(trace).empty());
+}
+
+TEST(ShimIntegrationTest, DisabledWritesNothingAndChangesNothing) {
+  ScratchDir scratch;
+  const std::string traces = scratch / "traces";
+  RunResult plain, disabled;
+  const auto want = TensorsByKey(RunSingle(scratch, "plain", {{"LD_LIBRARY_PATH", kSimgpu}}, {}, &plain));
+  const auto got =
+      TensorsByKey(RunSingle(scratch, "off", Preloaded(kSimgpu, traces, {{"TTRACE_DISABLE", "1"}}), {}, &disabled));
+  ASSERT_EQ(disabled.exit_code, 0) << disabled.err;
+  EXPECT_TRUE(disabled.err.empty()) << disabled.err;
+  EXPECT_TRUE(ListDir(traces).empty());
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [key, entry] : want) EXPECT_TRUE(got.at(key).payload == entry.payload);
+}
+
+}  // namespace
+}  // namespace ttrace::shim::testing

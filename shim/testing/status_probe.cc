@@ -1,0 +1,88 @@
+// shim_status_probe: calls every intercepted entry point (and a few cudart calls the shim does not intercept)
+// with valid and invalid arguments and prints "call=status" lines. Run with and without LD_PRELOAD=libttrace.so,
+// against NVIDIA's libraries (no GPU: most calls fail) or simgpu: the outputs must be identical.
+// Built against the real headers and linked to the toolkit's shared libraries, like any application.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+void Print(const char* call, int status) { printf("%s=%d\n", call, status); }
+
+}  // namespace
+
+int main() {
+  int devices = -1;
+  Print("cudaGetDeviceCount", cudaGetDeviceCount(&devices));
+  float* buf = nullptr;
+  const cudaError_t malloc_status = cudaMalloc(reinterpret_cast<void**>(&buf), 64 * 64 * sizeof(float) * 3);
+  Print("cudaMalloc", malloc_status);
+  if (malloc_status == cudaSuccess) {
+    static float host[64 * 64 * 3];
+    for (int i = 0; i < 64 * 64 * 3; ++i) host[i] = static_cast<float>(i % 7) - 3.0f;
+    Print("cudaMemcpy", cudaMemcpy(buf, host, sizeof host, cudaMemcpyHostToDevice));
+  }
+  float* A = buf;
+  float* B = buf ? buf + 64 * 64 : nullptr;
+  float* C = buf ? buf + 2 * 64 * 64 : nullptr;
+  const float alpha = 1.0f, beta = 0.0f;
+  const __half half_alpha = __float2half(1.0f), half_beta = __float2half(0.0f);
+
+  cublasHandle_t handle = nullptr;
+  Print("cublasCreate_v2", cublasCreate(&handle));
+  const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
+  Print("cublasSgemm_v2.valid", cublasSgemm(handle, N, N, 8, 8, 8, &alpha, A, 8, B, 8, &beta, C, 8));
+  Print("cublasSgemm_v2.null_handle", cublasSgemm(nullptr, N, N, 8, 8, 8, &alpha, A, 8, B, 8, &beta, C, 8));
+  Print("cublasSgemm_v2.negative_m", cublasSgemm(handle, N, N, -1, 8, 8, &alpha, A, 8, B, 8, &beta, C, 8));
+  Print("cublasSgemm_v2.bad_lda", cublasSgemm(handle, N, N, 8, 8, 8, &alpha, A, 4, B, 8, &beta, C, 8));
+  Print("cublasSgemm_v2.bad_op", cublasSgemm(handle, static_cast<cublasOperation_t>(9), N, 8, 8, 8, &alpha, A, 8,
+                                             B, 8, &beta, C, 8));
+  Print("cublasSgemm_v2_64.valid", cublasSgemm_64(handle, T, N, 8, 8, 8, &alpha, A, 8, B, 8, &beta, C, 8));
+  Print("cublasSgemm_v2_64.bad_ldc", cublasSgemm_64(handle, N, N, 8, 8, 8, &alpha, A, 8, B, 8, &beta, C, 4));
+  Print("cublasGemmEx.valid", cublasGemmEx(handle, N, T, 8, 8, 8, &alpha, A, CUDA_R_32F, 8, B, CUDA_R_32F, 8, &beta,
+                                           C, CUDA_R_32F, 8, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  Print("cublasGemmEx.negative_k", cublasGemmEx(handle, N, N, 8, 8, -2, &alpha, A, CUDA_R_32F, 8, B, CUDA_R_32F, 8,
+                                                &beta, C, CUDA_R_32F, 8, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  Print("cublasGemmEx.bad_ldb", cublasGemmEx(handle, N, N, 8, 8, 8, &alpha, A, CUDA_R_32F, 8, B, CUDA_R_32F, 2, &beta,
+                                             C, CUDA_R_32F, 8, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  Print("cublasGemmEx.half_compute_on_float",
+        cublasGemmEx(handle, N, N, 8, 8, 8, &half_alpha, A, CUDA_R_32F, 8, B, CUDA_R_32F, 8, &half_beta, C, CUDA_R_32F,
+                     8, CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT));
+  Print("cublasGemmStridedBatchedEx.valid",
+        cublasGemmStridedBatchedEx(handle, N, N, 4, 4, 4, &alpha, A, CUDA_R_32F, 4, 16, B, CUDA_R_32F, 4, 16, &beta, C,
+                                   CUDA_R_32F, 4, 16, 3, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  Print("cublasGemmStridedBatchedEx.negative_batch",
+        cublasGemmStridedBatchedEx(handle, N, N, 4, 4, 4, &alpha, A, CUDA_R_32F, 4, 16, B, CUDA_R_32F, 4, 16, &beta, C,
+                                   CUDA_R_32F, 4, 16, -1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  if (handle != nullptr) Print("cublasDestroy_v2", cublasDestroy(handle));
+
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  Print("ncclGetUniqueId", ncclGetUniqueId(&id));
+  ncclComm_t comm = nullptr;
+  Print("ncclCommInitRank.bad_rank", ncclCommInitRank(&comm, 2, id, 5));
+  Print("ncclCommInitRank.null_comm", ncclCommInitRank(nullptr, 1, id, 0));
+  const ncclResult_t init = ncclCommInitRank(&comm, 1, id, 0);
+  Print("ncclCommInitRank.valid", init);
+  if (init != ncclSuccess) comm = nullptr;
+  ncclComm_t all[2] = {nullptr, nullptr};
+  Print("ncclCommInitAll.zero_devices", ncclCommInitAll(all, 0, nullptr));
+  Print("ncclAllReduce.null_comm", ncclAllReduce(A, C, 16, ncclFloat, ncclSum, nullptr, nullptr));
+  Print("ncclAllReduce.bad_dtype",
+        ncclAllReduce(A, C, 16, static_cast<ncclDataType_t>(ncclNumTypes), ncclSum, comm, nullptr));
+  Print("ncclAllReduce.bad_op", ncclAllReduce(A, C, 16, ncclFloat, static_cast<ncclRedOp_t>(77), comm, nullptr));
+  Print("ncclAllReduce.valid", ncclAllReduce(A, C, 16, ncclFloat, ncclSum, comm, nullptr));
+  Print("ncclGroupEnd.unbalanced", ncclGroupEnd());
+  Print("ncclGroupStart", ncclGroupStart());
+  Print("ncclAllReduce.in_group", ncclAllReduce(A, A, 16, ncclFloat, ncclMax, comm, nullptr));
+  Print("ncclGroupEnd", ncclGroupEnd());
+  if (comm != nullptr) Print("ncclCommDestroy", ncclCommDestroy(comm));
+  Print("ncclCommDestroy.null", ncclCommDestroy(nullptr));
+  Print("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  if (buf != nullptr) Print("cudaFree", cudaFree(buf));
+  return 0;
+}

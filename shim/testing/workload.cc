@@ -1,0 +1,448 @@
+// shim_workload: GEMMs and all-reduces through every intercepted entry point, on every rank, and a dump (dump.h)
+// of what the program asked for and what data it saw: inputs as uploaded, outputs as downloaded. The shim's
+// trace must say the same; and the dump's data must be bitwise the same with and without the shim.
+//
+//   shim_workload --rdzv DIR [--dump FILE] [--scale S] [--iters N] [--fork]   one rank (RANK, WORLD_SIZE, ...)
+//   shim_workload --init-all N [--dump FILE]                                   N communicators in one process
+//
+// Per iteration (seq = 8 * iteration + i): 0 Sgemm NN (padded lda/ldc), 1 GemmEx BF16xBF16->FP32 TN with
+// beta 0.5, 2 GemmStridedBatchedEx FP16 NT batch 3 (padded batch stride), 3 Sgemm_v2_64 with beta 1,
+// 4 all-reduce sum (out of place) of GEMM 0's C, then in one group 5 in-place BF16 all-reduce sum and
+// 6 all-reduce max, 7 GemmEx in device pointer mode with the legacy CUDA_R_32F compute type.
+// --fork: afterwards a forked child calls cuBLAS (the shim must pass it through and write nothing).
+// Built against the real headers and linked to the toolkit's shared libraries, like any application.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "kernels/dtype.h"
+#include "shim/testing/dump.h"
+#include "ttrace/format.h"
+
+namespace {
+
+using ttrace::format::DType;
+using ttrace::format::RecordType;
+using ttrace::format::TensorSlot;
+namespace fmt = ttrace::format;
+
+[[noreturn]] void Die(const char* what, long code) {
+  fprintf(stderr, "shim_workload: %s failed (%ld)\n", what, code);
+  exit(1);
+}
+#define CHECK_CUDA(x) \
+  if (cudaError_t e_ = (x); e_ != cudaSuccess) Die(#x, e_)
+#define CHECK_CUBLAS(x) \
+  if (cublasStatus_t s_ = (x); s_ != CUBLAS_STATUS_SUCCESS) Die(#x, s_)
+#define CHECK_NCCL(x) \
+  if (ncclResult_t r_ = (x); r_ != ncclSuccess) Die(#x, r_)
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = getenv(name);
+  return v != nullptr && *v != '\0' ? atoi(v) : fallback;
+}
+
+FILE* g_dump = nullptr;
+
+template <typename T>
+void Expect(RecordType type, const T& body) {
+  if (g_dump) ttrace::shim::testing::WriteEntry(g_dump, type, &body, sizeof body);
+}
+
+// A device tensor and its host copy: `batch` column-major rows x cols matrices, leading dimension ld, batches
+// `stride` elements apart.
+struct Tensor {
+  DType dtype = DType::kF32;
+  int64_t rows = 0, cols = 0, ld = 0, batch = 1, stride = 0;
+  std::vector<char> host;
+  void* dev = nullptr;
+
+  size_t Elem() const { return ttrace::format::DTypeSize(static_cast<uint8_t>(dtype)); }
+  size_t Elems() const { return static_cast<size_t>(stride * (batch - 1) + ld * (cols - 1) + rows); }
+  size_t Bytes() const { return Elems() * Elem(); }
+  std::string Packed() const {
+    std::string out;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t j = 0; j < cols; ++j)
+        out.append(host.data() + (b * stride + j * ld) * Elem(), static_cast<size_t>(rows) * Elem());
+    return out;
+  }
+  void Upload(cudaStream_t s) {
+    CHECK_CUDA(cudaMemcpyAsync(dev, host.data(), Bytes(), cudaMemcpyHostToDevice, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+  }
+  void Download(cudaStream_t s) {
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK_CUDA(cudaMemcpy(host.data(), dev, Bytes(), cudaMemcpyDeviceToHost));
+  }
+};
+
+// Deterministic values, exactly representable in the tensor's type.
+Tensor Make(DType dtype, int64_t rows, int64_t cols, int64_t ld, uint32_t salt, int64_t batch = 1,
+            int64_t stride = 0) {
+  Tensor t;
+  t.dtype = dtype;
+  t.rows = rows;
+  t.cols = cols;
+  t.ld = ld;
+  t.batch = batch;
+  t.stride = batch > 1 ? stride : 0;
+  t.host.resize(t.Bytes());
+  for (size_t i = 0; i < t.Elems(); ++i) {
+    const uint32_t h = (static_cast<uint32_t>(i) * 2654435761u) ^ (salt * 40503u);
+    const float v = static_cast<float>(static_cast<int>(h % 255u) - 127) / 64.0f;
+    if (dtype == DType::kF32) {
+      memcpy(t.host.data() + 4 * i, &v, 4);
+    } else {
+      const uint16_t bits = dtype == DType::kBF16 ? ttrace::kernels::FloatToBf16(v) : ttrace::kernels::FloatToHalf(v);
+      memcpy(t.host.data() + 2 * i, &bits, 2);
+    }
+  }
+  CHECK_CUDA(cudaMalloc(&t.dev, t.Bytes()));
+  CHECK_CUDA(cudaMemset(t.dev, 0, t.Bytes()));
+  return t;
+}
+
+void ExpectTensor(uint64_t seq, TensorSlot slot, const Tensor& t) {
+  if (!g_dump) return;
+  fmt::TensorRecord r;
+  memset(&r, 0, sizeof r);
+  r.seq = seq;
+  r.slot = static_cast<uint8_t>(slot);
+  r.dtype = static_cast<uint8_t>(t.dtype);
+  r.rows = t.rows;
+  r.cols = t.cols;
+  r.batch = t.batch;
+  const std::string packed = t.Packed();
+  r.payload_bytes = packed.size();
+  ttrace::shim::testing::WriteEntry(g_dump, RecordType::kTensor, &r, sizeof r, packed.data(), packed.size());
+}
+
+// A vector tensor (count x 1) over a whole allocation, for collectives.
+Tensor Vector(const Tensor& t) {
+  Tensor v = t;
+  v.rows = v.ld = static_cast<int64_t>(t.Elems());
+  v.cols = 1;
+  v.batch = 1;
+  v.stride = 0;
+  return v;
+}
+
+fmt::GemmRecord GemmExpect(uint64_t seq, fmt::ApiId api, cublasHandle_t h, cudaStream_t s, cublasOperation_t ta,
+                           cublasOperation_t tb, int64_t m, int64_t n, int64_t k, const Tensor& a, const Tensor& b,
+                           const Tensor& c, int a_type, int c_type, int compute, double alpha, double beta) {
+  fmt::GemmRecord r;
+  memset(&r, 0, sizeof r);
+  r.seq = seq;
+  r.api = static_cast<uint16_t>(api);
+  r.transa = ta;
+  r.transb = tb;
+  r.m = m;
+  r.n = n;
+  r.k = k;
+  r.lda = a.ld;
+  r.ldb = b.ld;
+  r.ldc = c.ld;
+  r.batch_count = a.batch;
+  r.stride_a = a.stride;
+  r.stride_b = b.stride;
+  r.stride_c = c.stride;
+  r.a_type = r.b_type = a_type;
+  r.c_type = c_type;
+  r.compute_type = compute;
+  r.math_mode = CUBLAS_DEFAULT_MATH;
+  r.alpha = alpha;
+  r.beta = beta;
+  r.handle = reinterpret_cast<uint64_t>(h);
+  r.stream = reinterpret_cast<uint64_t>(s);
+  r.a_ptr = reinterpret_cast<uint64_t>(a.dev);
+  r.b_ptr = reinterpret_cast<uint64_t>(b.dev);
+  r.c_ptr = reinterpret_cast<uint64_t>(c.dev);
+  return r;
+}
+
+fmt::CollectiveRecord AllReduceExpect(uint64_t seq, ncclComm_t comm, int rank, int size, uint64_t op_index,
+                                      ncclRedOp_t op, ncclDataType_t dtype, const Tensor& send, const Tensor& recv,
+                                      cudaStream_t s, bool in_group) {
+  fmt::CollectiveRecord r;
+  memset(&r, 0, sizeof r);
+  r.seq = seq;
+  r.api = static_cast<uint16_t>(fmt::ApiId::kNcclAllReduce);
+  r.red_op = static_cast<uint8_t>(op);
+  r.in_group = in_group;
+  r.comm_handle = reinterpret_cast<uint64_t>(comm);
+  r.comm_rank = rank;
+  r.comm_size = size;
+  r.nccl_dtype = dtype;
+  r.root_or_peer = -1;
+  r.count = send.Elems();
+  r.comm_op_index = op_index;
+  r.sendbuff = reinterpret_cast<uint64_t>(send.dev);
+  r.recvbuff = reinterpret_cast<uint64_t>(recv.dev);
+  r.stream = reinterpret_cast<uint64_t>(s);
+  return r;
+}
+
+void ExpectGroup(fmt::ApiId api, int depth) {
+  fmt::GroupRecord g;
+  memset(&g, 0, sizeof g);
+  g.api = static_cast<uint16_t>(api);
+  g.depth = depth;
+  Expect(RecordType::kGroup, g);
+}
+
+void ExpectCommInit(fmt::ApiId api, ncclComm_t comm, int rank, int size, int device) {
+  fmt::CommInitRecord c;
+  memset(&c, 0, sizeof c);
+  c.api = static_cast<uint16_t>(api);
+  c.comm_handle = reinterpret_cast<uint64_t>(comm);
+  c.comm_rank = rank;
+  c.comm_size = size;
+  c.cuda_device = device;
+  Expect(RecordType::kCommInit, c);
+}
+
+void ExpectCommDestroy(ncclComm_t comm) {
+  fmt::CommDestroyRecord d;
+  memset(&d, 0, sizeof d);
+  d.api = static_cast<uint16_t>(fmt::ApiId::kNcclCommDestroy);
+  d.comm_handle = reinterpret_cast<uint64_t>(comm);
+  Expect(RecordType::kCommDestroy, d);
+}
+
+ncclUniqueId Rendezvous(const std::string& dir, int rank) {
+  ncclUniqueId id;
+  const std::string path = dir + "/nccl-id";
+  if (rank == 0) {
+    CHECK_NCCL(ncclGetUniqueId(&id));
+    const std::string tmp = path + ".tmp";
+    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof id.internal);
+    if (rename(tmp.c_str(), path.c_str()) != 0) Die("rename", errno);
+    return id;
+  }
+  for (int i = 0; i < 6000; ++i) {
+    std::ifstream in(path, std::ios::binary);
+    if (in && in.read(id.internal, sizeof id.internal)) return id;
+    usleep(10000);
+  }
+  Die("waiting for the NCCL unique id", 0);
+}
+
+int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child) {
+  const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1), device = EnvInt("LOCAL_RANK", 0);
+  CHECK_CUDA(cudaSetDevice(device));
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cublasHandle_t h;
+  CHECK_CUBLAS(cublasCreate(&h));
+  CHECK_CUBLAS(cublasSetStream(h, s));
+  const ncclUniqueId id = Rendezvous(rdzv, rank);
+  ncclComm_t comm;
+  CHECK_NCCL(ncclCommInitRank(&comm, world, id, rank));
+  ExpectCommInit(fmt::ApiId::kNcclCommInitRank, comm, rank, world, device);
+
+  const int64_t m = 24 * scale, n = 16 * scale, k = 20 * scale;
+  const uint32_t salt = 1000u * static_cast<uint32_t>(rank);
+  // 0: Sgemm NN, padded A and C.
+  Tensor a0 = Make(DType::kF32, m, k, m + 3, salt + 1), b0 = Make(DType::kF32, k, n, k, salt + 2);
+  Tensor c0 = Make(DType::kF32, m, n, m + 1, salt + 3);
+  // 1: GemmEx BF16 x BF16 -> FP32, A transposed (stored k x m), C accumulated with beta 0.5.
+  Tensor a1 = Make(DType::kBF16, k, m, k + 2, salt + 4), b1 = Make(DType::kBF16, k, n, k, salt + 5);
+  Tensor c1 = Make(DType::kF32, m, n, m, salt + 6);
+  // 2: GemmStridedBatchedEx FP16, B transposed (stored n x k), batch 3 with a padded A stride.
+  Tensor a2 = Make(DType::kF16, m, k, m, salt + 7, 3, m * k + 5);
+  Tensor b2 = Make(DType::kF16, n, k, n + 1, salt + 8, 3, (n + 1) * k);
+  Tensor c2 = Make(DType::kF16, m, n, m, salt + 9, 3, m * n);
+  // 3: Sgemm_v2_64, beta 1.
+  Tensor a3 = Make(DType::kF32, 8, 8, 8, salt + 10), b3 = Make(DType::kF32, 8, 8, 8, salt + 11);
+  Tensor c3 = Make(DType::kF32, 8, 8, 8, salt + 12);
+  // 4: all-reduce of C0 (whole allocation, padding included); 5, 6: a group.
+  Tensor r4 = Make(DType::kF32, static_cast<int64_t>(c0.Elems()), 1, static_cast<int64_t>(c0.Elems()), salt + 13);
+  Tensor x5 = Make(DType::kBF16, 1000 * scale + 7, 1, 1000 * scale + 7, salt + 14);
+  Tensor y6 = Make(DType::kF32, 333, 1, 333, salt + 15), z6 = Make(DType::kF32, 333, 1, 333, salt + 16);
+  // 7: device pointer mode, legacy compute type.
+  Tensor a7 = Make(DType::kF32, m, k, m, salt + 17), b7 = Make(DType::kF32, k, n, k, salt + 18);
+  Tensor c7 = Make(DType::kF32, m, n, m, salt + 19);
+  float* scalars;
+  const float scalar_host[2] = {0.75f, 1.0f};
+  CHECK_CUDA(cudaMalloc(&scalars, sizeof scalar_host));
+  CHECK_CUDA(cudaMemcpy(scalars, scalar_host, sizeof scalar_host, cudaMemcpyHostToDevice));
+  for (Tensor* t : {&a0, &b0, &a1, &b1, &a2, &b2, &a3, &b3, &y6, &a7, &b7}) t->Upload(s);
+
+  const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
+  for (int it = 0; it < iters; ++it) {
+    const uint64_t base = 8u * static_cast<uint64_t>(it);
+    const float alpha0 = 1.5f, beta0 = 0.0f;
+    CHECK_CUBLAS(cublasSgemm(h, N, N, m, n, k, &alpha0, static_cast<float*>(a0.dev), a0.ld,
+                             static_cast<float*>(b0.dev), b0.ld, &beta0, static_cast<float*>(c0.dev), c0.ld));
+    c0.Download(s);
+    Expect(RecordType::kGemm, GemmExpect(base, fmt::ApiId::kCublasSgemm, h, s, N, N, m, n, k, a0, b0, c0,
+                                         CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, 1.5, 0.0));
+    ExpectTensor(base, TensorSlot::kA, a0);
+    ExpectTensor(base, TensorSlot::kB, b0);
+    ExpectTensor(base, TensorSlot::kCOut, c0);
+
+    c1.Upload(s);
+    ExpectTensor(base + 1, TensorSlot::kCIn, c1);
+    const float alpha1 = 1.25f, beta1 = 0.5f;
+    CHECK_CUBLAS(cublasGemmEx(h, T, N, m, n, k, &alpha1, a1.dev, CUDA_R_16BF, a1.ld, b1.dev, CUDA_R_16BF, b1.ld,
+                              &beta1, c1.dev, CUDA_R_32F, c1.ld, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    c1.Download(s);
+    Expect(RecordType::kGemm, GemmExpect(base + 1, fmt::ApiId::kCublasGemmEx, h, s, T, N, m, n, k, a1, b1, c1,
+                                         CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F, 1.25, 0.5));
+    ExpectTensor(base + 1, TensorSlot::kA, a1);
+    ExpectTensor(base + 1, TensorSlot::kB, b1);
+    ExpectTensor(base + 1, TensorSlot::kCOut, c1);
+
+    const float alpha2 = 1.0f, beta2 = 0.0f;
+    CHECK_CUBLAS(cublasGemmStridedBatchedEx(h, N, T, m, n, k, &alpha2, a2.dev, CUDA_R_16F, a2.ld, a2.stride, b2.dev,
+                                            CUDA_R_16F, b2.ld, b2.stride, &beta2, c2.dev, CUDA_R_16F, c2.ld,
+                                            c2.stride, 3, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    c2.Download(s);
+    Expect(RecordType::kGemm, GemmExpect(base + 2, fmt::ApiId::kCublasGemmStridedBatchedEx, h, s, N, T, m, n, k,
+                                         a2, b2, c2, CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, 1.0, 0.0));
+    ExpectTensor(base + 2, TensorSlot::kA, a2);
+    ExpectTensor(base + 2, TensorSlot::kB, b2);
+    ExpectTensor(base + 2, TensorSlot::kCOut, c2);
+
+    c3.Upload(s);
+    ExpectTensor(base + 3, TensorSlot::kCIn, c3);
+    const float alpha3 = -0.5f, beta3 = 1.0f;
+    CHECK_CUBLAS(cublasSgemm_64(h, N, N, 8, 8, 8, &alpha3, static_cast<float*>(a3.dev), 8,
+                                static_cast<float*>(b3.dev), 8, &beta3, static_cast<float*>(c3.dev), 8));
+    c3.Download(s);
+    Expect(RecordType::kGemm, GemmExpect(base + 3, fmt::ApiId::kCublasSgemm64, h, s, N, N, 8, 8, 8, a3, b3, c3,
+                                         CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, -0.5, 1.0));
+    ExpectTensor(base + 3, TensorSlot::kA, a3);
+    ExpectTensor(base + 3, TensorSlot::kB, b3);
+    ExpectTensor(base + 3, TensorSlot::kCOut, c3);
+
+    const Tensor send4 = Vector(c0);
+    CHECK_NCCL(ncclAllReduce(c0.dev, r4.dev, send4.Elems(), ncclFloat32, ncclSum, comm, s));
+    r4.Download(s);
+    Expect(RecordType::kCollective,
+           AllReduceExpect(base + 4, comm, rank, world, 3u * it, ncclSum, ncclFloat32, send4, r4, s, false));
+    ExpectTensor(base + 4, TensorSlot::kSend, send4);
+    ExpectTensor(base + 4, TensorSlot::kRecv, Vector(r4));
+
+    x5.Upload(s);
+    ExpectTensor(base + 5, TensorSlot::kSend, x5);
+    CHECK_NCCL(ncclGroupStart());
+    ExpectGroup(fmt::ApiId::kNcclGroupStart, 1);
+    CHECK_NCCL(ncclAllReduce(x5.dev, x5.dev, x5.Elems(), ncclBfloat16, ncclSum, comm, s));
+    Expect(RecordType::kCollective,
+           AllReduceExpect(base + 5, comm, rank, world, 3u * it + 1, ncclSum, ncclBfloat16, x5, x5, s, true));
+    CHECK_NCCL(ncclAllReduce(y6.dev, z6.dev, y6.Elems(), ncclFloat32, ncclMax, comm, s));
+    Expect(RecordType::kCollective,
+           AllReduceExpect(base + 6, comm, rank, world, 3u * it + 2, ncclMax, ncclFloat32, y6, z6, s, true));
+    CHECK_NCCL(ncclGroupEnd());
+    ExpectGroup(fmt::ApiId::kNcclGroupEnd, 0);
+    x5.Download(s);
+    z6.Download(s);
+    ExpectTensor(base + 5, TensorSlot::kRecv, x5);
+    ExpectTensor(base + 6, TensorSlot::kSend, y6);
+    ExpectTensor(base + 6, TensorSlot::kRecv, z6);
+
+    c7.Upload(s);
+    ExpectTensor(base + 7, TensorSlot::kCIn, c7);
+    CHECK_CUBLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_DEVICE));
+    CHECK_CUBLAS(cublasGemmEx(h, N, N, m, n, k, scalars, a7.dev, CUDA_R_32F, a7.ld, b7.dev, CUDA_R_32F, b7.ld,
+                              scalars + 1, c7.dev, CUDA_R_32F, c7.ld, static_cast<cublasComputeType_t>(CUDA_R_32F),
+                              CUBLAS_GEMM_DEFAULT));
+    CHECK_CUBLAS(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));
+    c7.Download(s);
+    fmt::GemmRecord g7 = GemmExpect(base + 7, fmt::ApiId::kCublasGemmEx, h, s, N, N, m, n, k, a7, b7, c7,
+                                    CUDA_R_32F, CUDA_R_32F, CUDA_R_32F, 0, 0);
+    g7.flags = fmt::kScalarsUnknown;
+    Expect(RecordType::kGemm, g7);
+    ExpectTensor(base + 7, TensorSlot::kA, a7);
+    ExpectTensor(base + 7, TensorSlot::kB, b7);
+    ExpectTensor(base + 7, TensorSlot::kCOut, c7);
+  }
+
+  CHECK_NCCL(ncclCommDestroy(comm));
+  ExpectCommDestroy(comm);
+  CHECK_CUBLAS(cublasDestroy(h));
+  if (fork_child) {
+    const pid_t child = fork();
+    if (child == 0) {
+      const float one = 1.0f;
+      const cublasStatus_t st = cublasSgemm(nullptr, N, N, 4, 4, 4, &one, nullptr, 4, nullptr, 4, &one, nullptr, 4);
+      _exit(st == CUBLAS_STATUS_NOT_INITIALIZED ? 0 : 3);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      Die("forked child", status);
+  }
+  return 0;
+}
+
+int RunInitAll(int ndev) {
+  std::vector<ncclComm_t> comms(ndev);
+  CHECK_NCCL(ncclCommInitAll(comms.data(), ndev, nullptr));
+  for (int i = 0; i < ndev; ++i) ExpectCommInit(fmt::ApiId::kNcclCommInitAll, comms[i], i, ndev, i);
+  std::vector<cudaStream_t> streams(ndev);
+  std::vector<Tensor> send, recv;
+  for (int i = 0; i < ndev; ++i) {
+    CHECK_CUDA(cudaSetDevice(i));
+    CHECK_CUDA(cudaStreamCreate(&streams[i]));
+    send.push_back(Make(DType::kF32, 257, 1, 257, 50u + i));
+    recv.push_back(Make(DType::kF32, 257, 1, 257, 90u + i));
+    send[i].Upload(streams[i]);
+  }
+  CHECK_NCCL(ncclGroupStart());
+  ExpectGroup(fmt::ApiId::kNcclGroupStart, 1);
+  for (int i = 0; i < ndev; ++i) {
+    CHECK_NCCL(ncclAllReduce(send[i].dev, recv[i].dev, 257, ncclFloat32, ncclSum, comms[i], streams[i]));
+    Expect(RecordType::kCollective,
+           AllReduceExpect(i, comms[i], i, ndev, 0, ncclSum, ncclFloat32, send[i], recv[i], streams[i], true));
+  }
+  CHECK_NCCL(ncclGroupEnd());
+  ExpectGroup(fmt::ApiId::kNcclGroupEnd, 0);
+  for (int i = 0; i < ndev; ++i) {
+    recv[i].Download(streams[i]);
+    ExpectTensor(i, TensorSlot::kSend, send[i]);
+    ExpectTensor(i, TensorSlot::kRecv, recv[i]);
+  }
+  for (int i = 0; i < ndev; ++i) {
+    CHECK_NCCL(ncclCommDestroy(comms[i]));
+    ExpectCommDestroy(comms[i]);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string rdzv, dump;
+  int scale = 1, iters = 1, init_all = 0;
+  bool fork_child = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) Die(("missing value of " + arg).c_str(), 0);
+      return argv[++i];
+    };
+    if (arg == "--rdzv") rdzv = value();
+    else if (arg == "--dump") dump = value();
+    else if (arg == "--scale") scale = std::stoi(value());
+    else if (arg == "--iters") iters = std::stoi(value());
+    else if (arg == "--init-all") init_all = std::stoi(value());
+    else if (arg == "--fork") fork_child = true;
+    else Die(("unknown argument " + arg).c_str(), 0);
+  }
+  if (!dump.empty() && (g_dump = fopen(dump.c_str(), "wb")) == nullptr) Die("opening the dump", errno);
+  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child);
+  if (rc == 2) fprintf(stderr, "usage: shim_workload --rdzv DIR | --init-all N [--dump FILE] ...\n");
+  if (g_dump) fclose(g_dump);
+  return rc;
+}
