@@ -1,0 +1,274 @@
+// End to end on simgpu: the tp_mlp workload (tensor + data parallel, FP32 and BF16) under libttrace.so, checked
+// by the analyzer. What must hold:
+// - the shim changes nothing the program computes (bitwise-identical losses and final weights);
+// - clean runs are clean, with every op checked;
+// - bit flips injected by simgpu into one GEMM output or one all-reduce result are found at the right
+//   (rank, seq) and nowhere else: always when the flip changes the value by much more than any rounding could
+//   (the oracle below is independent of the analyzer's error model), never at another op;
+// - a rank killed mid-run leaves a trace that reads back to its last complete frame.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analyzer/check.h"
+#include "analyzer/trace_model.h"
+#include "gtest/gtest.h"
+#include "kernels/dtype.h"
+#include "tests/e2e_util.h"
+
+namespace ttrace::e2e {
+namespace {
+
+using analyzer::CheckReport;
+using analyzer::Op;
+using analyzer::OpKind;
+using analyzer::TraceSet;
+using format::TensorSlot;
+
+TraceSet Load(const std::string& dir, bool allow_truncated = false) {
+  analyzer::LoadOptions opt;
+  opt.allow_truncated = allow_truncated;
+  auto set = analyzer::LoadTraceDir(dir, opt);
+  EXPECT_TRUE(set.ok()) << set.status();
+  return set.ok() ? std::move(*set) : TraceSet{};
+}
+
+std::string Describe(const CheckReport& report) {
+  std::string s;
+  for (const auto& f : report.findings())
+    s += "  (" + std::to_string(f.rank) + ", " + std::to_string(f.seq) + ") " + f.check + ": " + f.message + "\n";
+  return s;
+}
+
+// The ops of one kind on one rank, in seq order: the simgpu call counters count exactly these.
+std::vector<const Op*> OpsOf(const TraceSet& set, int rank, OpKind kind) {
+  std::vector<const Op*> out;
+  for (const auto& r : set.ranks)
+    if (r.rank() == rank)
+      for (const auto& op : r.ops)
+        if (op.kind == kind) out.push_back(&op);
+  return out;
+}
+
+// Element `i` of a captured tensor as a double, and the same element with bit `bit` of its storage flipped.
+struct Flip {
+  double before, after, rms;
+};
+Flip FlipElement(const analyzer::Tensor& t, uint64_t i, int bit) {
+  Flip f{};
+  const auto dtype = static_cast<format::DType>(t.meta.dtype);
+  const size_t n = t.data.size() / format::DTypeSize(t.meta.dtype);
+  auto value = [&](size_t j, uint32_t flip) -> double {
+    if (dtype == format::DType::kF32) {
+      uint32_t u;
+      memcpy(&u, t.data.data() + 4 * j, 4);
+      return kernels::BitsFloat(u ^ flip);
+    }
+    uint16_t h;
+    memcpy(&h, t.data.data() + 2 * j, 2);
+    h = static_cast<uint16_t>(h ^ flip);
+    return dtype == format::DType::kBF16 ? kernels::Bf16ToFloat(h) : kernels::HalfToFloat(h);
+  };
+  double sq = 0;
+  for (size_t j = 0; j < n; ++j) sq += value(j, 0) * value(j, 0);
+  f.rms = std::sqrt(sq / static_cast<double>(n));
+  f.before = value(i, 0);
+  f.after = value(i, 1u << bit);
+  return f;
+}
+
+// Oracle, independent of the analyzer: a change of at least a quarter of the value and of the output's RMS is far
+// beyond any rounding of these small GEMMs and 2-rank sums (FP32 accumulation; BF16 output rounding is 2^-9
+// relative); non-finite results always count.
+bool Significant(const Flip& f) {
+  if (!std::isfinite(f.after)) return true;
+  const double d = std::fabs(f.after - f.before);
+  return d >= 0.25 * std::max(std::fabs(f.before), std::fabs(f.after)) && d >= 0.25 * f.rms;
+}
+
+class EndToEnd : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EndToEnd, ShimChangesNothing) {
+  Job job;
+  job.dtype = GetParam();
+  job.steps = 3;
+  job.shim = false;
+  JobResult plain = RunJob("plain_" + job.dtype, job);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  job.shim = true;
+  JobResult traced = RunJob("traced_" + job.dtype, job);
+  ASSERT_EQ(traced.exit_code, 0) << traced.output;
+  auto weights = Lines(plain.output, "rank ");
+  ASSERT_EQ(weights.size(), 4u) << plain.output;
+  EXPECT_EQ(weights, Lines(traced.output, "rank "));
+  EXPECT_EQ(Lines(plain.output, "step "), Lines(traced.output, "step "));
+  EXPECT_EQ(Lines(traced.output, "ttrace"), std::vector<std::string>{}) << "the shim had something to say";
+}
+
+TEST_P(EndToEnd, CleanRunIsCleanAndFullyChecked) {
+  for (int tp : {1, 2, 4}) {
+    Job job;
+    job.dtype = GetParam();
+    job.tp = tp;
+    job.ranks = tp == 1 ? 3 : 4;  // tp 1: a 3-rank data-parallel all-reduce
+    JobResult run = RunJob("clean_" + job.dtype + "_tp" + std::to_string(tp), job);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    TraceSet set = Load(run.trace_dir);
+    ASSERT_EQ(set.ranks.size(), static_cast<size_t>(job.ranks));
+    CheckReport report = analyzer::RunChecks(set);
+    EXPECT_TRUE(report.clean()) << "tp " << tp << ":\n" << Describe(report);
+    const auto& s = report.summary();
+    // Per rank and step: 6 GEMMs and 4 all-reduces (2 on the TP communicator, 2 on the DP one; a communicator
+    // of one rank still gets its calls).
+    EXPECT_EQ(s.checked.at("gemm"), 6u * job.steps * job.ranks);
+    EXPECT_EQ(s.checked.at("allreduce"), 4u * job.steps * job.ranks);
+    EXPECT_EQ(s.not_checked_total(), 0u);
+    ASSERT_TRUE(s.overall.valid);
+    EXPECT_LT(s.overall.max_ratio, 1.0);
+    printf("[ measured ] %s tp=%d: max err/bound on the clean run %.3g\n", job.dtype.c_str(), tp,
+           s.overall.max_ratio);
+  }
+}
+
+// Runs one fault and checks that every finding sits at (rank, seq), and that a significant flip is found.
+void ExpectCaughtThere(const std::string& name, const std::string& dtype, const std::string& fault, int rank,
+                       uint64_t seq, bool significant) {
+  Job job;
+  job.dtype = dtype;
+  job.fault = fault;
+  JobResult run = RunJob(name, job);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  CheckReport report = analyzer::RunChecks(Load(run.trace_dir));
+  for (const auto& f : report.findings()) {
+    EXPECT_EQ(f.rank, rank) << fault << "\n" << Describe(report);
+    EXPECT_EQ(f.seq, seq) << fault << "\n" << Describe(report);
+  }
+  if (significant) EXPECT_EQ(report.findings().size(), 1u) << fault << " not caught\n" << Describe(report);
+}
+
+TEST_P(EndToEnd, GemmBitFlipsAreCaughtWhereInjected) {
+  const std::string dtype = GetParam();
+  Job job;
+  job.dtype = dtype;
+  JobResult clean = RunJob("sweep_ref_gemm_" + dtype, job);
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  TraceSet ref = Load(clean.trace_dir);
+  std::mt19937 rng(dtype == "bf16" ? 11 : 12);
+  const int bits = dtype == "bf16" ? 16 : 32;
+  int significant = 0;
+  for (int trial = 0; trial < 10; ++trial) {
+    const int rank = static_cast<int>(rng() % 4);
+    auto gemms = OpsOf(ref, rank, OpKind::kGemm);
+    ASSERT_FALSE(gemms.empty());
+    const size_t call = rng() % gemms.size();
+    const Op& op = *gemms[call];
+    const analyzer::Tensor* out = op.tensor(TensorSlot::kCOut);
+    ASSERT_NE(out, nullptr);
+    const uint64_t elem = rng() % static_cast<uint64_t>(op.gemm.m * op.gemm.n * op.gemm.batch_count);
+    // Half the trials use the top bits (sign and exponent), where flips are large.
+    const int bit = trial % 2 ? bits - 1 - static_cast<int>(rng() % 8) : static_cast<int>(rng() % bits);
+    Flip f = FlipElement(*out, elem, bit);
+    const bool sig = Significant(f);
+    significant += sig;
+    const std::string fault = "gemm:rank=" + std::to_string(rank) + ":call=" + std::to_string(call) +
+                              ":elem=" + std::to_string(elem) + ":bit=" + std::to_string(bit);
+    SCOPED_TRACE(fault + " value " + std::to_string(f.before) + " -> " + std::to_string(f.after));
+    ExpectCaughtThere("sweep_gemm_" + dtype + "_" + std::to_string(trial), dtype, fault, rank, op.seq, sig);
+  }
+  EXPECT_GE(significant, 3) << "the sweep should contain large flips";
+}
+
+TEST_P(EndToEnd, AllReduceBitFlipsAreCaughtWhereInjected) {
+  const std::string dtype = GetParam();
+  Job job;
+  job.dtype = dtype;
+  JobResult clean = RunJob("sweep_ref_coll_" + dtype, job);
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  TraceSet ref = Load(clean.trace_dir);
+  std::mt19937 rng(dtype == "bf16" ? 21 : 22);
+  const int bits = dtype == "bf16" ? 16 : 32;
+  for (int trial = 0; trial < 6; ++trial) {
+    const int rank = static_cast<int>(rng() % 4);
+    auto colls = OpsOf(ref, rank, OpKind::kCollective);
+    ASSERT_FALSE(colls.empty());
+    const size_t call = rng() % colls.size();
+    const Op& op = *colls[call];
+    const analyzer::Tensor* out = op.tensor(TensorSlot::kRecv);
+    ASSERT_NE(out, nullptr);
+    const uint64_t elem = rng() % op.coll.count;
+    const int bit = trial % 2 ? bits - 1 - static_cast<int>(rng() % 8) : static_cast<int>(rng() % bits);
+    Flip f = FlipElement(*out, elem, bit);
+    const std::string fault = "coll:rank=" + std::to_string(rank) + ":call=" + std::to_string(call) +
+                              ":elem=" + std::to_string(elem) + ":bit=" + std::to_string(bit);
+    SCOPED_TRACE(fault + " value " + std::to_string(f.before) + " -> " + std::to_string(f.after));
+    // Any flip breaks the bitwise identity of the ranks' results, so every flip is caught; attribution to the
+    // flipped rank is asserted for large flips (a 1-ulp flip on a 2-rank communicator can look like either).
+    Job bad = job;
+    bad.fault = fault;
+    JobResult run = RunJob("sweep_coll_" + dtype + "_" + std::to_string(trial), bad);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    CheckReport report = analyzer::RunChecks(Load(run.trace_dir));
+    ASSERT_EQ(report.findings().size(), 1u) << Describe(report);
+    const auto& finding = report.findings()[0];
+    if (Significant(f)) {
+      EXPECT_EQ(finding.rank, rank) << Describe(report);
+      EXPECT_EQ(finding.seq, op.seq) << Describe(report);
+    } else {
+      EXPECT_EQ(finding.api, "ncclAllReduce") << Describe(report);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, EndToEnd, ::testing::Values("fp32", "bf16"));
+
+TEST(EndToEndCli, ExitCodesAndJson) {
+  Job job;
+  JobResult clean = RunJob("cli_clean", job);
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  const std::string ttrace = BuildDir() + "/bin/ttrace";
+  std::string out;
+  EXPECT_EQ(Shell(ttrace + " check " + clean.trace_dir + " --json " + clean.trace_dir + ".json", &out), 0) << out;
+  EXPECT_EQ(Shell("grep -c '\"verdict\": *\"clean\"' " + clean.trace_dir + ".json", &out), 0) << out;
+
+  job.fault = "gemm:rank=2:call=1:elem=3:bit=14";
+  JobResult bad = RunJob("cli_fault", job);
+  ASSERT_EQ(bad.exit_code, 0) << bad.output;
+  EXPECT_EQ(Shell(ttrace + " check " + bad.trace_dir + " --json " + bad.trace_dir + ".json", &out), 1) << out;
+  EXPECT_EQ(Shell("grep -c '\"verdict\": *\"findings\"' " + bad.trace_dir + ".json", &out), 0) << out;
+
+  // A corrupted byte in a stream: a clear message naming the file, exit 2.
+  Shell("cp -r " + clean.trace_dir + " " + clean.trace_dir + "_corrupt && printf '\\x55' | dd of=" +
+            clean.trace_dir + "_corrupt/rank-1.ttr bs=1 seek=300 conv=notrunc status=none",
+        &out);
+  EXPECT_EQ(Shell(ttrace + " check " + clean.trace_dir + "_corrupt", &out), 2) << out;
+  EXPECT_NE(out.find("rank-1.ttr"), std::string::npos) << out;
+  EXPECT_EQ(Shell(ttrace + " check " + TempDir() + "/no_such_dir", &out), 2) << out;
+  EXPECT_EQ(Shell(ttrace + " frobnicate", &out), 2) << out;
+}
+
+TEST(EndToEndCrash, KilledRankLeavesReadableTrace) {
+  // One rank, SIGKILLed after 1.5 s, while frames are flushed every 100 ms.
+  JobResult r;
+  r.trace_dir = TempDir() + "/killed";
+  const std::string b = BuildDir();
+  std::string out;
+  Shell("rm -rf " + r.trace_dir + "; env LD_LIBRARY_PATH=" + b + "/simgpu/lib LD_PRELOAD=" + b +
+            "/lib/libttrace.so TTRACE_DIR=" + r.trace_dir + " TTRACE_FLUSH_MS=100 timeout -s KILL 1.5 " + b +
+            "/bin/tp_mlp --tp 1 --steps 100000 --rdzv " + r.trace_dir + ".rdzv",
+        &out);
+  auto strict = analyzer::LoadTraceDir(r.trace_dir);
+  if (!strict.ok()) {
+    EXPECT_EQ(strict.status().code(), absl::StatusCode::kDataLoss) << strict.status();
+    EXPECT_NE(strict.status().message().find("truncated"), absl::string_view::npos) << strict.status();
+  }
+  TraceSet set = Load(r.trace_dir, /*allow_truncated=*/true);
+  ASSERT_EQ(set.ranks.size(), 1u);
+  EXPECT_GT(set.ranks[0].ops.size(), 12u) << "at least a couple of steps were flushed";
+  CheckReport report = analyzer::RunChecks(set);
+  EXPECT_TRUE(report.clean()) << Describe(report);
+}
+
+}  // namespace
+}  // namespace ttrace::e2e
