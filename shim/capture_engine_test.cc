@@ -338,6 +338,22 @@ TEST_F(CaptureEngineTest, FlushAndWaitMakesRecordsReadableWhileRunning) {
   engine->Shutdown();
 }
 
+TEST_F(CaptureEngineTest, FramesAreFlushedPeriodically) {
+  EngineConfig c = Full();
+  c.flush_ms = 50;
+  auto engine = Make(c);
+  const CaptureEngine::Slot s = engine->Reserve(true);
+  engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 4));
+  std::vector<Read> all;
+  for (int i = 0; i < 100 && all.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    all = ReadAll(path_);
+  }
+  ASSERT_EQ(all.size(), 1u) << "no frame written within 2 s at TTRACE_FLUSH_MS=50";
+  EXPECT_EQ(all[0].As<format::GemmRecord>().m, 4);
+  engine->Shutdown();
+}
+
 TEST_F(CaptureEngineTest, ConcurrentCallsKeepSeqOrder) {
   auto engine = Make(Full());
   constexpr int kThreads = 4, kCalls = 300;

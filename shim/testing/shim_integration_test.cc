@@ -196,6 +196,26 @@ void CheckProbe(const std::string& libdir, const std::string& what) {
   EXPECT_EQ(recorded, OpStatuses(plain.out)) << what;
 }
 
+// Host-pointer alpha/beta are read in the type the compute type implies (half for CUBLAS_COMPUTE_16F).
+TEST(ShimIntegrationTest, ScalarsReadInComputeType) {
+  ScratchDir dir;
+  const RunResult r = RunProgram({kProbe}, Preloaded(kSimgpu, dir.path()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> files = ListDir(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  int half_calls = 0;
+  for (const DumpEntry& e : ReadTrace(dir / files[0])) {
+    if (e.type != RecordType::kGemm) continue;
+    const auto g = e.As<format::GemmRecord>();
+    if (g.compute_type != 64 /* CUBLAS_COMPUTE_16F */) continue;
+    ++half_calls;
+    EXPECT_EQ(g.flags & format::kScalarsUnknown, 0u);
+    EXPECT_EQ(g.alpha, 0.75);
+    EXPECT_EQ(g.beta, 0.25);
+  }
+  EXPECT_EQ(half_calls, 1);
+}
+
 TEST(ShimIntegrationTest, StatusesPassThroughNvidiaLibraries) { CheckProbe(kCuda, "NVIDIA libraries"); }
 
 TEST(ShimIntegrationTest, StatusesPassThroughSimgpuInvalidArguments) {
@@ -287,6 +307,23 @@ TEST(ShimIntegrationTest, MultiRankTraceMatchesWhatTheProgramDid) {
       }
       ExpectSameTensor(entry, it->second, at);
     }
+  }
+}
+
+// ncclCommDestroy flushes: a rank killed right after it (no exit handlers) leaves a complete stream, although
+// the periodic flush would not have run yet.
+TEST(ShimIntegrationTest, CommDestroyFlushesBeforeAKill) {
+  ScratchDir scratch;
+  const std::string traces = scratch / "traces";
+  const WorkloadRun run = RunWorkload(scratch, "killed", 2, Preloaded(kSimgpu, traces, {{"TTRACE_FLUSH_MS", "600000"}}),
+                                      {"--kill-after-destroy"});
+  EXPECT_NE(run.result.exit_code, 0) << "the ranks were to be killed";
+  EXPECT_EQ(ListDir(traces), (std::vector<std::string>{"rank-0.ttr", "rank-1.ttr"}));
+  for (int r = 0; r < 2; ++r) {
+    const std::string where = "killed rank " + std::to_string(r);
+    const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-" + std::to_string(r) + ".ttr");
+    ExpectSameCalls(Select(run.dumps[r], false), Select(trace, false), where);
+    EXPECT_EQ(TensorsByKey(trace).size(), TensorsByKey(run.dumps[r]).size()) << where;
   }
 }
 

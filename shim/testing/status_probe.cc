@@ -30,7 +30,7 @@ int main() {
   float* B = buf ? buf + 64 * 64 : nullptr;
   float* C = buf ? buf + 2 * 64 * 64 : nullptr;
   const float alpha = 1.0f, beta = 0.0f;
-  const __half half_alpha = __float2half(1.0f), half_beta = __float2half(0.0f);
+  const __half half_alpha = __float2half(0.75f), half_beta = __float2half(0.25f);
 
   cublasHandle_t handle = nullptr;
   Print("cublasCreate_v2", cublasCreate(&handle));

@@ -10,10 +10,12 @@
 // 4 all-reduce sum (out of place) of GEMM 0's C, then in one group 5 in-place BF16 all-reduce sum and
 // 6 all-reduce max, 7 GemmEx in device pointer mode with the legacy CUDA_R_32F compute type.
 // --fork: afterwards a forked child calls cuBLAS (the shim must pass it through and write nothing).
+// --kill-after-destroy: SIGKILL itself right after ncclCommDestroy (no exit handlers run).
 // Built against the real headers and linked to the toolkit's shared libraries, like any application.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -237,7 +239,7 @@ ncclUniqueId Rendezvous(const std::string& dir, int rank) {
   Die("waiting for the NCCL unique id", 0);
 }
 
-int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child) {
+int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, bool kill_after_destroy) {
   const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1), device = EnvInt("LOCAL_RANK", 0);
   CHECK_CUDA(cudaSetDevice(device));
   cudaStream_t s;
@@ -371,6 +373,10 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child) {
 
   CHECK_NCCL(ncclCommDestroy(comm));
   ExpectCommDestroy(comm);
+  if (kill_after_destroy) {
+    if (g_dump) fclose(g_dump);
+    raise(SIGKILL);
+  }
   CHECK_CUBLAS(cublasDestroy(h));
   if (fork_child) {
     const pid_t child = fork();
@@ -425,7 +431,7 @@ int RunInitAll(int ndev) {
 int main(int argc, char** argv) {
   std::string rdzv, dump;
   int scale = 1, iters = 1, init_all = 0;
-  bool fork_child = false;
+  bool fork_child = false, kill_after_destroy = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -438,10 +444,11 @@ int main(int argc, char** argv) {
     else if (arg == "--iters") iters = std::stoi(value());
     else if (arg == "--init-all") init_all = std::stoi(value());
     else if (arg == "--fork") fork_child = true;
+    else if (arg == "--kill-after-destroy") kill_after_destroy = true;
     else Die(("unknown argument " + arg).c_str(), 0);
   }
   if (!dump.empty() && (g_dump = fopen(dump.c_str(), "wb")) == nullptr) Die("opening the dump", errno);
-  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child);
+  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy);
   if (rc == 2) fprintf(stderr, "usage: shim_workload --rdzv DIR | --init-all N [--dump FILE] ...\n");
   if (g_dump) fclose(g_dump);
   return rc;
