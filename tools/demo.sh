@@ -21,10 +21,11 @@ while [ $# -gt 0 ]; do
 done
 
 ttrace_setup
-ttrace_build ttrace simrun tp_mlp ttrace-options build/lib/libttrace.so
+ttrace_build ttrace simrun tp_mlp ttrace_shim
 
 B="$TTRACE_BUILD_DIR"
 out="$TTRACE_ROOT/ttrace-out"
+mkdir -p "$out"
 run_job() {  # run_job NAME [FAULT]
   local name=$1 fault=${2:-}
   rm -rf "${out:?}/$name"
@@ -34,7 +35,7 @@ run_job() {  # run_job NAME [FAULT]
 }
 
 ttrace_log "clean run: $ranks ranks (TP $tp x DP $((ranks / tp))), $dtype, $steps steps, under libttrace.so"
-run_job demo-clean
+run_job demo-clean | tee "$out/demo-clean.log"
 ls -l "$out/demo-clean"
 ttrace_log "ttrace check $out/demo-clean"
 set +e
@@ -42,16 +43,20 @@ set +e
 clean_rc=$?
 set -e
 
-# The fault: bit 27 (an exponent bit of FP32, a mantissa... of BF16 storage: bit 14 is BF16's top exponent bit)
-# of element 5 of rank 1's 4th GEMM call.
-fault_rank=1 fault_call=3
+# The fault: one bit of one element of rank 1's third GEMM call (dW2 of step 0, a weight gradient): an exponent
+# bit of its storage (bit 27 of FP32, bit 13 of BF16), the kind of flip a failing GPU makes.
+fault_rank=1 fault_call=2
 bit=27
 [ "$dtype" = bf16 ] && bit=13
 fault="gemm:rank=$fault_rank:call=$fault_call:elem=5:bit=$bit"
 expect_seq=$("$B/bin/ttrace" dump "$out/demo-clean/rank-$fault_rank.ttr" | awk '$2 ~ /^cublas/ {print $1}' |
              sed -n "$((fault_call + 1))p" | sed 's/seq=//')
 ttrace_log "faulty run: SIMGPU_FAULT=$fault (rank $fault_rank, GEMM call $fault_call = seq $expect_seq)"
-run_job demo-fault "$fault"
+run_job demo-fault "$fault" | tee "$out/demo-fault.log"
+if ! diff -q <(grep '^rank' "$out/demo-clean.log" | sort) <(grep '^rank' "$out/demo-fault.log" | sort) >/dev/null; then
+  ttrace_log "the flip silently changed the trained weights (no crash, no error from any library):"
+  diff <(grep '^rank' "$out/demo-clean.log" | sort) <(grep '^rank' "$out/demo-fault.log" | sort) || true
+fi
 ttrace_log "ttrace check $out/demo-fault"
 set +e
 "$B/bin/ttrace" check "$out/demo-fault" --json "$out/demo-fault.json"
