@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Every GPU check, in one command, for a machine with an NVIDIA GPU (and PyTorch for the last part):
+#   1. build with nvcc (needs the same Debian packages as tools/test.sh; if they cannot be installed, a build/
+#      carried from a development machine is used);
+#   2. ctest -L gpu (kernels against their CPU twins);
+#   3. tp_mlp on the real GPU (1 rank) under libttrace.so, then `ttrace check`;
+#   4. PyTorch matmuls with and without libttrace.so: results bitwise identical, and `ttrace check` clean.
+# Logs and traces go to $OUT (default ./device-out). Exit status: number of failed steps.
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="${OUT:-$ROOT/device-out}"
+mkdir -p "$OUT"
+exec > >(tee "$OUT/device_check.log") 2>&1
+failed=0
+step() { echo; echo "=== $*"; }
+fail() { echo "FAILED: $*"; failed=$((failed + 1)); }
+
+step "machine"
+nvidia-smi || fail "nvidia-smi"
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())' ||
+  echo "(no PyTorch)"
+
+step "build"
+B="$ROOT/build"
+if (source "$ROOT/tools/lib/setup.sh" && ttrace_setup && ttrace_build) > "$OUT/build.log" 2>&1; then
+  echo "built in $B"
+elif [ -x "$B/bin/ttrace" ] && [ -f "$B/lib/libttrace.so" ]; then
+  echo "build failed (see build.log); using the carried build in $B"
+else
+  fail "build (see build.log)"; tail -20 "$OUT/build.log"; exit "$failed"
+fi
+
+step "ctest -L gpu"
+(cd "$B" && ctest -L gpu --output-on-failure) || fail "gpu tests"
+
+step "tp_mlp on the GPU under libttrace.so"
+rm -rf "$OUT/tp_mlp"
+for dtype in fp32 bf16; do
+  if RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LD_PRELOAD="$B/lib/libttrace.so" TTRACE_DIR="$OUT/tp_mlp/$dtype" \
+     TTRACE_VERBOSE=1 "$B/bin/tp_mlp" --tp 1 --steps 3 --dtype "$dtype" --hidden 256 --ffn 1024 --batch 64 \
+     --rdzv "$OUT/rdzv-$dtype"; then
+    "$B/bin/ttrace" check "$OUT/tp_mlp/$dtype" --json "$OUT/tp_mlp_$dtype.json" || fail "ttrace check tp_mlp $dtype"
+  else
+    fail "tp_mlp $dtype"
+  fi
+done
+
+step "PyTorch with and without libttrace.so"
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  python3 "$ROOT/tools/gpu/torch_check.py" "$OUT/torch_plain.pt" || fail "torch plain"
+  LD_PRELOAD="$B/lib/libttrace.so" TTRACE_DIR="$OUT/torch" TTRACE_VERBOSE=1 \
+    python3 "$ROOT/tools/gpu/torch_check.py" "$OUT/torch_traced.pt" || fail "torch traced"
+  python3 - "$OUT/torch_plain.pt" "$OUT/torch_traced.pt" <<'PY' || fail "torch results differ under the shim"
+import sys, torch
+a, b = torch.load(sys.argv[1]), torch.load(sys.argv[2])
+bad = [k for k in a if not torch.equal(a[k].view(torch.uint8), b[k].view(torch.uint8))]
+print("bitwise identical" if not bad else f"differ: {bad}")
+sys.exit(1 if bad else 0)
+PY
+  "$B/bin/ttrace" dump "$OUT/torch" > "$OUT/torch_dump.txt" 2>&1
+  grep -c cublas "$OUT/torch_dump.txt" | sed 's/^/cuBLAS records: /'
+  "$B/bin/ttrace" check "$OUT/torch" --json "$OUT/torch.json" || fail "ttrace check torch"
+else
+  echo "skipped: no PyTorch with CUDA"
+fi
+
+step "done: $failed failed step(s)"
+exit "$failed"
