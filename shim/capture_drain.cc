@@ -93,8 +93,20 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
     return;
   }
   if (sink_failed_) return;
-  payload_.resize(item.plan.packed_bytes);
-  PackDense(item.spec, item.plan, ring_base_ + item.offset, payload_.data());
+  // Staged data that is already dense (ld == rows, batches back to back) is written straight from the ring.
+  const char* staged = ring_base_ + item.offset;
+  const size_t bytes = item.plan.packed_bytes;
+  const char* payload = staged;
+  if (item.spec.ld != item.spec.rows ||
+      (item.spec.batch > 1 &&
+       item.plan.staged_batch_stride != static_cast<uint64_t>(item.spec.rows * item.spec.cols))) {
+    if (payload_capacity_ < bytes) {
+      payload_.reset(new char[bytes]);
+      payload_capacity_ = bytes;
+    }
+    PackDense(item.spec, item.plan, staged, payload_.get());
+    payload = payload_.get();
+  }
   format::TensorRecord t;
   memset(&t, 0, sizeof t);
   t.seq = item.seq;
@@ -104,11 +116,11 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
   t.rows = item.spec.rows;
   t.cols = item.spec.cols;
   t.batch = item.spec.batch;
-  t.payload_bytes = payload_.size();
-  if (Append(format::RecordType::kTensor, &t, sizeof t, payload_.data(), payload_.size())) {
+  t.payload_bytes = bytes;
+  if (Append(format::RecordType::kTensor, &t, sizeof t, payload, bytes)) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.tensors;
-    stats_.tensor_bytes += payload_.size();
+    stats_.tensor_bytes += bytes;
   }
 }
 

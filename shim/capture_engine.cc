@@ -2,6 +2,9 @@
 // - Records are small and cheap to copy, so interceptors publish them by value and never wait for the sink.
 // - The ring is FIFO because the drain finishes tensors in the order they were enqueued (a single stream of
 //   events), so space comes back in allocation order and the allocator needs no free lists.
+// - Records wake the drain thread only in batches (kRecordsPerWake) or at its flush tick: a wake-up per record
+//   costs the calling thread a futex call and, on a busy host, a context switch. Tensors wake it at once, since
+//   their ring space is waited for.
 // - Nothing here calls CUDA while holding mu_, so a fork (whose prepare handler takes mu_) never waits on the GPU.
 // - The application's cudaGetLastError state is left as it was: a failed copy of ours is cleared when the
 //   application had no pending error (we cannot restore one it had).
@@ -51,11 +54,13 @@ void CaptureEngine::Publish(uint64_t ticket, format::RecordType type, const void
                             const void* payload, size_t payload_bytes) {
   QueuedRecord r{type, std::string(static_cast<const char*>(body), body_bytes),
                  payload_bytes ? std::string(static_cast<const char*>(payload), payload_bytes) : std::string()};
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!records_.Put(ticket, std::move(r))) return;
+    wake = records_.waiting() >= kRecordsPerWake;
   }
-  work_cv_.notify_one();
+  if (wake) work_cv_.notify_one();
 }
 
 void CaptureEngine::Notice(format::NoticeCode code, uint64_t seq, uint64_t count, const std::string& message) {

@@ -2,7 +2,7 @@
 //
 // Records. An interceptor calls Reserve() when the call enters (for an op this also assigns its seq: 0, 1, 2, ...
 // per process in host call order; DESIGN.md §4) and Publish() when the vendor call has returned. Records reach
-// the sink in Reserve() order (RecordQueue), so op records are in seq order.
+// the sink in Reserve() order (RecordQueue), so op records are in seq order, within flush_ms of their call.
 //
 // Tensors. CaptureTensor() enqueues, on the op's own stream, cudaMemcpyAsync device-to-host into a bounded pinned
 // ring (allocated once, at the first capture) and records an event after it: the copy sees exactly what the stream
@@ -107,6 +107,7 @@ class CaptureEngine {
 
  private:
   using Clock = std::chrono::steady_clock;
+  static constexpr size_t kRecordsPerWake = 64;
   enum class CopyState { kCopying, kReady, kFailed };
   struct TensorItem {
     uint64_t seq = 0;
@@ -159,7 +160,8 @@ class CaptureEngine {
   bool joined_ = false;
   Stats stats_;
 
-  std::vector<char> payload_;      // drain thread: packed tensor
+  std::unique_ptr<char[]> payload_;  // drain thread: a packed tensor (not zero-filled on growth)
+  size_t payload_capacity_ = 0;
   bool sink_failed_ = false;       // drain thread
   std::thread drain_;
 };

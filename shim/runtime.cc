@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -95,7 +96,10 @@ CaptureEngine* Engine() {
   const int pid = static_cast<int>(getpid());
   const std::string path = StreamPath(options, Getenv, pid);
   std::string error;
-  std::unique_ptr<Sink> sink = OpenFileSink(path, StreamIdentityFromEnv(options, Getenv, pid), &error);
+  store::WriterOptions writer_options;
+  writer_options.zstd_level = static_cast<int>(std::min<int64_t>(options.zstd_level, 19));
+  std::unique_ptr<Sink> sink =
+      OpenFileSink(path, StreamIdentityFromEnv(options, Getenv, pid), &error, writer_options);
   if (sink == nullptr) {
     DisableCapture("cannot create the trace stream: " + error);
     return nullptr;

@@ -44,8 +44,8 @@ int32_t EnvInt(const EnvLookup& env, const char* name) {
 }  // namespace
 
 std::unique_ptr<Sink> OpenFileSink(const std::string& path, const store::StreamIdentity& identity,
-                                   std::string* error) {
-  std::unique_ptr<store::TraceWriter> writer = store::TraceWriter::Open(path, identity, {}, error);
+                                   std::string* error, const store::WriterOptions& options) {
+  std::unique_ptr<store::TraceWriter> writer = store::TraceWriter::Open(path, identity, options, error);
   if (writer == nullptr) return nullptr;
   return std::make_unique<FileSink>(std::move(writer), path);
 }

@@ -30,7 +30,7 @@ class Sink {
 
 // Opens (creates, truncates) the stream file at `path`, creating its directory. nullptr + `error` on failure.
 std::unique_ptr<Sink> OpenFileSink(const std::string& path, const store::StreamIdentity& identity,
-                                   std::string* error);
+                                   std::string* error, const store::WriterOptions& options = {});
 
 // This process's stream: <options.dir>/rank-<RANK>.ttr, or <options.dir>/pid-<pid>.ttr when RANK is unset or not
 // a non-negative integer.

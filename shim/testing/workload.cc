@@ -11,6 +11,7 @@
 // 6 all-reduce max, 7 GemmEx in device pointer mode with the legacy CUDA_R_32F compute type.
 // --fork: afterwards a forked child calls cuBLAS (the shim must pass it through and write nothing).
 // --kill-after-destroy: SIGKILL itself right after ncclCommDestroy (no exit handlers run).
+// --time: print the wall time of the iterations ("loop_seconds=S") on stdout, for overhead measurements.
 // Built against the real headers and linked to the toolkit's shared libraries, like any application.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -239,7 +241,7 @@ ncclUniqueId Rendezvous(const std::string& dir, int rank) {
   Die("waiting for the NCCL unique id", 0);
 }
 
-int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, bool kill_after_destroy) {
+int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, bool kill_after_destroy, bool timed) {
   const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1), device = EnvInt("LOCAL_RANK", 0);
   CHECK_CUDA(cudaSetDevice(device));
   cudaStream_t s;
@@ -281,6 +283,7 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
   for (Tensor* t : {&a0, &b0, &a1, &b1, &a2, &b2, &a3, &b3, &y6, &a7, &b7}) t->Upload(s);
 
   const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
+  const auto loop_start = std::chrono::steady_clock::now();
   for (int it = 0; it < iters; ++it) {
     const uint64_t base = 8u * static_cast<uint64_t>(it);
     const float alpha0 = 1.5f, beta0 = 0.0f;
@@ -371,6 +374,10 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
     ExpectTensor(base + 7, TensorSlot::kCOut, c7);
   }
 
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  if (timed)
+    printf("loop_seconds=%.6f\n",
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count());
   CHECK_NCCL(ncclCommDestroy(comm));
   ExpectCommDestroy(comm);
   if (kill_after_destroy) {
@@ -431,7 +438,7 @@ int RunInitAll(int ndev) {
 int main(int argc, char** argv) {
   std::string rdzv, dump;
   int scale = 1, iters = 1, init_all = 0;
-  bool fork_child = false, kill_after_destroy = false;
+  bool fork_child = false, kill_after_destroy = false, timed = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -445,10 +452,11 @@ int main(int argc, char** argv) {
     else if (arg == "--init-all") init_all = std::stoi(value());
     else if (arg == "--fork") fork_child = true;
     else if (arg == "--kill-after-destroy") kill_after_destroy = true;
+    else if (arg == "--time") timed = true;
     else Die(("unknown argument " + arg).c_str(), 0);
   }
   if (!dump.empty() && (g_dump = fopen(dump.c_str(), "wb")) == nullptr) Die("opening the dump", errno);
-  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy);
+  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed);
   if (rc == 2) fprintf(stderr, "usage: shim_workload --rdzv DIR | --init-all N [--dump FILE] ...\n");
   if (g_dump) fclose(g_dump);
   return rc;
