@@ -1,6 +1,7 @@
-// The drain thread of CaptureEngine: the only writer of the sink. It writes records as soon as they are in order,
-// finishes tensors in ring order (one cudaEventSynchronize on our own event each), and flushes the sink at least
-// every flush_ms so that a killed process leaves a stream readable up to its last second.
+// The drain thread of CaptureEngine: the only writer of the sink. Woken by a batch of records, a finished copy, a
+// flush request or its flush tick, it writes the records that are in order, finishes tensors in ring order (one
+// cudaEventSynchronize on our own event each), and flushes the sink at every tick (flush_ms), so that a killed
+// process leaves a stream readable up to about its last flush_ms.
 #include <cstring>
 
 #include "shim/capture_engine.h"
@@ -13,31 +14,25 @@ void CaptureEngine::DrainLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<QueuedRecord> records;
   while (true) {
-    if (Clock::now() >= next_flush || FlushTargetReachedLocked()) {
-      const bool requested = FlushTargetReachedLocked();
-      const uint64_t generation = flush_requested_;
-      lock.unlock();
-      if (!sink_failed_ && !sink_->Flush()) SinkFailed();
-      lock.lock();
-      next_flush = Clock::now() + interval;
-      if (requested) {
-        flush_done_ = generation;
-        flushed_cv_.notify_all();
-      }
-    }
     records_.TakeReady(&records);
     const bool tensor_ready = !tensors_.empty() && tensors_.front().state != CopyState::kCopying;
-    if (records.empty() && !tensor_ready) {
+    const bool requested = FlushTargetReachedLocked();
+    const bool tick = Clock::now() >= next_flush;
+    if (records.empty() && !tensor_ready && !requested && !tick) {
       if (stop_) break;
       work_cv_.wait_until(lock, next_flush);
       continue;
     }
     TensorItem item;
     if (tensor_ready) item = tensors_.front();
+    const uint64_t generation = flush_requested_;
     lock.unlock();
     WriteRecords(&records);
-    if (tensor_ready) WriteTensor(item);
-    if (tensor_ready && item.event != nullptr && item.device < 0) cudart_->EventDestroy(item.event);
+    if (tensor_ready) {
+      WriteTensor(item);
+      if (item.event != nullptr && item.device < 0) cudart_->EventDestroy(item.event);
+    }
+    if ((requested || tick) && !sink_failed_ && !sink_->Flush()) SinkFailed();
     lock.lock();
     if (tensor_ready) {
       tensors_.pop_front();
@@ -45,6 +40,11 @@ void CaptureEngine::DrainLoop() {
       ++tensors_done_;
       if (item.event != nullptr && item.device >= 0) event_pool_.emplace_back(item.device, item.event);
       space_cv_.notify_all();
+    }
+    if (requested || tick) next_flush = Clock::now() + interval;
+    if (requested) {
+      flush_done_ = generation;
+      flushed_cv_.notify_all();
     }
   }
   FinalDrain(lock);

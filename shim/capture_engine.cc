@@ -5,7 +5,8 @@
 // - Records wake the drain thread only in batches (kRecordsPerWake) or at its flush tick: a wake-up per record
 //   costs the calling thread a futex call and, on a busy host, a context switch. Tensors wake it at once, since
 //   their ring space is waited for.
-// - Nothing here calls CUDA while holding mu_, so a fork (whose prepare handler takes mu_) never waits on the GPU.
+// - Nothing here calls CUDA while holding mu_: a thread whose copy or event call blocks on the GPU never stalls the
+//   drain thread or another capturing thread.
 // - The application's cudaGetLastError state is left as it was: a failed copy of ours is cleared when the
 //   application had no pending error (we cannot restore one it had).
 #include "shim/capture_engine.h"
@@ -15,6 +16,7 @@
 #include "shim/log.h"
 
 namespace ttrace::shim {
+
 EngineConfig EngineConfigFromOptions(const Options& options) {
   EngineConfig c;
   c.capture_tensors = options.mode == CaptureMode::kFull && options.buffer_mb > 0;
@@ -183,8 +185,9 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
       }
     }
     if (!got) {
+      const bool stopping = stop_;
       lock.unlock();
-      if (!stop_) Drop(seq, "the ring stayed full for TTRACE_RING_WAIT_MS");
+      if (!stopping) Drop(seq, "the ring stayed full for TTRACE_RING_WAIT_MS");
       return;
     }
     tensors_.emplace_back();
