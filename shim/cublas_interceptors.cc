@@ -7,7 +7,6 @@
 // Operands are captured only for calls whose arguments pass cuBLAS's documented checks: the vendor rejects the
 // others, and the record alone says what was asked.
 #include <cublas_api.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstring>
@@ -27,12 +26,6 @@ using format::TensorSlot;
 LazySymbol g_get_stream(format::Library::kCublas, "cublasGetStream_v2");
 LazySymbol g_get_pointer_mode(format::Library::kCublas, "cublasGetPointerMode_v2");
 LazySymbol g_get_math_mode(format::Library::kCublas, "cublasGetMathMode");
-
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // The type of alpha and beta, which follows the compute type (cuBLAS: cublasGemmEx, "scaleType").
 enum class Scalar { kF32, kF16, kF64, kI32, kUnknown };
@@ -226,7 +219,7 @@ cublasStatus_t TraceGemm(GemmCall* c, const Real& real) {
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/true);
   format::GemmRecord& r = c->rec;
   r.seq = slot.seq;
-  r.t_ns = NowNs();
+  r.t_ns = MonotonicNs();
   cudaStream_t stream = nullptr;
   const bool capture = ReadHandleState(c, &stream) && engine->capturing_tensors() && ValidArguments(r);
   if (capture) {

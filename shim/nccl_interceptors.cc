@@ -11,12 +11,12 @@
 // captures are per thread, as NCCL's groups are. A group that fails keeps its inputs and loses its outputs; a
 // non-blocking group still in progress (ncclInProgress) loses its outputs with a notice.
 #include <nccl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "shim/capture_engine.h"
@@ -41,14 +41,12 @@ struct DeferredCollective {
 thread_local int t_group_depth = 0;
 thread_local std::vector<DeferredCollective> t_deferred;
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+using CommQueryFn = decltype(&::pncclCommCount);
+static_assert(std::is_same_v<CommQueryFn, decltype(&::pncclCommUserRank)> &&
+              std::is_same_v<CommQueryFn, decltype(&::pncclCommCuDevice)>);
 
 int CommQuery(LazySymbol& symbol, ncclComm_t comm) {
-  using Query = ncclResult_t (*)(const ncclComm_t, int*);
+  using Query = CommQueryFn;
   auto fn = reinterpret_cast<Query>(symbol.Get());
   int value = -1;
   if (fn == nullptr || comm == nullptr || fn(comm, &value) != ncclSuccess) return -1;
@@ -88,7 +86,7 @@ ncclResult_t TraceInitRank(format::ApiId api, ncclComm_t* comm, int nranks, cons
   CaptureEngine* engine = Engine();
   if (engine == nullptr) return real();
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
-  const uint64_t t = NowNs();
+  const uint64_t t = MonotonicNs();
   const ncclResult_t status = real();
   CommInfo info;
   info.hash = Fnv1a64(id.internal, sizeof id.internal);
@@ -124,7 +122,7 @@ using ttrace::shim::CaptureEngine;
 using ttrace::shim::CommInfo;
 using ttrace::shim::Comms;
 using ttrace::shim::Engine;
-using ttrace::shim::NowNs;
+using ttrace::shim::MonotonicNs;
 using ttrace::shim::t_deferred;
 using ttrace::shim::t_group_depth;
 using ttrace::shim::TensorSpec;
@@ -147,7 +145,7 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, co
   CaptureEngine* engine = Engine();
   if (engine == nullptr) return REAL(ncclCommInitAll)(comm, ndev, devlist);
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
-  const uint64_t t = NowNs();
+  const uint64_t t = MonotonicNs();
   const ncclResult_t status = REAL(ncclCommInitAll)(comm, ndev, devlist);
   CommInfo info;
   info.hash = ttrace::shim::InitAllHash(static_cast<uint32_t>(getpid()), Comms().NextInitAll());
@@ -174,7 +172,7 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   CaptureEngine* engine = Engine();
   if (engine == nullptr) return REAL(ncclCommDestroy)(comm);
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
-  const uint64_t t = NowNs();
+  const uint64_t t = MonotonicNs();
   const uint64_t handle = reinterpret_cast<uint64_t>(comm);
   const ncclResult_t status = REAL(ncclCommDestroy)(comm);
   CommInfo info;
@@ -200,7 +198,7 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recv
   ttrace::format::CollectiveRecord r;
   memset(&r, 0, sizeof r);
   r.seq = slot.seq;
-  r.t_ns = NowNs();
+  r.t_ns = MonotonicNs();
   r.api = static_cast<uint16_t>(ApiId::kNcclAllReduce);
   r.red_op = static_cast<uint8_t>(op);  // built-in ops are 0..4; user-defined ones start at ncclNumOps
   r.in_group = t_group_depth > 0;
@@ -249,7 +247,7 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupStart) {
   CaptureEngine* engine = Engine();
   if (engine == nullptr) return REAL(ncclGroupStart)();
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
-  const uint64_t t = NowNs();
+  const uint64_t t = MonotonicNs();
   const ncclResult_t status = REAL(ncclGroupStart)();
   if (status == ncclSuccess) ++t_group_depth;
   engine->Publish(slot.ticket, RecordType::kGroup, ttrace::shim::GroupRec(ApiId::kNcclGroupStart, status, t));
@@ -261,7 +259,7 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupEnd) {
   CaptureEngine* engine = Engine();
   if (engine == nullptr) return REAL(ncclGroupEnd)();
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
-  const uint64_t t = NowNs();
+  const uint64_t t = MonotonicNs();
   const bool outermost = t_group_depth == 1;
   std::vector<ttrace::shim::DeferredCollective> deferred;
   if (outermost) deferred.swap(t_deferred);

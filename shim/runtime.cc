@@ -4,6 +4,7 @@
 #include "shim/runtime.h"
 
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -122,6 +123,12 @@ CaptureEngine* Engine() {
     Log("recording to %s (TTRACE_MODE=%s%s)", path.c_str(), CaptureModeName(options.mode),
         engine->capturing_tensors() ? "" : ", without tensors");
   return engine;
+}
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 }  // namespace ttrace::shim

@@ -12,6 +12,7 @@
 #ifndef TTRACE_SHIM_RUNTIME_H_
 #define TTRACE_SHIM_RUNTIME_H_
 
+#include <cstdint>
 #include <string>
 
 #include "shim/options.h"
@@ -33,6 +34,9 @@ void DisableCapture(const std::string& why);
 // The engine, created on first use. nullptr when it cannot start (the stream file cannot be created); capture is
 // then disabled. The engine lives until the process ends.
 CaptureEngine* Engine();
+
+// CLOCK_MONOTONIC in nanoseconds: the t_ns of every record.
+uint64_t MonotonicNs();
 
 }  // namespace ttrace::shim
 
