@@ -107,7 +107,7 @@ ncclUniqueId Rendezvous(const std::string& dir, const std::string& name, bool cr
   std::string path = dir + "/" + name;
   if (creator) {
     CHECK_NCCL(ncclGetUniqueId(&id));
-    mkdir(dir.c_str(), 0777);  // again: another group's last rank may have removed it
+    mkdir(dir.c_str(), 0777);
     std::string tmp = path + ".tmp";
     FILE* f = fopen(tmp.c_str(), "wb");
     if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0) Die("rendezvous write", path.c_str());
@@ -248,7 +248,6 @@ int main(int argc, char** argv) {
   ncclUniqueId dp_id = Rendezvous(o.rdzv, dp_name, dp_rank == 0);
   CHECK_NCCL(ncclCommInitRank(&dp_comm, dp, dp_id, dp_rank));
   if (dp_rank == 0) unlink((o.rdzv + "/" + dp_name).c_str());
-  rmdir(o.rdzv.c_str());  // succeeds for the last one out
 
   const int f = o.ffn / o.tp, b = o.batch, h = o.hidden;
   Tensor w1 = Make(h, f, o.bf16), w2 = Make(f, h, o.bf16), x = Make(b, h, o.bf16), t = Make(b, h, o.bf16);
@@ -315,6 +314,9 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaStreamSynchronize(s));
   printf("rank %d weights %016llx\n", rank,
          static_cast<unsigned long long>(Fnv(w2.host, Fnv(w1.host, 1469598103934665603ull))));
+  // Every rank's communicators were up before rank 0's first collective completed, so no one needs the
+  // rendezvous directory any more.
+  if (rank == 0) rmdir(o.rdzv.c_str());
   CHECK_NCCL(ncclCommDestroy(tp_comm));
   CHECK_NCCL(ncclCommDestroy(dp_comm));
   CHECK_CUBLAS(cublasDestroy(handle));
