@@ -103,7 +103,23 @@ absl::StatusOr<int> ReadAll(const std::string& path, analyzer::ReaderOptions opt
   return gemms;
 }
 
-TEST(Crc32c, KnownVector) { EXPECT_EQ(store::Crc32c("123456789", 9), 0xE3069283u); }
+TEST(Crc32c, KnownVector) {
+  EXPECT_EQ(store::Crc32c("123456789", 9), 0xE3069283u);
+  EXPECT_EQ(store::Crc32cSoftware("123456789", 9), 0xE3069283u);
+}
+
+TEST(Crc32c, HardwareAndSoftwareAgreeOnEveryLengthAndAlignment) {
+  std::mt19937 rng(5);
+  std::vector<unsigned char> buf(300);
+  for (auto& b : buf) b = static_cast<unsigned char>(rng());
+  for (size_t off = 0; off < 9; ++off)
+    for (size_t n = 0; n + off <= buf.size(); n += 1 + n / 8) {
+      ASSERT_EQ(store::Crc32c(buf.data() + off, n), store::Crc32cSoftware(buf.data() + off, n)) << off << " " << n;
+      // Extending a running checksum equals checksumming the concatenation.
+      uint32_t part = store::Crc32c(buf.data() + off, n / 2);
+      ASSERT_EQ(store::Crc32c(buf.data() + off + n / 2, n - n / 2, part), store::Crc32c(buf.data() + off, n));
+    }
+}
 
 TEST(TraceStore, RoundTrip) {
   std::string path = WriteSample("round_trip.ttr", 1000, 4096);

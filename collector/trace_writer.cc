@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "collector/crc32c.h"
@@ -80,8 +81,23 @@ std::unique_ptr<TraceWriter> TraceWriter::Open(const std::string& path, const St
   return w;
 }
 
+void TraceWriter::Buffer::Reserve(size_t n) {
+  if (n <= capacity_) return;
+  std::unique_ptr<char[]> bigger(new char[n]);  // default-initialized: not zero-filled
+  if (size_ > 0) memcpy(bigger.get(), data_.get(), size_);
+  data_ = std::move(bigger);
+  capacity_ = n;
+}
+
+char* TraceWriter::Buffer::Append(size_t n) {
+  if (size_ + n > capacity_) Reserve(std::max(size_ + n, 2 * capacity_));
+  char* at = data_.get() + size_;
+  size_ += n;
+  return at;
+}
+
 TraceWriter::TraceWriter(int fd, const WriterOptions& options) : fd_(fd), options_(options) {
-  pending_.reserve(options_.frame_bytes + (64u << 10));
+  pending_.Reserve(options_.frame_bytes + (64u << 10));
 }
 
 TraceWriter::~TraceWriter() { Close(nullptr); }
@@ -105,11 +121,10 @@ bool TraceWriter::Append(format::RecordType type, const void* body, size_t body_
   rh.type = static_cast<uint16_t>(type);
   rh.body_offset = sizeof rh;
   rh.size = static_cast<uint32_t>(total);
-  const size_t at = pending_.size();
-  pending_.resize(at + total);
-  memcpy(pending_.data() + at, &rh, sizeof rh);
-  memcpy(pending_.data() + at + sizeof rh, body, body_bytes);
-  if (payload_bytes) memcpy(pending_.data() + at + sizeof rh + body_bytes, payload, payload_bytes);
+  char* at = pending_.Append(total);
+  memcpy(at, &rh, sizeof rh);
+  memcpy(at + sizeof rh, body, body_bytes);
+  if (payload_bytes) memcpy(at + sizeof rh + body_bytes, payload, payload_bytes);
   ++pending_records_;
   if (pending_.size() >= options_.frame_bytes) return Flush(error);
   return true;
@@ -118,7 +133,8 @@ bool TraceWriter::Append(format::RecordType type, const void* body, size_t body_
 bool TraceWriter::Flush(std::string* error) {
   if (!failed_.empty()) return Fail(failed_, error);
   if (pending_.empty()) return true;
-  compressed_.resize(ZSTD_compressBound(pending_.size()));
+  const size_t bound = ZSTD_compressBound(pending_.size());
+  if (compressed_.size() < bound) compressed_.resize(bound);
   size_t n = ZSTD_compress(compressed_.data(), compressed_.size(), pending_.data(), pending_.size(),
                            options_.zstd_level);
   if (ZSTD_isError(n)) return Fail(std::string("zstd: ") + ZSTD_getErrorName(n), error);

@@ -64,10 +64,25 @@ class TraceWriter {
   TraceWriter(int fd, const WriterOptions& options);
   bool Fail(const std::string& message, std::string* error);
 
+  // A byte buffer that grows without zero-filling (records are copied in right after growing).
+  class Buffer {
+   public:
+    char* Append(size_t n);  // room for n more bytes at the end
+    const char* data() const { return data_.get(); }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    void clear() { size_ = 0; }
+    void Reserve(size_t n);
+
+   private:
+    std::unique_ptr<char[]> data_;
+    size_t size_ = 0, capacity_ = 0;
+  };
+
   int fd_;
   WriterOptions options_;
-  std::vector<char> pending_;
-  std::vector<char> compressed_;
+  Buffer pending_;
+  std::vector<char> compressed_;  // sized once to the largest compress bound seen
   uint32_t pending_records_ = 0;
   uint32_t frame_index_ = 0;
   uint64_t bytes_written_ = 0;
