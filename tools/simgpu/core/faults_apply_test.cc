@@ -14,7 +14,7 @@ namespace simgpu {
 namespace {
 
 TEST(ApplyFaults, EnvironmentIsParsedOnce) {
-  ASSERT_EQ(Faults().size(), 4u);
+  ASSERT_EQ(Faults().size(), 7u);
   EXPECT_EQ(ProcessRank(), 0);
 }
 
@@ -44,6 +44,37 @@ TEST(ApplyFaults, OtherCallsSitesAndRanksAreUntouched) {
   EXPECT_EQ(MatchingFaults(FaultSite::kCollective, 3).size(), 2u);
 }
 
+TEST(ApplyElementFaults, StoresValuesAndLeavesCollectiveActionsToTheCaller) {
+  float conv_out[4] = {1, 1, 1, 1};
+  ApplyElementFaults(FaultSite::kConv, 1, conv_out, CUDA_R_32F, 4);
+  EXPECT_EQ(conv_out[0], 1.0f);
+  EXPECT_EQ(conv_out[2], -2.5f);
+  uint16_t coll_out[2] = {0, 0};
+  ApplyElementFaults(FaultSite::kCollective, 4, coll_out, CUDA_R_16BF, 2);
+  EXPECT_EQ(coll_out[0], 0x4040);  // 3.0 in BF16
+  EXPECT_EQ(coll_out[1], 0);
+  std::vector<Fault> both = MatchingFaults(FaultSite::kCollective, 4);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].action, FaultAction::kStale);
+  EXPECT_EQ(both[1].action, FaultAction::kValue);
+  EXPECT_EQ(StreamDelayMs(0), 0);
+}
+
+TEST(ApplyFaultsDeathTest, TypelessApplyRefusesAValueFault) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  std::vector<uint32_t> out(4, 0);
+  EXPECT_EXIT(ApplyFaults(FaultSite::kConv, 1, out.data(), 4, out.size()), ::testing::ExitedWithCode(2),
+              "conv:rank=0:call=1:elem=2:value=-2.5: this output takes bit= faults only");
+}
+
+TEST(ApplyFaultsDeathTest, ValueFaultOutsideTheOutputStopsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  float out[2] = {};
+  EXPECT_EXIT(ApplyElementFaults(FaultSite::kConv, 1, out, CUDA_R_32F, 2), ::testing::ExitedWithCode(2),
+              "conv:call=1: elem=2 is out of range \\(the output has 2 elements; "
+              "fault conv:rank=0:call=1:elem=2:value=-2.5\\)");
+}
+
 TEST(ApplyFaultsDeathTest, ElementOutsideTheOutputStopsTheProcess) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   std::vector<uint32_t> out(5, 0);
@@ -66,7 +97,8 @@ int main(int argc, char** argv) {
     setenv("RANK", "0", 1);
     setenv("SIMGPU_FAULT",
            "coll:rank=0:call=2:elem=5:bit=22;coll:rank=0:call=3:elem=1:bit=0;"
-           "coll:rank=0:call=3:elem=2:bit=15;gemm:rank=1:call=9:elem=0:bit=0",
+           "coll:rank=0:call=3:elem=2:bit=15;gemm:rank=1:call=9:elem=0:bit=0;conv:rank=0:call=1:elem=2:value=-2.5;"
+           "coll:rank=0:call=4:stale;coll:rank=0:call=4:elem=0:value=3",
            1);
     execv("/proc/self/exe", argv);
     perror("execv /proc/self/exe");

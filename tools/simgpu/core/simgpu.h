@@ -11,6 +11,7 @@
 #define TTRACE_TOOLS_SIMGPU_CORE_SIMGPU_H_
 
 #include <cuda_runtime_api.h>
+#include <library_types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -98,36 +99,103 @@ size_t DeviceBytesInUse(int device);   // for cudaMemGetInfo
 int ProcessRank();
 
 // ---- fault injection (SIMGPU_FAULT) --------------------------------------------------------------------------
-// Grammar: a ';'-separated list of specs (empty items are ignored), each  KIND:key=value:key=value...
-// Every key (rank, call, elem, bit) is required exactly once; values are non-negative decimal integers; bit < 64.
-//   gemm:rank=R:call=N:elem=E:bit=B   flip bit B of output element E of the N-th cuBLAS GEMM call (0-based, per
-//                                     process) in the process whose RANK is R
-//   coll:rank=R:call=N:elem=E:bit=B   the same for the N-th NCCL collective's result
-// Parsed once; a malformed spec prints a clear message to stderr and aborts the process (exit status 2), since
-// a test that silently runs without its fault would pass for the wrong reason.
-enum class FaultSite { kGemm, kCollective };
+// SIMGPU_FAULT is a ';'-separated list of specs (empty items are ignored). A spec is SITE:FIELD:FIELD..., its
+// fields in any order, each at most once; numbers are non-negative decimal integers (at most 18 digits).
+//
+// Sites with a call counter (one counter per site and process, counting from 0 in host call order; a call
+// rejected by argument checks takes no number):
+//   gemm   every cuBLAS and cuBLASLt GEMM call (one counter shared by both libraries; a batched call is one call)
+//   conv   every cuDNN convolution: forward, backward data and backward filter share one counter
+//   attn   every execution of an attention operation graph (cuDNN backend)
+//   coll   every NCCL collective (point-to-point send/recv are not counted)
+// Fields: rank=R (the process whose RANK is R) and call=N are required, plus exactly one action:
+//   bit=B       flip bit B of output element E (bit 0 is the least significant bit of the element's
+//               little-endian storage; B < the element's width in bits)                           needs elem=E
+//   value=V     stuck-at: set output element E to V converted to the output type, rounded to nearest even
+//               (V as C's strtod reads it: 1.5, -2e-3, inf, -inf, nan; a finite V beyond the type's range
+//               becomes inf, or NaN for FP8 E4M3 which has no infinity; integer types need an integer V in
+//               range)                                                                            needs elem=E
+//   stale       coll only: the result of the previous collective on the same communicator is returned
+//   swap=I,J    coll only (all-gather): the chunks of ranks I and J are exchanged in the output (I != J)
+//   drop=S      coll only (reductions): the reduction omits rank S's contribution
+// E is the index of the element in the output's logical order, as each library documents (cuBLAS: column-major
+// m x n C, batch after batch). stale, swap and drop take no elem=.
+//
+// The stream site:
+//   stream:rank=R:op=N:delay_ms=T   the N-th operation (0-based) enqueued on any stream of the process whose
+//                                   RANK is R starts T ms late; the stream's later work waits behind it. Every
+//                                   stream operation counts: library calls, copies, memsets, host functions,
+//                                   event records and waits, and each node of a launched graph (work recorded
+//                                   by stream capture counts when a launch enqueues it, not when captured).
+//                                   A program that reads a result without synchronizing then reads stale data
+//                                   deterministically, as a race on a GPU would sometimes.
+//
+// Examples: gemm:rank=0:call=3:elem=17:bit=30     coll:rank=1:call=0:elem=5:value=nan
+//           coll:rank=0:call=2:stale             coll:rank=0:call=1:swap=0,3        coll:rank=2:call=4:drop=1
+//           stream:rank=0:op=12:delay_ms=200
+//
+// Parsed once, when libsimgpu.so loads; a malformed spec prints which spec and which field is wrong to stderr and
+// exits with status 2, since a test that silently runs without its fault would pass for the wrong reason. The
+// same happens for a matching fault that cannot be applied (element or bit out of range, a value the type
+// cannot hold).
+enum class FaultSite { kGemm, kCollective, kConv, kAttention, kStream };
+enum class FaultAction { kBitFlip, kValue, kStale, kSwap, kDrop, kDelay };
 struct Fault {
-  FaultSite site;
-  int rank;
-  int64_t call;
-  int64_t elem;
-  int bit;
+  FaultSite site = FaultSite::kGemm;
+  int rank = 0;
+  int64_t call = 0;     // call=N; for kStream the op=N index
+  int64_t elem = 0;     // kBitFlip, kValue
+  int bit = 0;          // kBitFlip: bit index in [0, 63]
+  FaultAction action = FaultAction::kBitFlip;
+  double value = 0.0;   // kValue: V as strtod read it
+  int swap_i = 0;       // kSwap: the two rank chunks exchanged
+  int swap_j = 0;
+  int drop_rank = 0;    // kDrop
+  int64_t delay_ms = 0; // kDelay (site kStream)
 };
+const char* FaultSiteName(FaultSite site);  // "gemm", "conv", "attn", "coll", "stream"
+std::string DescribeFault(const Fault& fault);  // the spec in canonical field order, for messages
 const std::vector<Fault>& Faults();
-// Parses a spec; returns false with a message on error (exposed for tests).
+// Parses a spec; returns false with a message on error and leaves *out untouched (exposed for tests).
 bool ParseFaults(const std::string& spec, std::vector<Fault>* out, std::string* error);
 
-// Called by a library on the stream worker after it wrote the output of its `call`-th operation of `site`:
-// applies every matching fault for this process's rank to the output (n_elems elements of elem_bytes each, stored
-// contiguously). A matching fault whose elem >= n_elems or bit >= 8 * elem_bytes cannot be applied: it prints a
-// message and exits with status 2 (the same reason as for a malformed spec).
-void ApplyFaults(FaultSite site, int64_t call, void* out, size_t elem_bytes, size_t n_elems);
-
-// For outputs that are not contiguous (a GEMM's C with ldc > m, batch strides): the faults matching this process's
-// rank, `site` and `call`; the caller maps each fault's elem to an address and calls FlipBit (which exits with
-// status 2, as above, when the element index is >= n_elems or the bit does not fit elem_bytes).
+// The faults (any action) matching this process's rank, `site` and `call`, in spec order. Libraries call it once
+// per call on the host, when the call is numbered, and apply the result on the stream worker after the output
+// is written. Coll-only actions (stale, swap, drop) are carried out by the NCCL library from these fields.
 std::vector<Fault> MatchingFaults(FaultSite site, int64_t call);
+
+// Stops the process (status 2, message naming the spec) when fault.elem >= n_elems: a fault that matches a call
+// but names an element the output does not have.
+void CheckFaultElement(const Fault& fault, uint64_t n_elems);
+
+// Applies a kBitFlip or kValue fault to the one element at elem_ptr, stored as `dtype`: flips the bit, or
+// stores fault.value converted to dtype (round to nearest even; FP64, FP32, FP16, BF16, FP8 E4M3 and E5M2, and
+// the 8/16/32/64-bit signed and unsigned integers). Stops the process (status 2) when the bit does not fit the
+// element, the value does not fit an integer type, dtype has no element conversion (value= on complex, E8M0 or
+// FP4 elements; bit= on FP4), or the fault is not an element action. The caller maps fault.elem to elem_ptr and
+// checks it with CheckFaultElement first. Runs on any thread (normally the stream worker).
+void ApplyElementFault(const Fault& fault, void* elem_ptr, cudaDataType dtype);
+
+// Contiguous outputs: applies every matching kBitFlip and kValue fault of (site, call) to out[fault.elem], out
+// holding n_elems elements of `dtype`, checking each element index first. Other actions are left to the caller.
+void ApplyElementFaults(FaultSite site, int64_t call, void* out, cudaDataType dtype, size_t n_elems);
+
+// Stores `value` as one element of `dtype` at out, rounded to nearest even (the conversion value= uses).
+// Returns false, writing nothing, when dtype has no conversion or an integer type cannot hold value.
+bool StoreElementValue(double value, cudaDataType dtype, void* out);
+// Size in bytes of one element of dtype; 0 for types without whole-byte elements (FP4) or unknown types.
+size_t DataTypeBytes(cudaDataType dtype);
+
+// Earlier, type-less forms (kept for existing callers). ApplyFaults applies the matching kBitFlip faults to a
+// contiguous output of n_elems elements of elem_bytes each and stops the process on a matching kValue fault (it
+// cannot convert without a type); coll-only actions are left to the caller. FlipBit flips fault.bit of the
+// element at elem_ptr after the same range checks as above.
+void ApplyFaults(FaultSite site, int64_t call, void* out, size_t elem_bytes, size_t n_elems);
 void FlipBit(const Fault& fault, void* elem_ptr, size_t elem_bytes, size_t n_elems);
+
+// The stream site: total delay in ms for the op-th operation enqueued in this process (0 when no fault matches).
+// Called by the stream core for each enqueued operation.
+int64_t StreamDelayMs(int64_t op);
 
 }  // namespace simgpu
 

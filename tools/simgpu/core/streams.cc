@@ -4,10 +4,15 @@
 // tickets before running it. Tickets are taken under a per-device order lock, so dependencies always point to
 // items enqueued earlier and cannot form a cycle.
 //
+// The SIMGPU_FAULT stream site numbers every enqueued item in one process-wide sequence; a delayed item holds its
+// worker after its dependencies are met, so everything behind it on the stream is late too.
+//
 // The registry and the legacy streams are never destroyed: worker threads may still be waiting on them while the
 // process exits.
 #include <pthread.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +33,7 @@ struct Stream {
   struct Item {
     std::function<void()> work;
     std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> deps;  // (stream, ticket that must be complete)
+    int64_t delay_ms = 0;  // SIMGPU_FAULT stream site: start this late once the dependencies are met
   };
 
   int device = 0;
@@ -83,6 +89,7 @@ void RunWorker(Stream* s) {
       std::unique_lock<std::mutex> lock(dep->mu);
       dep->cv.wait(lock, [&, d = dep.get()] { return d->completed >= ticket; });
     }
+    if (item.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(item.delay_ms));
     item.work();
     {
       std::lock_guard<std::mutex> lock(s->mu);
@@ -217,8 +224,10 @@ void DestroyStream(Stream* stream) {
 }
 
 void Enqueue(Stream* stream, std::function<void()> work) {
+  static std::atomic<int64_t> operations{0};
   Stream::Item item;
   item.work = std::move(work);
+  item.delay_ms = StreamDelayMs(operations.fetch_add(1, std::memory_order_relaxed));
   Registry& r = Reg();
   DeviceStreams& dev = *r.devices[stream->device];
   bool ordered = stream->role == Stream::Role::kLegacy || stream->Blocking();
