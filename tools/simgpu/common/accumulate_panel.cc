@@ -1,0 +1,214 @@
+// AccumPlan::SumPanel: many sums of accumulate.h at once, bit-identical to AccumPlan::Sum per element.
+//
+// FP32 and FP64 accumulation run on tiles of kRows rows x kCols columns of the output: for each product
+// position p (in the plan's order), one load of kRows values of A feeds the kCols accumulators of every row.
+// Each output element still performs exactly its own sequence of rounded products and additions; only
+// independent elements advance together, so the loops vectorize without reassociating anything. The file is
+// compiled with -ffp-contract=off (no fused multiply-add) and cloned for AVX-512 / AVX2 / baseline x86-64, which
+// changes speed only: the vector instructions round exactly as the scalar ones.
+//
+// FP16 and reduced-FP8 accumulation gather each element's products and call Sum(): rare, small, and simplest
+// to keep identical that way. blas order hands FP32/FP64 panels to the host BLAS through dlopen, so that no
+// simgpu process maps a BLAS it does not use.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <vector>
+
+#include "tools/simgpu/common/accumulate.h"
+#include "tools/simgpu/common/accumulate_internal.h"
+
+namespace simgpu {
+namespace {
+
+constexpr int kRows = 64;
+constexpr int kCols = 4;
+constexpr int kMaxLevels = 64;
+
+// Sums one sequential run into blk (from +0) for `rows` x COLS elements.
+template <typename T, int COLS>
+inline void RunTile(const T* a, int64_t lda, const T* const* bcol, const int64_t* perm, int64_t q0, int64_t q1,
+                    int rows, T (*blk)[kRows]) {
+  for (int c = 0; c < COLS; ++c) {
+    for (int r = 0; r < kRows; ++r) blk[c][r] = T(0);
+  }
+  for (int64_t q = q0; q < q1; ++q) {
+    const int64_t p = perm ? perm[q] : q;
+    const T* __restrict ap = a + p * lda;
+    T bv[COLS];
+    for (int c = 0; c < COLS; ++c) bv[c] = bcol[c][p];
+    for (int r = 0; r < rows; ++r) {
+      const T av = ap[r];
+      for (int c = 0; c < COLS; ++c) blk[c][r] = blk[c][r] + av * bv[c];
+    }
+  }
+}
+
+template <typename T, int COLS>
+void SequentialTile(const std::vector<AccumPlan::Run>& runs, const int64_t* perm, const T* a, int64_t lda,
+                    const T* const* bcol, int rows, T* const* ocol) {
+  alignas(64) T total[COLS][kRows];
+  alignas(64) T blk[COLS][kRows];
+  for (int c = 0; c < COLS; ++c) {
+    for (int r = 0; r < kRows; ++r) total[c][r] = T(0);
+  }
+  for (const AccumPlan::Run& run : runs) {
+    RunTile<T, COLS>(a, lda, bcol, perm, run.begin, run.end, rows, blk);
+    for (int c = 0; c < COLS; ++c) {
+      for (int r = 0; r < rows; ++r) total[c][r] = total[c][r] + blk[c][r];
+    }
+  }
+  for (int c = 0; c < COLS; ++c) {
+    for (int r = 0; r < rows; ++r) ocol[c][r] = total[c][r];
+  }
+}
+
+template <typename T, int COLS>
+void PairwiseTile(int64_t k, const T* a, int64_t lda, const T* const* bcol, int rows, T* const* ocol,
+                  std::vector<T>* scratch) {
+  const size_t level_elems = static_cast<size_t>(COLS) * kRows;
+  scratch->resize(level_elems * kMaxLevels);
+  auto level = [&](int i) { return reinterpret_cast<T(*)[kRows]>(scratch->data() + level_elems * i); };
+  int64_t size[kMaxLevels];
+  int top = 0;
+  for (int64_t p = 0; p < k; ++p) {
+    T(*leaf)[kRows] = level(top);
+    const T* ap = a + p * lda;
+    for (int c = 0; c < COLS; ++c) {
+      const T bv = bcol[c][p];
+      for (int r = 0; r < rows; ++r) leaf[c][r] = ap[r] * bv;
+    }
+    size[top++] = 1;
+    while (top >= 2 && size[top - 1] == size[top - 2]) {
+      T(*lo)[kRows] = level(top - 2);
+      T(*hi)[kRows] = level(top - 1);
+      for (int c = 0; c < COLS; ++c) {
+        for (int r = 0; r < rows; ++r) lo[c][r] = lo[c][r] + hi[c][r];
+      }
+      size[top - 2] *= 2;
+      --top;
+    }
+  }
+  for (int c = 0; c < COLS; ++c) {
+    for (int r = 0; r < rows; ++r) {
+      T s = top == 0 ? T(0) : level(top - 1)[c][r];
+      for (int i = top - 2; i >= 0; --i) s = level(i)[c][r] + s;
+      ocol[c][r] = s;
+    }
+  }
+}
+
+template <typename T>
+void PanelTiles(const std::vector<AccumPlan::Run>& runs, const int64_t* perm, bool pairwise, int64_t k, int64_t m,
+                int64_t n, const T* a, int64_t lda, const T* b, int64_t ldb, T* out, int64_t ldo) {
+  std::vector<T> scratch;
+  for (int64_t j0 = 0; j0 < n; j0 += kCols) {
+    const int cols = static_cast<int>(std::min<int64_t>(kCols, n - j0));
+    const T* bcol[kCols];
+    for (int c = 0; c < kCols; ++c) bcol[c] = b + (j0 + std::min(c, cols - 1)) * ldb;
+    for (int64_t i0 = 0; i0 < m; i0 += kRows) {
+      const int rows = static_cast<int>(std::min<int64_t>(kRows, m - i0));
+      T* ocol[kCols];
+      for (int c = 0; c < cols; ++c) ocol[c] = out + i0 + (j0 + c) * ldo;
+      const T* ai = a + i0;
+      if (pairwise) {
+        switch (cols) {
+          case 4: PairwiseTile<T, 4>(k, ai, lda, bcol, rows, ocol, &scratch); break;
+          case 3: PairwiseTile<T, 3>(k, ai, lda, bcol, rows, ocol, &scratch); break;
+          case 2: PairwiseTile<T, 2>(k, ai, lda, bcol, rows, ocol, &scratch); break;
+          default: PairwiseTile<T, 1>(k, ai, lda, bcol, rows, ocol, &scratch); break;
+        }
+      } else {
+        switch (cols) {
+          case 4: SequentialTile<T, 4>(runs, perm, ai, lda, bcol, rows, ocol); break;
+          case 3: SequentialTile<T, 3>(runs, perm, ai, lda, bcol, rows, ocol); break;
+          case 2: SequentialTile<T, 2>(runs, perm, ai, lda, bcol, rows, ocol); break;
+          default: SequentialTile<T, 1>(runs, perm, ai, lda, bcol, rows, ocol); break;
+        }
+      }
+    }
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void PanelTilesF32(
+    const std::vector<AccumPlan::Run>& runs, const int64_t* perm, bool pairwise, int64_t k, int64_t m, int64_t n,
+    const float* a, int64_t lda, const float* b, int64_t ldb, float* out, int64_t ldo) {
+  PanelTiles<float>(runs, perm, pairwise, k, m, n, a, lda, b, ldb, out, ldo);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void PanelTilesF64(
+    const std::vector<AccumPlan::Run>& runs, const int64_t* perm, bool pairwise, int64_t k, int64_t m, int64_t n,
+    const double* a, int64_t lda, const double* b, int64_t ldb, double* out, int64_t ldo) {
+  PanelTiles<double>(runs, perm, pairwise, k, m, n, a, lda, b, ldb, out, ldo);
+}
+
+// The host BLAS, resolved once. CBLAS constants: CblasColMajor = 102, CblasNoTrans = 111 (cblas.h).
+struct HostBlas {
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
+                         int);
+  using Dgemm = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double,
+                         double*, int);
+  Sgemm sgemm = nullptr;
+  Dgemm dgemm = nullptr;
+};
+
+const HostBlas& Blas() {
+  static const HostBlas blas = [] {
+    HostBlas b;
+    for (const char* name : {"libopenblas.so.0", "libblas.so.3"}) {
+      void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (lib == nullptr) continue;
+      b.sgemm = reinterpret_cast<HostBlas::Sgemm>(dlsym(lib, "cblas_sgemm"));
+      b.dgemm = reinterpret_cast<HostBlas::Dgemm>(dlsym(lib, "cblas_dgemm"));
+      if (b.sgemm != nullptr && b.dgemm != nullptr) return b;
+    }
+    fprintf(stderr, "simgpu: SIMGPU_ACCUM=blas: no host BLAS with cblas_sgemm/cblas_dgemm "
+                    "(tried libopenblas.so.0, libblas.so.3)\n");
+    fflush(stderr);
+    _exit(2);
+  }();
+  return blas;
+}
+
+bool FitsInt(int64_t v) { return v <= INT_MAX; }
+
+}  // namespace
+
+void AccumPlan::SumPanel(int64_t m, int64_t n, const float* a, int64_t lda, const float* b, int64_t ldb, float* out,
+                         int64_t ldo) const {
+  if (m <= 0 || n <= 0) return;
+  const bool pairwise = config_.order == AccumOrder::kPairwise;
+  if (precision_ == AccumPrecision::kFp16 || (precision_ == AccumPrecision::kFp8 && !pairwise)) {
+    std::vector<float> x(k_);
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t p = 0; p < k_; ++p) x[p] = a[i + p * lda] * b[p + j * ldb];
+        out[i + j * ldo] = Sum(x.data());
+      }
+    }
+    return;
+  }
+  if (config_.order == AccumOrder::kBlas && k_ > 0 && FitsInt(m) && FitsInt(n) && FitsInt(k_) && FitsInt(lda) &&
+      FitsInt(ldb) && FitsInt(ldo)) {
+    Blas().sgemm(102, 111, 111, m, n, k_, 1.0f, a, lda, b, ldb, 0.0f, out, ldo);
+    return;
+  }
+  PanelTilesF32(runs_, perm_.empty() ? nullptr : perm_.data(), pairwise, k_, m, n, a, lda, b, ldb, out, ldo);
+}
+
+void AccumPlan::SumPanel(int64_t m, int64_t n, const double* a, int64_t lda, const double* b, int64_t ldb,
+                         double* out, int64_t ldo) const {
+  if (m <= 0 || n <= 0) return;
+  if (config_.order == AccumOrder::kBlas && k_ > 0 && FitsInt(m) && FitsInt(n) && FitsInt(k_) && FitsInt(lda) &&
+      FitsInt(ldb) && FitsInt(ldo)) {
+    Blas().dgemm(102, 111, 111, m, n, k_, 1.0, a, lda, b, ldb, 0.0, out, ldo);
+    return;
+  }
+  PanelTilesF64(runs_, perm_.empty() ? nullptr : perm_.data(), config_.order == AccumOrder::kPairwise, k_, m, n, a,
+                lda, b, ldb, out, ldo);
+}
+
+}  // namespace simgpu
