@@ -1,6 +1,7 @@
 // SIMGPU_FAULT: parsed strictly and once (grammar in simgpu.h). Every required field is checked and unknown or
 // misplaced fields are errors, so that a typo never silently turns a fault into "no fault"; a fault that matches
 // but cannot be applied stops the process for the same reason.
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -304,6 +305,11 @@ void ApplyFaults(FaultSite site, int64_t call, void* out, size_t elem_bytes, siz
     size_t index = static_cast<uint64_t>(f.elem) < n_elems ? static_cast<size_t>(f.elem) : 0;
     FlipBit(f, static_cast<unsigned char*>(out) + index * elem_bytes, elem_bytes, n_elems);
   }
+}
+
+int64_t NextCallIndex(FaultSite site) {
+  static std::atomic<int64_t> counters[static_cast<int>(FaultSite::kStream) + 1];
+  return counters[static_cast<int>(site)].fetch_add(1);
 }
 
 int64_t StreamDelayMs(int64_t op) {

@@ -164,6 +164,12 @@ bool ParseFaults(const std::string& spec, std::vector<Fault>* out, std::string* 
 // is written. Coll-only actions (stale, swap, drop) are carried out by the NCCL library from these fields.
 std::vector<Fault> MatchingFaults(FaultSite site, int64_t call);
 
+// The next call number of `site` in this process (0, 1, 2, ... in the order of the calls to this function), one
+// counter per site shared by every simgpu library: cuBLAS and cuBLASLt GEMMs both number their calls here, so a
+// gemm fault's call=N names the N-th GEMM whichever library ran it. A library takes the number on the host, once
+// per call that passed its argument checks.
+int64_t NextCallIndex(FaultSite site);
+
 // Stops the process (status 2, message naming the spec) when fault.elem >= n_elems: a fault that matches a call
 // but names an element the output does not have.
 void CheckFaultElement(const Fault& fault, uint64_t n_elems);
