@@ -1,0 +1,133 @@
+// cuBLASLt handles, versions, status strings and the algorithm heuristic. simgpu has one algorithm (the arithmetic
+// of matmul.h), so the heuristic answers with it whenever cublasLtMatmul would accept the problem.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
+#include "tools/simgpu/core/simgpu.h"
+#include "tools/simgpu/cublaslt/matmul.h"
+
+// cublasLt.h declares cublasLtHandle_t as a pointer to this incomplete type; simgpu defines it.
+struct cublasLtContext {
+  int device = 0;  // current device at cublasLtCreate
+};
+
+namespace simgpu::cublaslt {
+namespace {
+
+// Marks the algorithm structs the heuristic returns ("simgpuLt" in ASCII).
+constexpr uint64_t kAlgoMagic = 0x73696d6770754c74ull;
+
+struct Handles {
+  std::mutex mu;
+  std::unordered_set<const cublasLtContext*> live;
+};
+
+Handles& Registry() {
+  static Handles* handles = new Handles;
+  return *handles;
+}
+
+}  // namespace
+}  // namespace simgpu::cublaslt
+
+extern "C" {
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* lightHandle) {
+  if (lightHandle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  int device = simgpu::CurrentDevice();
+  if (device < 0 || device >= simgpu::DeviceCount()) return CUBLAS_STATUS_NOT_INITIALIZED;
+  auto* h = new cublasLtContext;
+  h->device = device;
+  simgpu::cublaslt::Handles& r = simgpu::cublaslt::Registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.live.insert(h);
+  }
+  *lightHandle = h;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// Synchronizes the handle's device first, so no queued matmul outlives the handle (as cublasDestroy does).
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
+  if (lightHandle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  simgpu::cublaslt::Handles& r = simgpu::cublaslt::Registry();
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.live.erase(lightHandle) == 0) return CUBLAS_STATUS_NOT_INITIALIZED;
+  }
+  simgpu::SynchronizeDevice(lightHandle->device);
+  delete lightHandle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+size_t cublasLtGetVersion(void) { return CUBLAS_VERSION; }
+
+size_t cublasLtGetCudartVersion(void) { return CUDART_VERSION; }
+
+cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int* value) {
+  if (value == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (type) {
+    case MAJOR_VERSION: *value = CUBLAS_VER_MAJOR; return CUBLAS_STATUS_SUCCESS;
+    case MINOR_VERSION: *value = CUBLAS_VER_MINOR; return CUBLAS_STATUS_SUCCESS;
+    case PATCH_LEVEL: *value = CUBLAS_VER_PATCH; return CUBLAS_STATUS_SUCCESS;
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+  }
+}
+
+// The status table is cuBLAS's: cuBLASLt returns the same cublasStatus_t names and strings.
+const char* cublasLtGetStatusName(cublasStatus_t status) {
+  switch (status) {
+#define SIMGPU_CUBLAS_STATUS(name, text) \
+  case name:                             \
+    return #name;
+#include "tools/simgpu/cublas/status_table.inc"
+#undef SIMGPU_CUBLAS_STATUS
+    default:
+      return "unrecognized status";
+  }
+}
+
+const char* cublasLtGetStatusString(cublasStatus_t status) {
+  switch (status) {
+#define SIMGPU_CUBLAS_STATUS(name, text) \
+  case name:                             \
+    return text;
+#include "tools/simgpu/cublas/status_table.inc"
+#undef SIMGPU_CUBLAS_STATUS
+    default:
+      return "unrecognized status";
+  }
+}
+
+// Returns simgpu's one algorithm (workspace 0, one wave) when cublasLtMatmul would accept these descriptors, and
+// otherwise the status cublasLtMatmul would return, with *returnAlgoCount = 0.
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc,
+                                              cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
+                                              cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                                              cublasLtMatmulPreference_t preference, int requestedAlgoCount,
+                                              cublasLtMatmulHeuristicResult_t heuristicResultsArray[],
+                                              int* returnAlgoCount) {
+  if (lightHandle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (requestedAlgoCount <= 0 || heuristicResultsArray == nullptr || returnAlgoCount == nullptr ||
+      preference == nullptr) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  *returnAlgoCount = 0;
+  simgpu::cublaslt::MatmulProblem problem;
+  cublasStatus_t status = simgpu::cublaslt::CheckMatmul(operationDesc, Adesc, Bdesc, Cdesc, Ddesc, &problem);
+  if (status != CUBLAS_STATUS_SUCCESS) return status;
+  cublasLtMatmulHeuristicResult_t& r = heuristicResultsArray[0];
+  memset(&r, 0, sizeof r);
+  r.algo.data[0] = simgpu::cublaslt::kAlgoMagic;
+  r.workspaceSize = 0;
+  r.state = CUBLAS_STATUS_SUCCESS;
+  r.wavesCount = 1.0f;
+  *returnAlgoCount = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // extern "C"
