@@ -1,125 +1,246 @@
-// The GEMM arithmetic of gemm.h. op(A) and op(B) of each batch are first widened into dense FP32 panels
-// (widening is exact, so this changes nothing in the result). For each output column, the accumulators of all
-// m rows advance together, one p at a time: every element still sums its products in order p = 0, 1, ..., k-1,
-// and the loop over rows is independent, so the compiler can vectorize it without reassociating anything.
-// This file is compiled with -ffp-contract=off: the accumulation must be the stated sequence of rounded
-// products and sums, never a fused multiply-add the compiler chose.
+// The GEMM arithmetic of gemm.h. Each batch's op(A) and op(B) become dense column-major panels in the
+// accumulator's operand type (widening is exact; the TF32 / FP16 / BF16 input rounding of the fast compute types
+// happens here, once per element), except FP32 or FP64 operands that need neither rounding nor transposition,
+// which the accumulation module reads in place. AccumPlan::SumPanel then sums every element's products in the
+// configured order, and the epilogue applies alpha and beta in the scale type. Compiled with -ffp-contract=off:
+// every product and sum is the stated rounded operation, never a fused multiply-add the compiler chose.
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "tools/simgpu/common/accumulate.h"
+#include "tools/simgpu/core/simgpu.h"
 #include "tools/simgpu/cublas/gemm.h"
 
 namespace simgpu::cublas {
 namespace {
 
 using ttrace::kernels::Bf16ToFloat;
+using ttrace::kernels::BitsFloat;
+using ttrace::kernels::FloatBits;
 using ttrace::kernels::FloatToBf16;
 using ttrace::kernels::FloatToHalf;
 using ttrace::kernels::HalfToFloat;
 
-float Load(const void* base, cudaDataType type, int64_t index) {
+float LoadF(const void* base, cudaDataType type, int64_t index) {
   switch (type) {
-    case CUDA_R_16F:
-      return HalfToFloat(static_cast<const uint16_t*>(base)[index]);
-    case CUDA_R_16BF:
-      return Bf16ToFloat(static_cast<const uint16_t*>(base)[index]);
-    default:
-      return static_cast<const float*>(base)[index];
+    case CUDA_R_16F: return HalfToFloat(static_cast<const uint16_t*>(base)[index]);
+    case CUDA_R_16BF: return Bf16ToFloat(static_cast<const uint16_t*>(base)[index]);
+    case CUDA_R_8I: return static_cast<float>(static_cast<const int8_t*>(base)[index]);
+    default: return static_cast<const float*>(base)[index];
   }
 }
 
-void Store(void* base, cudaDataType type, int64_t index, float value) {
+void StoreF(void* base, cudaDataType type, int64_t index, float value) {
   switch (type) {
-    case CUDA_R_16F:
-      static_cast<uint16_t*>(base)[index] = FloatToHalf(value);
-      break;
-    case CUDA_R_16BF:
-      static_cast<uint16_t*>(base)[index] = FloatToBf16(value);
-      break;
-    default:
-      static_cast<float*>(base)[index] = value;
-      break;
+    case CUDA_R_16F: static_cast<uint16_t*>(base)[index] = FloatToHalf(value); break;
+    case CUDA_R_16BF: static_cast<uint16_t*>(base)[index] = FloatToBf16(value); break;
+    default: static_cast<float*>(base)[index] = value; break;
   }
 }
 
-size_t ElemBytes(cudaDataType type) { return type == CUDA_R_32F ? 4 : 2; }
+float RoundHalf(float x) { return HalfToFloat(FloatToHalf(x)); }
 
-const void* Offset(const void* base, cudaDataType type, long long elems) {
-  return static_cast<const char*>(base) + elems * static_cast<long long>(ElemBytes(type));
+// TF32: FP32 with 10 fraction bits. Round to nearest even on the 13 dropped bits; a carry may roll into the
+// exponent (up to infinity). Infinity and NaN pass unchanged.
+float RoundTf32(float x) {
+  uint32_t u = FloatBits(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;
+  u += 0xfffu + ((u >> 13) & 1u);
+  return BitsFloat(u & ~0x1fffu);
+}
+
+bool RoundsInputs(GemmMath math) {
+  return math == GemmMath::kF32Tf32 || math == GemmMath::kF32Fast16F || math == GemmMath::kF32Fast16BF;
+}
+
+float RoundInput(GemmMath math, float x) {
+  switch (math) {
+    case GemmMath::kF32Tf32: return RoundTf32(x);
+    case GemmMath::kF32Fast16F: return RoundHalf(x);
+    case GemmMath::kF32Fast16BF: return Bf16ToFloat(FloatToBf16(x));
+    default: return x;
+  }
+}
+
+// Element (r, c) of op(X) for a matrix stored with leading dimension ld.
+int64_t OpIndex(cublasOperation_t t, int64_t ld, int64_t r, int64_t c) {
+  return t == CUBLAS_OP_N ? r + c * ld : c + r * ld;
+}
+
+struct BatchPtrs {
+  const void* a;
+  const void* b;
+  void* c;
+};
+
+BatchPtrs Batch(const GemmDesc& d, int64_t batch, bool read_ab) {
+  BatchPtrs p{nullptr, nullptr, nullptr};
+  if (d.c_array != nullptr) {
+    if (read_ab) {
+      p.a = d.a_array[batch];
+      p.b = d.b_array[batch];
+    }
+    p.c = d.c_array[batch];
+    return p;
+  }
+  auto offset = [batch](const void* base, cudaDataType type, long long stride) {
+    return static_cast<const char*>(base) + batch * stride * static_cast<long long>(DataTypeBytes(type));
+  };
+  p.a = offset(d.a, d.a_type, d.stride_a);
+  p.b = offset(d.b, d.b_type, d.stride_b);
+  p.c = const_cast<char*>(offset(d.c, d.c_type, d.stride_c));
+  return p;
+}
+
+void GemmFloat(const GemmDesc& d, GemmMath math, int64_t call, float alpha, float beta) {
+  const int64_t m = d.m, n = d.n, k = d.k;
+  const bool f16 = math == GemmMath::kF16;
+  const AccumPlan plan(AccumFromEnv(), f16 ? AccumPrecision::kFp16 : AccumPrecision::kFp32, k, call);
+  const bool use_ab = alpha != 0.0f && k > 0;
+  const bool direct_a = d.a_type == CUDA_R_32F && d.trans_a == CUBLAS_OP_N && !RoundsInputs(math);
+  const bool direct_b = d.b_type == CUDA_R_32F && d.trans_b == CUBLAS_OP_N && !RoundsInputs(math);
+  std::vector<float> a_panel(use_ab && !direct_a ? m * k : 0);
+  std::vector<float> b_panel(use_ab && !direct_b ? k * n : 0);
+  std::vector<float> acc(use_ab ? m * n : 0);
+  for (int64_t batch = 0; batch < d.batch; ++batch) {
+    const BatchPtrs p = Batch(d, batch, use_ab);
+    if (use_ab) {
+      const float* ap = static_cast<const float*>(p.a);
+      int64_t lda = d.lda;
+      if (!direct_a) {
+        for (int64_t q = 0; q < k; ++q) {
+          for (int64_t i = 0; i < m; ++i) {
+            a_panel[i + q * m] = RoundInput(math, LoadF(p.a, d.a_type, OpIndex(d.trans_a, d.lda, i, q)));
+          }
+        }
+        ap = a_panel.data();
+        lda = m;
+      }
+      const float* bp = static_cast<const float*>(p.b);
+      int64_t ldb = d.ldb;
+      if (!direct_b) {
+        for (int64_t j = 0; j < n; ++j) {
+          for (int64_t q = 0; q < k; ++q) {
+            b_panel[q + j * k] = RoundInput(math, LoadF(p.b, d.b_type, OpIndex(d.trans_b, d.ldb, q, j)));
+          }
+        }
+        bp = b_panel.data();
+        ldb = k;
+      }
+      plan.SumPanel(m, n, ap, lda, bp, ldb, acc.data(), m);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < m; ++i) {
+        const int64_t ci = i + j * d.ldc;
+        float t = 0.0f;
+        if (f16) {
+          if (use_ab) t = RoundHalf(alpha * acc[i + j * m]);
+          if (beta != 0.0f) t = RoundHalf(t + RoundHalf(beta * LoadF(p.c, d.c_type, ci)));
+        } else {
+          if (use_ab) t = alpha * acc[i + j * m];
+          if (beta != 0.0f) t = t + beta * LoadF(p.c, d.c_type, ci);
+        }
+        StoreF(p.c, d.c_type, ci, t);
+      }
+    }
+  }
+}
+
+void GemmDouble(const GemmDesc& d, int64_t call, double alpha, double beta) {
+  const int64_t m = d.m, n = d.n, k = d.k;
+  const AccumPlan plan(AccumFromEnv(), AccumPrecision::kFp64, k, call);
+  const bool use_ab = alpha != 0.0 && k > 0;
+  const bool direct_a = d.trans_a == CUBLAS_OP_N, direct_b = d.trans_b == CUBLAS_OP_N;
+  std::vector<double> a_panel(use_ab && !direct_a ? m * k : 0);
+  std::vector<double> b_panel(use_ab && !direct_b ? k * n : 0);
+  std::vector<double> acc(use_ab ? m * n : 0);
+  for (int64_t batch = 0; batch < d.batch; ++batch) {
+    const BatchPtrs p = Batch(d, batch, use_ab);
+    const auto* a = static_cast<const double*>(p.a);
+    const auto* b = static_cast<const double*>(p.b);
+    auto* c = static_cast<double*>(p.c);
+    if (use_ab) {
+      const double* ap = a;
+      int64_t lda = d.lda;
+      if (!direct_a) {
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t q = 0; q < k; ++q) a_panel[i + q * m] = a[q + i * d.lda];
+        }
+        ap = a_panel.data();
+        lda = m;
+      }
+      const double* bp = b;
+      int64_t ldb = d.ldb;
+      if (!direct_b) {
+        for (int64_t q = 0; q < k; ++q) {
+          for (int64_t j = 0; j < n; ++j) b_panel[q + j * k] = b[j + q * d.ldb];
+        }
+        bp = b_panel.data();
+        ldb = k;
+      }
+      plan.SumPanel(m, n, ap, lda, bp, ldb, acc.data(), m);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < m; ++i) {
+        double t = use_ab ? alpha * acc[i + j * m] : 0.0;
+        if (beta != 0.0) t = t + beta * c[i + j * d.ldc];
+        c[i + j * d.ldc] = t;
+      }
+    }
+  }
+}
+
+// int8 x int8 -> int32: exact products, sums and scaling modulo 2^32 (unsigned arithmetic avoids signed overflow).
+void GemmInt(const GemmDesc& d, int32_t alpha, int32_t beta) {
+  const bool use_ab = alpha != 0 && d.k > 0;
+  for (int64_t batch = 0; batch < d.batch; ++batch) {
+    const BatchPtrs p = Batch(d, batch, use_ab);
+    const auto* a = static_cast<const int8_t*>(p.a);
+    const auto* b = static_cast<const int8_t*>(p.b);
+    auto* c = static_cast<int32_t*>(p.c);
+    for (int64_t j = 0; j < d.n; ++j) {
+      for (int64_t i = 0; i < d.m; ++i) {
+        uint32_t acc = 0;
+        if (use_ab) {
+          for (int64_t q = 0; q < d.k; ++q) {
+            acc += static_cast<uint32_t>(static_cast<int32_t>(a[OpIndex(d.trans_a, d.lda, i, q)]) *
+                                         static_cast<int32_t>(b[OpIndex(d.trans_b, d.ldb, q, j)]));
+          }
+        }
+        uint32_t t = use_ab ? static_cast<uint32_t>(alpha) * acc : 0u;
+        if (beta != 0) t += static_cast<uint32_t>(beta) * static_cast<uint32_t>(c[i + j * d.ldc]);
+        c[i + j * d.ldc] = static_cast<int32_t>(t);
+      }
+    }
+  }
+}
+
+template <typename T>
+T ReadScalar(const void* p) {
+  T v;
+  memcpy(&v, p, sizeof v);
+  return v;
 }
 
 }  // namespace
 
-void ComputeGemm(const GemmDesc& d, float alpha, float beta) {
-  const int64_t m = d.m, n = d.n, k = d.k;
-  if (m == 0 || n == 0) return;
-  const bool use_ab = alpha != 0.0f && k > 0;
-  std::vector<float> a_cols(use_ab ? k * m : 0);  // a_cols[p * m + i] = op(A)(i, p)
-  std::vector<float> b_cols(use_ab ? k * n : 0);  // b_cols[j * k + p] = op(B)(p, j)
-  std::vector<float> acc(m);
-  for (int64_t batch = 0; batch < d.batch; ++batch) {
-    const void* a = Offset(d.a, d.a_type, batch * d.stride_a);
-    const void* b = Offset(d.b, d.b_type, batch * d.stride_b);
-    void* c = const_cast<void*>(Offset(d.c, d.c_type, batch * d.stride_c));
-    if (use_ab) {
-      for (int64_t p = 0; p < k; ++p) {
-        for (int64_t i = 0; i < m; ++i) {
-          int64_t index = d.trans_a == CUBLAS_OP_N ? i + p * d.lda : p + i * d.lda;
-          a_cols[p * m + i] = Load(a, d.a_type, index);
-        }
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        for (int64_t p = 0; p < k; ++p) {
-          int64_t index = d.trans_b == CUBLAS_OP_N ? p + j * d.ldb : j + p * d.ldb;
-          b_cols[j * k + p] = Load(b, d.b_type, index);
-        }
-      }
-    }
-    for (int64_t j = 0; j < n; ++j) {
-      float* __restrict accp = acc.data();
-      for (int64_t i = 0; i < m; ++i) accp[i] = 0.0f;
-      if (use_ab) {
-        for (int64_t p = 0; p < k; ++p) {
-          const float bp = b_cols[j * k + p];
-          const float* __restrict ap = &a_cols[p * m];
-          for (int64_t i = 0; i < m; ++i) accp[i] = accp[i] + ap[i] * bp;
-        }
-      }
-      for (int64_t i = 0; i < m; ++i) {
-        float t = use_ab ? alpha * accp[i] : 0.0f;
-        int64_t ci = i + j * d.ldc;
-        if (beta != 0.0f) t = t + beta * Load(c, d.c_type, ci);
-        Store(c, d.c_type, ci, t);
-      }
-    }
-  }
-}
-
-cublasStatus_t CheckGemm(const GemmDesc& d, cublasComputeType_t compute) {
-  auto known_op = [](cublasOperation_t op) {
-    return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
-  };
-  auto at_least = [](int64_t ld, int64_t rows) { return ld >= (rows > 1 ? rows : 1); };
-  if (!known_op(d.trans_a) || !known_op(d.trans_b)) return CUBLAS_STATUS_INVALID_VALUE;
-  if (d.m < 0 || d.n < 0 || d.k < 0 || d.batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
-  if (!at_least(d.lda, d.trans_a == CUBLAS_OP_N ? d.m : d.k)) return CUBLAS_STATUS_INVALID_VALUE;
-  if (!at_least(d.ldb, d.trans_b == CUBLAS_OP_N ? d.k : d.n)) return CUBLAS_STATUS_INVALID_VALUE;
-  if (!at_least(d.ldc, d.m)) return CUBLAS_STATUS_INVALID_VALUE;
-  const int legacy_r32f = CUDA_R_32F;
-  if (compute != CUBLAS_COMPUTE_32F && compute != CUBLAS_COMPUTE_32F_PEDANTIC &&
-      static_cast<int>(compute) != legacy_r32f) {
-    return CUBLAS_STATUS_NOT_SUPPORTED;
-  }
-  if (d.a_type != d.b_type) return CUBLAS_STATUS_NOT_SUPPORTED;
-  switch (d.a_type) {
-    case CUDA_R_32F:
-      return d.c_type == CUDA_R_32F ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
-    case CUDA_R_16F:
-    case CUDA_R_16BF:
-      return d.c_type == d.a_type || d.c_type == CUDA_R_32F ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_SUPPORTED;
+void ComputeGemm(const GemmDesc& d, GemmMath math, int64_t call, const void* alpha, const void* beta) {
+  if (d.m == 0 || d.n == 0) return;
+  switch (math) {
+    case GemmMath::kF64:
+      GemmDouble(d, call, ReadScalar<double>(alpha), ReadScalar<double>(beta));
+      break;
+    case GemmMath::kI32:
+      GemmInt(d, ReadScalar<int32_t>(alpha), ReadScalar<int32_t>(beta));
+      break;
+    case GemmMath::kF16:
+      GemmFloat(d, math, call, HalfToFloat(ReadScalar<uint16_t>(alpha)), HalfToFloat(ReadScalar<uint16_t>(beta)));
+      break;
     default:
-      return CUBLAS_STATUS_NOT_SUPPORTED;
+      GemmFloat(d, math, call, ReadScalar<float>(alpha), ReadScalar<float>(beta));
+      break;
   }
 }
 
