@@ -35,7 +35,14 @@ __attribute__((target("sse4.2"))) uint32_t HardwareCrc(const unsigned char* p, s
   for (; n > 0; ++p, --n) c32 = _mm_crc32_u8(c32, *p);
   return c32;
 }
-const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
+// Asked on first use, not in a static initializer: libttrace.so links this and runs no constructors.
+bool HaveSse42() {
+  static const bool have = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("sse4.2") != 0;
+  }();
+  return have;
+}
 #endif
 
 }  // namespace
@@ -49,7 +56,7 @@ uint32_t Crc32cSoftware(const void* data, size_t n, uint32_t crc) {
 
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
 #if defined(__x86_64__)
-  if (kHaveSse42) return ~HardwareCrc(static_cast<const unsigned char*>(data), n, ~crc);
+  if (HaveSse42()) return ~HardwareCrc(static_cast<const unsigned char*>(data), n, ~crc);
 #endif
   return Crc32cSoftware(data, n, crc);
 }
