@@ -1,11 +1,13 @@
 // AccumPlan::SumPanel: many sums of accumulate.h at once, bit-identical to AccumPlan::Sum per element.
 //
-// FP32 and FP64 accumulation run on tiles of kRows rows x kCols columns of the output: for each product
-// position p (in the plan's order), one load of kRows values of A feeds the kCols accumulators of every row.
-// Each output element still performs exactly its own sequence of rounded products and additions; only
-// independent elements advance together, so the loops vectorize without reassociating anything. The file is
-// compiled with -ffp-contract=off (no fused multiply-add) and cloned for AVX-512 / AVX2 / baseline x86-64, which
-// changes speed only: the vector instructions round exactly as the scalar ones.
+// FP32 and FP64 accumulation in run orders (sequential, blocked, splitk, random) use a register-blocked kernel:
+// A is packed in blocks of kMr rows (zero-padded) and B in blocks of kNr columns, so that for each product
+// position p (in the plan's order) one contiguous load of A and kNr broadcasts of B feed kMr x kNr accumulators
+// held in registers. Every output element still performs exactly its own sequence of rounded products and
+// additions; only independent elements advance together, so nothing is reassociated. Vectors are GCC vector
+// extensions of 64 bytes; the functions are cloned for AVX-512, AVX2 and baseline x86-64 (always_inline keeps
+// the kernel inside each clone), which changes speed only: vector instructions round exactly as scalar ones.
+// Pairwise order keeps a per-tile stack of partial sums. The file is compiled with -ffp-contract=off.
 //
 // FP16 and reduced-FP8 accumulation gather each element's products and call Sum(): rare, small, and simplest
 // to keep identical that way. blas order hands FP32/FP64 panels to the host BLAS through dlopen, so that no
@@ -16,6 +18,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "tools/simgpu/common/accumulate.h"
@@ -28,46 +31,102 @@ constexpr int kRows = 64;
 constexpr int kCols = 4;
 constexpr int kMaxLevels = 64;
 
-// Sums one sequential run into blk (from +0) for `rows` x COLS elements.
-template <typename T, int COLS>
-inline void RunTile(const T* a, int64_t lda, const T* const* bcol, const int64_t* perm, int64_t q0, int64_t q1,
-                    int rows, T (*blk)[kRows]) {
-  for (int c = 0; c < COLS; ++c) {
-    for (int r = 0; r < kRows; ++r) blk[c][r] = T(0);
-  }
-  for (int64_t q = q0; q < q1; ++q) {
-    const int64_t p = perm ? perm[q] : q;
-    const T* __restrict ap = a + p * lda;
-    T bv[COLS];
-    for (int c = 0; c < COLS; ++c) bv[c] = bcol[c][p];
-    for (int r = 0; r < rows; ++r) {
-      const T av = ap[r];
-      for (int c = 0; c < COLS; ++c) blk[c][r] = blk[c][r] + av * bv[c];
-    }
-  }
+#define SIMGPU_INLINE __attribute__((always_inline)) inline
+
+template <typename T>
+struct Vec;
+template <>
+struct Vec<float> {
+  typedef float type __attribute__((vector_size(64)));
+};
+template <>
+struct Vec<double> {
+  typedef double type __attribute__((vector_size(64)));
+};
+
+constexpr int kMv = 2;  // vectors per column of a register tile
+constexpr int kNr = 8;  // columns of a register tile
+
+template <typename T>
+constexpr int Lanes() {
+  return 64 / sizeof(T);
+}
+template <typename T>
+constexpr int Mr() {
+  return kMv * Lanes<T>();
 }
 
-template <typename T, int COLS>
-void SequentialTile(const std::vector<AccumPlan::Run>& runs, const int64_t* perm, const T* a, int64_t lda,
-                    const T* const* bcol, int rows, T* const* ocol) {
-  alignas(64) T total[COLS][kRows];
-  alignas(64) T blk[COLS][kRows];
-  for (int c = 0; c < COLS; ++c) {
-    for (int r = 0; r < kRows; ++r) total[c][r] = T(0);
-  }
+// The register tile of rows [i0, i0 + Mr) and columns [j0, j0 + kNr): pa is A's packed row block (pa[p * Mr + r]),
+// pb B's packed column block (pb[p * kNr + c]). Writes the valid rows x cols of the result to out.
+template <typename T>
+SIMGPU_INLINE void RunsTile(const std::vector<AccumPlan::Run>& runs, const int64_t* perm, const T* pa, const T* pb,
+                            int rows, int cols, T* out, int64_t ldo) {
+  using V = typename Vec<T>::type;
+  constexpr int kL = Lanes<T>(), kM = Mr<T>();
+  // The running total over runs lives in memory (touched once per run); the run's accumulators in registers.
+  alignas(64) T total[kNr][kM] = {};
   for (const AccumPlan::Run& run : runs) {
-    RunTile<T, COLS>(a, lda, bcol, perm, run.begin, run.end, rows, blk);
-    for (int c = 0; c < COLS; ++c) {
-      for (int r = 0; r < rows; ++r) total[c][r] = total[c][r] + blk[c][r];
+    V blk[kNr][kMv];
+    for (int c = 0; c < kNr; ++c) {
+      for (int v = 0; v < kMv; ++v) blk[c][v] = V{};
+    }
+    for (int64_t q = run.begin; q < run.end; ++q) {
+      const int64_t p = perm ? perm[q] : q;
+      V a[kMv];
+      for (int v = 0; v < kMv; ++v) memcpy(&a[v], pa + p * kM + v * kL, sizeof(V));
+      const T* bp = pb + p * kNr;
+      for (int c = 0; c < kNr; ++c) {
+        V b;
+        for (int l = 0; l < kL; ++l) b[l] = bp[c];
+        for (int v = 0; v < kMv; ++v) blk[c][v] = blk[c][v] + a[v] * b;
+      }
+    }
+    for (int c = 0; c < kNr; ++c) {
+      for (int v = 0; v < kMv; ++v) {
+        V t;
+        memcpy(&t, &total[c][v * kL], sizeof(V));
+        t = t + blk[c][v];
+        memcpy(&total[c][v * kL], &t, sizeof(V));
+      }
     }
   }
-  for (int c = 0; c < COLS; ++c) {
-    for (int r = 0; r < rows; ++r) ocol[c][r] = total[c][r];
+  for (int c = 0; c < cols; ++c) {
+    for (int r = 0; r < rows; ++r) out[r + c * ldo] = total[c][r];
+  }
+}
+
+template <typename T>
+SIMGPU_INLINE void RunsPanel(const std::vector<AccumPlan::Run>& runs, const int64_t* perm, int64_t k, int64_t m,
+                             int64_t n, const T* a, int64_t lda, const T* b, int64_t ldb, T* out, int64_t ldo) {
+  constexpr int kM = Mr<T>();
+  const int64_t col_blocks = (n + kNr - 1) / kNr;
+  std::vector<T> pack_b(static_cast<size_t>(col_blocks) * kNr * k);
+  for (int64_t jb = 0; jb < col_blocks; ++jb) {
+    T* dst = pack_b.data() + jb * kNr * k;
+    for (int c = 0; c < kNr; ++c) {
+      const int64_t j = jb * kNr + c;
+      for (int64_t p = 0; p < k; ++p) dst[p * kNr + c] = j < n ? b[p + j * ldb] : T(0);
+    }
+  }
+  std::vector<T> pack_a(static_cast<size_t>(kM) * k);
+  for (int64_t i0 = 0; i0 < m; i0 += kM) {
+    const int rows = static_cast<int>(std::min<int64_t>(kM, m - i0));
+    for (int64_t p = 0; p < k; ++p) {
+      T* dst = pack_a.data() + p * kM;
+      const T* src = a + i0 + p * lda;
+      for (int r = 0; r < rows; ++r) dst[r] = src[r];
+      for (int r = rows; r < kM; ++r) dst[r] = T(0);
+    }
+    for (int64_t jb = 0; jb < col_blocks; ++jb) {
+      const int cols = static_cast<int>(std::min<int64_t>(kNr, n - jb * kNr));
+      RunsTile<T>(runs, perm, pack_a.data(), pack_b.data() + jb * kNr * k, rows, cols, out + i0 + jb * kNr * ldo,
+                  ldo);
+    }
   }
 }
 
 template <typename T, int COLS>
-void PairwiseTile(int64_t k, const T* a, int64_t lda, const T* const* bcol, int rows, T* const* ocol,
+SIMGPU_INLINE void PairwiseTile(int64_t k, const T* a, int64_t lda, const T* const* bcol, int rows, T* const* ocol,
                   std::vector<T>* scratch) {
   const size_t level_elems = static_cast<size_t>(COLS) * kRows;
   scratch->resize(level_elems * kMaxLevels);
@@ -102,34 +161,36 @@ void PairwiseTile(int64_t k, const T* a, int64_t lda, const T* const* bcol, int 
 }
 
 template <typename T>
-void PanelTiles(const std::vector<AccumPlan::Run>& runs, const int64_t* perm, bool pairwise, int64_t k, int64_t m,
-                int64_t n, const T* a, int64_t lda, const T* b, int64_t ldb, T* out, int64_t ldo) {
+SIMGPU_INLINE void PairwisePanel(int64_t k, int64_t m, int64_t n, const T* a, int64_t lda, const T* b, int64_t ldb,
+                                 T* out, int64_t ldo) {
   std::vector<T> scratch;
-  for (int64_t j0 = 0; j0 < n; j0 += kCols) {
-    const int cols = static_cast<int>(std::min<int64_t>(kCols, n - j0));
-    const T* bcol[kCols];
-    for (int c = 0; c < kCols; ++c) bcol[c] = b + (j0 + std::min(c, cols - 1)) * ldb;
-    for (int64_t i0 = 0; i0 < m; i0 += kRows) {
-      const int rows = static_cast<int>(std::min<int64_t>(kRows, m - i0));
+  for (int64_t i0 = 0; i0 < m; i0 += kRows) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, m - i0));
+    for (int64_t j0 = 0; j0 < n; j0 += kCols) {
+      const int cols = static_cast<int>(std::min<int64_t>(kCols, n - j0));
+      const T* bcol[kCols];
+      for (int c = 0; c < kCols; ++c) bcol[c] = b + (j0 + std::min(c, cols - 1)) * ldb;
       T* ocol[kCols];
       for (int c = 0; c < cols; ++c) ocol[c] = out + i0 + (j0 + c) * ldo;
       const T* ai = a + i0;
-      if (pairwise) {
-        switch (cols) {
-          case 4: PairwiseTile<T, 4>(k, ai, lda, bcol, rows, ocol, &scratch); break;
-          case 3: PairwiseTile<T, 3>(k, ai, lda, bcol, rows, ocol, &scratch); break;
-          case 2: PairwiseTile<T, 2>(k, ai, lda, bcol, rows, ocol, &scratch); break;
-          default: PairwiseTile<T, 1>(k, ai, lda, bcol, rows, ocol, &scratch); break;
-        }
-      } else {
-        switch (cols) {
-          case 4: SequentialTile<T, 4>(runs, perm, ai, lda, bcol, rows, ocol); break;
-          case 3: SequentialTile<T, 3>(runs, perm, ai, lda, bcol, rows, ocol); break;
-          case 2: SequentialTile<T, 2>(runs, perm, ai, lda, bcol, rows, ocol); break;
-          default: SequentialTile<T, 1>(runs, perm, ai, lda, bcol, rows, ocol); break;
-        }
+      switch (cols) {
+        case 4: PairwiseTile<T, 4>(k, ai, lda, bcol, rows, ocol, &scratch); break;
+        case 3: PairwiseTile<T, 3>(k, ai, lda, bcol, rows, ocol, &scratch); break;
+        case 2: PairwiseTile<T, 2>(k, ai, lda, bcol, rows, ocol, &scratch); break;
+        default: PairwiseTile<T, 1>(k, ai, lda, bcol, rows, ocol, &scratch); break;
       }
     }
+  }
+}
+
+template <typename T>
+SIMGPU_INLINE void PanelTiles(const std::vector<AccumPlan::Run>& runs, const int64_t* perm, bool pairwise, int64_t k,
+                              int64_t m, int64_t n, const T* a, int64_t lda, const T* b, int64_t ldb, T* out,
+                              int64_t ldo) {
+  if (pairwise) {
+    PairwisePanel<T>(k, m, n, a, lda, b, ldb, out, ldo);
+  } else {
+    RunsPanel<T>(runs, perm, k, m, n, a, lda, b, ldb, out, ldo);
   }
 }
 
