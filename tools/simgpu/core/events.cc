@@ -2,6 +2,8 @@
 // points at its latest marker. Waits and queries capture the marker current at call time, so re-recording an
 // event never changes what an earlier cudaStreamWaitEvent waits for, as CUDA specifies. Markers are shared with
 // the queued closures, so destroying an event with a pending record is safe.
+// A record on a capturing stream marks a capture position instead (EventCaptureMark); it becomes the event's
+// latest record, so a later wait joins the capture, until a record outside capture replaces it.
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -9,6 +11,7 @@
 #include <unordered_map>
 
 #include "tools/simgpu/core/simgpu.h"
+#include "tools/simgpu/core/stream_internal.h"
 
 namespace simgpu {
 
@@ -31,7 +34,9 @@ void WaitMarker(Marker* m) {
 struct Event {
   unsigned flags = 0;
   std::mutex mu;
-  std::shared_ptr<Marker> latest;  // null until the first record
+  std::shared_ptr<Marker> latest;  // null until the first record outside capture
+  bool latest_in_capture = false;  // the latest record was made in a capture: `mark`, not `latest`, holds it
+  EventCaptureMark mark;
 };
 
 namespace {
@@ -76,13 +81,19 @@ void DestroyEvent(Event* event) {
   r.live.erase(event);
 }
 
-void RecordEvent(Event* event, Stream* stream) {
-  auto marker = std::make_shared<Marker>();
-  {
-    std::lock_guard<std::mutex> lock(event->mu);
-    event->latest = marker;
+cudaError_t RecordEvent(Event* event, Stream* stream) {
+  EventCaptureMark mark;
+  cudaError_t status;
+  if (CaptureRecordEvent(stream, &mark, &status)) {
+    if (status == cudaSuccess) {
+      std::lock_guard<std::mutex> lock(event->mu);
+      event->mark = std::move(mark);
+      event->latest_in_capture = true;
+    }
+    return status;
   }
-  Enqueue(stream, [marker] {
+  auto marker = std::make_shared<Marker>();
+  status = Enqueue(stream, [marker] {
     {
       std::lock_guard<std::mutex> lock(marker->mu);
       marker->when = std::chrono::steady_clock::now();
@@ -90,6 +101,17 @@ void RecordEvent(Event* event, Stream* stream) {
     }
     marker->cv.notify_all();
   });
+  if (status != cudaSuccess) return status;
+  std::lock_guard<std::mutex> lock(event->mu);
+  event->latest = marker;
+  event->latest_in_capture = false;
+  event->mark = EventCaptureMark{};
+  return cudaSuccess;
+}
+
+bool EventInCapture(Event* event) {
+  std::lock_guard<std::mutex> lock(event->mu);
+  return event->latest_in_capture && MarkInActiveCapture(event->mark);
 }
 
 void SynchronizeEvent(Event* event) {
@@ -104,10 +126,21 @@ bool EventDone(Event* event) {
   return m->done;
 }
 
-void StreamWaitEvent(Stream* stream, Event* event) {
-  std::shared_ptr<Marker> m = Latest(event);
-  if (!m) return;
-  Enqueue(stream, [m] { WaitMarker(m.get()); });
+cudaError_t StreamWaitEvent(Stream* stream, Event* event) {
+  std::shared_ptr<Marker> m;
+  EventCaptureMark mark;
+  {
+    std::lock_guard<std::mutex> lock(event->mu);
+    if (event->latest_in_capture) {
+      mark = event->mark;
+    } else {
+      m = event->latest;
+    }
+  }
+  cudaError_t status;
+  if (CaptureWaitEvent(stream, mark, /*recorded_outside=*/m != nullptr, &status)) return status;
+  if (!m) return cudaSuccess;
+  return Enqueue(stream, [m] { WaitMarker(m.get()); });
 }
 
 float ElapsedMs(Event* start, Event* end) {

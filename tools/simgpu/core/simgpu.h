@@ -29,6 +29,11 @@ constexpr int kMaxDevices = 64;
 int DeviceCount();
 int CurrentDevice();
 void SetCurrentDevice(int device);
+// The description of every simulated device (all identical but for name, UUID and PCI bus id), as
+// cudaGetDeviceProperties and cudaDeviceGetAttribute report it; DeviceAttribute returns false for an attribute
+// simgpu does not describe. `device` must be a valid ordinal.
+void DeviceProperties(int device, cudaDeviceProp* prop);
+bool DeviceAttribute(cudaDeviceAttr attr, int device, int* value);
 
 // ---- streams -------------------------------------------------------------------------------------------------
 struct Stream;  // cudaStream_t values handed to the application are Stream* (except the special handles below).
@@ -45,7 +50,12 @@ void DestroyStream(Stream* stream);                   // waits for the stream's 
 // stream of its device (created without cudaStreamNonBlocking, per-thread default streams included), and work on
 // a blocking stream waits for work enqueued earlier on the legacy stream. Work runs on the stream's worker thread
 // and must not synchronize with its own stream.
-void Enqueue(Stream* stream, std::function<void()> work);
+// While the stream is capturing (see "stream capture" below) the work is not run but recorded into the capture's
+// graph, and runs each time the graph is launched. Returns cudaSuccess, or (work dropped, as CUDA refuses the
+// operation): cudaErrorStreamCaptureInvalidated when the stream's capture was invalidated earlier,
+// cudaErrorStreamCaptureImplicit when `stream` is the legacy stream while a blocking stream of its device is
+// capturing (that capture is invalidated too). Libraries report a refusal as their own launch failure.
+cudaError_t Enqueue(Stream* stream, std::function<void()> work);
 void SynchronizeStream(Stream* stream);   // blocks until all work enqueued so far has run
 bool StreamIdle(Stream* stream);          // cudaStreamQuery
 void SynchronizeDevice();                 // all streams of the current device
@@ -55,20 +65,106 @@ void SynchronizeDevice(int device);       // all streams of `device` (cudaFree s
 int StreamDevice(const Stream* stream);
 unsigned StreamFlags(const Stream* stream);
 int StreamPriority(const Stream* stream);
+uint64_t StreamId(const Stream* stream);  // unique over the process, never 0
 
 // ---- events --------------------------------------------------------------------------------------------------
 struct Event;  // cudaEvent_t values handed to the application are Event*.
 Event* ResolveEvent(cudaEvent_t event);                // nullptr for a handle that is not a live event
 Event* CreateEvent(unsigned flags);                    // flags as cudaEventCreateWithFlags (validated by cudart)
 void DestroyEvent(Event* event);
-void RecordEvent(Event* event, Stream* stream);        // completes when the stream reaches this point
+// Completes when the stream reaches this point; on a capturing stream it marks the capture position instead
+// (see "stream capture"). Returns Enqueue's refusals, and those of capture.
+cudaError_t RecordEvent(Event* event, Stream* stream);
 void SynchronizeEvent(Event* event);
 bool EventDone(Event* event);
-void StreamWaitEvent(Stream* stream, Event* event);    // later work on stream waits for the event's record
+// Later work on stream waits for the event's record. With capture: joins `stream` into the capture the event was
+// recorded in (cudaErrorStreamCaptureMerge when the stream is in another capture); a capturing stream waiting on
+// an event recorded outside its capture is refused with cudaErrorStreamCaptureIsolation (capture invalidated).
+cudaError_t StreamWaitEvent(Stream* stream, Event* event);
+// True while the event's latest record was made in a capture that is still in progress (cudaEventQuery and
+// cudaEventSynchronize then fail with cudaErrorCapturedEvent).
+bool EventInCapture(Event* event);
 float ElapsedMs(Event* start, Event* end);             // host clock at completion; both must be EventDone
 bool EventRecorded(Event* event);                      // cudaEventRecord was called at least once
 unsigned EventFlags(Event* event);
 // EventDone is true for an event never recorded (as cudaEventQuery says); a wait on such an event is a no-op.
+
+// ---- stream capture and graphs ------------------------------------------------------------------------------
+// As CUDA's stream capture: between BeginCapture and EndCapture on a stream, every operation enqueued on it is
+// recorded as a node of a graph instead of running. Enqueue does the recording, so every simgpu library (cuBLAS,
+// cuBLASLt, cuDNN, NCCL) is captured without code of its own: a library call made during capture runs its host
+// part once, at capture (argument checks, host scalars, the fault call number), and its stream closure is
+// replayed at every launch, reading its device operands then, as a captured kernel does on a GPU. A library whose
+// closure carries per-call state that must not be replayed (a sequence ticket, a one-shot buffer) must check
+// IsCapturing and build a closure that is safe to run once per launch.
+// Events join streams into a capture: RecordEvent on a capturing stream marks the nodes it has reached;
+// StreamWaitEvent of such an event makes the waiting stream depend on them, pulling a stream that was not
+// capturing into the capture (a fork); EndCapture on the origin stream requires every forked stream to have
+// been joined back (an event recorded on it, waited on by the origin), else cudaErrorStreamCaptureUnjoined.
+// A launch enqueues the graph's nodes on the launch stream in capture order (a topological order of the graph);
+// launches of one executable graph are ordered after each other, as cudaGraphLaunch documents.
+// Refusals follow CUDA: capture on the legacy stream is unsupported; calls that would wait on a capturing stream
+// (SynchronizeStream, StreamIdle, device synchronization) and "potentially unsafe" calls (allocation, free;
+// CheckUnsafeCall) under the thread's capture mode fail with cudaErrorStreamCaptureUnsupported and invalidate
+// the capture; an invalidated capture refuses further work and EndCapture returns no graph.
+struct Graph;      // cudaGraph_t values handed to the application are Graph*
+struct GraphNode;  // cudaGraphNode_t values are GraphNode*
+struct GraphExec;  // cudaGraphExec_t values are GraphExec*
+
+// cudaErrorStreamCaptureUnsupported (legacy stream), cudaErrorIllegalState (already capturing). With `into`,
+// records into that existing graph (which must not be in another capture), the first node depending on `deps`.
+cudaError_t BeginCapture(Stream* stream, cudaStreamCaptureMode mode, Graph* into = nullptr,
+                         const std::vector<GraphNode*>& deps = {});
+// Ends the capture begun on `stream`: *graph is the captured graph (the caller owns it: DestroyGraph), or
+// nullptr with cudaErrorStreamCaptureInvalidated / cudaErrorStreamCaptureUnjoined. cudaErrorIllegalState when the
+// stream is not capturing, cudaErrorStreamCaptureUnmatched when it is not the stream the capture began on (the
+// capture is invalidated), cudaErrorStreamCaptureWrongThread for a non-relaxed capture ended on another thread.
+cudaError_t EndCapture(Stream* stream, Graph** graph);
+bool IsCapturing(Stream* stream);  // active or invalidated capture
+// Status, capture id (unique over the process), graph and the current dependency set of `stream` (the vector is
+// the stream's own copy, valid until the next capture call on the stream). Any out pointer may be null.
+cudaStreamCaptureStatus CaptureInfo(Stream* stream, unsigned long long* id, Graph** graph,
+                                    const std::vector<GraphNode*>** deps);
+// cudaErrorStreamCaptureImplicit when `stream` is the legacy stream of a device on which a blocking stream is
+// capturing (as cudaStreamIsCapturing on cudaStreamLegacy reports), else cudaSuccess.
+cudaError_t CheckLegacyQuery(Stream* stream);
+// Replaces the calling thread's capture mode (cudaThreadExchangeStreamCaptureMode); the default is global.
+void ExchangeCaptureMode(cudaStreamCaptureMode* mode);
+// For a "potentially unsafe" call (cudaMalloc, cudaFree, cudaMallocHost, cudaFreeHost, ...): refused with
+// cudaErrorStreamCaptureUnsupported, invalidating the captures that forbid it, when the calling thread has a
+// non-relaxed capture in progress (and its mode is not relaxed), or its mode is global and any thread has a
+// global-mode capture in progress. Else cudaSuccess.
+cudaError_t CheckUnsafeCall();
+// For calls that would wait for the stream (cudaStreamSynchronize, cudaStreamQuery): refused with
+// cudaErrorStreamCaptureUnsupported when the stream is capturing (the capture is invalidated), with
+// cudaErrorStreamCaptureImplicit when it is the legacy stream and a blocking stream of its device is capturing.
+cudaError_t CheckStreamWait(Stream* stream);
+// For cudaDeviceSynchronize: refused with cudaErrorStreamCaptureUnsupported while any stream of the device is
+// capturing, whatever the capture mode (every such capture is invalidated).
+cudaError_t CheckDeviceWait(int device);
+// Invalidates the capture `stream` takes part in (no-op when none), for refusals decided by the caller.
+void InvalidateCapture(Stream* stream);
+
+// Device memory allocated on a capturing stream (cudaMallocAsync) belongs to the capture: NoteCaptureAllocation
+// records it; TakeCaptureAllocation (cudaFreeAsync on a capturing stream) returns true when ptr was allocated in
+// the same capture and hands it to the graph, which frees it when the graph and every executable instantiated
+// from it are destroyed. An allocation a graph does not free stays the application's, as on a GPU.
+void NoteCaptureAllocation(Stream* stream, void* ptr);
+bool TakeCaptureAllocation(Stream* stream, void* ptr);
+
+Graph* CreateGraph();                       // an empty graph (cudaGraphCreate)
+bool LiveGraph(const Graph* graph);         // false for a handle that is not a live graph
+// Executables instantiated from it stay valid. cudaErrorInvalidValue for a handle that is not a live graph,
+// cudaErrorIllegalState while a capture records into it.
+cudaError_t DestroyGraph(Graph* graph);
+std::vector<GraphNode*> GraphNodes(const Graph* graph);  // in capture order
+std::vector<GraphNode*> GraphNodeDependencies(const GraphNode* node);
+GraphExec* InstantiateGraph(const Graph* graph);  // a snapshot: later changes to the graph do not affect it
+bool LiveGraphExec(const GraphExec* exec);
+void DestroyGraphExec(GraphExec* exec);     // launches already enqueued still run
+// Enqueues the graph's nodes on `stream` (which may itself be capturing: the nodes are then recorded). Returns
+// Enqueue's status for the first node refused.
+cudaError_t LaunchGraph(GraphExec* exec, Stream* stream);
 
 // ---- memory --------------------------------------------------------------------------------------------------
 // Device and pinned allocations are tracked so cudaPointerGetAttributes and argument checks can tell them apart.

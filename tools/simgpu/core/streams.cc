@@ -25,32 +25,9 @@
 #include <vector>
 
 #include "tools/simgpu/core/simgpu.h"
+#include "tools/simgpu/core/stream_internal.h"
 
 namespace simgpu {
-
-struct Stream {
-  enum class Role { kLegacy, kPerThread, kCreated };
-  struct Item {
-    std::function<void()> work;
-    std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> deps;  // (stream, ticket that must be complete)
-    int64_t delay_ms = 0;  // SIMGPU_FAULT stream site: start this late once the dependencies are met
-  };
-
-  int device = 0;
-  unsigned flags = cudaStreamDefault;
-  int priority = 0;
-  Role role = Role::kCreated;
-
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Item> queue;
-  uint64_t enqueued = 0;   // tickets handed out; the n-th item enqueued has ticket n (1-based)
-  uint64_t completed = 0;  // items finished; items finish in ticket order
-  bool stopping = false;
-  std::thread worker;
-
-  bool Blocking() const { return role != Role::kLegacy && (flags & cudaStreamNonBlocking) == 0; }
-};
 
 namespace {
 
@@ -105,6 +82,8 @@ std::shared_ptr<Stream> StartStream(int device, unsigned flags, int priority, St
   s->flags = flags;
   s->priority = priority;
   s->role = role;
+  static std::atomic<uint64_t> next_id{1};
+  s->id = next_id.fetch_add(1);
   s->worker = std::thread(RunWorker, s.get());
   char name[16];
   snprintf(name, sizeof name, "simgpu-d%d", device);
@@ -220,10 +199,13 @@ void DestroyStream(Stream* stream) {
     if (it == r.live.end() || it->second->role != Stream::Role::kCreated) return;
     s = it->second;
   }
+  CaptureStreamDestroyed(s.get());
   StopStream(s);
 }
 
-void Enqueue(Stream* stream, std::function<void()> work) {
+cudaError_t Enqueue(Stream* stream, std::function<void()> work) {
+  cudaError_t refused;
+  if (CaptureEnqueue(stream, &work, &refused)) return refused;
   static std::atomic<int64_t> operations{0};
   Stream::Item item;
   item.work = std::move(work);
@@ -256,6 +238,7 @@ void Enqueue(Stream* stream, std::function<void()> work) {
     stream->queue.push_back(std::move(item));
   }
   stream->cv.notify_all();
+  return cudaSuccess;
 }
 
 void SynchronizeStream(Stream* stream) {
@@ -293,5 +276,6 @@ void SynchronizeDevice(int device) {
 int StreamDevice(const Stream* stream) { return stream->device; }
 unsigned StreamFlags(const Stream* stream) { return stream->flags; }
 int StreamPriority(const Stream* stream) { return stream->priority; }
+uint64_t StreamId(const Stream* stream) { return stream->id; }
 
 }  // namespace simgpu

@@ -13,6 +13,9 @@ cudaError_t Report(cudaError_t status);
 // The current device ordinal when it is valid, else -1.
 int ValidCurrentDevice();
 
+// cudaFree of memory that cudaMallocAsync allocated: drops it from its pool's accounting (memory_pool.cc).
+void ForgetAsyncAllocation(void* ptr);
+
 }  // namespace simgpu::cudart
 
 #endif  // TTRACE_TOOLS_SIMGPU_CUDART_CUDART_INTERNAL_H_

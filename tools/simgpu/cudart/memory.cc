@@ -5,6 +5,7 @@
 //   after it ran (NVIDIA stages pageable memory before returning; the caller may reuse the buffer at once);
 // - cudaMemset: asynchronous unless the target is pinned host memory; cudaMemsetAsync: ordered on its stream;
 // - cudaFree / cudaFreeHost synchronize the device first, so no queued work touches freed memory.
+// Allocation and free are "potentially unsafe" during stream capture (simgpu::CheckUnsafeCall).
 #include <cstring>
 #include <functional>
 #include <future>
@@ -16,35 +17,41 @@ namespace simgpu::cudart {
 namespace {
 
 // Runs `work` on the stream; when `wait`, returns only after it (and everything before it on the stream) ran.
-void Submit(Stream* stream, std::function<void()> work, bool wait) {
-  if (!wait) {
-    Enqueue(stream, std::move(work));
-    return;
+// A stream that is capturing records the work instead; a copy that would have to wait (pageable host memory)
+// cannot be captured, as CUDA refuses it: cudaErrorStreamCaptureUnsupported, and the capture is invalidated.
+cudaError_t Submit(Stream* stream, std::function<void()> work, bool wait) {
+  if (!wait) return Enqueue(stream, std::move(work));
+  if (IsCapturing(stream)) {
+    InvalidateCapture(stream);
+    return cudaErrorStreamCaptureUnsupported;
   }
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
-  Enqueue(stream, [work = std::move(work), done] {
+  cudaError_t status = Enqueue(stream, [work = std::move(work), done] {
     work();
     done->set_value();
   });
-  finished.wait();
+  if (status == cudaSuccess) finished.wait();
+  return status;
 }
 
 bool IsDeviceSide(const void* p, size_t bytes) { return InAllocation(p, bytes, MemoryKind::kDevice); }
 
 // Validates a copy and reports whether it touches pageable host memory (pageable) and whether it is device to
 // device (d2d). A side named as device memory must lie inside one device allocation.
-cudaError_t CheckCopy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, bool* pageable, bool* d2d) {
+// dst_bytes and src_bytes: the extent each side spans (a 2D copy's rows and pitches).
+cudaError_t CheckCopy(void* dst, size_t dst_bytes, const void* src, size_t src_bytes, cudaMemcpyKind kind,
+                      bool* pageable, bool* d2d) {
   if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
   if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
   bool dst_dev, src_dev;
   if (kind == cudaMemcpyDefault) {
-    dst_dev = IsDeviceSide(dst, count);
-    src_dev = IsDeviceSide(src, count);
+    dst_dev = IsDeviceSide(dst, dst_bytes);
+    src_dev = IsDeviceSide(src, src_bytes);
   } else {
     dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
-    if ((dst_dev && !IsDeviceSide(dst, count)) || (src_dev && !IsDeviceSide(src, count))) {
+    if ((dst_dev && !IsDeviceSide(dst, dst_bytes)) || (src_dev && !IsDeviceSide(src, src_bytes))) {
       return cudaErrorInvalidValue;
     }
   }
@@ -57,13 +64,37 @@ cudaError_t CheckCopy(void* dst, const void* src, size_t count, cudaMemcpyKind k
 cudaError_t Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t handle, bool async) {
   if (count == 0) return cudaSuccess;
   bool pageable = false, d2d = false;
-  cudaError_t status = CheckCopy(dst, src, count, kind, &pageable, &d2d);
+  cudaError_t status = CheckCopy(dst, count, src, count, kind, &pageable, &d2d);
   if (status != cudaSuccess) return Report(status);
   Stream* stream = ResolveStream(handle);
   if (stream == nullptr) return Report(cudaErrorInvalidResourceHandle);
   bool wait = async ? pageable : !d2d;
-  Submit(stream, [dst, src, count] { memmove(dst, src, count); }, wait);
-  return cudaSuccess;
+  status = Submit(stream, [dst, src, count] { memmove(dst, src, count); }, wait);
+  return status == cudaSuccess ? cudaSuccess : Report(status);
+}
+
+// Row by row; each side spans (height - 1) * pitch + width bytes, which must lie in one allocation when it is
+// device memory. Synchronization as for the 1D copies.
+cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                   cudaMemcpyKind kind, cudaStream_t handle, bool async) {
+  if (width > dpitch || width > spitch) return Report(cudaErrorInvalidPitchValue);
+  if (width == 0 || height == 0) return cudaSuccess;
+  bool pageable = false, d2d = false;
+  cudaError_t status = CheckCopy(dst, (height - 1) * dpitch + width, src, (height - 1) * spitch + width, kind,
+                                 &pageable, &d2d);
+  if (status != cudaSuccess) return Report(status);
+  Stream* stream = ResolveStream(handle);
+  if (stream == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  bool wait = async ? pageable : !d2d;
+  auto* d = static_cast<char*>(dst);
+  auto* s = static_cast<const char*>(src);
+  status = Submit(
+      stream,
+      [d, dpitch, s, spitch, width, height] {
+        for (size_t row = 0; row < height; ++row) memmove(d + row * dpitch, s + row * spitch, width);
+      },
+      wait);
+  return status == cudaSuccess ? cudaSuccess : Report(status);
 }
 
 cudaError_t Set(void* ptr, int value, size_t count, cudaStream_t handle, bool async) {
@@ -73,13 +104,15 @@ cudaError_t Set(void* ptr, int value, size_t count, cudaStream_t handle, bool as
   if (!IsDeviceSide(ptr, count) && !pinned) return Report(cudaErrorInvalidValue);
   Stream* stream = ResolveStream(handle);
   if (stream == nullptr) return Report(cudaErrorInvalidResourceHandle);
-  Submit(stream, [ptr, value, count] { memset(ptr, value, count); }, !async && pinned);
-  return cudaSuccess;
+  cudaError_t status = Submit(stream, [ptr, value, count] { memset(ptr, value, count); }, !async && pinned);
+  return status == cudaSuccess ? cudaSuccess : Report(status);
 }
 
 cudaError_t HostAlloc(void** ptr, size_t size) {
   if (ptr == nullptr) return Report(cudaErrorInvalidValue);
   *ptr = nullptr;
+  cudaError_t refused = CheckUnsafeCall();
+  if (refused != cudaSuccess) return Report(refused);
   if (size == 0) return cudaSuccess;
   *ptr = AllocHostPinned(size);
   return *ptr == nullptr ? Report(cudaErrorMemoryAllocation) : cudaSuccess;
@@ -96,6 +129,8 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
   if (devPtr == nullptr) return Report(cudaErrorInvalidValue);
   *devPtr = nullptr;
   if (simgpu::cudart::ValidCurrentDevice() < 0) return Report(cudaErrorInvalidDevice);
+  cudaError_t refused = simgpu::CheckUnsafeCall();
+  if (refused != cudaSuccess) return Report(refused);
   if (size == 0) return cudaSuccess;
   *devPtr = simgpu::AllocDevice(size);
   return *devPtr == nullptr ? Report(cudaErrorMemoryAllocation) : cudaSuccess;
@@ -105,7 +140,10 @@ cudaError_t cudaFree(void* devPtr) {
   if (devPtr == nullptr) return cudaSuccess;
   simgpu::Allocation a = simgpu::FindAllocation(devPtr);
   if (a.kind != simgpu::MemoryKind::kDevice || a.base != devPtr) return Report(cudaErrorInvalidValue);
+  cudaError_t refused = simgpu::CheckUnsafeCall();
+  if (refused != cudaSuccess) return Report(refused);
   simgpu::SynchronizeDevice(a.device);
+  simgpu::cudart::ForgetAsyncAllocation(devPtr);
   return simgpu::FreeDevice(devPtr) ? cudaSuccess : Report(cudaErrorInvalidValue);
 }
 
@@ -121,6 +159,8 @@ cudaError_t cudaFreeHost(void* ptr) {
   if (ptr == nullptr) return cudaSuccess;
   simgpu::Allocation a = simgpu::FindAllocation(ptr);
   if (a.kind != simgpu::MemoryKind::kHostPinned || a.base != ptr) return Report(cudaErrorInvalidValue);
+  cudaError_t refused = simgpu::CheckUnsafeCall();
+  if (refused != cudaSuccess) return Report(refused);
   simgpu::SynchronizeDevice(a.device);
   return simgpu::FreeHostPinned(ptr) ? cudaSuccess : Report(cudaErrorInvalidValue);
 }
@@ -131,6 +171,16 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
   return simgpu::cudart::Copy(dst, src, count, kind, stream, true);
+}
+
+cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                         cudaMemcpyKind kind) {
+  return simgpu::cudart::Copy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false);
+}
+
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t stream) {
+  return simgpu::cudart::Copy2D(dst, dpitch, src, spitch, width, height, kind, stream, true);
 }
 
 cudaError_t cudaMemset(void* devPtr, int value, size_t count) {

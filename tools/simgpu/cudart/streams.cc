@@ -1,6 +1,7 @@
 // Streams and events: handle validation and CUDA's documented error codes in front of the simgpu core. Status
 // codes like cudaErrorNotReady are recorded as the last error too, as NVIDIA's runtime does (callers such as
-// PyTorch clear it with cudaGetLastError after a query).
+// PyTorch clear it with cudaGetLastError after a query). Capture refusals come from the core (simgpu.h, "stream
+// capture"); the capture and graph entry points are in capture.cc.
 #include "tools/simgpu/core/simgpu.h"
 #include "tools/simgpu/cudart/cudart_internal.h"
 
@@ -52,6 +53,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   simgpu::Stream* s = simgpu::ResolveStream(stream);
   if (s == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  cudaError_t refused = simgpu::CheckStreamWait(s);
+  if (refused != cudaSuccess) return Report(refused);
   simgpu::SynchronizeStream(s);
   return cudaSuccess;
 }
@@ -59,6 +62,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   simgpu::Stream* s = simgpu::ResolveStream(stream);
   if (s == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  cudaError_t refused = simgpu::CheckStreamWait(s);
+  if (refused != cudaSuccess) return Report(refused);
   return simgpu::StreamIdle(s) ? cudaSuccess : Report(cudaErrorNotReady);
 }
 
@@ -86,21 +91,29 @@ cudaError_t cudaStreamGetDevice(cudaStream_t hStream, int* device) {
   return cudaSuccess;
 }
 
+cudaError_t cudaStreamGetId(cudaStream_t hStream, unsigned long long* streamId) {
+  if (streamId == nullptr) return Report(cudaErrorInvalidValue);
+  simgpu::Stream* s = simgpu::ResolveStream(hStream);
+  if (s == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  *streamId = simgpu::StreamId(s);
+  return cudaSuccess;
+}
+
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   if ((flags & ~static_cast<unsigned>(cudaEventWaitExternal)) != 0) return Report(cudaErrorInvalidValue);
   simgpu::Stream* s = simgpu::ResolveStream(stream);
   simgpu::Event* e = simgpu::ResolveEvent(event);
   if (s == nullptr || e == nullptr) return Report(cudaErrorInvalidResourceHandle);
-  simgpu::StreamWaitEvent(s, e);
-  return cudaSuccess;
+  cudaError_t status = simgpu::StreamWaitEvent(s, e);
+  return status == cudaSuccess ? cudaSuccess : Report(status);
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* userData) {
   if (fn == nullptr) return Report(cudaErrorInvalidValue);
   simgpu::Stream* s = simgpu::ResolveStream(stream);
   if (s == nullptr) return Report(cudaErrorInvalidResourceHandle);
-  simgpu::Enqueue(s, [fn, userData] { fn(userData); });
-  return cudaSuccess;
+  cudaError_t status = simgpu::Enqueue(s, [fn, userData] { fn(userData); });
+  return status == cudaSuccess ? cudaSuccess : Report(status);
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
@@ -127,13 +140,14 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   simgpu::Event* e = simgpu::ResolveEvent(event);
   simgpu::Stream* s = simgpu::ResolveStream(stream);
   if (e == nullptr || s == nullptr) return Report(cudaErrorInvalidResourceHandle);
-  simgpu::RecordEvent(e, s);
-  return cudaSuccess;
+  cudaError_t status = simgpu::RecordEvent(e, s);
+  return status == cudaSuccess ? cudaSuccess : Report(status);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   simgpu::Event* e = simgpu::ResolveEvent(event);
   if (e == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  if (simgpu::EventInCapture(e)) return Report(cudaErrorCapturedEvent);
   simgpu::SynchronizeEvent(e);
   return cudaSuccess;
 }
@@ -141,6 +155,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   simgpu::Event* e = simgpu::ResolveEvent(event);
   if (e == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  if (simgpu::EventInCapture(e)) return Report(cudaErrorCapturedEvent);
   return simgpu::EventDone(e) ? cudaSuccess : Report(cudaErrorNotReady);
 }
 

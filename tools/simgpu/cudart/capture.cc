@@ -1,0 +1,179 @@
+// Stream capture and graphs: argument checks and CUDA's error codes in front of the simgpu core, which does the
+// recording and replay (simgpu.h, "stream capture and graphs"). Handles are the core's objects: cudaGraph_t is a
+// simgpu::Graph*, cudaGraphNode_t a simgpu::GraphNode*, cudaGraphExec_t a simgpu::GraphExec*.
+#include <vector>
+
+#include "tools/simgpu/core/simgpu.h"
+#include "tools/simgpu/cudart/cudart_internal.h"
+
+using simgpu::cudart::Report;
+
+namespace simgpu::cudart {
+namespace {
+
+bool ValidMode(cudaStreamCaptureMode mode) {
+  return mode == cudaStreamCaptureModeGlobal || mode == cudaStreamCaptureModeThreadLocal ||
+         mode == cudaStreamCaptureModeRelaxed;
+}
+
+Graph* ToGraph(cudaGraph_t graph) { return reinterpret_cast<Graph*>(graph); }
+GraphExec* ToExec(cudaGraphExec_t exec) { return reinterpret_cast<GraphExec*>(exec); }
+
+cudaError_t Instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags) {
+  constexpr unsigned long long kKnown = cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUpload |
+                                        cudaGraphInstantiateFlagDeviceLaunch |
+                                        cudaGraphInstantiateFlagUseNodePriority;
+  if (exec == nullptr || !LiveGraph(ToGraph(graph)) || (flags & ~kKnown) != 0) return Report(cudaErrorInvalidValue);
+  // Device-side graph launch needs kernels that launch graphs; simgpu runs no device code.
+  if ((flags & cudaGraphInstantiateFlagDeviceLaunch) != 0) return Report(cudaErrorNotSupported);
+  *exec = reinterpret_cast<cudaGraphExec_t>(InstantiateGraph(ToGraph(graph)));
+  return cudaSuccess;
+}
+
+}  // namespace
+}  // namespace simgpu::cudart
+
+extern "C" {
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  if (!simgpu::cudart::ValidMode(mode)) return Report(cudaErrorInvalidValue);
+  simgpu::Stream* s = simgpu::ResolveStream(stream);
+  if (s == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  cudaError_t status = simgpu::BeginCapture(s, mode);
+  return status == cudaSuccess ? cudaSuccess : Report(status);
+}
+
+cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                          const cudaGraphNode_t* dependencies,
+                                          const cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                                          cudaStreamCaptureMode mode) {
+  if (!simgpu::cudart::ValidMode(mode) || !simgpu::LiveGraph(simgpu::cudart::ToGraph(graph)) ||
+      (numDependencies != 0 && dependencies == nullptr)) {
+    return Report(cudaErrorInvalidValue);
+  }
+  simgpu::Stream* s = simgpu::ResolveStream(stream);
+  if (s == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  std::vector<simgpu::GraphNode*> deps;
+  for (size_t i = 0; i < numDependencies; ++i) deps.push_back(reinterpret_cast<simgpu::GraphNode*>(dependencies[i]));
+  cudaError_t status = simgpu::BeginCapture(s, mode, simgpu::cudart::ToGraph(graph), deps);
+  return status == cudaSuccess ? cudaSuccess : Report(status);
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
+  if (pGraph == nullptr) return Report(cudaErrorInvalidValue);
+  simgpu::Stream* s = simgpu::ResolveStream(stream);
+  if (s == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  simgpu::Graph* graph = nullptr;
+  cudaError_t status = simgpu::EndCapture(s, &graph);
+  if (status == cudaSuccess || status == cudaErrorStreamCaptureInvalidated ||
+      status == cudaErrorStreamCaptureUnjoined) {
+    *pGraph = reinterpret_cast<cudaGraph_t>(graph);
+  }
+  return status == cudaSuccess ? cudaSuccess : Report(status);
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* pCaptureStatus) {
+  if (pCaptureStatus == nullptr) return Report(cudaErrorInvalidValue);
+  simgpu::Stream* s = simgpu::ResolveStream(stream);
+  if (s == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  cudaError_t implicit = simgpu::CheckLegacyQuery(s);
+  if (implicit != cudaSuccess) return Report(implicit);
+  *pCaptureStatus = simgpu::CaptureInfo(s, nullptr, nullptr, nullptr);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatus* captureStatus_out,
+                                     unsigned long long* id_out, cudaGraph_t* graph_out,
+                                     const cudaGraphNode_t** dependencies_out,
+                                     const cudaGraphEdgeData** edgeData_out, size_t* numDependencies_out) {
+  if (captureStatus_out == nullptr || (edgeData_out != nullptr && dependencies_out == nullptr)) {
+    return Report(cudaErrorInvalidValue);
+  }
+  simgpu::Stream* s = simgpu::ResolveStream(stream);
+  if (s == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  cudaError_t implicit = simgpu::CheckLegacyQuery(s);
+  if (implicit != cudaSuccess) return Report(implicit);
+  unsigned long long id = 0;
+  simgpu::Graph* graph = nullptr;
+  const std::vector<simgpu::GraphNode*>* deps = nullptr;
+  *captureStatus_out = simgpu::CaptureInfo(s, &id, &graph, &deps);
+  if (*captureStatus_out != cudaStreamCaptureStatusActive) return cudaSuccess;
+  if (id_out != nullptr) *id_out = id;
+  if (graph_out != nullptr) *graph_out = reinterpret_cast<cudaGraph_t>(graph);
+  if (dependencies_out != nullptr) {
+    *dependencies_out = deps->empty() ? nullptr : reinterpret_cast<const cudaGraphNode_t*>(deps->data());
+  }
+  if (edgeData_out != nullptr) {
+    // simgpu's edges carry no data: an array of default (zero) edge data as long as the dependency set.
+    thread_local std::vector<cudaGraphEdgeData> edges;
+    edges.assign(deps->size(), cudaGraphEdgeData{});
+    *edgeData_out = edges.empty() ? nullptr : edges.data();
+  }
+  if (numDependencies_out != nullptr) *numDependencies_out = deps->size();
+  return cudaSuccess;
+}
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  if (mode == nullptr || !simgpu::cudart::ValidMode(*mode)) return Report(cudaErrorInvalidValue);
+  simgpu::ExchangeCaptureMode(mode);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphCreate(cudaGraph_t* pGraph, unsigned int flags) {
+  if (pGraph == nullptr || flags != 0) return Report(cudaErrorInvalidValue);
+  *pGraph = reinterpret_cast<cudaGraph_t>(simgpu::CreateGraph());
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* numNodes) {
+  if (numNodes == nullptr || !simgpu::LiveGraph(simgpu::cudart::ToGraph(graph))) {
+    return Report(cudaErrorInvalidValue);
+  }
+  std::vector<simgpu::GraphNode*> all = simgpu::GraphNodes(simgpu::cudart::ToGraph(graph));
+  if (nodes == nullptr) {
+    *numNodes = all.size();
+    return cudaSuccess;
+  }
+  // As documented: at most *numNodes entries are written, extra entries are set to NULL, and *numNodes becomes
+  // the number of nodes actually returned.
+  size_t n = *numNodes < all.size() ? *numNodes : all.size();
+  for (size_t i = 0; i < *numNodes; ++i) nodes[i] = i < n ? reinterpret_cast<cudaGraphNode_t>(all[i]) : nullptr;
+  *numNodes = n;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
+  return simgpu::cudart::Instantiate(pGraphExec, graph, flags);
+}
+
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                          unsigned long long flags) {
+  return simgpu::cudart::Instantiate(pGraphExec, graph, flags);
+}
+
+cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  if (!simgpu::LiveGraphExec(simgpu::cudart::ToExec(graphExec))) return Report(cudaErrorInvalidValue);
+  if (simgpu::ResolveStream(stream) == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  return cudaSuccess;  // nothing to upload: the executable is already in host memory
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  if (!simgpu::LiveGraphExec(simgpu::cudart::ToExec(graphExec))) return Report(cudaErrorInvalidValue);
+  simgpu::Stream* s = simgpu::ResolveStream(stream);
+  if (s == nullptr) return Report(cudaErrorInvalidResourceHandle);
+  cudaError_t status = simgpu::LaunchGraph(simgpu::cudart::ToExec(graphExec), s);
+  return status == cudaSuccess ? cudaSuccess : Report(status);
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
+  if (!simgpu::LiveGraphExec(simgpu::cudart::ToExec(graphExec))) return Report(cudaErrorInvalidValue);
+  simgpu::DestroyGraphExec(simgpu::cudart::ToExec(graphExec));
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  cudaError_t status = simgpu::DestroyGraph(simgpu::cudart::ToGraph(graph));
+  return status == cudaSuccess ? cudaSuccess : Report(status);
+}
+
+}  // extern "C"
