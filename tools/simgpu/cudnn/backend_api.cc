@@ -1,0 +1,149 @@
+// The backend API's exported functions: descriptor lifetime, attributes, finalization and execution.
+//
+// cudnnBackendExecute binds every non-virtual tensor of the plan's graph to the variant pack's pointer for its
+// unique id (CUDNN_STATUS_BAD_PARAM when one is missing), reads by-value scalars from the host at the call, takes
+// the fault-site numbers on the host in call order (one conv number per convolution operation, in the graph's
+// execution order; one attn number per execution of an attention graph), and enqueues the graph on the handle's
+// stream. Descriptor types simgpu does not implement fail to be created with CUDNN_STATUS_NOT_SUPPORTED; an
+// unknown type value with CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, as NVIDIA's library answers.
+#include <cudnn.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "tools/simgpu/core/simgpu.h"
+#include "tools/simgpu/cudnn/backend_desc.h"
+#include "tools/simgpu/cudnn/data_type.h"
+#include "tools/simgpu/cudnn/graph_exec.h"
+#include "tools/simgpu/cudnn/handle.h"
+
+namespace simgpu::cudnn {
+namespace {
+
+std::atomic<int64_t> launches{0};
+
+cudnnStatus_t Execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan_desc, cudnnBackendDescriptor_t pack_desc) {
+  if (!IsLiveHandle(handle)) return Fail(CUDNN_STATUS_BAD_PARAM, "not a live cudnnHandle_t");
+  Descriptor* plan = LiveDescriptor(plan_desc);
+  Descriptor* pack = LiveDescriptor(pack_desc);
+  if (plan == nullptr || plan->type() != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || pack == nullptr ||
+      pack->type() != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) {
+    return Fail(CUDNN_STATUS_BAD_PARAM, "an execution plan and a variant pack are required");
+  }
+  if (!plan->finalized() || !pack->finalized()) {
+    return Fail(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, "plan or variant pack not finalized");
+  }
+  GraphLaunch launch;
+  launch.model = PlanModel(*plan);
+  const GraphModel& m = *launch.model;
+  const VariantPackData& pd = PackData(*pack);
+  launch.data.assign(m.tensors.size(), nullptr);
+  launch.by_value.resize(m.tensors.size());
+  for (size_t t = 0; t < m.tensors.size(); ++t) {
+    const TensorSpec& spec = m.tensors[t];
+    if (spec.is_virtual) continue;
+    size_t j = 0;
+    while (j < pd.uids.size() && pd.uids[j] != spec.uid) ++j;
+    if (j == pd.uids.size() || pd.pointers[j] == nullptr) {
+      return Fail(CUDNN_STATUS_BAD_PARAM, "the variant pack lacks a pointer for a non-virtual tensor");
+    }
+    if (spec.by_value) {
+      const auto* bytes = static_cast<const unsigned char*>(pd.pointers[j]);
+      launch.by_value[t].assign(bytes, bytes + ElementBytes(spec.dtype));
+    } else {
+      launch.data[t] = pd.pointers[j];
+    }
+  }
+  Stream* stream = HandleStream(handle);
+  if (stream == nullptr) return Fail(CUDNN_STATUS_EXECUTION_FAILED, "the handle's stream is not a live stream");
+  launch.conv_calls.assign(m.ops.size(), -1);
+  launch.conv_faults.resize(m.ops.size());
+  for (size_t i = 0; i < m.ops.size(); ++i) {
+    const OpKind kind = m.ops[i].spec.kind;
+    if (kind == OpKind::kConvForward || kind == OpKind::kConvBackwardData || kind == OpKind::kConvBackwardFilter) {
+      launch.conv_calls[i] = NextCallIndex(FaultSite::kConv);
+      launch.conv_faults[i] = MatchingFaults(FaultSite::kConv, launch.conv_calls[i]);
+    }
+  }
+  if (m.attention) {
+    launch.attn_call = NextCallIndex(FaultSite::kAttention);
+    launch.attn_faults = MatchingFaults(FaultSite::kAttention, launch.attn_call);
+  }
+  launch.launch = launches.fetch_add(1);
+  Enqueue(stream, [launch = std::move(launch)] { RunGraph(launch); });
+  return CUDNN_STATUS_SUCCESS;
+}
+
+}  // namespace
+}  // namespace simgpu::cudnn
+
+using simgpu::cudnn::Descriptor;
+using simgpu::cudnn::Fail;
+using simgpu::cudnn::LiveDescriptor;
+
+extern "C" {
+
+cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type, cudnnBackendDescriptor_t* descriptor) {
+  if (descriptor == nullptr) return Fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "descriptor is null");
+  if (type < CUDNN_BACKEND_POINTWISE_DESCRIPTOR || type > CUDNN_BACKEND_OPERATION_SDPA_BWD_DESCRIPTOR) {
+    return Fail(CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, "unknown descriptor type");
+  }
+  std::unique_ptr<Descriptor> d = simgpu::cudnn::NewDescriptor(type);
+  if (d == nullptr) return Fail(CUDNN_STATUS_NOT_SUPPORTED, "descriptor type not implemented by simgpu");
+  simgpu::cudnn::RegisterDescriptor(d.get());
+  *descriptor = d.release();
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t descriptor) {
+  if (descriptor == nullptr) return Fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "descriptor is null");
+  auto* d = static_cast<Descriptor*>(descriptor);
+  if (!simgpu::cudnn::UnregisterDescriptor(d)) return Fail(CUDNN_STATUS_BAD_PARAM, "not a live descriptor");
+  delete d;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnBackendInitialize(cudnnBackendDescriptor_t descriptor) {
+  return Fail(CUDNN_STATUS_NOT_SUPPORTED, "cudnnBackendInitialize is deprecated and not implemented by simgpu");
+}
+
+cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t descriptor) {
+  Descriptor* d = LiveDescriptor(descriptor);
+  if (d == nullptr) return Fail(CUDNN_STATUS_BAD_PARAM, "not a live descriptor");
+  return d->Finalize();
+}
+
+cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t descriptor, cudnnBackendAttributeName_t name,
+                                       cudnnBackendAttributeType_t type, int64_t count, const void* values) {
+  Descriptor* d = LiveDescriptor(descriptor);
+  if (d == nullptr) return Fail(CUDNN_STATUS_BAD_PARAM, "not a live descriptor");
+  if (count < 0) return Fail(CUDNN_STATUS_BAD_PARAM, "negative elementCount");
+  return d->Set(name, {type, count, values});
+}
+
+cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor, cudnnBackendAttributeName_t name,
+                                       cudnnBackendAttributeType_t type, int64_t requested, int64_t* count,
+                                       void* values) {
+  Descriptor* d = LiveDescriptor(descriptor);
+  if (d == nullptr) return Fail(CUDNN_STATUS_BAD_PARAM, "not a live descriptor");
+  return d->Get(name, {type, requested, count, values});
+}
+
+cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                  cudnnBackendDescriptor_t variant_pack) {
+  return simgpu::cudnn::Execute(handle, plan, variant_pack);
+}
+
+cudnnStatus_t cudnnBackendPopulateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                            cudnnBackendDescriptor_t variant_pack, cudaGraph_t graph) {
+  return Fail(CUDNN_STATUS_NOT_SUPPORTED_CUDA_GRAPH_NATIVE_API, "simgpu's engine has no native CUDA graph support");
+}
+
+cudnnStatus_t cudnnBackendUpdateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                                          cudnnBackendDescriptor_t variant_pack, cudaGraph_t graph) {
+  return Fail(CUDNN_STATUS_NOT_SUPPORTED_CUDA_GRAPH_NATIVE_API, "simgpu's engine has no native CUDA graph support");
+}
+
+}  // extern "C"

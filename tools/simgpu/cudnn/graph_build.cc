@@ -1,0 +1,193 @@
+// Operation graph models (graph_build.h). What simgpu executes: FP32, FP16, BF16 and FP64 data (integer and
+// boolean intermediates for masks); convolutions in the configurations the legacy API supports; the pointwise
+// modes of graph_kernels.h with operands that broadcast to the output (each dimension equal or 1); ADD, MUL, MIN,
+// MAX and AMAX reductions; FP32-compute matmuls; fused SDPA forward without masks, paging or ragged sequences.
+#include "tools/simgpu/cudnn/graph_build.h"
+
+#include <algorithm>
+#include <map>
+
+#include "tools/simgpu/cudnn/conv.h"
+#include "tools/simgpu/cudnn/data_type.h"
+#include "tools/simgpu/cudnn/graph_kernels.h"
+#include "tools/simgpu/cudnn/handle.h"
+
+namespace simgpu::cudnn {
+namespace {
+
+bool SameTensor(const TensorSpec& a, const TensorSpec& b) {
+  return a.dtype == b.dtype && a.dims == b.dims && a.strides == b.strides && a.is_virtual == b.is_virtual &&
+         a.by_value == b.by_value;
+}
+
+bool Broadcasts(const TensorSpec& in, const TensorSpec& out) {
+  if (in.dims.size() != out.dims.size()) return false;
+  for (size_t i = 0; i < in.dims.size(); ++i) {
+    if (in.dims[i] != out.dims[i] && in.dims[i] != 1) return false;
+  }
+  return true;
+}
+
+bool FloatingData(cudnnDataType_t t) {
+  return t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_HALF || t == CUDNN_DATA_BFLOAT16 || t == CUDNN_DATA_DOUBLE;
+}
+
+// Why simgpu cannot execute `op` (empty: it can).
+std::string Unsupported(const GraphModel& m, const GraphOp& op) {
+  const OpSpec& s = op.spec;
+  if (!s.unsupported.empty()) return s.unsupported;
+  auto tensor = [&](int i) -> const TensorSpec& { return m.tensors[static_cast<size_t>(i)]; };
+  switch (s.kind) {
+    case OpKind::kConvForward:
+    case OpKind::kConvBackwardData:
+    case OpKind::kConvBackwardFilter: {
+      const cudnnDataType_t t = tensor(op.inputs[0]).dtype;
+      AccumPrecision precision;
+      if (tensor(op.inputs[1]).dtype != t || tensor(op.outputs[0]).dtype != t ||
+          !ConvPrecision(t, s.conv.compute, &precision)) {
+        return "convolution data and compute types outside FLOAT, PSEUDO_HALF, PSEUDO_BFLOAT16, TRUE_HALF, DOUBLE";
+      }
+      return "";
+    }
+    case OpKind::kPointwise:
+      if (!PointwiseModeSupported(s.pointwise.mode)) return "pointwise mode not implemented";
+      for (int i : op.inputs) {
+        if (i >= 0 && !Broadcasts(tensor(i), tensor(op.outputs[0]))) return "pointwise operand does not broadcast";
+      }
+      if (s.pointwise.mode == CUDNN_POINTWISE_GEN_INDEX &&
+          (s.pointwise.axis < 0 || s.pointwise.axis >= static_cast<int64_t>(tensor(op.outputs[0]).dims.size()))) {
+        return "GEN_INDEX axis outside the output";
+      }
+      return "";
+    case OpKind::kReduction:
+      return "";
+    case OpKind::kMatmul:
+      if (s.compute != CUDNN_DATA_FLOAT) return "matmul compute type other than FLOAT";
+      for (int i : {op.inputs[0], op.inputs[1], op.outputs[0]}) {
+        if (!FloatingData(tensor(i).dtype)) return "matmul operand type";
+      }
+      return "";
+    case OpKind::kSdpa:
+      for (int i : {op.inputs[0], op.inputs[1], op.inputs[2], op.outputs[0]}) {
+        if (!FloatingData(tensor(i).dtype)) return "SDPA operand type";
+      }
+      return "";
+  }
+  return "";
+}
+
+// cudnn-frontend's composite attention: a matmul, a MAX reduction and an EXP feeding a second matmul.
+void DetectAttention(GraphModel* m) {
+  int matmuls = 0, last_matmul = -1;
+  bool max = false, exp = false;
+  for (size_t i = 0; i < m->ops.size(); ++i) {
+    const OpSpec& s = m->ops[i].spec;
+    if (s.kind == OpKind::kSdpa) {
+      m->attention = true;
+      m->attention_op = static_cast<int>(i);
+      m->attention_output = m->ops[i].outputs[0];
+      return;
+    }
+    if (s.kind == OpKind::kMatmul) {
+      ++matmuls;
+      last_matmul = static_cast<int>(i);
+    }
+    max = max || (s.kind == OpKind::kReduction && s.reduce == CUDNN_REDUCE_TENSOR_MAX);
+    exp = exp || (s.kind == OpKind::kPointwise && s.pointwise.mode == CUDNN_POINTWISE_EXP);
+  }
+  if (matmuls >= 2 && max && exp) {
+    m->attention = true;
+    m->attention_op = last_matmul;
+    m->attention_output = m->ops[static_cast<size_t>(last_matmul)].outputs[0];
+  }
+}
+
+}  // namespace
+
+cudnnStatus_t BuildGraphModel(const std::vector<OpSpec>& ops, std::shared_ptr<GraphModel>* out) {
+  auto m = std::make_shared<GraphModel>();
+  std::map<int64_t, int> by_uid;
+  auto index_of = [&](const TensorSpec& t, int* index) {
+    auto it = by_uid.find(t.uid);
+    if (it == by_uid.end()) {
+      *index = static_cast<int>(m->tensors.size());
+      by_uid[t.uid] = *index;
+      m->tensors.push_back(t);
+      return true;
+    }
+    *index = it->second;
+    return SameTensor(m->tensors[static_cast<size_t>(it->second)], t);
+  };
+  std::vector<GraphOp> unordered;
+  for (const OpSpec& s : ops) {
+    GraphOp op;
+    op.spec = s;
+    for (size_t i = 0; i < s.inputs.size(); ++i) {
+      int index = -1;
+      if (s.input_set[i] && !index_of(s.inputs[i], &index)) {
+        return Fail(CUDNN_STATUS_BAD_PARAM, "one unique id names different tensors");
+      }
+      op.inputs.push_back(index);
+    }
+    for (size_t i = 0; i < s.outputs.size(); ++i) {
+      int index = -1;
+      if (s.output_set[i] && !index_of(s.outputs[i], &index)) {
+        return Fail(CUDNN_STATUS_BAD_PARAM, "one unique id names different tensors");
+      }
+      op.outputs.push_back(index);
+    }
+    unordered.push_back(std::move(op));
+  }
+
+  // Writers of each tensor; an operation runs once every tensor it reads that some operation writes is written.
+  std::vector<int> writer(m->tensors.size(), -1);
+  for (size_t i = 0; i < unordered.size(); ++i) {
+    for (int t : unordered[i].outputs) {
+      if (t < 0) continue;
+      if (writer[static_cast<size_t>(t)] >= 0) m->unsupported = "a tensor written by two operations";
+      writer[static_cast<size_t>(t)] = static_cast<int>(i);
+    }
+  }
+  std::vector<bool> done(unordered.size(), false);
+  for (size_t placed = 0; placed < unordered.size();) {
+    bool progress = false;
+    for (size_t i = 0; i < unordered.size(); ++i) {
+      if (done[i]) continue;
+      bool ready = true;
+      for (int t : unordered[i].inputs) {
+        if (t >= 0 && writer[static_cast<size_t>(t)] >= 0 && writer[static_cast<size_t>(t)] != static_cast<int>(i) &&
+            !done[static_cast<size_t>(writer[static_cast<size_t>(t)])]) {
+          ready = false;
+        }
+      }
+      if (!ready) continue;
+      done[i] = true;
+      m->ops.push_back(unordered[i]);
+      ++placed;
+      progress = true;
+    }
+    if (!progress) {
+      m->unsupported = "the operations form a cycle";
+      for (size_t i = 0; i < unordered.size(); ++i) {
+        if (!done[i]) m->ops.push_back(unordered[i]);
+      }
+      break;
+    }
+  }
+
+  for (size_t t = 0; t < m->tensors.size() && m->unsupported.empty(); ++t) {
+    const TensorSpec& spec = m->tensors[t];
+    if (ElementBytes(spec.dtype) == 0) m->unsupported = "a tensor data type simgpu does not convert";
+    if (spec.is_virtual && writer[t] < 0) m->unsupported = "a virtual tensor no operation writes";
+    if (spec.by_value && writer[t] >= 0) m->unsupported = "an operation writes a by-value tensor";
+  }
+  for (const GraphOp& op : m->ops) {
+    if (!m->unsupported.empty()) break;
+    m->unsupported = Unsupported(*m, op);
+  }
+  DetectAttention(m.get());
+  *out = std::move(m);
+  return CUDNN_STATUS_SUCCESS;
+}
+
+}  // namespace simgpu::cudnn

@@ -1,0 +1,277 @@
+// Pointwise, reduction, matmul and fused SDPA arithmetic (graph_kernels.h).
+#include "tools/simgpu/cudnn/graph_kernels.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "tools/simgpu/common/accumulate.h"
+#include "tools/simgpu/cudnn/data_type.h"
+
+namespace simgpu::cudnn {
+namespace {
+
+int64_t Count(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// Offset of the row-major index `idx` of `shape` in tensor t, broadcasting t's dimensions of size 1.
+int64_t BroadcastOffset(const TensorSpec& t, const int64_t* idx) {
+  int64_t off = 0;
+  for (size_t i = 0; i < t.dims.size(); ++i) off += (t.dims[i] == 1 ? 0 : idx[i]) * t.strides[i];
+  return off;
+}
+
+void Next(const std::vector<int64_t>& shape, int64_t* idx) {
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (++idx[i] < shape[i]) return;
+    idx[i] = 0;
+  }
+}
+
+template <typename T>
+T Load(const Bound& t, int64_t off) {
+  if constexpr (sizeof(T) == sizeof(double)) {
+    return LoadDouble(t.data, static_cast<size_t>(off), t.spec->dtype);
+  } else {
+    return LoadFloat(t.data, static_cast<size_t>(off), t.spec->dtype);
+  }
+}
+
+template <typename T>
+void Store(const Bound& t, int64_t off, T v) {
+  if constexpr (sizeof(T) == sizeof(double)) {
+    StoreDouble(t.data, static_cast<size_t>(off), t.spec->dtype, v);
+  } else {
+    StoreFloat(t.data, static_cast<size_t>(off), t.spec->dtype, v);
+  }
+}
+
+template <typename T>
+T Sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+template <typename T>
+T Apply(const PointwiseParams& p, T x, T b, T t, T index) {
+  switch (p.mode) {
+    case CUDNN_POINTWISE_ADD: return x + b;
+    case CUDNN_POINTWISE_ADD_SQUARE: return x + b * b;
+    case CUDNN_POINTWISE_DIV: return x / b;
+    case CUDNN_POINTWISE_MAX: return std::isnan(x) || x > b ? x : b;
+    case CUDNN_POINTWISE_MIN: return std::isnan(x) || x < b ? x : b;
+    case CUDNN_POINTWISE_MOD: return std::fmod(x, b);
+    case CUDNN_POINTWISE_MUL: return x * b;
+    case CUDNN_POINTWISE_POW: return std::pow(x, b);
+    case CUDNN_POINTWISE_SUB: return x - b;
+    case CUDNN_POINTWISE_ABS: return std::fabs(x);
+    case CUDNN_POINTWISE_CEIL: return std::ceil(x);
+    case CUDNN_POINTWISE_COS: return std::cos(x);
+    case CUDNN_POINTWISE_EXP: return std::exp(x);
+    case CUDNN_POINTWISE_FLOOR: return std::floor(x);
+    case CUDNN_POINTWISE_LOG: return std::log(x);
+    case CUDNN_POINTWISE_NEG: return -x;
+    case CUDNN_POINTWISE_RSQRT: return T(1) / std::sqrt(x);
+    case CUDNN_POINTWISE_SIN: return std::sin(x);
+    case CUDNN_POINTWISE_SQRT: return std::sqrt(x);
+    case CUDNN_POINTWISE_TAN: return std::tan(x);
+    case CUDNN_POINTWISE_ERF: return std::erf(x);
+    case CUDNN_POINTWISE_IDENTITY: return x;
+    case CUDNN_POINTWISE_RECIPROCAL: return T(1) / x;
+    case CUDNN_POINTWISE_ATAN2: return std::atan2(x, b);
+    case CUDNN_POINTWISE_RELU_FWD: {
+      const T lower = static_cast<T>(p.relu_lower), upper = static_cast<T>(p.relu_upper);
+      if (x <= lower) return lower + static_cast<T>(p.relu_slope) * (x - lower);
+      return x > upper ? upper : x;
+    }
+    case CUDNN_POINTWISE_TANH_FWD: return std::tanh(x);
+    case CUDNN_POINTWISE_SIGMOID_FWD: return Sigmoid(x);
+    case CUDNN_POINTWISE_ELU_FWD: return x > T(0) ? x : static_cast<T>(p.elu_alpha) * (std::exp(x) - T(1));
+    case CUDNN_POINTWISE_GELU_FWD: return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(T(2))));
+    case CUDNN_POINTWISE_SOFTPLUS_FWD: {
+      const T beta = static_cast<T>(p.softplus_beta);
+      return std::log1p(std::exp(beta * x)) / beta;
+    }
+    case CUDNN_POINTWISE_SWISH_FWD: return x * Sigmoid(static_cast<T>(p.swish_beta) * x);
+    case CUDNN_POINTWISE_GELU_APPROX_TANH_FWD: {
+      const T c = std::sqrt(T(2) / T(M_PI));
+      return T(0.5) * x * (T(1) + std::tanh(c * (x + T(0.044715) * x * x * x)));
+    }
+    case CUDNN_POINTWISE_CMP_EQ: return x == b ? T(1) : T(0);
+    case CUDNN_POINTWISE_CMP_NEQ: return x != b ? T(1) : T(0);
+    case CUDNN_POINTWISE_CMP_GT: return x > b ? T(1) : T(0);
+    case CUDNN_POINTWISE_CMP_GE: return x >= b ? T(1) : T(0);
+    case CUDNN_POINTWISE_CMP_LT: return x < b ? T(1) : T(0);
+    case CUDNN_POINTWISE_CMP_LE: return x <= b ? T(1) : T(0);
+    case CUDNN_POINTWISE_LOGICAL_AND: return x != T(0) && b != T(0) ? T(1) : T(0);
+    case CUDNN_POINTWISE_LOGICAL_OR: return x != T(0) || b != T(0) ? T(1) : T(0);
+    case CUDNN_POINTWISE_LOGICAL_NOT: return x == T(0) ? T(1) : T(0);
+    case CUDNN_POINTWISE_GEN_INDEX: return index;
+    case CUDNN_POINTWISE_BINARY_SELECT: return t != T(0) ? x : b;
+    default: return std::numeric_limits<T>::quiet_NaN();
+  }
+}
+
+template <typename T>
+void Pointwise(const PointwiseParams& p, T alpha1, T alpha2, const Bound& x, const Bound& b, const Bound& t,
+               const Bound& y) {
+  const std::vector<int64_t>& shape = y.spec->dims;
+  const int64_t n = Count(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  const bool reads_x = p.mode != CUDNN_POINTWISE_GEN_INDEX;
+  for (int64_t e = 0; e < n; ++e, Next(shape, idx.data())) {
+    T xv = reads_x ? Load<T>(x, BroadcastOffset(*x.spec, idx.data())) : T(0);
+    T bv = b.spec != nullptr ? Load<T>(b, BroadcastOffset(*b.spec, idx.data())) : T(0);
+    const T tv = t.spec != nullptr ? Load<T>(t, BroadcastOffset(*t.spec, idx.data())) : T(0);
+    if (alpha1 != T(1)) xv = alpha1 * xv;
+    if (alpha2 != T(1)) bv = alpha2 * bv;
+    const T index = p.mode == CUDNN_POINTWISE_GEN_INDEX ? static_cast<T>(idx[static_cast<size_t>(p.axis)]) : T(0);
+    Store<T>(y, BroadcastOffset(*y.spec, idx.data()), Apply<T>(p, xv, bv, tv, index));
+  }
+}
+
+template <typename T>
+void Reduce(cudnnReduceTensorOp_t op, const Bound& x, const Bound& y) {
+  const std::vector<int64_t>& xd = x.spec->dims;
+  const std::vector<int64_t>& yd = y.spec->dims;
+  std::vector<int64_t> inner;  // the reduced dimensions' sizes, in order
+  for (size_t i = 0; i < xd.size(); ++i) inner.push_back(yd[i] == 1 ? xd[i] : 1);
+  const int64_t outs = Count(yd), ins = Count(inner);
+  std::vector<int64_t> oi(yd.size(), 0), ii(xd.size(), 0), full(xd.size(), 0);
+  for (int64_t o = 0; o < outs; ++o, Next(yd, oi.data())) {
+    T acc = op == CUDNN_REDUCE_TENSOR_MUL ? T(1)
+            : op == CUDNN_REDUCE_TENSOR_MAX ? -std::numeric_limits<T>::infinity()
+            : op == CUDNN_REDUCE_TENSOR_MIN ? std::numeric_limits<T>::infinity() : T(0);
+    std::fill(ii.begin(), ii.end(), 0);
+    for (int64_t r = 0; r < ins; ++r, Next(inner, ii.data())) {
+      for (size_t i = 0; i < xd.size(); ++i) full[i] = yd[i] == 1 ? ii[i] : oi[i];
+      const T v = Load<T>(x, BroadcastOffset(*x.spec, full.data()));
+      switch (op) {
+        case CUDNN_REDUCE_TENSOR_ADD: acc = acc + v; break;
+        case CUDNN_REDUCE_TENSOR_MUL: acc = acc * v; break;
+        case CUDNN_REDUCE_TENSOR_MAX: acc = std::isnan(acc) || acc >= v ? acc : v; break;
+        case CUDNN_REDUCE_TENSOR_MIN: acc = std::isnan(acc) || acc <= v ? acc : v; break;
+        case CUDNN_REDUCE_TENSOR_AMAX: acc = std::isnan(acc) || acc >= std::fabs(v) ? acc : std::fabs(v); break;
+        default: break;
+      }
+    }
+    Store<T>(y, BroadcastOffset(*y.spec, oi.data()), acc);
+  }
+}
+
+// Offset of batch index `cb` (C's batch multi-index) in operand t (GQA / broadcast mapping), rows and cols 0.
+int64_t BatchOffset(const TensorSpec& t, const TensorSpec& c, const int64_t* cb) {
+  int64_t off = 0;
+  for (size_t i = 0; i + 2 < t.dims.size(); ++i) off += cb[i] / (c.dims[i] / t.dims[i]) * t.strides[i];
+  return off;
+}
+
+}  // namespace
+
+bool PointwiseModeSupported(cudnnPointwiseMode_t mode) {
+  const int m = static_cast<int>(mode);
+  return (m >= 0 && m <= 23) || (m >= 100 && m <= 107) || (m >= 300 && m <= 305) || (m >= 400 && m <= 402) ||
+         m == 501 || m == 601;
+}
+
+void RunPointwise(const PointwiseParams& params, double alpha1, double alpha2, const Bound& x, const Bound& b,
+                  const Bound& t, const Bound& y) {
+  if (params.math == CUDNN_DATA_DOUBLE) {
+    Pointwise<double>(params, alpha1, alpha2, x, b, t, y);
+  } else {
+    Pointwise<float>(params, static_cast<float>(alpha1), static_cast<float>(alpha2), x, b, t, y);
+  }
+}
+
+void RunReduction(cudnnReduceTensorOp_t op, cudnnDataType_t compute, const Bound& x, const Bound& y) {
+  if (compute == CUDNN_DATA_DOUBLE) {
+    Reduce<double>(op, x, y);
+  } else {
+    Reduce<float>(op, x, y);
+  }
+}
+
+void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call) {
+  const TensorSpec &as = *a.spec, &bs = *b.spec, &cs = *c.spec;
+  const size_t r = cs.dims.size();
+  const int64_t m = cs.dims[r - 2], n = cs.dims[r - 1], k = as.dims[r - 1];
+  const std::vector<int64_t> batch(cs.dims.begin(), cs.dims.end() - 2);
+  const int64_t batches = Count(batch);
+  const AccumPlan plan(AccumFromEnv(), AccumPrecision::kFp32, k, call);
+  std::vector<float> prods(static_cast<size_t>(k));
+  std::vector<int64_t> cb(batch.size(), 0);
+  for (int64_t bi = 0; bi < batches; ++bi, Next(batch, cb.data())) {
+    const int64_t ao = BatchOffset(as, cs, cb.data()), bo = BatchOffset(bs, cs, cb.data());
+    int64_t co = 0;
+    for (size_t i = 0; i + 2 < r; ++i) co += cb[i] * cs.strides[i];
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t p = 0; p < k; ++p) {
+          const float av = Load<float>(a, ao + i * as.strides[r - 2] + p * as.strides[r - 1]);
+          const float bv = Load<float>(b, bo + p * bs.strides[r - 2] + j * bs.strides[r - 1]);
+          prods[static_cast<size_t>(p)] = av * bv;
+        }
+        Store<float>(c, co + i * cs.strides[r - 2] + j * cs.strides[r - 1], plan.Sum(prods.data()));
+      }
+    }
+  }
+}
+
+void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& o, const Bound& stats,
+             int64_t call) {
+  const TensorSpec &qs = *q.spec, &ks = *k.spec, &vs = *v.spec, &os = *o.spec;
+  const int64_t batch = qs.dims[0], heads = qs.dims[1], sq = qs.dims[2], d = qs.dims[3];
+  const int64_t skv = ks.dims[2], dv = vs.dims[3];
+  const int64_t k_group = heads / ks.dims[1], v_group = heads / vs.dims[1];
+  const float sc = scale.spec != nullptr ? Load<float>(scale, 0) : 1.0f;
+  const AccumPlan qk(AccumFromEnv(), AccumPrecision::kFp32, d, call);
+  const AccumPlan pv(AccumFromEnv(), AccumPrecision::kFp32, skv, call);
+  std::vector<float> prods(static_cast<size_t>(std::max(d, skv))), s(static_cast<size_t>(skv));
+  std::vector<float> p(static_cast<size_t>(skv));
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t q0 = bi * qs.strides[0] + h * qs.strides[1];
+      const int64_t k0 = bi * ks.strides[0] + (h / k_group) * ks.strides[1];
+      const int64_t v0 = bi * vs.strides[0] + (h / v_group) * vs.strides[1];
+      const int64_t o0 = bi * os.strides[0] + h * os.strides[1];
+      for (int64_t i = 0; i < sq; ++i) {
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < skv; ++j) {
+          for (int64_t c = 0; c < d; ++c) {
+            const float qv = Load<float>(q, q0 + i * qs.strides[2] + c * qs.strides[3]);
+            const float kv = Load<float>(k, k0 + j * ks.strides[2] + c * ks.strides[3]);
+            prods[static_cast<size_t>(c)] = qv * kv;
+          }
+          const float sj = qk.Sum(prods.data()) * sc;
+          s[static_cast<size_t>(j)] = sj;
+          mx = std::isnan(mx) || mx >= sj ? mx : sj;
+        }
+        float l = 0.0f;
+        for (int64_t j = 0; j < skv; ++j) {
+          s[static_cast<size_t>(j)] = std::exp(s[static_cast<size_t>(j)] - mx);
+          l = l + s[static_cast<size_t>(j)];
+        }
+        for (int64_t j = 0; j < skv; ++j) {
+          unsigned char rounded[8];
+          StoreFloat(rounded, 0, qs.dtype, s[static_cast<size_t>(j)] / l);
+          p[static_cast<size_t>(j)] = LoadFloat(rounded, 0, qs.dtype);
+        }
+        for (int64_t c = 0; c < dv; ++c) {
+          for (int64_t j = 0; j < skv; ++j) {
+            prods[static_cast<size_t>(j)] =
+                p[static_cast<size_t>(j)] * Load<float>(v, v0 + j * vs.strides[2] + c * vs.strides[3]);
+          }
+          Store<float>(o, o0 + i * os.strides[2] + c * os.strides[3], pv.Sum(prods.data()));
+        }
+        if (stats.spec != nullptr) {
+          const TensorSpec& ss = *stats.spec;
+          Store<float>(stats, bi * ss.strides[0] + h * ss.strides[1] + i * ss.strides[2], mx + std::log(l));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace simgpu::cudnn

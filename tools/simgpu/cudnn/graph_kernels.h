@@ -1,0 +1,53 @@
+// Internal to libcudnn.so.9 (simgpu): the arithmetic of the backend's pointwise, reduction, matmul and fused SDPA
+// operations on strided tensors, run on the stream worker by graph_exec.cc.
+//
+// Pointwise: for each output element (row-major over y's dimensions), each operand is read at the same index,
+// or index 0 along a dimension of size 1 (broadcast); values are widened to the math precision (FP64 when the
+// pointwise descriptor's math precision is DOUBLE, else FP32), x is multiplied by alpha1 and b by alpha2 when
+// those differ from 1, the mode is applied in that precision (C's <cmath> functions), and the result is stored
+// in y's type rounded to nearest even. Comparisons and logical modes give 1 or 0; GEN_INDEX gives the element's
+// index along the descriptor's axis; BINARY_SELECT gives t != 0 ? x : b.
+// Reduction: each output element combines the input elements that map to it (dimensions where y has size 1 are
+// reduced) in row-major order, in FP32 (FP64 for a DOUBLE compute type), starting from 0 (ADD, AMAX), 1 (MUL),
+// -inf (MAX) or +inf (MIN); NaN propagates through MIN, MAX and AMAX.
+// Matmul: C[..., m, n] = sum over k of A[..., m, k] * B[..., k, n] with operands widened to FP32, each product
+// rounded to FP32 and summed in simgpu's accumulation order (common/accumulate.h) in FP32, stored in C's type. A
+// batch dimension of A or B smaller than C's maps C's index c to c / (C_i / A_i) (size 1 broadcasts; grouped-query
+// attention shares each K/V head among consecutive query heads).
+// Fused SDPA forward (Q [b, h, s_q, d], K [b, h_k, s_kv, d], V [b, h_v, s_kv, d_v]): for each query row, S_j =
+// fl32(Q.K_j) * scale (the dot product as a matmul above; scale 1 when absent), m = max_j S_j, E_j = exp(S_j - m),
+// l = sum_j E_j in order from 0, P_j = E_j / l rounded to Q's type, O = sum_j P_j * V_j as a matmul above,
+// Stats = m + log(l) in FP32. These are the operations, in the order and precision, of the composite graph
+// cudnn-frontend builds for the same attention, whose results are therefore bitwise equal.
+#ifndef TTRACE_TOOLS_SIMGPU_CUDNN_GRAPH_KERNELS_H_
+#define TTRACE_TOOLS_SIMGPU_CUDNN_GRAPH_KERNELS_H_
+
+#include <cudnn.h>
+
+#include <cstdint>
+
+#include "tools/simgpu/cudnn/graph_model.h"
+
+namespace simgpu::cudnn {
+
+// A tensor bound to memory (data: its element 0).
+struct Bound {
+  const TensorSpec* spec = nullptr;
+  void* data = nullptr;
+};
+
+bool PointwiseModeSupported(cudnnPointwiseMode_t mode);
+
+// b and t may be absent (spec nullptr).
+void RunPointwise(const PointwiseParams& params, double alpha1, double alpha2, const Bound& x, const Bound& b,
+                  const Bound& t, const Bound& y);
+void RunReduction(cudnnReduceTensorOp_t op, cudnnDataType_t compute, const Bound& x, const Bound& y);
+// `call` numbers the call for random accumulation orders.
+void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call);
+// scale and stats may be absent.
+void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& o, const Bound& stats,
+             int64_t call);
+
+}  // namespace simgpu::cudnn
+
+#endif  // TTRACE_TOOLS_SIMGPU_CUDNN_GRAPH_KERNELS_H_

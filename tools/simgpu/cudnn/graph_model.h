@@ -1,0 +1,87 @@
+// Internal to libcudnn.so.9 (simgpu): the immutable model of a finalized backend operation graph, which execution
+// plans share with the work they enqueue (a program may destroy its descriptors while that work is pending).
+#ifndef TTRACE_TOOLS_SIMGPU_CUDNN_GRAPH_MODEL_H_
+#define TTRACE_TOOLS_SIMGPU_CUDNN_GRAPH_MODEL_H_
+
+#include <cudnn.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace simgpu::cudnn {
+
+struct TensorSpec {
+  int64_t uid = 0;
+  cudnnDataType_t dtype = CUDNN_DATA_FLOAT;
+  std::vector<int64_t> dims, strides;
+  bool is_virtual = false;
+  bool by_value = false;
+  int64_t alignment = 0;
+  int64_t Elements() const;
+  int64_t Extent() const;  // elements spanned: 1 + sum (dim - 1) * stride (0 for an empty tensor)
+};
+
+struct ConvParams {
+  int64_t spatial = 0;
+  std::vector<int64_t> pre, post, stride, dilation;
+  cudnnConvolutionMode_t mode = CUDNN_CONVOLUTION;
+  cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+};
+
+struct PointwiseParams {
+  cudnnPointwiseMode_t mode = CUDNN_POINTWISE_ADD;
+  cudnnDataType_t math = CUDNN_DATA_FLOAT;
+  int64_t axis = -1;
+  double relu_lower = 0.0;
+  double relu_upper = std::numeric_limits<double>::infinity();
+  double relu_slope = 0.0;
+  double elu_alpha = 1.0;
+  double softplus_beta = 1.0;
+  double swish_beta = 1.0;
+};
+
+enum class OpKind { kConvForward, kConvBackwardData, kConvBackwardFilter, kPointwise, kReduction, kMatmul, kSdpa };
+
+// Operand roles by kind (absent optional operands have tensor index -1 in GraphOp):
+//   kConvForward        inputs {x, w}            outputs {y}
+//   kConvBackwardData   inputs {dy, w}           outputs {dx}
+//   kConvBackwardFilter inputs {x, dy}           outputs {dw}
+//   kPointwise          inputs {x, b?, t?}       outputs {y}
+//   kReduction          inputs {x}               outputs {y}
+//   kMatmul             inputs {a, b}            outputs {c}
+//   kSdpa               inputs {q, k, v, scale?} outputs {o, stats?}
+struct OpSpec {
+  OpKind kind = OpKind::kPointwise;
+  std::vector<TensorSpec> inputs, outputs;
+  std::vector<bool> input_set, output_set;
+  ConvParams conv;
+  PointwiseParams pointwise;
+  cudnnReduceTensorOp_t reduce = CUDNN_REDUCE_TENSOR_ADD;
+  cudnnDataType_t compute = CUDNN_DATA_FLOAT;  // reduction and matmul compute type
+  double alpha = 1.0, beta = 0.0, alpha2 = 1.0;
+  std::string unsupported;  // an attribute simgpu accepts but cannot execute (empty: none)
+};
+
+struct GraphOp {
+  OpSpec spec;
+  std::vector<int> inputs, outputs;  // indices into GraphModel::tensors, -1 for an absent optional operand
+};
+
+struct GraphModel {
+  std::vector<TensorSpec> tensors;  // one per uid
+  std::vector<GraphOp> ops;         // in an order where every virtual tensor is written before it is read
+  // Why simgpu cannot execute this graph (empty: it can). Heuristics return no engine for such a graph.
+  std::string unsupported;
+  // An attention graph (a fused SDPA operation, or matmul, max reduction, exp and matmul as cudnn-frontend
+  // composes attention): each execution takes an attn fault-site number; its faults apply to this tensor
+  // (the attention output) after the operation writing it.
+  bool attention = false;
+  int attention_output = -1;
+  int attention_op = -1;
+};
+
+}  // namespace simgpu::cudnn
+
+#endif  // TTRACE_TOOLS_SIMGPU_CUDNN_GRAPH_MODEL_H_
