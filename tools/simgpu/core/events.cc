@@ -66,6 +66,7 @@ Event* ResolveEvent(cudaEvent_t handle) {
 }
 
 Event* CreateEvent(unsigned flags) {
+  NoteRuntimeUse();
   auto event = std::make_unique<Event>();
   event->flags = flags;
   Event* raw = event.get();

@@ -57,9 +57,15 @@ bool Release(void* ptr, MemoryKind kind) {
 
 }  // namespace
 
-void* AllocDevice(size_t bytes) { return Allocate(bytes, MemoryKind::kDevice); }
+void* AllocDevice(size_t bytes) {
+  NoteRuntimeUse();
+  return Allocate(bytes, MemoryKind::kDevice);
+}
 bool FreeDevice(void* ptr) { return Release(ptr, MemoryKind::kDevice); }
-void* AllocHostPinned(size_t bytes) { return Allocate(bytes, MemoryKind::kHostPinned); }
+void* AllocHostPinned(size_t bytes) {
+  NoteRuntimeUse();
+  return Allocate(bytes, MemoryKind::kHostPinned);
+}
 bool FreeHostPinned(void* ptr) { return Release(ptr, MemoryKind::kHostPinned); }
 
 Allocation FindAllocation(const void* ptr) {

@@ -35,6 +35,19 @@ void SetCurrentDevice(int device);
 void DeviceProperties(int device, cudaDeviceProp* prop);
 bool DeviceAttribute(cudaDeviceAttr attr, int device, int* value);
 
+// Driver state (libcuda.so.1), shared with the runtime as NVIDIA's runtime shares the driver's. The driver is
+// initialized by cuInit or by the first runtime call that uses a device (the runtime initializes the driver);
+// a thread's current context is the primary context of its current device once the thread used the runtime or
+// set a context, and none after cuCtxSetCurrent(NULL) until it does again. A device's primary context is active
+// once the runtime used the device or the driver retained it. The core's device-using functions (ResolveStream,
+// CreateStream, CreateEvent, AllocDevice, AllocHostPinned, SetCurrentDevice) call NoteRuntimeUse.
+void NoteRuntimeUse();
+void InitializeDriver();
+bool DriverInitialized();
+bool ContextBound();              // the calling thread has a current context
+void UnbindContext();             // cuCtxSetCurrent(NULL); SetCurrentDevice binds again
+bool PrimaryContextUsed(int device);  // the runtime has used `device`
+
 // ---- streams -------------------------------------------------------------------------------------------------
 struct Stream;  // cudaStream_t values handed to the application are Stream* (except the special handles below).
 

@@ -178,6 +178,7 @@ void WaitTicket(Stream* s, uint64_t ticket) {
 Stream* ResolveStream(cudaStream_t handle) {
   int device = CurrentDevice();
   if (device < 0 || device >= DeviceCount()) return nullptr;
+  NoteRuntimeUse();
   if (handle == nullptr || handle == cudaStreamLegacy) return LegacyStream(device);
   if (handle == cudaStreamPerThread) return PerThreadStream(device);
   auto* s = reinterpret_cast<Stream*>(handle);
@@ -187,6 +188,7 @@ Stream* ResolveStream(cudaStream_t handle) {
 }
 
 Stream* CreateStream(unsigned flags, int priority) {
+  NoteRuntimeUse();
   return StartStream(CurrentDevice(), flags, priority, Stream::Role::kCreated).get();
 }
 

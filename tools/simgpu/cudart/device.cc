@@ -24,6 +24,7 @@ extern "C" {
 
 cudaError_t cudaGetDeviceCount(int* count) {
   if (count == nullptr) return Report(cudaErrorInvalidValue);
+  simgpu::InitializeDriver();
   *count = simgpu::DeviceCount();
   return cudaSuccess;
 }
@@ -43,6 +44,7 @@ cudaError_t cudaSetDevice(int device) {
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (prop == nullptr) return Report(cudaErrorInvalidValue);
   if (device < 0 || device >= simgpu::DeviceCount()) return Report(cudaErrorInvalidDevice);
+  simgpu::InitializeDriver();
   simgpu::DeviceProperties(device, prop);
   return cudaSuccess;
 }

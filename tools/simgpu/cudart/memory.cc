@@ -137,7 +137,10 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
 }
 
 cudaError_t cudaFree(void* devPtr) {
-  if (devPtr == nullptr) return cudaSuccess;
+  if (devPtr == nullptr) {
+    simgpu::NoteRuntimeUse();  // cudaFree(0) is the customary way to initialize the runtime and its context
+    return cudaSuccess;
+  }
   simgpu::Allocation a = simgpu::FindAllocation(devPtr);
   if (a.kind != simgpu::MemoryKind::kDevice || a.base != devPtr) return Report(cudaErrorInvalidValue);
   cudaError_t refused = simgpu::CheckUnsafeCall();
