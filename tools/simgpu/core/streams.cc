@@ -68,6 +68,9 @@ void RunWorker(Stream* s) {
     }
     if (item.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(item.delay_ms));
     item.work();
+    // Released before the item counts as complete, so whatever the closure held (a graph's memory, a
+    // library's buffers) is gone once a synchronization returns.
+    item = Stream::Item{};
     {
       std::lock_guard<std::mutex> lock(s->mu);
       ++s->completed;
