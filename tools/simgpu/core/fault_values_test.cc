@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/dtype.h"
+#include "kernels/fp8.h"
 #include "tools/simgpu/core/simgpu.h"
 
 namespace simgpu {
@@ -99,6 +100,25 @@ TEST(StoreElementValue, AgreesWithTheFp32ConversionsOfDtypeH) {
     ASSERT_TRUE(StoreElementValue(x, CUDA_R_16BF, &bf16));
     ASSERT_EQ(half, ttrace::kernels::FloatToHalf(x)) << x;
     ASSERT_EQ(bf16, ttrace::kernels::FloatToBf16(x)) << x;
+  }
+}
+
+// value= on FP8 is NVIDIA's non-saturating conversion (__NV_NOSAT): agree with kernels/fp8.h on FP32 inputs.
+TEST(StoreElementValue, AgreesWithTheNonSaturatingFp8ConversionsOfFp8H) {
+  using ttrace::kernels::Fp8Format;
+  using ttrace::kernels::Fp8Saturation;
+  std::mt19937 rng(13);
+  for (int i = 0; i < 200000; ++i) {
+    // Exponents near FP8's range are where rounding, subnormals and overflow happen: draw them there half the time.
+    uint32_t bits = rng();
+    if (i % 2 == 0) bits = (bits & 0x807fffffu) | ((100u + bits % 60u) << 23);
+    const float x = ttrace::kernels::BitsFloat(bits);
+    if (std::isnan(x)) continue;
+    uint8_t e4m3 = 0, e5m2 = 0;
+    ASSERT_TRUE(StoreElementValue(x, CUDA_R_8F_E4M3, &e4m3));
+    ASSERT_TRUE(StoreElementValue(x, CUDA_R_8F_E5M2, &e5m2));
+    ASSERT_EQ(e4m3, ttrace::kernels::FloatToFp8(x, Fp8Format::kE4M3, Fp8Saturation::kNoSat)) << x;
+    ASSERT_EQ(e5m2, ttrace::kernels::FloatToFp8(x, Fp8Format::kE5M2, Fp8Saturation::kNoSat)) << x;
   }
 }
 
