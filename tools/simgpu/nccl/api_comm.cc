@@ -1,12 +1,17 @@
 // Communicator management entry points of libnccl.so.2. Argument checks and return codes follow NCCL 2.28
 // (init.cc, argcheck.cc); a NULL communicator passed to ncclCommDestroy/ncclCommAbort is a no-op, as there.
+// Inits and splits run as jobs of an (implicit) group (group.h): at once for blocking communicators, on a
+// background thread for non-blocking ones, which return ncclInProgress until ncclCommGetAsyncError says the
+// job is done.
 #include <cstring>
 
 #include "tools/simgpu/core/simgpu.h"
+#include "tools/simgpu/nccl/coll_faults.h"
 #include "tools/simgpu/nccl/comm.h"
 #include "tools/simgpu/nccl/group.h"
 #include "tools/simgpu/nccl/log.h"
 #include "tools/simgpu/nccl/nccl_api.h"
+#include "tools/simgpu/nccl/params.h"
 #include "tools/simgpu/nccl/segment.h"
 
 using simgpu::nccl::Warn;
@@ -27,7 +32,35 @@ ncclResult_t CheckCommArg(ncclComm_t comm, const void* out, const char* fn, cons
   return ncclSuccess;
 }
 
-ncclResult_t InitRank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, int rank, const char* fn) {
+// parseCommConfig: only `blocking` matters to simgpu. The application's struct may be older (smaller) than
+// ours: copy what its `size` says.
+ncclResult_t ParseBlocking(const ncclConfig_t* config, bool fallback, bool* blocking) {
+  *blocking = fallback;
+  if (config != nullptr) {
+    ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
+    size_t size = config->size < sizeof c ? config->size : sizeof c;
+    std::memcpy(&c, config, size);
+    if (c.magic != kConfigMagic) {
+      Warn("ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER");
+      return ncclInvalidArgument;
+    }
+    if (c.version >= NCCL_VERSION(2, 14, 0) && c.blocking != NCCL_CONFIG_UNDEF_INT) {
+      if (c.blocking != 0 && c.blocking != 1) {
+        Warn("Invalid config blocking attribute value %d", c.blocking);
+        return ncclInvalidArgument;
+      }
+      *blocking = c.blocking == 1;
+    }
+  }
+  const int env = simgpu::nccl::CommBlockingOverride();
+  if (env >= 0) *blocking = env == 1;
+  return ncclSuccess;
+}
+
+// ncclCommInitRankDev inside an (implicit) group: the init runs at the outermost ncclGroupEnd, on a background
+// thread for a non-blocking communicator. *newcomm is set at once, as NCCL does.
+ncclResult_t InitRank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, int rank,
+                      const ncclConfig_t* config, const char* fn) {
   if (newcomm == nullptr) {
     Warn("%s: newcomm argument is NULL", fn);
     return ncclInvalidArgument;
@@ -40,22 +73,26 @@ ncclResult_t InitRank(ncclComm_t* newcomm, int nranks, const ncclUniqueId& id, i
     Warn("%s: rank %d is out of range 0..%d", fn, rank, nranks - 1);
     return ncclInvalidArgument;
   }
-  const int device = simgpu::CurrentDevice();
+  bool blocking = true;
+  ncclResult_t r = ParseBlocking(config, true, &blocking);
+  if (r != ncclSuccess) return r;
   auto* comm = new ncclComm;
-  if (simgpu::nccl::InGroup()) {
-    comm->MarkInitPending();
-    simgpu::nccl::DeferInit(comm, nranks, id, rank, device);
-    *newcomm = comm;
-    return ncclSuccess;
-  }
-  ncclResult_t r = comm->InitRank(nranks, id, rank, device);
+  comm->set_blocking(blocking);
+  comm->MarkInitPending();
+  simgpu::nccl::GroupStart();
+  r = simgpu::nccl::DeferInit(comm, nranks, id, rank, simgpu::CurrentDevice());
+  *newcomm = r == ncclSuccess ? comm : nullptr;
+  ncclResult_t end = simgpu::nccl::GroupEnd();
   if (r != ncclSuccess) {
     delete comm;
-    *newcomm = nullptr;
     return r;
   }
-  *newcomm = comm;
-  return ncclSuccess;
+  if (!blocking) return end == ncclInProgress || end == ncclSuccess ? comm->status() : end;
+  if (end != ncclSuccess && !simgpu::nccl::InGroup()) {
+    delete comm;
+    *newcomm = nullptr;
+  }
+  return end;
 }
 
 }  // namespace
@@ -78,16 +115,52 @@ NCCL_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* unique_id) {
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* newcomm, int nranks, ncclUniqueId comm_id, int rank) {
-  return InitRank(newcomm, nranks, comm_id, rank, "ncclCommInitRank");
+  return InitRank(newcomm, nranks, comm_id, rank, nullptr, "ncclCommInitRank");
 }
 
 NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* newcomm, int nranks, ncclUniqueId comm_id, int rank,
          ncclConfig_t* config) {
-  if (config != nullptr && config->magic != kConfigMagic) {
-    Warn("ncclCommInitRankConfig: config was not initialized with NCCL_CONFIG_INITIALIZER");
+  return InitRank(newcomm, nranks, comm_id, rank, config, "ncclCommInitRankConfig");
+}
+
+// Every rank passes the same ids; one segment per communicator is enough, so the first id names it.
+NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int rank, int nid,
+         ncclUniqueId* comm_ids, ncclConfig_t* config) {
+  if (nid < 1 || comm_ids == nullptr) {
+    Warn("ncclCommInitRankScalable: invalid nId %d or commIds %p", nid, static_cast<void*>(comm_ids));
     return ncclInvalidArgument;
   }
-  return InitRank(newcomm, nranks, comm_id, rank, "ncclCommInitRankConfig");
+  return InitRank(newcomm, nranks, comm_ids[0], rank, config, "ncclCommInitRankScalable");
+}
+
+NCCL_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+         ncclConfig_t* config) {
+  if (comm == nullptr || newcomm == nullptr) {
+    Warn("ncclCommSplit: %s argument is NULL", comm == nullptr ? "comm" : "newcomm");
+    return ncclInvalidArgument;
+  }
+  ncclResult_t st = comm->status();
+  if (st != ncclSuccess) {
+    Warn("ncclCommSplit: %s", st == ncclInProgress
+                                  ? "Attempt to use communicator before the previous operation returned ncclSuccess"
+                                  : "the communicator is unusable after an earlier error");
+    return st == ncclInProgress ? ncclInvalidArgument : st;
+  }
+  *newcomm = nullptr;
+  ncclComm* child = nullptr;
+  if (color != NCCL_SPLIT_NOCOLOR) {
+    bool blocking = true;
+    ncclResult_t r = ParseBlocking(config, comm->blocking(), &blocking);
+    if (r != ncclSuccess) return r;
+    child = new ncclComm;
+    child->set_blocking(blocking);
+  }
+  simgpu::nccl::GroupStart();
+  ncclResult_t r = simgpu::nccl::DeferSplit(comm, color, key, child, newcomm);
+  if (r != ncclSuccess) delete child;
+  ncclResult_t end = simgpu::nccl::GroupEnd();
+  if (r != ncclSuccess) return r;
+  return end == ncclInProgress ? ncclSuccess : end;
 }
 
 NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist) {
@@ -124,18 +197,29 @@ NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* 
   return r;
 }
 
+// As NCCL 2.28: a NULL communicator is a no-op; a second finalize is ncclInvalidArgument; a non-blocking
+// communicator returns ncclInProgress and reports ncclSuccess once its issued work has run.
 NCCL_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
-  if (comm == nullptr) {
-    Warn("ncclCommFinalize: comm argument is NULL");
+  if (comm == nullptr) return ncclSuccess;
+  ncclResult_t st = comm->status();
+  if (st == ncclInProgress) {
+    Warn("ncclCommFinalize: Attempt to use communicator before the previous operation returned ncclSuccess");
     return ncclInvalidArgument;
   }
-  comm->WaitIdle();
-  return comm->status();
+  if (st != ncclSuccess) return st;
+  if (!comm->MarkFinalized()) {
+    Warn("ncclCommFinalize: the communicator was finalized already");
+    return ncclInvalidArgument;
+  }
+  ncclResult_t r = simgpu::nccl::RunJob(comm, [comm] { comm->WaitIdle(); });
+  return r == ncclInProgress ? comm->status() : comm->error();
 }
 
 NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
+  comm->WaitAsync();
   comm->WaitIdle();
+  simgpu::nccl::ForgetCommResults(comm);
   delete comm;
   return ncclSuccess;
 }
@@ -143,7 +227,9 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
 NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;
   comm->Abort();
+  comm->WaitAsync();
   comm->WaitIdle();
+  simgpu::nccl::ForgetCommResults(comm);
   delete comm;
   return ncclSuccess;
 }
@@ -195,6 +281,17 @@ NCCL_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size) {
   }
   *ptr = simgpu::AllocDevice(size);
   return *ptr != nullptr ? ncclSuccess : ncclUnhandledCudaError;
+}
+
+// Registration only speeds NCCL up; simgpu needs none, so the handle is the buffer itself.
+NCCL_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  ncclResult_t r = CheckCommArg(comm, handle, "ncclCommRegister", "handle");
+  if (r == ncclSuccess) *handle = buff;
+  return r;
+}
+
+NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) {
+  return CheckCommArg(comm, handle, "ncclCommDeregister", "handle");
 }
 
 NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {

@@ -3,30 +3,31 @@
 // output from all staging buffers. Staging buffers alternate between two parities, so a rank refills a buffer
 // only after the next barrier, which no rank passes before it has finished reading that buffer.
 //
-// Reductions read the ranks' contributions in the fixed order 0, 1, ..., n-1 (reduce_kernels.h), so every rank
-// computes bitwise-identical results, independent of timing.
+// Reductions combine the staged contributions in the order order.h defines for each element (NCCL's ring by
+// default), which depends only on the element's index, so every rank computes bitwise-identical results,
+// independent of timing and of the staging chunk size.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
 #include "tools/simgpu/nccl/comm.h"
 #include "tools/simgpu/nccl/op.h"
+#include "tools/simgpu/nccl/order.h"
+#include "tools/simgpu/nccl/params.h"
 #include "tools/simgpu/nccl/reduce_kernels.h"
 
 namespace simgpu::nccl {
 namespace {
 
-bool IsReduction(OpKind k) {
-  return k == OpKind::kAllReduce || k == OpKind::kReduceScatter || k == OpKind::kReduce;
-}
-bool HasRoot(OpKind k) { return k == OpKind::kBroadcast || k == OpKind::kReduce; }
+// User-defined operators are stamped as one value: their handles differ between ranks.
+constexpr uint32_t kUserOpStamp = ncclNumOps;
 
 OpStamp MakeStamp(const Op& op) {
   OpStamp s{};
   s.kind = static_cast<uint32_t>(op.kind);
   if (IsReduction(op.kind)) {
     s.dtype = static_cast<uint32_t>(op.dtype);
-    s.redop = static_cast<uint32_t>(op.redop);
+    s.redop = op.redop < ncclNumOps ? static_cast<uint32_t>(op.redop) : kUserOpStamp;
     s.count = op.count;
   } else {
     s.count = op.count * DataTypeSize(op.dtype);  // data movement: only the byte count must agree
@@ -82,6 +83,32 @@ ncclResult_t ChunkLoop(Comm& c, const Op& op, size_t nchunks, Stage stage, Consu
 
 size_t Chunks(size_t total, size_t per) { return (total + per - 1) / per; }
 
+// out[0..m) = the chain src(first), src(first+1), ..., src(first+n-1) (ranks mod n) without rank `drop`.
+template <class Src>
+void ReduceChain(const Reduction& red, char* out, Src src, size_t m, int first, int n, int drop) {
+  bool started = false;
+  for (int k = 0; k < n; ++k) {
+    const int r = (first + k) % n;
+    if (r == drop) continue;
+    if (started) {
+      ReduceNext(red, out, src(r), m);
+    } else {
+      ReduceFirst(red, out, src(r), m);
+      started = true;
+    }
+  }
+  ReduceFinish(red, out, m);
+}
+
+Reduction Resolve(const Op& op) {
+  Reduction red = op.red;
+  if (op.scalar_ptr != nullptr) {
+    red.scalar = 0;
+    std::memcpy(&red.scalar, op.scalar_ptr, DataTypeSize(op.dtype));
+  }
+  return red;
+}
+
 }  // namespace
 
 const char* OpName(OpKind kind) {
@@ -93,6 +120,9 @@ const char* OpName(OpKind kind) {
     case OpKind::kReduce: return "ncclReduce";
     case OpKind::kSend: return "ncclSend";
     case OpKind::kRecv: return "ncclRecv";
+    case OpKind::kAlltoAll: return "ncclAlltoAll";
+    case OpKind::kGather: return "ncclGather";
+    case OpKind::kScatter: return "ncclScatter";
   }
   return "ncclUnknown";
 }
@@ -102,17 +132,21 @@ size_t ResultElements(const Comm& comm, const Op& op) {
     case OpKind::kAllReduce:
     case OpKind::kReduceScatter:
     case OpKind::kBroadcast:
+    case OpKind::kScatter:
       return op.count;
     case OpKind::kAllGather:
+    case OpKind::kAlltoAll:
       return op.count * comm.nranks();
     case OpKind::kReduce:
       return comm.rank() == op.root ? op.count : 0;
+    case OpKind::kGather:
+      return comm.rank() == op.root ? op.count * comm.nranks() : 0;
     default:
       return 0;
   }
 }
 
-ncclResult_t RunCollective(Comm& c, const Op& op, std::string* error) {
+ncclResult_t RunCollective(Comm& c, const Op& op, int drop, std::string* error) {
   if (op.count == 0) return ncclSuccess;
   Segment* seg = c.segment();
   const int me = c.rank();
@@ -121,13 +155,15 @@ ncclResult_t RunCollective(Comm& c, const Op& op, std::string* error) {
   const size_t chunk = seg->chunk_bytes();
   const char* send = static_cast<const char*>(op.send);
   char* recv = static_cast<char*>(op.recv);
-  const Reduction red{op.dtype, op.redop, n};
+  const ReductionOrder order = Order();
 
   switch (op.kind) {
     case OpKind::kAllReduce:
     case OpKind::kReduce: {
+      const Reduction red = Resolve(op);
       const size_t per = chunk / es;
       const bool writes = op.kind == OpKind::kAllReduce || me == op.root;
+      const RingShape shape{op.count, n, es, RingChunkBytes()};
       return ChunkLoop(
           c, op, Chunks(op.count, per),
           [&](int p, size_t i) {
@@ -136,17 +172,25 @@ ncclResult_t RunCollective(Comm& c, const Op& op, std::string* error) {
           },
           [&](int p, size_t i) {
             if (!writes) return;
-            size_t m = std::min(per, op.count - i * per);
-            char* out = recv + i * per * es;
-            ReduceFirst(red, out, seg->staging(0, p), m);
-            for (int r = 1; r < n; ++r) ReduceNext(red, out, seg->staging(r, p), m);
-            ReduceFinish(red, out, m);
+            const size_t lo = i * per, hi = std::min(op.count, lo + per);
+            auto reduce = [&](size_t b, size_t e, int first) {
+              ReduceChain(
+                  red, recv + b * es, [&](int r) { return seg->staging(r, p) + (b - lo) * es; }, e - b, first, n,
+                  drop);
+            };
+            if (op.kind == OpKind::kReduce) {
+              reduce(lo, hi, ReduceFirstRank(order, op.root, n));
+            } else {
+              ForEachAllReduceRange(order, shape, lo, hi, reduce);
+            }
           },
           error);
     }
     case OpKind::kReduceScatter: {
+      const Reduction red = Resolve(op);
       const size_t per = chunk / (static_cast<size_t>(n) * es);
       const size_t rc = op.count;
+      const int first = ReduceScatterFirst(order, me, n);
       return ChunkLoop(
           c, op, Chunks(rc, per),
           [&](int p, size_t i) {
@@ -157,22 +201,51 @@ ncclResult_t RunCollective(Comm& c, const Op& op, std::string* error) {
           },
           [&](int p, size_t i) {
             size_t m = std::min(per, rc - i * per);
-            char* out = recv + i * per * es;
             size_t mine = static_cast<size_t>(me) * per * es;
-            ReduceFirst(red, out, seg->staging(0, p) + mine, m);
-            for (int r = 1; r < n; ++r) ReduceNext(red, out, seg->staging(r, p) + mine, m);
-            ReduceFinish(red, out, m);
+            ReduceChain(
+                red, recv + i * per * es, [&](int r) { return seg->staging(r, p) + mine; }, m, first, n, drop);
           },
           error);
     }
-    case OpKind::kAllGather: {
+    case OpKind::kAlltoAll:
+    case OpKind::kScatter: {
+      // Rank r's block b goes to rank b: staged as n blocks of `per` elements per step.
+      const size_t per = chunk / (static_cast<size_t>(n) * es);
+      const size_t rc = op.count;
+      const bool all = op.kind == OpKind::kAlltoAll;
+      return ChunkLoop(
+          c, op, Chunks(rc, per),
+          [&](int p, size_t i) {
+            if (!all && me != op.root) return;
+            size_t m = std::min(per, rc - i * per);
+            for (int b = 0; b < n; ++b) {
+              std::memcpy(seg->staging(me, p) + b * per * es, send + (b * rc + i * per) * es, m * es);
+            }
+          },
+          [&](int p, size_t i) {
+            size_t m = std::min(per, rc - i * per);
+            size_t mine = static_cast<size_t>(me) * per * es;
+            if (!all) {
+              std::memmove(recv + i * per * es, seg->staging(op.root, p) + mine, m * es);
+              return;
+            }
+            for (int r = 0; r < n; ++r) {
+              std::memcpy(recv + (r * rc + i * per) * es, seg->staging(r, p) + mine, m * es);
+            }
+          },
+          error);
+    }
+    case OpKind::kAllGather:
+    case OpKind::kGather: {
       const size_t bytes = op.count * es;
+      const bool writes = op.kind == OpKind::kAllGather || me == op.root;
       return ChunkLoop(
           c, op, Chunks(bytes, chunk),
           [&](int p, size_t i) {
             std::memcpy(seg->staging(me, p), send + i * chunk, std::min(chunk, bytes - i * chunk));
           },
           [&](int p, size_t i) {
+            if (!writes) return;
             size_t m = std::min(chunk, bytes - i * chunk);
             for (int r = 0; r < n; ++r) std::memcpy(recv + r * bytes + i * chunk, seg->staging(r, p), m);
           },

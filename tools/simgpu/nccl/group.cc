@@ -1,8 +1,12 @@
 // Faults are applied on the worker right after the collective wrote its result, before any later work on the
-// stream can read it, through simgpu::ApplyFaults (which matches the spec's rank against this process's RANK).
+// stream can read it (coll_faults.h).
+//
+// Background jobs are detached threads; each communicator they touch counts them (Comm::BeginAsync/EndAsync)
+// and ncclCommDestroy/Abort wait for that count to drop to zero before deleting the communicator.
 #include "tools/simgpu/nccl/group.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -10,8 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "tools/simgpu/nccl/coll_faults.h"
 #include "tools/simgpu/nccl/comm.h"
 #include "tools/simgpu/nccl/log.h"
+#include "tools/simgpu/nccl/params.h"
 #include "tools/simgpu/nccl/reduce_kernels.h"
 
 namespace simgpu::nccl {
@@ -25,11 +31,22 @@ struct DeferredInit {
   int device;
 };
 
+struct DeferredSplit {
+  ncclComm* parent;
+  int color;
+  int key;
+  ncclComm* child;
+  ncclComm_t* newcomm;
+};
+
 struct GroupState {
   int depth = 0;
   ncclResult_t error = ncclSuccess;
+  int blocking = -1;  // -1 until a communicator joins the group
+  int job_blocking = -1;  // mode of the inits and splits, which must all agree
   std::vector<Op> ops;
   std::vector<DeferredInit> inits;
+  std::vector<DeferredSplit> splits;
 };
 
 thread_local GroupState t_group;
@@ -53,7 +70,7 @@ void RunTask(const Task& t) {
   Comm& c = *t.comm;
   c.WaitTurn(t.ticket);
   std::string error;
-  ncclResult_t r = c.status();
+  ncclResult_t r = c.error();
   std::vector<const Op*> p2p;
   for (const Op& op : t.ops) {
     if (IsP2P(op.kind)) {
@@ -61,12 +78,7 @@ void RunTask(const Task& t) {
       continue;
     }
     if (r != ncclSuccess) break;
-    r = RunCollective(c, op, &error);
-    if (r == ncclSuccess) {
-      size_t n = ResultElements(c, op);
-      simgpu::ApplyFaults(simgpu::FaultSite::kCollective, op.fault_call, n > 0 ? op.recv : nullptr,
-                          DataTypeSize(op.dtype), n);
-    }
+    r = RunFaultedCollective(c, op, &error);
   }
   if (r == ncclSuccess && !p2p.empty()) r = RunP2P(c, p2p, &error);
   if (r != ncclSuccess && !error.empty()) c.Fail(r, error);
@@ -126,19 +138,78 @@ void Issue(std::vector<Op> ops) {
   }
 }
 
-ncclResult_t RunInits(const std::vector<DeferredInit>& inits) {
-  if (inits.size() == 1) {
-    const DeferredInit& d = inits[0];
-    return d.comm->InitRank(d.nranks, d.id, d.rank, d.device);
+ncclResult_t RunSplit(const DeferredSplit& d) {
+  ncclResult_t r = d.parent->Split(d.color, d.key, d.child);
+  if (d.child == nullptr) return r;
+  if (r != ncclSuccess && d.parent->blocking()) {
+    delete d.child;
+    return r;
   }
+  __atomic_store_n(d.newcomm, static_cast<ncclComm_t>(d.child), __ATOMIC_RELEASE);
+  return r;
+}
+
+// Inits and splits, concurrently when there are several (each waits for its peers, which may be other entries).
+ncclResult_t RunJoins(const std::vector<DeferredInit>& inits, const std::vector<DeferredSplit>& splits) {
+  std::vector<std::function<ncclResult_t()>> work;
+  for (const DeferredInit& d : inits) {
+    work.push_back([d] { return d.comm->InitRank(d.nranks, d.id, d.rank, d.device); });
+  }
+  for (const DeferredSplit& d : splits) work.push_back([d] { return RunSplit(d); });
+  if (work.empty()) return ncclSuccess;
+  if (work.size() == 1) return work[0]();
+  std::vector<ncclResult_t> results(work.size(), ncclSuccess);
   std::vector<std::thread> threads;
-  for (const DeferredInit& d : inits) {
-    threads.emplace_back([d] { d.comm->InitRank(d.nranks, d.id, d.rank, d.device); });
-  }
+  for (size_t i = 0; i < work.size(); ++i) threads.emplace_back([&, i] { results[i] = work[i](); });
   for (auto& t : threads) t.join();
-  for (const DeferredInit& d : inits) {
-    if (d.comm->status() != ncclSuccess) return d.comm->status();
+  for (ncclResult_t r : results) {
+    if (r != ncclSuccess) return r;
   }
+  return ncclSuccess;
+}
+
+ncclResult_t Launch(GroupState& g) {
+  ncclResult_t r = RunJoins(g.inits, g.splits);
+  if (g.error != ncclSuccess) {
+    if (!g.ops.empty()) {
+      Warn("ncclGroupEnd: a call in the group failed; none of its %zu operations was issued", g.ops.size());
+    }
+    return g.error;
+  }
+  if (!g.ops.empty()) Issue(std::move(g.ops));
+  return r;
+}
+
+void SleepAsyncDelay() {
+  const double s = AsyncDelaySeconds();
+  if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
+}
+
+// Every communicator the group touches, once each.
+std::vector<Comm*> GroupComms(const GroupState& g) {
+  std::vector<Comm*> comms;
+  auto add = [&](Comm* c) {
+    for (Comm* x : comms) {
+      if (x == c) return;
+    }
+    comms.push_back(c);
+  };
+  for (const DeferredInit& d : g.inits) add(d.comm);
+  for (const DeferredSplit& d : g.splits) add(d.parent);
+  for (const Op& op : g.ops) add(op.comm);
+  return comms;
+}
+
+ncclResult_t JoinJobMode(const Comm& comm, const char* fn) {
+  const int mode = comm.blocking() ? 1 : 0;
+  if (t_group.job_blocking == -1) {
+    t_group.job_blocking = mode;
+  } else if (t_group.job_blocking != mode) {
+    Warn("%s: Blocking and nonblocking communicators are not allowed in the same group.", fn);
+    RecordGroupError(ncclInvalidArgument);
+    return ncclInvalidArgument;
+  }
+  t_group.blocking = mode;
   return ncclSuccess;
 }
 
@@ -157,31 +228,53 @@ ncclResult_t GroupEnd() {
     return ncclInvalidUsage;
   }
   if (--t_group.depth > 0) return ncclSuccess;
-  GroupState g = std::move(t_group);
+  auto g = std::make_shared<GroupState>(std::move(t_group));
   t_group = GroupState();
-  ncclResult_t r = g.inits.empty() ? ncclSuccess : RunInits(g.inits);
-  if (g.error != ncclSuccess) {
-    if (!g.ops.empty()) Warn("ncclGroupEnd: a call in the group failed; none of its %zu operations was issued", g.ops.size());
-    return g.error;
-  }
-  if (!g.ops.empty()) Issue(std::move(g.ops));
-  return r;
+  const bool work = !g->ops.empty() || !g->inits.empty() || !g->splits.empty();
+  if (g->blocking != 0 || !work) return Launch(*g);
+  std::vector<Comm*> comms = GroupComms(*g);
+  for (Comm* c : comms) c->BeginAsync();
+  std::thread([g, comms] {
+    SleepAsyncDelay();
+    Launch(*g);
+    for (Comm* c : comms) c->EndAsync();
+  }).detach();
+  return ncclInProgress;
 }
 
 void Submit(const Op& op) {
-  if (InGroup()) {
-    t_group.ops.push_back(op);
-  } else {
-    Issue({op});
-  }
+  t_group.blocking = op.comm->blocking() ? 1 : 0;
+  t_group.ops.push_back(op);
 }
 
 void RecordGroupError(ncclResult_t error) {
-  if (InGroup() && t_group.error == ncclSuccess) t_group.error = error;
+  if (InGroup() && error != ncclInProgress && t_group.error == ncclSuccess) t_group.error = error;
 }
 
-void DeferInit(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, int device) {
-  t_group.inits.push_back(DeferredInit{comm, nranks, id, rank, device});
+ncclResult_t DeferInit(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank, int device) {
+  ncclResult_t r = JoinJobMode(*comm, "ncclCommInitRank");
+  if (r == ncclSuccess) t_group.inits.push_back(DeferredInit{comm, nranks, id, rank, device});
+  return r;
+}
+
+ncclResult_t DeferSplit(ncclComm* parent, int color, int key, ncclComm* child, ncclComm_t* newcomm) {
+  ncclResult_t r = JoinJobMode(*parent, "ncclCommSplit");
+  if (r == ncclSuccess) t_group.splits.push_back(DeferredSplit{parent, color, key, child, newcomm});
+  return r;
+}
+
+ncclResult_t RunJob(ncclComm* comm, const std::function<void()>& job) {
+  if (comm->blocking()) {
+    job();
+    return ncclSuccess;
+  }
+  comm->BeginAsync();
+  std::thread([comm, job] {
+    SleepAsyncDelay();
+    job();
+    comm->EndAsync();
+  }).detach();
+  return ncclInProgress;
 }
 
 int64_t NextCollectiveCall() { return g_collective_calls.fetch_add(1); }

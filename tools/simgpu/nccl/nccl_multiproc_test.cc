@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <map>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -83,17 +84,55 @@ void ExpectSameDigestsOnAllRanks(const std::string& dir, int n) {
   for (int r = 1; r < n; ++r) EXPECT_EQ(ReadFile(dir + "/digest." + std::to_string(r)), first) << "rank " << r;
 }
 
-class NcclCollectives : public ::testing::TestWithParam<int> {};
+struct CollectivesCase {
+  int ranks;
+  std::string env;  // an order setting, or empty for the defaults
+};
 
+void PrintTo(const CollectivesCase& c, std::ostream* os) { *os << c.ranks << " ranks " << c.env; }
+
+class NcclCollectives : public ::testing::TestWithParam<CollectivesCase> {};
+
+// Every rank checks every result bit for bit against reference.cc, whose ring order is a step-by-step
+// transcription of NCCL's schedule (counts 1, 3, 777, 2601: mostly not divisible by the rank count), and all
+// ranks must report identical all-reduce results. A small SIMGPU_NCCL_RING_CHUNK_BYTES makes the buffers span
+// several ring loops, so both chunk sizes of NCCL's loop are exercised.
 TEST_P(NcclCollectives, EveryCollectiveTypeOpAndPlacementMatchesTheReference) {
   ScratchDir dir;
-  const int n = GetParam();
-  Result r = RunRanks(n, "collectives", dir.path(), {"SIMGPU_NCCL_CHUNK_BYTES=4096"});
+  const CollectivesCase& c = GetParam();
+  std::vector<std::string> env = {"SIMGPU_NCCL_CHUNK_BYTES=4096"};
+  if (!c.env.empty()) env.push_back(c.env);
+  Result r = RunRanks(c.ranks, "collectives", dir.path(), env);
   ASSERT_EQ(r.exit_code, 0) << "a rank reported failures (see stderr)";
-  ExpectSameDigestsOnAllRanks(dir.path(), n);
+  ExpectSameDigestsOnAllRanks(dir.path(), c.ranks);
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, NcclCollectives, ::testing::Values(3, 4));
+INSTANTIATE_TEST_SUITE_P(Orders, NcclCollectives,
+                         ::testing::Values(CollectivesCase{2, ""}, CollectivesCase{3, ""}, CollectivesCase{4, ""},
+                                           CollectivesCase{5, ""},
+                                           CollectivesCase{3, "SIMGPU_NCCL_RING_CHUNK_BYTES=64"},
+                                           CollectivesCase{5, "SIMGPU_NCCL_RING_CHUNK_BYTES=48"},
+                                           CollectivesCase{4, "SIMGPU_NCCL_ORDER=rank"}),
+                         [](const ::testing::TestParamInfo<CollectivesCase>& info) {
+                           std::string name = std::to_string(info.param.ranks) + "ranks";
+                           if (info.param.env.find("RING_CHUNK") != std::string::npos) name += "_smallchunks";
+                           if (info.param.env.find("ORDER=rank") != std::string::npos) name += "_rankorder";
+                           return name;
+                         });
+
+TEST(NcclCollectivesOrder, ResultsDoNotDependOnTheStagingChunkButOnTheOrder) {
+  auto digests = [](std::vector<std::string> env) {
+    ScratchDir dir;
+    EXPECT_EQ(RunRanks(3, "collectives", dir.path(), env).exit_code, 0);
+    return ReadFile(dir.path() + "/digest.0");
+  };
+  std::string ring_small = digests({"SIMGPU_NCCL_CHUNK_BYTES=256"});
+  std::string ring_large = digests({"SIMGPU_NCCL_CHUNK_BYTES=65536"});
+  std::string rank_order = digests({"SIMGPU_NCCL_CHUNK_BYTES=4096", "SIMGPU_NCCL_ORDER=rank"});
+  EXPECT_FALSE(ring_small.empty());
+  EXPECT_EQ(ring_small, ring_large);
+  EXPECT_NE(ring_small, rank_order) << "the floating-point inputs are chosen so that the order shows";
+}
 
 TEST(NcclSendRecv, GroupedRingsWithMessagesLargerThanTheRing) {
   for (int n : {3, 2}) {

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/dtype.h"
+#include "kernels/fp8.h"
 
 namespace simgpu::nccl {
 namespace {
@@ -33,12 +35,48 @@ struct Bf16 {
   static S Store(A a) { return kd::FloatToBf16(a); }
 };
 
-template <class V, class Fn>
-void Combine(void* acc, const void* src, size_t n, Fn fn) {
+// FP8 on sm_90 (reduce_kernel.h): widened to half exactly, one half operation (rounded to half), narrowed with
+// __NV_SATFINITE (__nv_fp8_e4m3(__half)). Arithmetic in FP32 rounded to half equals the half operation, as above.
+template <kd::Fp8Format F>
+struct Fp8 {
+  using S = uint8_t;
+  using A = float;
+  static A Load(S s) { return kd::Fp8ToFloat(s, F); }
+  static S Store(A a) {
+    return kd::FloatToFp8(kd::HalfToFloat(kd::FloatToHalf(a)), F, kd::Fp8Saturation::kSatFinite);
+  }
+};
+
+// fmaxf/fminf and __hmax/__hmin: a NaN operand yields the other operand, and -0 < +0.
+template <typename A>
+A GpuMax(A y, A x) {
+  if (std::isnan(y)) return x;
+  if (std::isnan(x)) return y;
+  if (y == x) return std::signbit(y) ? x : y;
+  return y > x ? y : x;
+}
+template <typename A>
+A GpuMin(A y, A x) {
+  if (std::isnan(y)) return x;
+  if (std::isnan(x)) return y;
+  if (y == x) return std::signbit(y) ? y : x;
+  return y < x ? y : x;
+}
+
+template <typename S>
+S ScalarOf(const Reduction& r) {
+  S s;
+  std::memcpy(&s, &r.scalar, sizeof s);
+  return s;
+}
+
+// acc[i] = Store(fn(pre(src[i]), Load(acc[i]))), pre(y) being Load(y) or its PreMulSum product.
+template <class V, class Pre, class Fn>
+void Combine(void* acc, const void* src, size_t n, Pre pre, Fn fn) {
   using S = typename V::S;
   S* a = static_cast<S*>(acc);
   const S* b = static_cast<const S*>(src);
-  for (size_t i = 0; i < n; ++i) a[i] = V::Store(fn(V::Load(a[i]), V::Load(b[i])));
+  for (size_t i = 0; i < n; ++i) a[i] = V::Store(fn(pre(b[i]), V::Load(a[i])));
 }
 
 template <class V>
@@ -47,33 +85,33 @@ struct FloatKernels {
   using S = typename V::S;
   using A = typename V::A;
 
-  static A AvgScalar(int nranks) { return V::Load(V::Store(static_cast<A>(1.0 / nranks))); }
-
   static void First(const Reduction& r, void* dst, const void* src, size_t n) {
     S* d = static_cast<S*>(dst);
     const S* s = static_cast<const S*>(src);
-    if (r.op != ncclAvg) {
-      for (size_t i = 0; i < n; ++i) d[i] = s[i];
+    if (r.op != DevOp::kPreMulSum) {
+      std::memmove(d, s, n * sizeof(S));
       return;
     }
-    A k = AvgScalar(r.nranks);
+    const A k = V::Load(ScalarOf<S>(r));
     for (size_t i = 0; i < n; ++i) d[i] = V::Store(V::Load(s[i]) * k);
   }
 
   static void Next(const Reduction& r, void* acc, const void* src, size_t n) {
+    auto load = [](S y) { return V::Load(y); };
     switch (r.op) {
-      case ncclSum:
-        return Combine<V>(acc, src, n, [](A x, A y) { return x + y; });
-      case ncclProd:
-        return Combine<V>(acc, src, n, [](A x, A y) { return x * y; });
-      case ncclMax:
-        return Combine<V>(acc, src, n, [](A x, A y) { return std::fmax(x, y); });
-      case ncclMin:
-        return Combine<V>(acc, src, n, [](A x, A y) { return std::fmin(x, y); });
-      case ncclAvg: {
-        A k = AvgScalar(r.nranks);
-        // The pre-multiplied operand is rounded to the type before the add, as FuncPreMulSum does.
-        return Combine<V>(acc, src, n, [k](A x, A y) { return x + V::Load(V::Store(y * k)); });
+      case DevOp::kSum:
+        return Combine<V>(acc, src, n, load, [](A y, A x) { return y + x; });
+      case DevOp::kProd:
+        return Combine<V>(acc, src, n, load, [](A y, A x) { return y * x; });
+      case DevOp::kMax:
+        return Combine<V>(acc, src, n, load, GpuMax<A>);
+      case DevOp::kMin:
+        return Combine<V>(acc, src, n, load, GpuMin<A>);
+      case DevOp::kPreMulSum: {
+        const A k = V::Load(ScalarOf<S>(r));
+        // The product is rounded to the type before the add, as Apply_PreOp<FuncPreMulSum> does.
+        return Combine<V>(acc, src, n, [k](S y) { return V::Load(V::Store(V::Load(y) * k)); },
+                          [](A y, A x) { return y + x; });
       }
       default:
         return;
@@ -88,35 +126,43 @@ struct IntKernels {
   using V = Native<T>;
 
   static T Wrap(U u) { return static_cast<T>(u); }
+  static T Mul(T x, T y) { return Wrap(static_cast<U>(static_cast<U>(x) * static_cast<U>(y))); }
+  static T Add(T x, T y) { return Wrap(static_cast<U>(static_cast<U>(x) + static_cast<U>(y))); }
 
-  static void First(const Reduction&, void* dst, const void* src, size_t n) {
+  static void First(const Reduction& r, void* dst, const void* src, size_t n) {
     T* d = static_cast<T*>(dst);
     const T* s = static_cast<const T*>(src);
-    for (size_t i = 0; i < n; ++i) d[i] = s[i];
+    if (r.op != DevOp::kPreMulSum) {
+      std::memmove(d, s, n * sizeof(T));
+      return;
+    }
+    const T k = ScalarOf<T>(r);
+    for (size_t i = 0; i < n; ++i) d[i] = Mul(s[i], k);
   }
 
   static void Next(const Reduction& r, void* acc, const void* src, size_t n) {
+    auto load = [](T y) { return y; };
     switch (r.op) {
-      case ncclSum:
-      case ncclAvg:
-        return Combine<V>(acc, src, n, [](T x, T y) {
-          return Wrap(static_cast<U>(static_cast<U>(x) + static_cast<U>(y)));
-        });
-      case ncclProd:
-        return Combine<V>(acc, src, n, [](T x, T y) {
-          return Wrap(static_cast<U>(static_cast<U>(x) * static_cast<U>(y)));
-        });
-      case ncclMax:
-        return Combine<V>(acc, src, n, [](T x, T y) { return x < y ? y : x; });
-      case ncclMin:
-        return Combine<V>(acc, src, n, [](T x, T y) { return y < x ? y : x; });
+      case DevOp::kSum:
+      case DevOp::kSumPostDiv:
+        return Combine<V>(acc, src, n, load, Add);
+      case DevOp::kProd:
+        return Combine<V>(acc, src, n, load, Mul);
+      case DevOp::kMax:
+        return Combine<V>(acc, src, n, load, [](T y, T x) { return x < y ? y : x; });
+      case DevOp::kMin:
+        return Combine<V>(acc, src, n, load, [](T y, T x) { return y < x ? y : x; });
+      case DevOp::kPreMulSum: {
+        const T k = ScalarOf<T>(r);
+        return Combine<V>(acc, src, n, [k](T y) { return Mul(y, k); }, Add);
+      }
       default:
         return;
     }
   }
 
   static void Finish(const Reduction& r, void* acc, size_t n) {
-    if (r.op != ncclAvg) return;
+    if (r.op != DevOp::kSumPostDiv) return;
     T* a = static_cast<T*>(acc);
     if constexpr (std::is_signed_v<T>) {
       for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>(static_cast<int64_t>(a[i]) / r.nranks);
@@ -126,7 +172,7 @@ struct IntKernels {
   }
 };
 
-// Calls fn.template operator()<Kernels>() for the kernel family of dtype.
+// Calls fn(Kernels{}) for the kernel family of dtype.
 template <class Fn>
 void Dispatch(ncclDataType_t dtype, Fn&& fn) {
   switch (dtype) {
@@ -140,8 +186,17 @@ void Dispatch(ncclDataType_t dtype, Fn&& fn) {
     case ncclFloat32: return fn(FloatKernels<Native<float>>{});
     case ncclFloat64: return fn(FloatKernels<Native<double>>{});
     case ncclBfloat16: return fn(FloatKernels<Bf16>{});
+    case ncclFloat8e4m3: return fn(FloatKernels<Fp8<kd::Fp8Format::kE4M3>>{});
+    case ncclFloat8e5m2: return fn(FloatKernels<Fp8<kd::Fp8Format::kE5M2>>{});
     default: return;
   }
+}
+
+template <typename T>
+uint64_t Bits(T v) {
+  uint64_t u = 0;
+  std::memcpy(&u, &v, sizeof v);
+  return u;
 }
 
 }  // namespace
@@ -194,13 +249,39 @@ const char* RedOpName(ncclRedOp_t op) {
     case ncclMax: return "ncclMax";
     case ncclMin: return "ncclMin";
     case ncclAvg: return "ncclAvg";
-    default: return "invalid op";
+    default: return "user-defined op";
   }
 }
 
+bool ReducibleType(ncclDataType_t dtype) { return DataTypeSize(dtype) != 0; }
+
 bool ReductionSupported(ncclDataType_t dtype, ncclRedOp_t op) {
-  if (op < ncclSum || op >= ncclNumOps) return false;
-  return DataTypeSize(dtype) != 0 && dtype != ncclFloat8e4m3 && dtype != ncclFloat8e5m2;
+  return op >= ncclSum && op < ncclNumOps && ReducibleType(dtype);
+}
+
+Reduction BuiltinReduction(ncclDataType_t dtype, ncclRedOp_t op, int nranks) {
+  Reduction r{dtype, DevOp::kSum, 0, nranks};
+  switch (op) {
+    case ncclProd: r.op = DevOp::kProd; break;
+    case ncclMax: r.op = DevOp::kMax; break;
+    case ncclMin: r.op = DevOp::kMin; break;
+    case ncclAvg: {
+      const float k = static_cast<float>(1.0 / nranks);
+      r.op = DevOp::kPreMulSum;
+      switch (dtype) {
+        case ncclFloat16: r.scalar = kd::FloatToHalf(k); break;
+        case ncclBfloat16: r.scalar = kd::FloatToBf16(k); break;
+        case ncclFloat32: r.scalar = Bits(k); break;
+        case ncclFloat64: r.scalar = Bits(1.0 / nranks); break;
+        case ncclFloat8e4m3: r.scalar = kd::FloatToE4M3(k); break;
+        case ncclFloat8e5m2: r.scalar = kd::FloatToE5M2(k); break;
+        default: r.op = DevOp::kSumPostDiv; break;
+      }
+      break;
+    }
+    default: break;
+  }
+  return r;
 }
 
 void ReduceFirst(const Reduction& r, void* dst, const void* src, size_t n) {

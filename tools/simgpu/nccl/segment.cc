@@ -83,6 +83,22 @@ ncclResult_t MakeUniqueId(ncclUniqueId* id) {
   return ncclSuccess;
 }
 
+ncclUniqueId DerivedUniqueId(uint64_t hash) {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof id);
+  std::memcpy(id.internal, kIdMagic, sizeof kIdMagic);
+  std::snprintf(id.internal + sizeof kIdMagic, sizeof id.internal - sizeof kIdMagic, "/simgpu-nccl-split-%016llx",
+                static_cast<unsigned long long>(hash));
+  return id;
+}
+
+uint64_t HashBytes(const void* data, size_t bytes, uint64_t seed) {
+  uint64_t h = seed;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
 bool ParseUniqueId(const ncclUniqueId& id, std::string* name) {
   if (std::memcmp(id.internal, kIdMagic, sizeof kIdMagic) != 0) return false;
   const char* p = id.internal + sizeof kIdMagic;

@@ -47,8 +47,11 @@ struct alignas(64) SegmentHeader {
 struct alignas(64) RankSlot {
   std::atomic<int32_t> pid;      // 0 until the rank joined
   int32_t device;                // the rank's CUDA device (duplicate-GPU check)
-  std::atomic<uint64_t> epoch;   // barriers this rank has arrived at
+  std::atomic<uint64_t> epoch;   // stream barriers this rank has arrived at
   OpStamp stamp[2];              // by epoch parity
+  std::atomic<uint64_t> host_epoch;  // host exchanges (ncclCommSplit) this rank has arrived at
+  int32_t split_color[2];            // by host epoch parity
+  int32_t split_key[2];
 };
 
 struct alignas(64) RingHeader {
@@ -64,6 +67,10 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t
 // ncclUniqueId <-> segment name. MakeUniqueId draws a fresh random name; it does not create the segment.
 ncclResult_t MakeUniqueId(ncclUniqueId* id);
 bool ParseUniqueId(const ncclUniqueId& id, std::string* name);
+// The id every member of a child communicator derives from its identity hash (Comm::Split).
+ncclUniqueId DerivedUniqueId(uint64_t hash);
+// FNV-1a over the id's bytes: a communicator's identity (NCCL's commHash is a hash of the id too).
+uint64_t HashBytes(const void* data, size_t bytes, uint64_t seed = 0xcbf29ce484222325ull);
 
 class Segment {
  public:

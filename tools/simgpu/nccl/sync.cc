@@ -134,15 +134,19 @@ ncclResult_t Drive(const WaitContext& ctx, const char* what, const std::function
   }
 }
 
-ncclResult_t Barrier(const WaitContext& ctx, uint64_t epoch, const char* what, std::string* error) {
+ncclResult_t Barrier(const WaitContext& ctx, uint64_t epoch, const char* what, std::string* error,
+                     BarrierKind kind) {
   Segment* seg = ctx.seg;
   const int n = seg->nranks();
-  seg->slot(ctx.rank)->epoch.store(epoch, std::memory_order_release);
+  auto counter = [&](int r) -> std::atomic<uint64_t>& {
+    return kind == BarrierKind::kStream ? seg->slot(r)->epoch : seg->slot(r)->host_epoch;
+  };
+  counter(ctx.rank).store(epoch, std::memory_order_release);
   RingBell(seg);
   auto missing = [&] {
     std::vector<int> out;
     for (int r = 0; r < n; ++r) {
-      if (seg->slot(r)->epoch.load(std::memory_order_acquire) < epoch) out.push_back(r);
+      if (counter(r).load(std::memory_order_acquire) < epoch) out.push_back(r);
     }
     return out;
   };
@@ -150,7 +154,7 @@ ncclResult_t Barrier(const WaitContext& ctx, uint64_t epoch, const char* what, s
       ctx, what,
       [&] {
         for (int r = 0; r < n; ++r) {
-          if (seg->slot(r)->epoch.load(std::memory_order_acquire) < epoch) return Step::kIdle;
+          if (counter(r).load(std::memory_order_acquire) < epoch) return Step::kIdle;
         }
         return Step::kDone;
       },

@@ -41,7 +41,11 @@ ncclResult_t Drive(const WaitContext& ctx, const char* what, const std::function
                    const std::function<std::vector<int>()>& missing, std::string* error);
 
 // Arrives at barrier `epoch` (every rank passes the same epochs 1, 2, 3, ... in order) and waits for all ranks.
-ncclResult_t Barrier(const WaitContext& ctx, uint64_t epoch, const char* what, std::string* error);
+// Stream barriers (RankSlot::epoch) order the collectives run by stream workers; host barriers
+// (RankSlot::host_epoch) order host-side exchanges (ncclCommSplit), which must not disturb the former.
+enum class BarrierKind { kStream, kHost };
+ncclResult_t Barrier(const WaitContext& ctx, uint64_t epoch, const char* what, std::string* error,
+                     BarrierKind kind = BarrierKind::kStream);
 
 // True when the process is gone or a zombie (it will never make progress again).
 bool ProcessGone(int pid);

@@ -100,10 +100,15 @@ int RunFault(const RankEnv& env) {
   RecordDiffs(env, "call=0", ag_recv, ag_want);
   RecordDiffs(env, "p2p", p2p_recv, Floats(16, (me + n - 1) % n, 32));
   RecordDiffs(env, "call=1", bc, bcast);
-  RecordDiffs(env, "call=2", ar_recv, ReferenceReduce(ncclFloat32, ncclSum, in_ar, 0, 64));
-  RecordDiffs(env, "call=3", rs_recv, ReferenceReduce(ncclFloat32, ncclSum, in_rs, me * 16, 16));
-  RecordDiffs(env, "call=4", ar2, ReferenceReduce(ncclFloat32, ncclSum, in_ar2, 0, 64));
-  if (me == 0) RecordDiffs(env, "call=5", red_recv, ReferenceReduce(ncclFloat32, ncclSum, in_red, 0, 64));
+  auto chains = [&](RefColl coll, size_t count) { return ReferenceChains(coll, n, count, 4, me, 0); };
+  RecordDiffs(env, "call=2", ar_recv, ReferenceReduce(ncclFloat32, ncclSum, in_ar, 0, 64, chains(RefColl::kAllReduce, 64)));
+  RecordDiffs(env, "call=3", rs_recv,
+              ReferenceReduce(ncclFloat32, ncclSum, in_rs, me * 16, 16, chains(RefColl::kReduceScatter, 16)));
+  RecordDiffs(env, "call=4", ar2, ReferenceReduce(ncclFloat32, ncclSum, in_ar2, 0, 64, chains(RefColl::kAllReduce, 64)));
+  if (me == 0) {
+    RecordDiffs(env, "call=5", red_recv,
+                ReferenceReduce(ncclFloat32, ncclSum, in_red, 0, 64, chains(RefColl::kReduce, 64)));
+  }
   ncclCommDestroy(comm);
   return 0;
 }
