@@ -1,0 +1,446 @@
+// The backend API end to end: convolution graphs equal the legacy calls bit for bit (one arithmetic, one order);
+// scaled dot-product attention, as cudnn-frontend composes it (matmul, scale, causal mask from index comparisons,
+// max/sub/exp/sum/div softmax, matmul) and as the fused SDPA operation, against an FP64 reference within a
+// derived bound, and the two forms bitwise equal; pointwise and reduction operations; execution's status codes.
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tools/simgpu/cudnn/backend_test_util.h"
+#include "tools/simgpu/cudnn/test_util.h"
+
+namespace simgpu::cudnn::testing {
+namespace {
+
+using Desc = cudnnBackendDescriptor_t;
+
+class CudnnBackend : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(cudnnCreate(&handle_), CUDNN_STATUS_SUCCESS); }
+  void TearDown() override { EXPECT_EQ(cudnnDestroy(handle_), CUDNN_STATUS_SUCCESS); }
+  cudnnHandle_t handle_ = nullptr;
+};
+
+// ---- convolution: backend graph == legacy call ----
+
+void LegacyConv(cudnnHandle_t h, Kind kind, const ConvCase& cc, const Tensor& x, const Tensor& w, const Tensor& y,
+                bool nhwc, float alpha, float beta) {
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  cudnnCreateTensorDescriptor(&xd);
+  cudnnCreateTensorDescriptor(&yd);
+  cudnnCreateFilterDescriptor(&wd);
+  cudnnCreateConvolutionDescriptor(&cd);
+  auto set = [](cudnnTensorDescriptor_t d, const Tensor& t) {
+    std::vector<int> dims(t.dims().begin(), t.dims().end()), strides(t.strides().begin(), t.strides().end());
+    EXPECT_EQ(cudnnSetTensorNdDescriptor(d, t.type(), static_cast<int>(dims.size()), dims.data(), strides.data()),
+              CUDNN_STATUS_SUCCESS);
+  };
+  set(xd, x);
+  set(yd, y);
+  std::vector<int> wdims(w.dims().begin(), w.dims().end());
+  EXPECT_EQ(cudnnSetFilterNdDescriptor(wd, w.type(), nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                       static_cast<int>(wdims.size()), wdims.data()),
+            CUDNN_STATUS_SUCCESS);
+  std::vector<int> pad(cc.pad.begin(), cc.pad.end()), str(cc.stride.begin(), cc.stride.end()),
+      dil(cc.dilation.begin(), cc.dilation.end());
+  EXPECT_EQ(cudnnSetConvolutionNdDescriptor(cd, static_cast<int>(pad.size()), pad.data(), str.data(), dil.data(),
+                                            cc.flip ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+            CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnSetConvolutionGroupCount(cd, static_cast<int>(cc.groups)), CUDNN_STATUS_SUCCESS);
+  cudnnStatus_t st;
+  if (kind == Kind::kForward) {
+    st = cudnnConvolutionForward(h, &alpha, xd, x.device(), wd, w.device(), cd, CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+                                 nullptr, 0, &beta, yd, y.device());
+  } else if (kind == Kind::kBackwardData) {
+    st = cudnnConvolutionBackwardData(h, &alpha, wd, w.device(), yd, y.device(), cd,
+                                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, nullptr, 0, &beta, xd, x.device());
+  } else {
+    st = cudnnConvolutionBackwardFilter(h, &alpha, xd, x.device(), yd, y.device(), cd,
+                                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, nullptr, 0, &beta, wd, w.device());
+  }
+  EXPECT_EQ(st, CUDNN_STATUS_SUCCESS);
+  cudnnDestroyTensorDescriptor(xd);
+  cudnnDestroyTensorDescriptor(yd);
+  cudnnDestroyFilterDescriptor(wd);
+  cudnnDestroyConvolutionDescriptor(cd);
+}
+
+TEST_F(CudnnBackend, ConvolutionGraphsEqualLegacyCalls) {
+  const ConvCase cases[] = {{2, 4, 6, 2, {6, 5}, {3, 3}, {1, 1}, {2, 1}, {1, 1}},
+                            {1, 3, 2, 1, {7, 7}, {3, 2}, {1, 0}, {1, 2}, {2, 1}, true}};
+  const cudnnBackendDescriptorType_t types[] = {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                                                CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                                                CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR};
+  const Kind kinds[] = {Kind::kForward, Kind::kBackwardData, Kind::kBackwardFilter};
+  uint32_t seed = 11;
+  for (const ConvCase& cc : cases) {
+    for (cudnnDataType_t type : {CUDNN_DATA_FLOAT, CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16}) {
+      for (bool nhwc : {false, true}) {
+        for (int kind = 0; kind < 3; ++kind) {
+          SCOPED_TRACE(::testing::Message() << "type " << type << " nhwc " << nhwc << " kind " << kind);
+          Tensor x(type, cc.XDims(), Tensor::Packed(cc.XDims(), nhwc));
+          Tensor w(type, cc.WDims(), Tensor::Packed(cc.WDims(), nhwc));
+          Tensor y(type, cc.YDims(), Tensor::Packed(cc.YDims(), nhwc));
+          Tensor x2(type, cc.XDims(), Tensor::Packed(cc.XDims(), nhwc));
+          Tensor w2(type, cc.WDims(), Tensor::Packed(cc.WDims(), nhwc));
+          Tensor y2(type, cc.YDims(), Tensor::Packed(cc.YDims(), nhwc));
+          std::mt19937 rng(seed++);
+          x.Fill(&rng, false);
+          w.Fill(&rng, false);
+          y.Fill(&rng, false);
+          for (size_t i = 0; i < x.size(); ++i) x2.Set(i, x.at(i));
+          for (size_t i = 0; i < w.size(); ++i) w2.Set(i, w.at(i));
+          for (size_t i = 0; i < y.size(); ++i) y2.Set(i, y.at(i));
+          for (Tensor* t : {&x, &w, &y, &x2, &w2, &y2}) t->Upload();
+          LegacyConv(handle_, kinds[kind], cc, x, w, y, nhwc, 1.25f, 0.5f);
+
+          BackendGraph g;
+          Desc xt = g.Tensor(1, type, x.dims(), x.strides());
+          Desc wt = g.Tensor(2, type, w.dims(), w.strides());
+          Desc yt = g.Tensor(3, type, y.dims(), y.strides());
+          g.Convolution(types[kind], xt, wt, yt, cc.pad, cc.stride, cc.dilation,
+                        cc.flip ? CUDNN_CONVOLUTION : CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT, 1.25f, 0.5f);
+          ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+          EXPECT_EQ(g.WorkspaceSize(), 0);
+          ASSERT_EQ(g.Execute(handle_, {{1, x2.device()}, {2, w2.device()}, {3, y2.device()}}), CUDNN_STATUS_SUCCESS);
+          Tensor& a = kind == 0 ? y : kind == 1 ? x : w;
+          Tensor& b = kind == 0 ? y2 : kind == 1 ? x2 : w2;
+          a.Download();
+          b.Download();
+          int differ = 0;
+          for (size_t i = 0; i < a.size(); ++i) differ += a.ElementBytes(i) != b.ElementBytes(i);
+          EXPECT_EQ(differ, 0) << "of " << a.size() << " elements";
+        }
+      }
+    }
+  }
+}
+
+// ---- attention ----
+
+struct AttnShape {
+  int64_t b, h, hk, sq, skv, d;
+};
+
+// FP64 reference: O = softmax(scale * Q K^T [causal: keys j <= i]) V and stats = logsumexp of the scaled scores.
+void ReferenceAttention(const AttnShape& s, const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+                        bool causal, std::vector<double>* o, std::vector<double>* stats, std::vector<double>* pv_abs,
+                        std::vector<double>* score_err) {
+  o->assign(static_cast<size_t>(s.b * s.h * s.sq * s.d), 0.0);
+  stats->assign(static_cast<size_t>(s.b * s.h * s.sq), 0.0);
+  pv_abs->assign(o->size(), 0.0);
+  score_err->assign(stats->size(), 0.0);
+  const int64_t group = s.h / s.hk;
+  for (int64_t bi = 0; bi < s.b; ++bi) {
+    for (int64_t h = 0; h < s.h; ++h) {
+      const int64_t hk = h / group;
+      for (int64_t i = 0; i < s.sq; ++i) {
+        std::vector<double> sc(static_cast<size_t>(s.skv), -INFINITY);
+        double mx = -INFINITY, err = 0.0;
+        for (int64_t j = 0; j < s.skv; ++j) {
+          if (causal && j > i) continue;
+          double dot = 0.0, abs = 0.0;
+          for (int64_t c = 0; c < s.d; ++c) {
+            const double p = q.at(static_cast<size_t>(((bi * s.h + h) * s.sq + i) * s.d + c)) *
+                             k.at(static_cast<size_t>(((bi * s.hk + hk) * s.skv + j) * s.d + c));
+            dot += p;
+            abs += std::fabs(p);
+          }
+          sc[static_cast<size_t>(j)] = dot * scale;
+          err = std::max(err, Gamma(s.d + 2, std::ldexp(1.0, -24)) * abs * scale);
+          mx = std::max(mx, dot * scale);
+        }
+        double l = 0.0;
+        for (int64_t j = 0; j < s.skv; ++j) l += std::exp(sc[static_cast<size_t>(j)] - mx);
+        const size_t row = static_cast<size_t>((bi * s.h + h) * s.sq + i);
+        (*stats)[row] = mx + std::log(l);
+        (*score_err)[row] = err;
+        for (int64_t c = 0; c < s.d; ++c) {
+          double acc = 0.0, abs = 0.0;
+          for (int64_t j = 0; j < s.skv; ++j) {
+            const double p = std::exp(sc[static_cast<size_t>(j)] - mx) / l;
+            const double vv = v.at(static_cast<size_t>(((bi * s.hk + hk) * s.skv + j) * s.d + c));
+            acc += p * vv;
+            abs += p * std::fabs(vv);
+          }
+          (*o)[row * static_cast<size_t>(s.d) + static_cast<size_t>(c)] = acc;
+          (*pv_abs)[row * static_cast<size_t>(s.d) + static_cast<size_t>(c)] = abs;
+        }
+      }
+    }
+  }
+}
+
+std::vector<int64_t> Packed4(const std::vector<int64_t>& dims) { return Tensor::Packed(dims, false); }
+
+// The composite graph of cudnn-frontend's SDPA forward (K given transposed as KT = [b, hk, d, skv] through
+// swapped strides, as the frontend does).
+void BuildComposite(BackendGraph* g, const AttnShape& s, cudnnDataType_t io, bool causal) {
+  const std::vector<int64_t> qd = {s.b, s.h, s.sq, s.d}, kd = {s.b, s.hk, s.skv, s.d};
+  const std::vector<int64_t> ks = Packed4(kd);
+  Desc q = g->Tensor(1, io, qd, Packed4(qd));
+  Desc kt = g->Tensor(2, io, {s.b, s.hk, s.d, s.skv}, {ks[0], ks[1], ks[3], ks[2]});
+  Desc v = g->Tensor(3, io, kd, ks);
+  Desc o = g->Tensor(4, io, qd, Packed4(qd));
+  Desc stats = g->Tensor(5, CUDNN_DATA_FLOAT, {s.b, s.h, s.sq, 1}, {s.h * s.sq, s.sq, 1, 1});
+  Desc scale = g->Tensor(6, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  const std::vector<int64_t> sd = {s.b, s.h, s.sq, s.skv}, ss = Packed4(sd);
+  const std::vector<int64_t> rd = {s.b, s.h, s.sq, 1}, rs = {s.h * s.sq, s.sq, 1, 1};
+  Desc s1 = g->Tensor(101, CUDNN_DATA_FLOAT, sd, ss, true);
+  Desc s2 = g->Tensor(102, CUDNN_DATA_FLOAT, sd, ss, true);
+  g->Matmul(q, kt, s1);
+  g->Pointwise(CUDNN_POINTWISE_MUL, s1, scale, s2);
+  Desc masked = s2;
+  if (causal) {
+    Desc neg_inf = g->Tensor(7, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+    Desc row = g->Tensor(103, CUDNN_DATA_INT32, sd, ss, true);
+    Desc col = g->Tensor(104, CUDNN_DATA_INT32, sd, ss, true);
+    Desc keep = g->Tensor(105, CUDNN_DATA_BOOLEAN, sd, ss, true);
+    masked = g->Tensor(106, CUDNN_DATA_FLOAT, sd, ss, true);
+    g->Pointwise(CUDNN_POINTWISE_GEN_INDEX, s2, nullptr, row, nullptr, 2);
+    g->Pointwise(CUDNN_POINTWISE_GEN_INDEX, s2, nullptr, col, nullptr, 3);
+    g->Pointwise(CUDNN_POINTWISE_CMP_GE, row, col, keep, nullptr, -1, CUDNN_DATA_BOOLEAN);
+    g->Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s2, neg_inf, masked, keep);
+  }
+  Desc mx = g->Tensor(107, CUDNN_DATA_FLOAT, rd, rs, true);
+  Desc sub = g->Tensor(108, CUDNN_DATA_FLOAT, sd, ss, true);
+  Desc ex = g->Tensor(109, CUDNN_DATA_FLOAT, sd, ss, true);
+  Desc sum = g->Tensor(110, CUDNN_DATA_FLOAT, rd, rs, true);
+  Desc lg = g->Tensor(111, CUDNN_DATA_FLOAT, rd, rs, true);
+  Desc p = g->Tensor(112, io, sd, ss, true);
+  g->Reduction(CUDNN_REDUCE_TENSOR_MAX, masked, mx);
+  g->Pointwise(CUDNN_POINTWISE_SUB, masked, mx, sub);
+  g->Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
+  g->Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum);
+  g->Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
+  g->Pointwise(CUDNN_POINTWISE_ADD, mx, lg, stats);
+  g->Pointwise(CUDNN_POINTWISE_DIV, ex, sum, p);
+  g->Matmul(p, v, o);
+}
+
+void BuildFused(BackendGraph* g, const AttnShape& s, cudnnDataType_t io) {
+  const std::vector<int64_t> qd = {s.b, s.h, s.sq, s.d}, kd = {s.b, s.hk, s.skv, s.d};
+  Desc q = g->Tensor(1, io, qd, Packed4(qd));
+  Desc k = g->Tensor(2, io, kd, Packed4(kd));
+  Desc v = g->Tensor(3, io, kd, Packed4(kd));
+  Desc o = g->Tensor(4, io, qd, Packed4(qd));
+  Desc stats = g->Tensor(5, CUDNN_DATA_FLOAT, {s.b, s.h, s.sq, 1}, {s.h * s.sq, s.sq, 1, 1});
+  Desc scale = g->Tensor(6, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  g->Sdpa(q, k, v, o, stats, scale);
+}
+
+struct AttnRun {
+  std::vector<double> o, stats;
+  std::vector<std::vector<unsigned char>> o_bytes;
+};
+
+AttnRun RunAttention(cudnnHandle_t handle, const AttnShape& s, cudnnDataType_t io, bool fused, bool causal,
+                     const Tensor& q, const Tensor& k, const Tensor& v, float scale) {
+  const std::vector<int64_t> qd = {s.b, s.h, s.sq, s.d};
+  Tensor o(io, qd, Packed4(qd));
+  Tensor stats(CUDNN_DATA_FLOAT, {s.b, s.h, s.sq, 1}, {s.h * s.sq, s.sq, 1, 1});
+  const float neg_inf = -INFINITY;
+  BackendGraph g;
+  if (fused) {
+    BuildFused(&g, s, io);
+  } else {
+    BuildComposite(&g, s, io, causal);
+  }
+  AttnRun run;
+  EXPECT_EQ(g.Build(handle), CUDNN_STATUS_SUCCESS);
+  if (::testing::Test::HasFailure()) return run;
+  std::map<int64_t, void*> data = {{1, q.device()},     {2, k.device()}, {3, v.device()}, {4, o.device()},
+                                   {5, stats.device()}, {6, &scale}};
+  if (causal) data[7] = const_cast<float*>(&neg_inf);
+  EXPECT_EQ(g.Execute(handle, data), CUDNN_STATUS_SUCCESS);
+  o.Download();
+  stats.Download();
+  run.o = o.values();
+  run.stats = stats.values();
+  for (size_t i = 0; i < o.size(); ++i) run.o_bytes.push_back(o.ElementBytes(i));
+  return run;
+}
+
+void CheckAgainstReference(const AttnShape& s, const AttnRun& run, const Tensor& q, const Tensor& k,
+                           const Tensor& v, float scale, bool causal, cudnnDataType_t io) {
+  std::vector<double> o, stats, pv_abs, score_err;
+  ReferenceAttention(s, q, k, v, scale, causal, &o, &stats, &pv_abs, &score_err);
+  const double u32 = std::ldexp(1.0, -24), uio = UnitRoundoff(io);
+  int failures = 0;
+  for (size_t row = 0; row < stats.size() && failures < 5; ++row) {
+    // Scores are off by at most e (FP32 dot products), so exp(S_j - m) / l is off by a relative 4e plus the FP32
+    // roundings of sub, exp, sum (skv terms) and div; P is then rounded to the I/O type (uio).
+    const double e = score_err[row];
+    const double rel_p = 4 * e + Gamma(s.skv + 8, u32) + uio;
+    const double stats_tol = 2 * e + Gamma(s.skv + 8, u32) * (std::fabs(stats[row]) + 1.0);
+    if (!(std::fabs(run.stats[row] - stats[row]) <= stats_tol)) {
+      ADD_FAILURE() << "stats row " << row << ": " << run.stats[row] << " vs " << stats[row];
+      ++failures;
+    }
+    for (int64_t c = 0; c < s.d; ++c) {
+      const size_t i = row * static_cast<size_t>(s.d) + static_cast<size_t>(c);
+      const double acc = pv_abs[i] * (rel_p + Gamma(s.skv, u32) * (1 + rel_p));
+      const double tol = acc + uio * (std::fabs(o[i]) + acc);
+      if (!(std::fabs(run.o[i] - o[i]) <= tol)) {
+        ADD_FAILURE() << "O element " << i << ": " << run.o[i] << " vs " << o[i] << " tol " << tol;
+        ++failures;
+      }
+    }
+  }
+}
+
+TEST_F(CudnnBackend, CompositeAttentionMatchesReference) {
+  const AttnShape s = {2, 2, 2, 7, 7, 16};
+  for (cudnnDataType_t io : {CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16}) {
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "io " << io << " causal " << causal);
+      Tensor q(io, {s.b, s.h, s.sq, s.d}, Packed4({s.b, s.h, s.sq, s.d}));
+      Tensor k(io, {s.b, s.hk, s.skv, s.d}, Packed4({s.b, s.hk, s.skv, s.d}));
+      Tensor v(io, {s.b, s.hk, s.skv, s.d}, Packed4({s.b, s.hk, s.skv, s.d}));
+      std::mt19937 rng(causal ? 5 : 6);
+      for (Tensor* t : {&q, &k, &v}) {
+        t->Fill(&rng, false);
+        t->Upload();
+      }
+      const float scale = 0.25f;
+      const AttnRun run = RunAttention(handle_, s, io, false, causal, q, k, v, scale);
+      CheckAgainstReference(s, run, q, k, v, scale, causal, io);
+      if (causal) {
+        // The first query row sees only key 0: its output is V's row 0 (rounded through P = 1).
+        for (int64_t c = 0; c < s.d; ++c) EXPECT_EQ(run.o[static_cast<size_t>(c)], v.at(static_cast<size_t>(c)));
+      }
+    }
+  }
+}
+
+TEST_F(CudnnBackend, FusedAttentionMatchesReferenceAndCompositeBitwise) {
+  const AttnShape shapes[] = {{2, 2, 2, 7, 7, 16}, {1, 4, 2, 5, 9, 8}};  // the second with grouped-query heads
+  for (const AttnShape& s : shapes) {
+    for (cudnnDataType_t io : {CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16}) {
+      SCOPED_TRACE(::testing::Message() << "io " << io << " heads " << s.h << "/" << s.hk);
+      Tensor q(io, {s.b, s.h, s.sq, s.d}, Packed4({s.b, s.h, s.sq, s.d}));
+      Tensor k(io, {s.b, s.hk, s.skv, s.d}, Packed4({s.b, s.hk, s.skv, s.d}));
+      Tensor v(io, {s.b, s.hk, s.skv, s.d}, Packed4({s.b, s.hk, s.skv, s.d}));
+      std::mt19937 rng(9);
+      for (Tensor* t : {&q, &k, &v}) {
+        t->Fill(&rng, false);
+        t->Upload();
+      }
+      const float scale = 1.0f / std::sqrt(static_cast<float>(s.d));
+      const AttnRun fused = RunAttention(handle_, s, io, true, false, q, k, v, scale);
+      CheckAgainstReference(s, fused, q, k, v, scale, false, io);
+      const AttnRun composite = RunAttention(handle_, s, io, false, false, q, k, v, scale);
+      int differ = 0;
+      for (size_t i = 0; i < fused.o_bytes.size(); ++i) differ += fused.o_bytes[i] != composite.o_bytes[i];
+      EXPECT_EQ(differ, 0) << "of " << fused.o_bytes.size() << " output elements";
+      EXPECT_EQ(fused.stats, composite.stats);
+    }
+  }
+}
+
+// ---- pointwise and reduction ----
+
+TEST_F(CudnnBackend, PointwiseBroadcastAndReduction) {
+  // y = relu(x * b + 1) with b broadcast over rows; r = sum over the last axis of y; m = max over all of x.
+  const std::vector<int64_t> xd = {1, 2, 3, 4}, bd = {1, 2, 1, 4}, rd = {1, 2, 3, 1};
+  Tensor x(CUDNN_DATA_FLOAT, xd, Packed4(xd));
+  Tensor b(CUDNN_DATA_HALF, bd, Packed4(bd));
+  Tensor y(CUDNN_DATA_BFLOAT16, xd, Packed4(xd));
+  Tensor r(CUDNN_DATA_FLOAT, rd, Packed4(rd));
+  Tensor m(CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1});
+  std::mt19937 rng(3);
+  x.Fill(&rng, false);
+  b.Fill(&rng, false);
+  x.Upload();
+  b.Upload();
+  const float one = 1.0f;
+  BackendGraph g;
+  Desc xt = g.Tensor(1, CUDNN_DATA_FLOAT, xd, x.strides());
+  Desc bt = g.Tensor(2, CUDNN_DATA_HALF, bd, b.strides());
+  Desc yt = g.Tensor(3, CUDNN_DATA_BFLOAT16, xd, y.strides());
+  Desc rt = g.Tensor(4, CUDNN_DATA_FLOAT, rd, r.strides());
+  Desc mt = g.Tensor(5, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1});
+  Desc ot = g.Tensor(6, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  Desc prod = g.Tensor(100, CUDNN_DATA_FLOAT, xd, x.strides(), true);
+  Desc plus = g.Tensor(101, CUDNN_DATA_FLOAT, xd, x.strides(), true);
+  g.Pointwise(CUDNN_POINTWISE_MUL, xt, bt, prod);
+  g.Pointwise(CUDNN_POINTWISE_ADD, prod, ot, plus);
+  g.Pointwise(CUDNN_POINTWISE_RELU_FWD, plus, nullptr, yt);
+  g.Reduction(CUDNN_REDUCE_TENSOR_ADD, yt, rt);
+  g.Reduction(CUDNN_REDUCE_TENSOR_MAX, xt, mt);
+  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(g.Execute(handle_, {{1, x.device()}, {2, b.device()}, {3, y.device()}, {4, r.device()},
+                                {5, m.device()}, {6, const_cast<float*>(&one)}}),
+            CUDNN_STATUS_SUCCESS);
+  y.Download();
+  r.Download();
+  m.Download();
+  double mx = -INFINITY;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = i / 12, col = i % 4;
+    const float pf = static_cast<float>(x.at(i)) * static_cast<float>(b.at(c * 4 + col));
+    const float plus_f = pf + 1.0f;
+    const float relu = plus_f > 0.0f ? plus_f : 0.0f;
+    Tensor expect(CUDNN_DATA_BFLOAT16, {1}, {1});
+    expect.Set(0, relu);
+    EXPECT_EQ(y.at(i), expect.at(0)) << i;
+    mx = std::max(mx, x.at(i));
+  }
+  for (size_t row = 0; row < r.size(); ++row) {
+    float sum = 0.0f;
+    for (size_t c = 0; c < 4; ++c) sum += static_cast<float>(y.at(row * 4 + c));
+    EXPECT_EQ(r.at(row), sum) << row;
+  }
+  EXPECT_EQ(m.at(0), mx);
+}
+
+// ---- status codes of execution ----
+
+TEST_F(CudnnBackend, ExecutionStatuses) {
+  BackendGraph g;
+  const std::vector<int64_t> d = {1, 1, 2, 2};
+  Desc a = g.Tensor(1, CUDNN_DATA_FLOAT, d, Packed4(d));
+  Desc b = g.Tensor(2, CUDNN_DATA_FLOAT, d, Packed4(d));
+  g.Pointwise(CUDNN_POINTWISE_EXP, a, nullptr, b);
+  // Execute before a plan exists, and with a variant pack missing a tensor.
+  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(g.configs(), 1);
+  float in[4] = {0, 1, 2, 3}, out[4] = {};
+  EXPECT_EQ(g.Execute(handle_, {{1, in}}), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(g.Execute(nullptr, {{1, in}, {2, out}}), CUDNN_STATUS_BAD_PARAM);
+  ASSERT_EQ(g.Execute(handle_, {{1, in}, {2, out}}), CUDNN_STATUS_SUCCESS);
+  cudaDeviceSynchronize();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], std::exp(in[i]));
+
+  // A graph simgpu cannot execute (a virtual input nothing writes) finalizes; heuristics return no engine.
+  BackendGraph u;
+  Desc virt = u.Tensor(3, CUDNN_DATA_FLOAT, d, Packed4(d), true);
+  Desc y = u.Tensor(4, CUDNN_DATA_FLOAT, d, Packed4(d));
+  u.Pointwise(CUDNN_POINTWISE_EXP, virt, nullptr, y);
+  EXPECT_EQ(u.Build(handle_), CUDNN_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(u.configs(), 0);
+
+  // An unfinalized plan.
+  Desc plan = nullptr, pack = nullptr;
+  ASSERT_EQ(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudnnBackendFinalize(pack), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnBackendExecute(handle_, plan, pack), CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED);
+  EXPECT_EQ(cudnnBackendExecute(handle_, pack, plan), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnBackendDestroyDescriptor(plan), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnBackendDestroyDescriptor(pack), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnBackendDestroyDescriptor(pack), CUDNN_STATUS_BAD_PARAM);
+  // Types simgpu does not implement.
+  EXPECT_EQ(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_NORM_FORWARD_DESCRIPTOR, &plan),
+            CUDNN_STATUS_NOT_SUPPORTED);
+}
+
+}  // namespace
+}  // namespace simgpu::cudnn::testing
