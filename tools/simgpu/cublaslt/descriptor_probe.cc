@@ -193,6 +193,21 @@ void ProbePreference() {
   cublasLtMatmulPreferenceDestroy(p);
 }
 
+// A zeroed cublasLtMatmulAlgo_t's configuration attributes (the struct is the application's).
+void ProbeAlgoConfig() {
+  cublasLtMatmulAlgo_t algo;
+  memset(&algo, 0, sizeof algo);
+  auto get = [](cublasLtMatmulAlgo_t* a, cublasLtMatmulAlgoConfigAttributes_t attr, void* buf, size_t size,
+                size_t* written) { return cublasLtMatmulAlgoConfigGetAttribute(a, attr, buf, size, written); };
+  for (int a = 0; a < 16; ++a) {
+    ProbeGet<cublasLtMatmulAlgo_t*, cublasLtMatmulAlgoConfigAttributes_t>("algo config", &algo, a, get);
+  }
+  for (int a = 0; a < 16; ++a) {
+    ProbeSet<cublasLtMatmulAlgo_t*, cublasLtMatmulAlgoConfigAttributes_t>("algo config", &algo, a, get,
+                                                                          cublasLtMatmulAlgoConfigSetAttribute);
+  }
+}
+
 // Handle-taking calls with a NULL handle (a real handle needs a GPU on NVIDIA's library).
 void ProbeNullHandle() {
   cublasLtMatmulDesc_t d;
@@ -235,6 +250,7 @@ int main() {
   ProbeMatmulDesc();
   ProbeLayout();
   ProbePreference();
+  ProbeAlgoConfig();
   ProbeNullHandle();
   return 0;
 }

@@ -49,6 +49,18 @@ bool FindField(PreferenceState* s, int attr, Field* out) {
   }
 }
 
+bool FindField(AlgoConfigState* s, int attr, Field* out) {
+  switch (attr) {
+#define SIMGPU_LT_ALGO_CONFIG_ATTR(a, f) \
+  case a:                                \
+    *out = {&s->f, sizeof(s->f)};        \
+    return true;
+#include "tools/simgpu/cublaslt/attributes.inc"
+    default:
+      return false;
+  }
+}
+
 template <typename Desc>
 cublasStatus_t SetAttribute(Desc desc, int attr, const void* buf, size_t size) {
   Field f;
@@ -190,6 +202,18 @@ cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t p
                                                     cublasLtMatmulPreferenceAttributes_t attr, void* buf,
                                                     size_t sizeInBytes, size_t* sizeWritten) {
   return GetAttribute(pref, attr, buf, sizeInBytes, sizeWritten);
+}
+
+cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr,
+                                                   const void* buf, size_t sizeInBytes) {
+  if (attr == CUBLASLT_ALGO_CONFIG_ID) return CUBLAS_STATUS_INVALID_VALUE;  // read-only, as on NVIDIA's library
+  return SetAttribute(algo, attr, buf, sizeInBytes);
+}
+
+cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo,
+                                                   cublasLtMatmulAlgoConfigAttributes_t attr, void* buf,
+                                                   size_t sizeInBytes, size_t* sizeWritten) {
+  return GetAttribute(const_cast<cublasLtMatmulAlgo_t*>(algo), attr, buf, sizeInBytes, sizeWritten);
 }
 
 }  // extern "C"

@@ -14,6 +14,9 @@
 // and exactly the attribute's size, writes the value and, when sizeWritten is non-NULL, the size. A NULL descriptor
 // gives INVALID_VALUE.
 //
+// cublasLtMatmulAlgo_t (a plain 64-byte struct applications copy around) follows the same getter and setter rules
+// for its configuration attributes.
+//
 // Thread safety: a descriptor is used by one thread at a time (as cuBLASLt requires); nothing here is shared.
 #ifndef TTRACE_TOOLS_SIMGPU_CUBLASLT_DESCRIPTORS_H_
 #define TTRACE_TOOLS_SIMGPU_CUBLASLT_DESCRIPTORS_H_
@@ -88,7 +91,23 @@ struct PreferenceState {
   uint64_t impl_mask = ~uint64_t{0};
 };
 
+// The configuration inside a cublasLtMatmulAlgo_t (after its first 8 bytes, which the heuristic uses as a marker).
+// All zero in a zeroed struct, as NVIDIA's getters answer for one.
+struct AlgoConfigState {
+  int32_t id = 0;
+  uint32_t tile_id = CUBLASLT_MATMUL_TILE_UNDEFINED;
+  int32_t splitk_num = 0;
+  uint32_t reduction_scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
+  uint32_t cta_swizzling = 0;
+  uint32_t custom_option = 0;
+  uint32_t stages_id = CUBLASLT_MATMUL_STAGES_UNDEFINED;
+  uint16_t inner_shape_id = CUBLASLT_MATMUL_INNER_SHAPE_UNDEFINED;
+  uint16_t cluster_shape_id = CUBLASLT_CLUSTER_SHAPE_AUTO;
+  uint16_t attribute10 = 0;  // id 10: absent from cublasLt.h, answered by NVIDIA's library
+};
+
 static_assert(sizeof(MatmulDescState) <= sizeof(cublasLtMatmulDescOpaque_t), "state must fit NVIDIA's storage");
+static_assert(sizeof(AlgoConfigState) + 8 <= sizeof(cublasLtMatmulAlgo_t), "state must fit NVIDIA's storage");
 static_assert(sizeof(LayoutState) <= sizeof(cublasLtMatrixLayoutOpaque_t), "state must fit NVIDIA's storage");
 static_assert(sizeof(PreferenceState) <= sizeof(cublasLtMatmulPreferenceOpaque_t), "state must fit");
 
@@ -96,6 +115,7 @@ static_assert(sizeof(PreferenceState) <= sizeof(cublasLtMatmulPreferenceOpaque_t
 inline MatmulDescState* State(cublasLtMatmulDesc_t d) { return reinterpret_cast<MatmulDescState*>(d->data); }
 inline LayoutState* State(cublasLtMatrixLayout_t l) { return reinterpret_cast<LayoutState*>(l->data); }
 inline PreferenceState* State(cublasLtMatmulPreference_t p) { return reinterpret_cast<PreferenceState*>(p->data); }
+inline AlgoConfigState* State(cublasLtMatmulAlgo_t* a) { return reinterpret_cast<AlgoConfigState*>(a->data + 1); }
 
 }  // namespace simgpu::cublaslt
 

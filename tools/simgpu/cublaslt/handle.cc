@@ -103,7 +103,7 @@ const char* cublasLtGetStatusString(cublasStatus_t status) {
   }
 }
 
-// Returns simgpu's one algorithm (workspace 0, one wave) when cublasLtMatmul would accept these descriptors, and
+// Returns simgpu's one algorithm (configuration ID 0, split-K 1, all else 0; workspace 0; one wave) when cublasLtMatmul would accept these descriptors, and
 // otherwise the status cublasLtMatmul would return, with *returnAlgoCount = 0.
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc,
                                               cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
@@ -123,6 +123,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cubl
   cublasLtMatmulHeuristicResult_t& r = heuristicResultsArray[0];
   memset(&r, 0, sizeof r);
   r.algo.data[0] = simgpu::cublaslt::kAlgoMagic;
+  simgpu::cublaslt::State(&r.algo)->splitk_num = 1;
   r.workspaceSize = 0;
   r.state = CUBLAS_STATUS_SUCCESS;
   r.wavesCount = 1.0f;

@@ -79,6 +79,14 @@ TEST_F(LtApi, ValidProblemComputesAndHeuristicDescribesTheAlgorithm) {
   EXPECT_EQ(r[0].state, CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(r[0].workspaceSize, 0u);
   EXPECT_GT(r[0].wavesCount, 0.0f);
+  int32_t id = -1, splitk = -1;
+  size_t written = 0;
+  ASSERT_EQ(cublasLtMatmulAlgoConfigGetAttribute(&r[0].algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written), 0);
+  ASSERT_EQ(cublasLtMatmulAlgoConfigGetAttribute(&r[0].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, 4, nullptr), 0);
+  EXPECT_EQ(id, 0);
+  EXPECT_EQ(splitk, 1);
+  EXPECT_EQ(cublasLtMatmulAlgoConfigSetAttribute(&r[0].algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id),
+            CUBLAS_STATUS_INVALID_VALUE);
   ASSERT_EQ(cublasLtMatmul(handle_, desc_, &one_, a_host_, a_, b_host_, b_, &one_, c_host_, c_, d_host_, d_,
                            &r[0].algo, nullptr, 0, nullptr),
             CUBLAS_STATUS_SUCCESS);
