@@ -204,8 +204,9 @@ cublasStatus_t cublasLtMatmulPreferenceGetAttribute(cublasLtMatmulPreference_t p
   return GetAttribute(pref, attr, buf, sizeInBytes, sizeWritten);
 }
 
-cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr,
-                                                   const void* buf, size_t sizeInBytes) {
+cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t* algo,
+                                                   cublasLtMatmulAlgoConfigAttributes_t attr, const void* buf,
+                                                   size_t sizeInBytes) {
   if (attr == CUBLASLT_ALGO_CONFIG_ID) return CUBLAS_STATUS_INVALID_VALUE;  // read-only, as on NVIDIA's library
   return SetAttribute(algo, attr, buf, sizeInBytes);
 }

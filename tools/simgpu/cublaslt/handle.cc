@@ -103,8 +103,9 @@ const char* cublasLtGetStatusString(cublasStatus_t status) {
   }
 }
 
-// Returns simgpu's one algorithm (configuration ID 0, split-K 1, all else 0; workspace 0; one wave) when cublasLtMatmul would accept these descriptors, and
-// otherwise the status cublasLtMatmul would return, with *returnAlgoCount = 0.
+// Returns simgpu's one algorithm (configuration ID 0, split-K 1, all else 0; workspace 0; one wave) when
+// cublasLtMatmul would accept these descriptors, and otherwise the status cublasLtMatmul would return, with
+// *returnAlgoCount = 0.
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc,
                                               cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
                                               cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,

@@ -107,12 +107,17 @@ cublasStatus_t CheckTypes(MatmulProblem* p) {
       return CUBLAS_STATUS_NOT_SUPPORTED;
     }
     if (!SupportedFp8Types(a, b, c, d)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if ((s.a_scale_mode == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F && s.a_scale == nullptr) ||
+        (s.b_scale_mode == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F && s.b_scale == nullptr)) {
+      return CUBLAS_STATUS_INVALID_VALUE;
+    }
     if (s.trans_a == CUBLAS_OP_N || s.trans_b != CUBLAS_OP_N) return CUBLAS_STATUS_NOT_SUPPORTED;
     for (const Operand* o : {&p->a, &p->b, &p->c, &p->d}) {
       if (o->layout.order != CUBLASLT_ORDER_COL) return CUBLAS_STATUS_NOT_SUPPORTED;
     }
   } else {
     if (a != b || !SupportedRegularTypes(s.compute_type, a, c, d)) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (s.a_scale_mode || s.b_scale_mode) return CUBLAS_STATUS_NOT_SUPPORTED;
     if (s.a_scale || s.b_scale || s.c_scale || s.d_scale || s.amax_d || s.aux_scale || s.aux_amax) {
       return CUBLAS_STATUS_INVALID_VALUE;
     }
@@ -176,8 +181,11 @@ cublasStatus_t CheckMatmul(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, 
   if (s.pointer_mode != CUBLASLT_POINTER_MODE_HOST && s.pointer_mode != CUBLASLT_POINTER_MODE_DEVICE) {
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
-  if (s.a_scale_mode || s.b_scale_mode || s.c_scale_mode || s.d_scale_mode || s.aux_scale_mode ||
-      s.d_out_scale_mode || s.d_out_scale != nullptr) {
+  auto scalar_or_outer = [](int32_t mode) {
+    return mode == CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F || mode == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+  };
+  if (!scalar_or_outer(s.a_scale_mode) || !scalar_or_outer(s.b_scale_mode) || s.c_scale_mode || s.d_scale_mode ||
+      s.aux_scale_mode || s.d_out_scale_mode || s.d_out_scale != nullptr) {
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   cublasStatus_t status = CheckShapes(&p);

@@ -18,10 +18,12 @@
 //     (scale_C then converts C to the compute range); D E5M2 only when A or B is E5M2. The default bias type
 //     (epilogues with bias) is C's type for a 16-bit C, BF16 otherwise.
 //   Epilogues DEFAULT, RELU, BIAS, RELU_BIAS, GELU, GELU_BIAS, GELU_AUX, GELU_AUX_BIAS, DGELU, DGELU_BGRAD, BGRADA,
-//   BGRADB; pointer modes HOST and DEVICE; strided batches; TRANSC = N, FILL_MODE = FULL, scale modes SCALAR_32F.
+//   BGRADB; pointer modes HOST and DEVICE; strided batches; TRANSC = N, FILL_MODE = FULL; scale modes SCALAR_32F,
+//   and for FP8 A and B also OUTER_VEC_32F (row-wise scaling: scale_A a vector of m floats, scale_B of n, and
+//   element (i, j) uses alpha * scale_A[i] * scale_B[j]; the pointer must then be set).
 //   Not supported: the ReLU bit-mask epilogues (RELU_AUX, RELU_AUX_BIAS, DRELU, DRELU_BGRAD), the vector pointer
-//   modes, pointer-array batches, planar complex, the tiled orders (COL32, ...), block scaling, integer, complex,
-//   FP16 and FP64 compute.
+//   modes, pointer-array batches, planar complex, the tiled orders (COL32, ...), block scaling (VEC16, VEC32,
+//   VEC128, BLK128x128), integer, complex, FP16 and FP64 compute.
 //
 // Arithmetic, per output element (i, j) of batch b (every step rounded to FP32 unless stated):
 //   acc  = sum over p of op(A)(i,p) * op(B)(p,j): operands widened to FP32 exactly, summed in the order and precision

@@ -226,8 +226,9 @@ TEST_F(LtApi, EpilogueInputsMustBeSet) {
 
 TEST_F(LtApi, ScalePointersNeedFp8Operands) {
   float scale = 1.0f;
-  for (cublasLtMatmulDescAttributes_t attr :
-       {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER}) {
+  const cublasLtMatmulDescAttributes_t pointers[] = {
+      CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER, CUBLASLT_MATMUL_DESC_AMAX_D_POINTER};
+  for (cublasLtMatmulDescAttributes_t attr : pointers) {
     SetDesc<float*>(attr, &scale);
     SCOPED_TRACE(attr);
     ExpectBoth(CUBLAS_STATUS_INVALID_VALUE);
@@ -256,6 +257,16 @@ TEST_F(LtApi, Fp8Restrictions) {
   EXPECT_EQ(heuristic(), CUBLAS_STATUS_INVALID_VALUE) << "NN with a k x m A: shapes disagree";
   SetDesc<int32_t>(CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
   EXPECT_EQ(heuristic(), CUBLAS_STATUS_SUCCESS) << "TN";
+  SetDesc<int32_t>(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F);
+  EXPECT_EQ(heuristic(), CUBLAS_STATUS_INVALID_VALUE) << "row-wise scale_A without its vector";
+  float scales[16] = {};
+  SetDesc<float*>(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, scales);
+  EXPECT_EQ(heuristic(), CUBLAS_STATUS_SUCCESS) << "row-wise scale_A";
+  SetDesc<int32_t>(CUBLASLT_MATMUL_DESC_C_SCALE_MODE, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F);
+  EXPECT_EQ(heuristic(), CUBLAS_STATUS_NOT_SUPPORTED) << "row-wise scale_C";
+  SetDesc<int32_t>(CUBLASLT_MATMUL_DESC_C_SCALE_MODE, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F);
+  SetDesc<int32_t>(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F);
+  SetDesc<float*>(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, nullptr);
   SetLayout<int32_t>(d8, CUBLASLT_MATRIX_LAYOUT_ORDER, CUBLASLT_ORDER_ROW);
   EXPECT_EQ(heuristic(), CUBLAS_STATUS_NOT_SUPPORTED) << "row-major D";
   SetLayout<int32_t>(d8, CUBLASLT_MATRIX_LAYOUT_ORDER, CUBLASLT_ORDER_COL);

@@ -112,9 +112,12 @@ class Matmul {
 
   void Run() {
     const bool use_ab = alpha_ != 0.0f && p_.k > 0;
-    const bool need_panels = use_ab || s_.epilogue == CUBLASLT_EPILOGUE_BGRADA || s_.epilogue == CUBLASLT_EPILOGUE_BGRADB;
+    const bool need_panels =
+        use_ab || s_.epilogue == CUBLASLT_EPILOGUE_BGRADA || s_.epilogue == CUBLASLT_EPILOGUE_BGRADB;
     if (p_.fp8) {
-      ab_scale_ = alpha_ * ScaleOrOne(s_.a_scale) * ScaleOrOne(s_.b_scale);
+      a_vector_ = s_.a_scale_mode == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+      b_vector_ = s_.b_scale_mode == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+      ab_scale_ = alpha_ * (a_vector_ ? 1.0f : ScaleOrOne(s_.a_scale)) * (b_vector_ ? 1.0f : ScaleOrOne(s_.b_scale));
       c_scale_ = beta_ * ScaleOrOne(s_.c_scale);
       d_scale_ = s_.d_scale == nullptr ? 1.0f : *static_cast<const float*>(s_.d_scale);
       aux_scale_ = s_.aux_scale == nullptr ? 1.0f : *static_cast<const float*>(s_.aux_scale);
@@ -134,6 +137,15 @@ class Matmul {
   }
 
  private:
+  // FP8: alpha * scale_A * scale_B for element (i, j), left to right; an OUTER_VEC_32F scale contributes its i-th
+  // (A, length m) or j-th (B, length n) element.
+  float AbScale(int64_t i, int64_t j) const {
+    if (!a_vector_ && !b_vector_) return ab_scale_;
+    const float a = a_vector_ ? static_cast<const float*>(s_.a_scale)[i] : ScaleOrOne(s_.a_scale);
+    const float b = b_vector_ ? static_cast<const float*>(s_.b_scale)[j] : ScaleOrOne(s_.b_scale);
+    return alpha_ * a * b;
+  }
+
   void FillPanels(int64_t batch) {
     const LayoutState& la = p_.a.layout;
     const LayoutState& lb = p_.b.layout;
@@ -167,7 +179,7 @@ class Matmul {
     for (int64_t j = 0; j < p_.n; ++j) {
       for (int64_t i = 0; i < p_.m; ++i) {
         const float acc = acc_[i + j * p_.m];
-        float t = use_ab ? (p_.fp8 ? ab_scale_ * acc : alpha_ * acc) : 0.0f;
+        float t = use_ab ? (p_.fp8 ? AbScale(i, j) * acc : alpha_ * acc) : 0.0f;
         if (beta_ != 0.0f) {
           const float c = Load(p_.c.ptr, lc.type, Index(lc, batch, i, j));
           t = t + (p_.fp8 ? c_scale_ * c : beta_ * c);
@@ -208,6 +220,7 @@ class Matmul {
   const float alpha_, beta_;
   const AccumPlan plan_;
   float ab_scale_ = 1.0f, c_scale_ = 1.0f, d_scale_ = 1.0f, aux_scale_ = 1.0f;
+  bool a_vector_ = false, b_vector_ = false;
   float amax_d_ = 0.0f, amax_aux_ = 0.0f;
   std::vector<float> a_, b_, acc_;
 };

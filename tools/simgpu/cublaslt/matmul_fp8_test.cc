@@ -1,6 +1,6 @@
 // cublasLtMatmul with FP8 operands: every supported A/B/C/D type row of matmul.h x every epilogue x layout (tight
 // and padded leading dimensions, strided batches, in place, device scalars) with and without the scale and amax
-// pointers, against the FP64 reference and bound of matmul_test_util.h; and the reduced FP8 accumulator
+// pointers (scalar and row-wise OUTER_VEC_32F), against the FP64 reference and bound of matmul_test_util.h; and the reduced FP8 accumulator
 // (SIMGPU_FP8_ACC_BITS, FAST_ACCUM) bit for bit against accumulate_reference.h.
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
@@ -36,7 +36,7 @@ TEST_P(LtMatmulFp8, EveryEpilogueAndLayoutWithinTheBound) {
   const Fp8Types t = GetParam();
   uint32_t seed = 100;
   for (uint32_t e : kEpilogues) {
-    for (int variant = 0; variant < 4; ++variant) {
+    for (int variant = 0; variant < 5; ++variant) {
       Case c;
       c.a_type = t.a;
       c.b_type = t.b;
@@ -61,6 +61,7 @@ TEST_P(LtMatmulFp8, EveryEpilogueAndLayoutWithinTheBound) {
         c.in_place = true;
         c.batch = 2;
       }
+      if (variant == 4) c.outer_vec_scales = true;
       EXPECT_LT(RunCase(c), 1.0);
       if (HasFailure()) return;
     }

@@ -145,6 +145,16 @@ double RunCase(const Case& c) {
   const float sd = scales ? (IsFp8(c.d_type) ? 0.25f : 1.25f) : 1.0f, saux = scales ? 0.5f : 1.0f;
   Scalar a_scale(sa), b_scale(sb), c_scale(sc), d_scale(sd), aux_scale(saux), amax_d(-1.0f), amax_aux(-1.0f);
   Scalar alpha_dev(c.alpha), beta_dev(c.beta);
+  const bool outer = scales && c.outer_vec_scales;
+  std::vector<float> a_vec(c.m), b_vec(c.n);
+  std::uniform_real_distribution<float> scale_dist(0.25f, 2.0f);
+  for (float& x : a_vec) x = scale_dist(rng);
+  for (float& x : b_vec) x = scale_dist(rng);
+  float *a_vec_dev = nullptr, *b_vec_dev = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&a_vec_dev), a_vec.size() * sizeof(float));
+  cudaMalloc(reinterpret_cast<void**>(&b_vec_dev), b_vec.size() * sizeof(float));
+  cudaMemcpy(a_vec_dev, a_vec.data(), a_vec.size() * sizeof(float), cudaMemcpyHostToDevice);
+  cudaMemcpy(b_vec_dev, b_vec.data(), b_vec.size() * sizeof(float), cudaMemcpyHostToDevice);
 
   cublasLtMatmulDesc_t desc;
   EXPECT_EQ(cublasLtMatmulDescCreate(&desc, c.compute, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
@@ -175,6 +185,13 @@ double RunCase(const Case& c) {
         {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_SCALE_POINTER, aux_scale.dev()},
         {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_AMAX_POINTER, amax_aux.dev()}};
     for (const auto& [attr, ptr] : pointers) set(attr, &ptr, sizeof ptr);
+  }
+  if (outer) {
+    const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    set(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_vec_dev, sizeof a_vec_dev);
+    set(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_vec_dev, sizeof b_vec_dev);
+    set(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof mode);
+    set(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof mode);
   }
   cublasLtMatrixLayout_t la = a.Layout(), lb = b.Layout(), lc = cm.Layout(), ldd = d.Layout();
   cublasLtHandle_t handle;
@@ -208,7 +225,9 @@ double RunCase(const Case& c) {
 
   // Reference.
   const double u_acc = fp8 && c.fp8_acc_bits > 0 ? std::ldexp(1.0, -c.fp8_acc_bits) : kU32;
-  const double s_ab = static_cast<double>(c.alpha) * sa * sb;
+  auto scale_ab = [&](int64_t i, int64_t j) {
+    return outer ? static_cast<double>(c.alpha) * a_vec[i] * b_vec[j] : static_cast<double>(c.alpha) * sa * sb;
+  };
   const double s_c = static_cast<double>(c.beta) * sc;
   double worst = 0.0, amax_ref = 0.0, amax_err = 0.0, amax_aux_ref = 0.0, amax_aux_err = 0.0;
   auto op_a = [&](int64_t bt, int64_t i, int64_t p) {
@@ -229,6 +248,7 @@ double RunCase(const Case& c) {
         }
         const double c_term = c.beta != 0.0f ? s_c * c_at(bt, i, j) : 0.0;
         const double bias_term = HasBiasInput(checked) ? bias.At(bt, i, 0) : 0.0;
+        const double s_ab = scale_ab(i, j);
         const double t = s_ab * acc + c_term + bias_term;
         const double err_t = Gamma(static_cast<double>(c.k + 5), u_acc) *
                              (std::fabs(s_ab) * abs_sum + std::fabs(c_term) + std::fabs(bias_term));
@@ -241,7 +261,8 @@ double RunCase(const Case& c) {
         double f = t, err_f = err_t;
         if (checked == CUBLASLT_EPILOGUE_RELU || checked == CUBLASLT_EPILOGUE_RELU_BIAS) {
           f = t > 0 ? t : 0;
-        } else if (checked == CUBLASLT_EPILOGUE_GELU || checked == CUBLASLT_EPILOGUE_GELU_BIAS || HasAuxOutput(checked)) {
+        } else if (checked == CUBLASLT_EPILOGUE_GELU || checked == CUBLASLT_EPILOGUE_GELU_BIAS ||
+                   HasAuxOutput(checked)) {
           f = RefGelu(t);
           err_f = kGeluLipschitz * err_t + kU32 * std::fabs(f);
         } else if (HasAuxInput(checked)) {
@@ -276,7 +297,8 @@ double RunCase(const Case& c) {
           abs_sum += std::fabs(v);
         }
         const double err = Gamma(static_cast<double>(c.k), kU32) * abs_sum;
-        worst = std::max(worst, Check("bias gradient", bt, x, 0, bias.At(bt, x, 0), sum, StoreBound(bias_type, sum, err)));
+        worst = std::max(worst, Check("bias gradient", bt, x, 0, bias.At(bt, x, 0), sum,
+                                      StoreBound(bias_type, sum, err)));
       }
     }
   }
@@ -289,6 +311,8 @@ double RunCase(const Case& c) {
       EXPECT_EQ(aux_amax, 0.0) << "no aux output: amax over no values";
     }
   }
+  cudaFree(a_vec_dev);
+  cudaFree(b_vec_dev);
   // D's padding (between columns and between batches) keeps its bytes.
   const size_t width = TypeBytes(d.type());
   for (int64_t x = 0; x < d.elems(); ++x) {

@@ -168,6 +168,7 @@ struct Case {
   uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   float alpha = 0.75f, beta = 0.5f;
   bool scales = false;         // FP8: set every scale pointer and the amax outputs
+  bool outer_vec_scales = false;  // FP8 with scales: A and B scales as OUTER_VEC_32F vectors (m and n floats)
   int8_t fast_accum = 0;
   int32_t bias_type = -1;      // BIAS_DATA_TYPE (-1: default)
   int fp8_acc_bits = 0;        // the process's SIMGPU_FP8_ACC_BITS, for the bound
