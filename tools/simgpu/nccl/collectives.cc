@@ -100,13 +100,31 @@ void ReduceChain(const Reduction& red, char* out, Src src, size_t m, int first, 
   ReduceFinish(red, out, m);
 }
 
-Reduction Resolve(const Op& op) {
+// A PreMulSum's scalar is the contributing rank's own (each rank may pass its own): every rank stages its input
+// already multiplied (`stage`, rounded to the type as NCCL's preOp), and the chain then only adds (`combine`).
+struct SplitReduction {
+  Reduction stage;
+  Reduction combine;
+  bool premul;
+};
+
+SplitReduction Resolve(const Op& op) {
   Reduction red = op.red;
   if (op.scalar_ptr != nullptr) {
     red.scalar = 0;
     std::memcpy(&red.scalar, op.scalar_ptr, DataTypeSize(op.dtype));
   }
-  return red;
+  SplitReduction s{red, red, red.op == DevOp::kPreMulSum};
+  if (s.premul) s.combine.op = DevOp::kSum;
+  return s;
+}
+
+void Stage(const SplitReduction& r, char* dst, const char* src, size_t m, size_t es) {
+  if (r.premul) {
+    ReduceFirst(r.stage, dst, src, m);
+  } else {
+    std::memcpy(dst, src, m * es);
+  }
 }
 
 }  // namespace
@@ -160,7 +178,7 @@ ncclResult_t RunCollective(Comm& c, const Op& op, int drop, std::string* error) 
   switch (op.kind) {
     case OpKind::kAllReduce:
     case OpKind::kReduce: {
-      const Reduction red = Resolve(op);
+      const SplitReduction red = Resolve(op);
       const size_t per = chunk / es;
       const bool writes = op.kind == OpKind::kAllReduce || me == op.root;
       const RingShape shape{op.count, n, es, RingChunkBytes()};
@@ -168,15 +186,14 @@ ncclResult_t RunCollective(Comm& c, const Op& op, int drop, std::string* error) 
           c, op, Chunks(op.count, per),
           [&](int p, size_t i) {
             size_t m = std::min(per, op.count - i * per);
-            std::memcpy(seg->staging(me, p), send + i * per * es, m * es);
+            Stage(red, seg->staging(me, p), send + i * per * es, m, es);
           },
           [&](int p, size_t i) {
             if (!writes) return;
             const size_t lo = i * per, hi = std::min(op.count, lo + per);
             auto reduce = [&](size_t b, size_t e, int first) {
-              ReduceChain(
-                  red, recv + b * es, [&](int r) { return seg->staging(r, p) + (b - lo) * es; }, e - b, first, n,
-                  drop);
+              auto src = [&](int r) { return seg->staging(r, p) + (b - lo) * es; };
+              ReduceChain(red.combine, recv + b * es, src, e - b, first, n, drop);
             };
             if (op.kind == OpKind::kReduce) {
               reduce(lo, hi, ReduceFirstRank(order, op.root, n));
@@ -187,7 +204,7 @@ ncclResult_t RunCollective(Comm& c, const Op& op, int drop, std::string* error) 
           error);
     }
     case OpKind::kReduceScatter: {
-      const Reduction red = Resolve(op);
+      const SplitReduction red = Resolve(op);
       const size_t per = chunk / (static_cast<size_t>(n) * es);
       const size_t rc = op.count;
       const int first = ReduceScatterFirst(order, me, n);
@@ -196,14 +213,14 @@ ncclResult_t RunCollective(Comm& c, const Op& op, int drop, std::string* error) 
           [&](int p, size_t i) {
             size_t m = std::min(per, rc - i * per);
             for (int b = 0; b < n; ++b) {
-              std::memcpy(seg->staging(me, p) + b * per * es, send + (b * rc + i * per) * es, m * es);
+              Stage(red, seg->staging(me, p) + b * per * es, send + (b * rc + i * per) * es, m, es);
             }
           },
           [&](int p, size_t i) {
             size_t m = std::min(per, rc - i * per);
             size_t mine = static_cast<size_t>(me) * per * es;
             ReduceChain(
-                red, recv + i * per * es, [&](int r) { return seg->staging(r, p) + mine; }, m, first, n, drop);
+                red.combine, recv + i * per * es, [&](int r) { return seg->staging(r, p) + mine; }, m, first, n, drop);
           },
           error);
     }

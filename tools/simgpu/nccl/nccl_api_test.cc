@@ -31,8 +31,7 @@ float* DeviceFloats(const std::vector<float>& v) {
 }
 
 TEST(NcclExports, WeakNamesWithStrongPAliasesAndNothingElse) {
-  std::string cmd = std::string("objdump -T ") + SIMGPU_NCCL_LIB;
-  FILE* f = popen(cmd.c_str(), "r");
+  FILE* f = popen((std::string("objdump -T ") + SIMGPU_NCCL_LIB).c_str(), "r");
   ASSERT_NE(f, nullptr);
   std::set<std::string> weak, strong;
   std::vector<std::string> others;
@@ -60,9 +59,38 @@ TEST(NcclExports, WeakNamesWithStrongPAliasesAndNothingElse) {
                          "ncclCommAbort", "ncclCommFinalize", "ncclCommCount", "ncclCommUserRank",
                          "ncclCommCuDevice", "ncclGetVersion", "ncclGetErrorString", "ncclGetLastError",
                          "ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast", "ncclReduce",
-                         "ncclSend", "ncclRecv", "ncclGroupStart", "ncclGroupEnd"}) {
+                         "ncclSend", "ncclRecv", "ncclGroupStart", "ncclGroupEnd", "ncclCommInitRankConfig",
+                         "ncclCommInitRankScalable", "ncclCommGetAsyncError", "ncclCommSplit", "ncclBcast",
+                         "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy", "ncclAlltoAll", "ncclGather", "ncclScatter",
+                         "ncclCommRegister", "ncclCommDeregister", "ncclMemAlloc", "ncclMemFree"}) {
     EXPECT_EQ(weak.count(fn), 1u) << fn;
   }
+}
+
+// Every name simgpu exports is one NVIDIA's libnccl.so.2 exports (so a program linked against NVIDIA's library
+// finds simgpu's definitions), checked when the real library is installed.
+TEST(NcclExports, AreASubsetOfNvidiasLibnccl) {
+  if (FILE* probe = std::fopen(NVIDIA_NCCL_LIB, "r")) {
+    std::fclose(probe);
+  } else {
+    GTEST_SKIP() << NVIDIA_NCCL_LIB << " is not installed";
+  }
+  auto names = [](const std::string& lib) {
+    std::set<std::string> out;
+    FILE* f = popen(("nm -D --defined-only " + lib).c_str(), "r");
+    char line[512];
+    while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr) {
+      std::istringstream in(line);
+      std::vector<std::string> w;
+      for (std::string s; in >> s;) w.push_back(s);
+      if (w.size() == 3) out.insert(w[2]);
+    }
+    if (f != nullptr) pclose(f);
+    return out;
+  };
+  std::set<std::string> ours = names(SIMGPU_NCCL_LIB), theirs = names(NVIDIA_NCCL_LIB);
+  ASSERT_GT(ours.size(), 40u);
+  for (const std::string& name : ours) EXPECT_EQ(theirs.count(name), 1u) << name;
 }
 
 TEST(NcclApi, VersionAndErrorStrings) {

@@ -6,13 +6,18 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <algorithm>
+#include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tools/simgpu/nccl/testdata/reference.h"
 #include "tools/simgpu/simrun/simrun.h"
 
 namespace {
@@ -176,6 +181,137 @@ TEST(NcclFault, FlipsExactlyTheChosenBitOfTheChosenCollectiveOnTheChosenRank) {
   ScratchDir clean;
   ASSERT_EQ(RunRanks(3, "fault", clean.path()).exit_code, 0);
   for (int rank = 0; rank < 3; ++rank) EXPECT_FALSE(Exists(clean.path() + "/diffs." + std::to_string(rank)));
+}
+
+// The fault scenario's calls on its one communicator (3 ranks): 0 AllGather (16 floats per rank), 1 Broadcast
+// (64 floats), 2 AllReduce (64 floats), 3 ReduceScatter (16 floats per rank), 4 in-place AllReduce (64 floats),
+// 5 Reduce to rank 0 (64 floats), 6 AllReduce (10 int32). Each rank dumps its results as res.RANK.CALL.
+constexpr int kFaultRanks = 3;
+constexpr int kFaultCalls = 7;
+
+std::vector<uint8_t> ReadBytes(const std::string& path) {
+  std::string s = ReadFile(path);
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+using Results = std::map<std::pair<int, int>, std::vector<uint8_t>>;  // (rank, call) -> result bytes
+
+Results RunFaultScenario(const std::string& spec, const std::string& dir, int* exit_code) {
+  Result r = RunRanks(kFaultRanks, "fault", dir, spec.empty() ? std::vector<std::string>{}
+                                                             : std::vector<std::string>{"SIMGPU_FAULT=" + spec});
+  *exit_code = r.exit_code;
+  Results out;
+  for (int rank = 0; rank < kFaultRanks; ++rank) {
+    for (int call = 0; call < kFaultCalls; ++call) {
+      std::string path = dir + "/res." + std::to_string(rank) + "." + std::to_string(call);
+      if (Exists(path)) out[{rank, call}] = ReadBytes(path);
+    }
+  }
+  return out;
+}
+
+// The clean result of `call` on `rank` with rank `dropped`'s contribution left out of the reduction, from the
+// reference model with the same order minus that rank.
+std::vector<uint8_t> WithoutRank(const std::string& dir, int call, int rank, int dropped) {
+  using simgpu::nccl::testing::Chain;
+  using simgpu::nccl::testing::RefColl;
+  std::vector<std::vector<uint8_t>> inputs;
+  for (int r = 0; r < kFaultRanks; ++r) {
+    inputs.push_back(ReadBytes(dir + "/in." + std::to_string(call) + "." + std::to_string(r)));
+  }
+  const ncclDataType_t t = call == 6 ? ncclInt32 : ncclFloat32;
+  const size_t count = call == 3 ? 16 : call == 6 ? 10 : 64;
+  const RefColl coll = call == 3 ? RefColl::kReduceScatter : call == 5 ? RefColl::kReduce : RefColl::kAllReduce;
+  auto chains = simgpu::nccl::testing::ReferenceChains(coll, kFaultRanks, count, 4, rank, 0);
+  auto kept = std::make_shared<std::map<size_t, Chain>>();
+  auto without = [chains, kept, dropped](size_t i) -> const Chain& {
+    Chain c;
+    for (int r : chains(i)) {
+      if (r != dropped) c.push_back(r);
+    }
+    return (*kept)[i] = c;
+  };
+  return simgpu::nccl::testing::ReferenceReduce(t, ncclSum, inputs, call == 3 ? rank * count : 0, count, without);
+}
+
+struct ActionCase {
+  std::string spec;
+  int rank;
+  int call;
+  // The faulted rank's result of `call`, from the clean results and the clean run's directory.
+  std::function<std::vector<uint8_t>(const Results&, const std::string&)> expected;
+};
+
+std::vector<uint8_t> Float32Bytes(float v) {
+  std::vector<uint8_t> b(4);
+  std::memcpy(b.data(), &v, 4);
+  return b;
+}
+
+TEST(NcclFault, EachActionChangesExactlyItsTargetAndNothingElse) {
+  ScratchDir clean_dir;
+  int code = -1;
+  const Results clean = RunFaultScenario("", clean_dir.path(), &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(clean.size(), size_t{kFaultRanks * (kFaultCalls - 1) + 1});  // Reduce: the root only
+  auto replace = [](std::vector<uint8_t> v, size_t at, const std::vector<uint8_t>& bytes) {
+    std::copy(bytes.begin(), bytes.end(), v.begin() + at);
+    return v;
+  };
+  const std::vector<ActionCase> cases = {
+      {"coll:rank=1:call=2:elem=5:value=0.5", 1, 2,
+       [&](const Results& c, const std::string&) { return replace(c.at({1, 2}), 5 * 4, Float32Bytes(0.5f)); }},
+      {"coll:rank=0:call=6:elem=9:value=-7", 0, 6,
+       [&](const Results& c, const std::string&) { return replace(c.at({0, 6}), 9 * 4, {0xf9, 0xff, 0xff, 0xff}); }},
+      // The previous collective on the communicator: call 1 (same size) and call 3 (16 of call 4's 64 floats).
+      {"coll:rank=2:call=2:stale", 2, 2, [](const Results& c, const std::string&) { return c.at({2, 1}); }},
+      {"coll:rank=1:call=4:stale", 1, 4,
+       [&](const Results& c, const std::string&) { return replace(c.at({1, 4}), 0, c.at({1, 3})); }},
+      {"coll:rank=1:call=0:swap=0,2", 1, 0,
+       [](const Results& c, const std::string&) {
+         std::vector<uint8_t> v = c.at({1, 0});
+         std::swap_ranges(v.begin(), v.begin() + 64, v.begin() + 128);
+         return v;
+       }},
+      {"coll:rank=0:call=6:drop=1", 0, 6,
+       [](const Results& c, const std::string& d) { return WithoutRank(d, 6, 0, 1); }},
+      {"coll:rank=2:call=2:drop=0", 2, 2,
+       [](const Results& c, const std::string& d) { return WithoutRank(d, 2, 2, 0); }},
+      {"coll:rank=1:call=3:drop=2", 1, 3,
+       [](const Results& c, const std::string& d) { return WithoutRank(d, 3, 1, 2); }},
+      {"coll:rank=0:call=5:drop=1", 0, 5,
+       [](const Results& c, const std::string& d) { return WithoutRank(d, 5, 0, 1); }},
+  };
+  for (const ActionCase& a : cases) {
+    ScratchDir dir;
+    const Results got = RunFaultScenario(a.spec, dir.path(), &code);
+    ASSERT_EQ(code, 0) << a.spec;
+    ASSERT_EQ(got.size(), clean.size()) << a.spec;
+    const std::vector<uint8_t> want = a.expected(clean, clean_dir.path());
+    ASSERT_EQ(want.size(), clean.at({a.rank, a.call}).size()) << a.spec;
+    EXPECT_NE(want, clean.at({a.rank, a.call})) << a.spec << ": the case must change something";
+    for (const auto& [key, bytes] : got) {
+      if (key == std::make_pair(a.rank, a.call)) {
+        EXPECT_EQ(bytes, want) << a.spec;
+      } else {
+        EXPECT_EQ(bytes, clean.at(key)) << a.spec << ": rank " << key.first << " call " << key.second;
+      }
+    }
+  }
+}
+
+TEST(NcclFault, AFaultThatCannotApplyStopsTheRankWithStatus2) {
+  for (const std::string spec : {"coll:rank=1:call=5:elem=0:bit=1",   // Reduce has no result off the root
+                                 "coll:rank=0:call=0:stale",          // the communicator's first collective
+                                 "coll:rank=0:call=2:swap=0,1",       // not an all-gather
+                                 "coll:rank=2:call=2:drop=3",         // no rank 3
+                                 "coll:rank=1:call=1:drop=0",         // a broadcast reduces nothing
+                                 "coll:rank=0:call=0:elem=48:value=1"}) {  // 48 elements: 0..47
+    ScratchDir dir;
+    int code = -1;
+    RunFaultScenario(spec, dir.path(), &code);
+    EXPECT_EQ(code, 2) << spec;
+  }
 }
 
 TEST(NcclTimeout, InitGivesUpWhenAPeerNeverJoins) {

@@ -23,7 +23,16 @@ const char* KindName(Kind k) {
 constexpr ncclDataType_t kTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,    ncclUint32,     ncclInt64,
                                      ncclUint64,  ncclFloat16, ncclFloat32,  ncclFloat64,    ncclBfloat16,
                                      ncclFloat8e4m3, ncclFloat8e5m2};
-constexpr ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg};
+// kPreMulSum stands for a ncclRedOpCreatePreMulSum operator whose scalar differs per rank.
+constexpr ncclRedOp_t kPreMulSum = ncclNumOps;
+constexpr ncclRedOp_t kOps[] = {ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg, kPreMulSum};
+
+// Rank r's PreMulSum scalar, as a double and as stored in the type.
+double Scalar(ncclDataType_t t, int r) {
+  const bool integer = t == ncclInt8 || t == ncclUint8 || t == ncclInt32 || t == ncclUint32 || t == ncclInt64 ||
+                       t == ncclUint64;
+  return integer ? r + 2 : 0.7 + 0.29 * r;
+}
 constexpr size_t kCounts[] = {1, 3, 777, 2601};  // most not divisible by the rank counts tested
 
 std::string Hex(uint64_t v) {
@@ -51,15 +60,32 @@ void CheckReduction(const RankEnv& env, ncclComm_t comm, cudaStream_t s, Kind ki
   const int n = env.world, me = env.rank;
   const size_t es = ElementSize(t);
   const size_t in_count = kind == Kind::kReduceScatter ? count * n : count;
+  const bool premul = op == kPreMulSum;
   std::vector<std::vector<uint8_t>> inputs;
-  for (int r = 0; r < n; ++r) inputs.push_back(MakeInput(t, op, seed, r, in_count));
+  for (int r = 0; r < n; ++r) inputs.push_back(MakeInput(t, premul ? ncclSum : op, seed, r, in_count));
   const size_t offset = kind == Kind::kReduceScatter ? me * count : 0;
   const RefColl coll = kind == Kind::kAllReduce ? RefColl::kAllReduce
                        : kind == Kind::kReduce  ? RefColl::kReduce
                                                 : RefColl::kReduceScatter;
+  std::vector<double> scalars;
+  if (premul) {
+    for (int r = 0; r < n; ++r) scalars.push_back(LoadValue(t, StoreValue(t, Scalar(t, r)).data()));
+  }
   const std::vector<uint8_t> want =
-      ReferenceReduce(t, op, inputs, offset, count, ReferenceChains(coll, n, count, es, me, root));
-  const std::string what = std::string(KindName(kind)) + "." + TypeName(t) + "." + OpName(op) +
+      ReferenceReduce(t, op, inputs, offset, count, ReferenceChains(coll, n, count, es, me, root), scalars);
+  // A host scalar is copied when the operator is made, a device scalar read when the collective runs.
+  const bool device_scalar = seed % 2 == 1;
+  void* scalar = premul ? DeviceCopy(StoreValue(t, device_scalar ? 0 : Scalar(t, me))) : nullptr;
+  if (premul) {
+    if (ncclRedOpCreatePreMulSum(&op, scalar, t, device_scalar ? ncclScalarDevice : ncclScalarHostImmediate,
+                                 comm) != ncclSuccess) {
+      return Fail(env, "ncclRedOpCreatePreMulSum: %s", ncclGetLastError(comm));
+    }
+    std::vector<uint8_t> value = StoreValue(t, Scalar(t, me));
+    std::memcpy(scalar, value.data(), value.size());
+  }
+  const std::string what = std::string(KindName(kind)) + "." + TypeName(t) + "." +
+                           (premul ? (device_scalar ? "premulsum_device" : "premulsum_host") : OpName(op)) +
                            (in_place ? ".inplace" : ".outofplace") + ".count" + std::to_string(count) +
                            ".root" + std::to_string(root);
 
@@ -89,6 +115,10 @@ void CheckReduction(const RankEnv& env, ncclComm_t comm, cudaStream_t s, Kind ki
   }
   if (!in_place && recv != nullptr) FreeDevice(recv);
   FreeDevice(send);
+  if (premul) {
+    if (ncclRedOpDestroy(op, comm) != ncclSuccess) Fail(env, "%s: ncclRedOpDestroy failed", what.c_str());
+    FreeDevice(scalar);
+  }
 }
 
 void CheckMovement(const RankEnv& env, ncclComm_t comm, cudaStream_t s, Kind kind, ncclDataType_t t,

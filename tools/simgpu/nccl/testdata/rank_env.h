@@ -49,7 +49,8 @@ double Seconds();  // monotonic clock
 int RunCollectives(const RankEnv& env);    // every collective x dtype x op x placement vs. the reference
 int RunSendRecv(const RankEnv& env);       // grouped rings with messages larger than the ring, self, ungrouped
 int RunLarge(const RankEnv& env);          // one 16 MiB all-reduce with the default chunk size, timed
-int RunFault(const RankEnv& env);          // mixed calls; writes every element that differs from the reference
+int RunFault(const RankEnv& env);          // mixed calls; writes every element that differs from the reference,
+                                           // and the raw results and inputs
 int RunInitTimeout(const RankEnv& env);    // the last rank never joins
 int RunOpTimeout(const RankEnv& env);      // the last rank joins but never calls the all-reduce
 int RunPeerExit(const RankEnv& env);       // the last rank exits right after joining

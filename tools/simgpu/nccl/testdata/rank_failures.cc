@@ -37,6 +37,10 @@ void RecordDiffs(const RankEnv& env, const std::string& call, const void* got, c
 
 void WriteResult(const RankEnv& env, const std::string& line) { AppendLine(env, "result", line); }
 
+void WriteBytes(const RankEnv& env, const std::string& name, const void* data, size_t bytes) {
+  std::ofstream(env.dir + "/" + name, std::ios::binary).write(static_cast<const char*>(data), bytes);
+}
+
 std::string Outcome(ncclResult_t r, double seconds) {
   return "code=" + std::to_string(static_cast<int>(r)) + " seconds=" + std::to_string(seconds) +
          " error=" + ncclGetLastError(nullptr);
@@ -93,7 +97,30 @@ int RunFault(const RankEnv& env) {
   void* red_send = DeviceCopy(in_red[me]);
   void* red_recv = me == 0 ? DeviceFilled(64 * 4, 0) : nullptr;
   ncclReduce(red_send, red_recv, 64, ncclFloat32, ncclSum, 0, comm, s);
+  // call 6: an int32 all-reduce, whose sums do not depend on the order.
+  std::vector<std::vector<uint8_t>> in_int;
+  for (int r = 0; r < n; ++r) in_int.push_back(MakeInput(ncclInt32, ncclSum, 17, r, 10));
+  void* int_buf = DeviceCopy(in_int[me]);
+  ncclAllReduce(int_buf, int_buf, 10, ncclInt32, ncclSum, comm, s);
   Sync(s);
+
+  // Raw results (res.RANK.CALL) and, from rank 0, every rank's inputs of the reductions (in.CALL.RANK), for
+  // tests that compare a faulted run with a clean one.
+  const std::string tag = "res." + std::to_string(me) + ".";
+  WriteBytes(env, tag + "0", ag_recv, 16 * n * 4);
+  WriteBytes(env, tag + "1", bc, 64 * 4);
+  WriteBytes(env, tag + "2", ar_recv, 64 * 4);
+  WriteBytes(env, tag + "3", rs_recv, 16 * 4);
+  WriteBytes(env, tag + "4", ar2, 64 * 4);
+  if (me == 0) WriteBytes(env, tag + "5", red_recv, 64 * 4);
+  WriteBytes(env, tag + "6", int_buf, 10 * 4);
+  for (int r = 0; me == 0 && r < n; ++r) {
+    const std::string suffix = "." + std::to_string(r);
+    WriteBytes(env, "in.2" + suffix, in_ar[r].data(), in_ar[r].size());
+    WriteBytes(env, "in.3" + suffix, in_rs[r].data(), in_rs[r].size());
+    WriteBytes(env, "in.5" + suffix, in_red[r].data(), in_red[r].size());
+    WriteBytes(env, "in.6" + suffix, in_int[r].data(), in_int[r].size());
+  }
 
   std::vector<uint8_t> ag_want;
   for (int r = 0; r < n; ++r) ag_want.insert(ag_want.end(), in_ag[r].begin(), in_ag[r].end());
@@ -101,10 +128,13 @@ int RunFault(const RankEnv& env) {
   RecordDiffs(env, "p2p", p2p_recv, Floats(16, (me + n - 1) % n, 32));
   RecordDiffs(env, "call=1", bc, bcast);
   auto chains = [&](RefColl coll, size_t count) { return ReferenceChains(coll, n, count, 4, me, 0); };
-  RecordDiffs(env, "call=2", ar_recv, ReferenceReduce(ncclFloat32, ncclSum, in_ar, 0, 64, chains(RefColl::kAllReduce, 64)));
+  const auto all = chains(RefColl::kAllReduce, 64);
+  RecordDiffs(env, "call=2", ar_recv, ReferenceReduce(ncclFloat32, ncclSum, in_ar, 0, 64, all));
   RecordDiffs(env, "call=3", rs_recv,
               ReferenceReduce(ncclFloat32, ncclSum, in_rs, me * 16, 16, chains(RefColl::kReduceScatter, 16)));
-  RecordDiffs(env, "call=4", ar2, ReferenceReduce(ncclFloat32, ncclSum, in_ar2, 0, 64, chains(RefColl::kAllReduce, 64)));
+  RecordDiffs(env, "call=4", ar2, ReferenceReduce(ncclFloat32, ncclSum, in_ar2, 0, 64, all));
+  RecordDiffs(env, "call=6", int_buf,
+              ReferenceReduce(ncclInt32, ncclSum, in_int, 0, 10, chains(RefColl::kAllReduce, 10)));
   if (me == 0) {
     RecordDiffs(env, "call=5", red_recv,
                 ReferenceReduce(ncclFloat32, ncclSum, in_red, 0, 64, chains(RefColl::kReduce, 64)));
