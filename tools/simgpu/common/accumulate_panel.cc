@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -27,8 +28,6 @@
 namespace simgpu {
 namespace {
 
-constexpr int kRows = 64;
-constexpr int kCols = 4;
 constexpr int kMaxLevels = 64;
 
 #define SIMGPU_INLINE __attribute__((always_inline)) inline
@@ -95,9 +94,52 @@ SIMGPU_INLINE void RunsTile(const std::vector<AccumPlan::Run>& runs, const int64
   }
 }
 
+// The pairwise register tile: a stack of partial-sum tiles in memory (binary counter, as accumulate.h states),
+// leaves computed in registers. stack holds kMaxLevels tiles of kNr x kMv vectors.
 template <typename T>
-SIMGPU_INLINE void RunsPanel(const std::vector<AccumPlan::Run>& runs, const int64_t* perm, int64_t k, int64_t m,
-                             int64_t n, const T* a, int64_t lda, const T* b, int64_t ldb, T* out, int64_t ldo) {
+SIMGPU_INLINE void PairwiseTile(int64_t k, const T* pa, const T* pb, int rows, int cols, T* out, int64_t ldo,
+                                typename Vec<T>::type* stack) {
+  using V = typename Vec<T>::type;
+  constexpr int kL = Lanes<T>(), kM = Mr<T>(), kTile = kNr * kMv;
+  int64_t size[kMaxLevels];
+  int top = 0;
+  for (int64_t p = 0; p < k; ++p) {
+    V a[kMv];
+    for (int v = 0; v < kMv; ++v) memcpy(&a[v], pa + p * kM + v * kL, sizeof(V));
+    V* leaf = stack + top * kTile;
+    for (int c = 0; c < kNr; ++c) {
+      V b;
+      for (int l = 0; l < kL; ++l) b[l] = pb[p * kNr + c];
+      for (int v = 0; v < kMv; ++v) leaf[c * kMv + v] = a[v] * b;
+    }
+    size[top++] = 1;
+    while (top >= 2 && size[top - 1] == size[top - 2]) {
+      V* lo = stack + (top - 2) * kTile;
+      const V* hi = stack + (top - 1) * kTile;
+      for (int i = 0; i < kTile; ++i) lo[i] = lo[i] + hi[i];
+      size[top - 2] *= 2;
+      --top;
+    }
+  }
+  alignas(64) T result[kNr][kM] = {};
+  if (top > 0) {
+    V s[kTile];
+    for (int i = 0; i < kTile; ++i) s[i] = stack[(top - 1) * kTile + i];
+    for (int lvl = top - 2; lvl >= 0; --lvl) {
+      for (int i = 0; i < kTile; ++i) s[i] = stack[lvl * kTile + i] + s[i];
+    }
+    memcpy(result, s, sizeof result);
+  }
+  for (int c = 0; c < cols; ++c) {
+    for (int r = 0; r < rows; ++r) out[r + c * ldo] = result[c][r];
+  }
+}
+
+// Packs A in row blocks of Mr and B in column blocks of kNr (zero-padded) and calls
+// tile(packed A block, packed B block, rows, cols, out) for every register tile of the output.
+template <typename T, typename Tile>
+SIMGPU_INLINE void TiledPanel(int64_t k, int64_t m, int64_t n, const T* a, int64_t lda, const T* b, int64_t ldb,
+                              T* out, int64_t ldo, Tile tile) {
   constexpr int kM = Mr<T>();
   const int64_t col_blocks = (n + kNr - 1) / kNr;
   std::vector<T> pack_b(static_cast<size_t>(col_blocks) * kNr * k);
@@ -119,66 +161,7 @@ SIMGPU_INLINE void RunsPanel(const std::vector<AccumPlan::Run>& runs, const int6
     }
     for (int64_t jb = 0; jb < col_blocks; ++jb) {
       const int cols = static_cast<int>(std::min<int64_t>(kNr, n - jb * kNr));
-      RunsTile<T>(runs, perm, pack_a.data(), pack_b.data() + jb * kNr * k, rows, cols, out + i0 + jb * kNr * ldo,
-                  ldo);
-    }
-  }
-}
-
-template <typename T, int COLS>
-SIMGPU_INLINE void PairwiseTile(int64_t k, const T* a, int64_t lda, const T* const* bcol, int rows, T* const* ocol,
-                  std::vector<T>* scratch) {
-  const size_t level_elems = static_cast<size_t>(COLS) * kRows;
-  scratch->resize(level_elems * kMaxLevels);
-  auto level = [&](int i) { return reinterpret_cast<T(*)[kRows]>(scratch->data() + level_elems * i); };
-  int64_t size[kMaxLevels];
-  int top = 0;
-  for (int64_t p = 0; p < k; ++p) {
-    T(*leaf)[kRows] = level(top);
-    const T* ap = a + p * lda;
-    for (int c = 0; c < COLS; ++c) {
-      const T bv = bcol[c][p];
-      for (int r = 0; r < rows; ++r) leaf[c][r] = ap[r] * bv;
-    }
-    size[top++] = 1;
-    while (top >= 2 && size[top - 1] == size[top - 2]) {
-      T(*lo)[kRows] = level(top - 2);
-      T(*hi)[kRows] = level(top - 1);
-      for (int c = 0; c < COLS; ++c) {
-        for (int r = 0; r < rows; ++r) lo[c][r] = lo[c][r] + hi[c][r];
-      }
-      size[top - 2] *= 2;
-      --top;
-    }
-  }
-  for (int c = 0; c < COLS; ++c) {
-    for (int r = 0; r < rows; ++r) {
-      T s = top == 0 ? T(0) : level(top - 1)[c][r];
-      for (int i = top - 2; i >= 0; --i) s = level(i)[c][r] + s;
-      ocol[c][r] = s;
-    }
-  }
-}
-
-template <typename T>
-SIMGPU_INLINE void PairwisePanel(int64_t k, int64_t m, int64_t n, const T* a, int64_t lda, const T* b, int64_t ldb,
-                                 T* out, int64_t ldo) {
-  std::vector<T> scratch;
-  for (int64_t i0 = 0; i0 < m; i0 += kRows) {
-    const int rows = static_cast<int>(std::min<int64_t>(kRows, m - i0));
-    for (int64_t j0 = 0; j0 < n; j0 += kCols) {
-      const int cols = static_cast<int>(std::min<int64_t>(kCols, n - j0));
-      const T* bcol[kCols];
-      for (int c = 0; c < kCols; ++c) bcol[c] = b + (j0 + std::min(c, cols - 1)) * ldb;
-      T* ocol[kCols];
-      for (int c = 0; c < cols; ++c) ocol[c] = out + i0 + (j0 + c) * ldo;
-      const T* ai = a + i0;
-      switch (cols) {
-        case 4: PairwiseTile<T, 4>(k, ai, lda, bcol, rows, ocol, &scratch); break;
-        case 3: PairwiseTile<T, 3>(k, ai, lda, bcol, rows, ocol, &scratch); break;
-        case 2: PairwiseTile<T, 2>(k, ai, lda, bcol, rows, ocol, &scratch); break;
-        default: PairwiseTile<T, 1>(k, ai, lda, bcol, rows, ocol, &scratch); break;
-      }
+      tile(pack_a.data(), pack_b.data() + jb * kNr * k, rows, cols, out + i0 + jb * kNr * ldo);
     }
   }
 }
@@ -187,10 +170,20 @@ template <typename T>
 SIMGPU_INLINE void PanelTiles(const std::vector<AccumPlan::Run>& runs, const int64_t* perm, bool pairwise, int64_t k,
                               int64_t m, int64_t n, const T* a, int64_t lda, const T* b, int64_t ldb, T* out,
                               int64_t ldo) {
+  using V = typename Vec<T>::type;
   if (pairwise) {
-    PairwisePanel<T>(k, m, n, a, lda, b, ldb, out, ldo);
+    // std::vector<V> does not honour V's 64-byte alignment here: align a byte buffer by hand.
+    std::vector<unsigned char> storage(sizeof(V) * kMaxLevels * kNr * kMv + 64);
+    V* stack = reinterpret_cast<V*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t{63});
+    TiledPanel<T>(k, m, n, a, lda, b, ldb, out, ldo,
+                  [&](const T* pa, const T* pb, int rows, int cols, T* o) __attribute__((always_inline)) {
+                    PairwiseTile<T>(k, pa, pb, rows, cols, o, ldo, stack);
+                  });
   } else {
-    RunsPanel<T>(runs, perm, k, m, n, a, lda, b, ldb, out, ldo);
+    TiledPanel<T>(k, m, n, a, lda, b, ldb, out, ldo,
+                  [&](const T* pa, const T* pb, int rows, int cols, T* o) __attribute__((always_inline)) {
+                    RunsTile<T>(runs, perm, pa, pb, rows, cols, o, ldo);
+                  });
   }
 }
 
