@@ -26,8 +26,8 @@
 //   blas         for speed only, never for tests that need a stated order: SumPanel with kFp32 or kFp64 calls
 //                the host BLAS (cblas_sgemm / cblas_dgemm from libopenblas.so.0, else Debian's libblas.so.3;
 //                loaded with dlopen at the first use, so processes that never ask pay nothing), which sums in
-//                its own undocumented order with fused multiply-adds. Sum(), kFp16 and kFp8 use sequential.
-//                No usable BLAS: message, exit status 2.
+//                its own undocumented order with fused multiply-adds, on its own threads (OPENBLAS_NUM_THREADS
+//                limits them). Sum(), kFp16 and kFp8 use sequential. No usable BLAS: message, exit status 2.
 //
 // Accumulator precision (AccumPrecision, chosen by the caller from the compute type):
 //   kFp32   products fl32(a*b), FP32 additions (round to nearest even).
