@@ -5,7 +5,8 @@
 // read only after finalization (CUDNN_STATUS_NOT_INITIALIZED before); an attribute of another descriptor kind
 // is BAD_PARAM; a value of the wrong attribute type is CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE; a scalar attribute
 // takes exactly one element (BAD_PARAM otherwise) and an array at least one. Reading an array attribute with
-// requestedElementCount 0 returns only its length; otherwise min(requested, length) elements and that count.
+// requestedElementCount 0 or a null arrayOfElements returns only its length; otherwise min(requested, length)
+// elements and that count.
 // Descriptor-valued attributes are read into descriptors the caller created (NVIDIA's convention), which the
 // library fills and finalizes.
 //
@@ -101,7 +102,11 @@ cudnnStatus_t ReadDescriptor(const AttrIn& in, cudnnBackendDescriptorType_t want
 template <typename T>
 cudnnStatus_t WriteScalar(const AttrOut& out, cudnnBackendAttributeType_t type, const T& value) {
   if (out.type != type) return Fail(CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, "wrong attribute type");
-  if (out.requested != 1 || out.values == nullptr) return Fail(CUDNN_STATUS_BAD_PARAM, "expected one element");
+  if (out.requested != 1) return Fail(CUDNN_STATUS_BAD_PARAM, "expected one element");
+  if (out.values == nullptr) {
+    if (out.count != nullptr) *out.count = 1;
+    return CUDNN_STATUS_SUCCESS;
+  }
   std::memcpy(out.values, &value, sizeof(T));
   if (out.count != nullptr) *out.count = 1;
   return CUDNN_STATUS_SUCCESS;
@@ -112,11 +117,10 @@ cudnnStatus_t WriteArray(const AttrOut& out, cudnnBackendAttributeType_t type, c
   if (out.type != type) return Fail(CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, "wrong attribute type");
   if (out.requested < 0) return Fail(CUDNN_STATUS_BAD_PARAM, "negative requestedElementCount");
   const int64_t n = static_cast<int64_t>(values.size());
-  if (out.requested == 0) {
+  if (out.requested == 0 || out.values == nullptr) {
     if (out.count != nullptr) *out.count = n;
     return CUDNN_STATUS_SUCCESS;
   }
-  if (out.values == nullptr) return Fail(CUDNN_STATUS_BAD_PARAM, "arrayOfElements is null");
   const int64_t copied = out.requested < n ? out.requested : n;
   if (copied > 0) std::memcpy(out.values, values.data(), sizeof(T) * static_cast<size_t>(copied));
   if (out.count != nullptr) *out.count = copied;

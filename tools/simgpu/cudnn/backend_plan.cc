@@ -189,8 +189,9 @@ cudnnStatus_t EngineConfig::DoGet(cudnnBackendAttributeName_t name, const AttrOu
       return WriteOneDescriptor<Engine>(out, CUDNN_BACKEND_ENGINE_DESCRIPTOR,
                                         [this](Engine* e) { e->Assign(state_); });
     case CUDNN_ATTR_ENGINECFG_WORKSPACE_SIZE:
-    case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED:
       return WriteScalar(out, CUDNN_TYPE_INT64, int64_t{0});
+    case CUDNN_ATTR_ENGINECFG_SHARED_MEMORY_USED:
+      return WriteScalar(out, CUDNN_TYPE_INT32, int32_t{0});
     case CUDNN_ATTR_ENGINECFG_KNOB_CHOICES:
     case CUDNN_ATTR_ENGINECFG_INTERMEDIATE_INFO:
       return WriteArray(out, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::vector<void*>{});
@@ -308,6 +309,31 @@ class ExecutionPlan : public Descriptor {
   std::vector<int64_t> run_only_;
 };
 
+// A knob choice (type and value). simgpu's engine has no knobs: frontends create these to read a configuration's
+// choices, of which there are none, and may set them up for configurations of their own, which engine
+// configurations then refuse (CUDNN_STATUS_NOT_SUPPORTED).
+class KnobChoice : public Descriptor {
+ public:
+  KnobChoice() : Descriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR) {}
+
+ protected:
+  cudnnStatus_t DoSet(cudnnBackendAttributeName_t name, const AttrIn& in) override {
+    if (name == CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE) return ReadScalar(in, CUDNN_TYPE_KNOB_TYPE, &knob_);
+    if (name == CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE) return ReadScalar(in, CUDNN_TYPE_INT64, &value_);
+    return Fail(CUDNN_STATUS_BAD_PARAM, "not a knob choice attribute");
+  }
+  cudnnStatus_t DoGet(cudnnBackendAttributeName_t name, const AttrOut& out) const override {
+    if (name == CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE) return WriteScalar(out, CUDNN_TYPE_KNOB_TYPE, knob_);
+    if (name == CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE) return WriteScalar(out, CUDNN_TYPE_INT64, value_);
+    return Fail(CUDNN_STATUS_BAD_PARAM, "not a knob choice attribute");
+  }
+  cudnnStatus_t DoFinalize() override { return CUDNN_STATUS_SUCCESS; }
+
+ private:
+  cudnnBackendKnobType_t knob_ = CUDNN_KNOB_TYPE_COUNTS;
+  int64_t value_ = 0;
+};
+
 class VariantPack : public Descriptor {
  public:
   VariantPack() : Descriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) {}
@@ -370,6 +396,7 @@ std::unique_ptr<Descriptor> NewDescriptor(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR: return std::make_unique<EngineConfig>();
     case CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR: return std::make_unique<ExecutionPlan>();
     case CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR: return std::make_unique<VariantPack>();
+    case CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR: return std::make_unique<KnobChoice>();
     default: return nullptr;
   }
 }

@@ -91,6 +91,14 @@ void TensorAttributes() {
     Line("  get dims(0, null) -> %d", cudnnBackendGetAttribute(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 0,
                                                                 &count, nullptr));
     Line("    count=%ld", static_cast<long>(count));
+    count = -7;
+    Line("  get dims(8, null values) -> %d", cudnnBackendGetAttribute(d, CUDNN_ATTR_TENSOR_DIMENSIONS,
+                                                                       CUDNN_TYPE_INT64, 8, &count, nullptr));
+    Line("    count=%ld", static_cast<long>(count));
+    count = -7;
+    Line("  get uid(1, null values) -> %d", cudnnBackendGetAttribute(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64,
+                                                                      1, &count, nullptr));
+    Line("    count=%ld", static_cast<long>(count));
     Line("  get dims null count -> %d", cudnnBackendGetAttribute(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64,
                                                                   4, nullptr, out));
     Line("  get dims wrong type -> %d", cudnnBackendGetAttribute(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT32,

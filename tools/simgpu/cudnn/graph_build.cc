@@ -41,9 +41,11 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
     case OpKind::kConvForward:
     case OpKind::kConvBackwardData:
     case OpKind::kConvBackwardFilter: {
+      // The two operands share a type and, with the compute type, form a configuration the legacy API supports;
+      // the output may be any floating type (fused graphs write FP32 intermediates).
       const cudnnDataType_t t = tensor(op.inputs[0]).dtype;
       AccumPrecision precision;
-      if (tensor(op.inputs[1]).dtype != t || tensor(op.outputs[0]).dtype != t ||
+      if (tensor(op.inputs[1]).dtype != t || !FloatingData(tensor(op.outputs[0]).dtype) ||
           !ConvPrecision(t, s.conv.compute, &precision)) {
         return "convolution data and compute types outside FLOAT, PSEUDO_HALF, PSEUDO_BFLOAT16, TRUE_HALF, DOUBLE";
       }

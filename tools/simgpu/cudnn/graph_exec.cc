@@ -68,7 +68,7 @@ ConvProblem MakeConv(const GraphOp& op, const std::vector<const TensorSpec*>& sp
   p.x = View(x, data[static_cast<size_t>(xi)]);
   p.w = View(w, data[static_cast<size_t>(wi)]);
   p.y = View(y, data[static_cast<size_t>(yi)]);
-  ConvPrecision(x.dtype, s.conv.compute, &p.precision);
+  ConvPrecision(specs[static_cast<size_t>(op.inputs[0])]->dtype, s.conv.compute, &p.precision);
   p.call = call;
   return p;
 }
