@@ -294,6 +294,30 @@ NCCL_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle) 
   return CheckCommArg(comm, handle, "ncclCommDeregister", "handle");
 }
 
+// A window is a registration (NCCL uses it for symmetric-memory kernels); simgpu only remembers the buffer. As
+// in NCCL 2.28, a NULL buffer or a zero size registers nothing and leaves *win as it was.
+struct ncclWindow_vidmem {
+  void* buff;
+  size_t size;
+};
+
+NCCL_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+         int win_flags) {
+  ncclResult_t r = CheckCommArg(comm, win, "ncclCommWindowRegister", "win");
+  if (r != ncclSuccess || buff == nullptr || size == 0) return r;
+  if (comm->status() == ncclInProgress) {
+    Warn("ncclCommWindowRegister: Attempt to use communicator before the previous operation returned ncclSuccess");
+    return ncclInvalidArgument;
+  }
+  *win = new ncclWindow_vidmem{buff, size};
+  return ncclSuccess;
+}
+
+NCCL_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win) {
+  delete win;
+  return ncclSuccess;
+}
+
 NCCL_API(ncclResult_t, ncclMemFree, void* ptr) {
   if (ptr != nullptr) simgpu::FreeDevice(ptr);
   return ncclSuccess;

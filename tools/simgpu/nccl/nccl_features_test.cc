@@ -432,6 +432,38 @@ TEST_F(CollTest, AlltoAllGatherScatterAndBcast) {
   EXPECT_EQ(ncclScatter(send[0], nullptr, count, ncclFloat32, 0, comms_[0], streams_[0]), ncclInvalidArgument);
 }
 
+TEST_F(CollTest, WindowsAndRegistrationsAreHandlesOnly) {
+  std::vector<float*> bufs;
+  std::vector<ncclWindow_t> wins(kRanks, nullptr);
+  std::vector<void*> handles(kRanks, nullptr);
+  for (int r = 0; r < kRanks; ++r) {
+    void* p = nullptr;
+    simgpu::SetCurrentDevice(r);
+    ASSERT_EQ(ncclMemAlloc(&p, 4096), ncclSuccess);
+    bufs.push_back(static_cast<float*>(p));
+    bufs[r][0] = float(r);
+    ASSERT_EQ(ncclCommWindowRegister(comms_[r], p, 4096, &wins[r], NCCL_WIN_COLL_SYMMETRIC), ncclSuccess);
+    ASSERT_EQ(ncclCommRegister(comms_[r], p, 4096, &handles[r]), ncclSuccess);
+    EXPECT_NE(wins[r], nullptr);
+  }
+  simgpu::SetCurrentDevice(0);
+  ncclWindow_t untouched = reinterpret_cast<ncclWindow_t>(0x10);
+  EXPECT_EQ(ncclCommWindowRegister(comms_[0], nullptr, 0, &untouched, 0), ncclSuccess);
+  EXPECT_EQ(untouched, reinterpret_cast<ncclWindow_t>(0x10)) << "NCCL registers nothing for an empty buffer";
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_EQ(ncclAllReduce(bufs[r], bufs[r], 1, ncclFloat32, ncclSum, comms_[r], streams_[r]), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  SyncAll();
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(bufs[r][0], 6.0f);
+    EXPECT_EQ(ncclCommDeregister(comms_[r], handles[r]), ncclSuccess);
+    EXPECT_EQ(ncclCommWindowDeregister(comms_[r], wins[r]), ncclSuccess);
+    EXPECT_EQ(ncclMemFree(bufs[r]), ncclSuccess);
+  }
+}
+
 TEST_F(CollTest, GroupedSendRecvAllToAllWithUnequalSizes) {
   // Every rank sends to every rank (itself included) a message whose size depends on the pair, all in one
   // group; sizes reach several rings (CMakeLists: 1 KiB), so only concurrent progress completes them.
