@@ -135,6 +135,15 @@ SIMGPU_INLINE void PairwiseTile(int64_t k, const T* pa, const T* pb, int rows, i
   }
 }
 
+// Per-thread scratch buffer `slot` of at least n elements, kept between calls: fresh allocations of packed panels
+// cost more in page faults and zeroing than the packing itself. Each stream worker keeps its largest panels.
+template <typename T, int slot>
+T* Scratch(size_t n) {
+  static thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
 // Packs A in row blocks of Mr and B in column blocks of kNr (zero-padded) and calls
 // tile(packed A block, packed B block, rows, cols, out) for every register tile of the output.
 template <typename T, typename Tile>
@@ -142,26 +151,26 @@ SIMGPU_INLINE void TiledPanel(int64_t k, int64_t m, int64_t n, const T* a, int64
                               T* out, int64_t ldo, Tile tile) {
   constexpr int kM = Mr<T>();
   const int64_t col_blocks = (n + kNr - 1) / kNr;
-  std::vector<T> pack_b(static_cast<size_t>(col_blocks) * kNr * k);
+  T* pack_b = Scratch<T, 0>(static_cast<size_t>(col_blocks) * kNr * k);
   for (int64_t jb = 0; jb < col_blocks; ++jb) {
-    T* dst = pack_b.data() + jb * kNr * k;
+    T* dst = pack_b + jb * kNr * k;
     for (int c = 0; c < kNr; ++c) {
       const int64_t j = jb * kNr + c;
       for (int64_t p = 0; p < k; ++p) dst[p * kNr + c] = j < n ? b[p + j * ldb] : T(0);
     }
   }
-  std::vector<T> pack_a(static_cast<size_t>(kM) * k);
+  T* pack_a = Scratch<T, 1>(static_cast<size_t>(kM) * k);
   for (int64_t i0 = 0; i0 < m; i0 += kM) {
     const int rows = static_cast<int>(std::min<int64_t>(kM, m - i0));
     for (int64_t p = 0; p < k; ++p) {
-      T* dst = pack_a.data() + p * kM;
+      T* dst = pack_a + p * kM;
       const T* src = a + i0 + p * lda;
       for (int r = 0; r < rows; ++r) dst[r] = src[r];
       for (int r = rows; r < kM; ++r) dst[r] = T(0);
     }
     for (int64_t jb = 0; jb < col_blocks; ++jb) {
       const int cols = static_cast<int>(std::min<int64_t>(kNr, n - jb * kNr));
-      tile(pack_a.data(), pack_b.data() + jb * kNr * k, rows, cols, out + i0 + jb * kNr * ldo);
+      tile(pack_a, pack_b + jb * kNr * k, rows, cols, out + i0 + jb * kNr * ldo);
     }
   }
 }

@@ -69,6 +69,15 @@ int64_t OpIndex(cublasOperation_t t, int64_t ld, int64_t r, int64_t c) {
   return t == CUBLAS_OP_N ? r + c * ld : c + r * ld;
 }
 
+// Per-thread scratch buffer `slot` of at least n elements, kept between calls (a stream worker runs one GEMM at a
+// time): fresh panels of a large GEMM cost more in page faults and zeroing than the widening itself.
+template <typename T, int slot>
+T* Scratch(int64_t n) {
+  static thread_local std::vector<T> buffer;
+  if (buffer.size() < static_cast<size_t>(n)) buffer.resize(n);
+  return buffer.data();
+}
+
 struct BatchPtrs {
   const void* a;
   const void* b;
@@ -101,9 +110,9 @@ void GemmFloat(const GemmDesc& d, GemmMath math, int64_t call, float alpha, floa
   const bool use_ab = alpha != 0.0f && k > 0;
   const bool direct_a = d.a_type == CUDA_R_32F && d.trans_a == CUBLAS_OP_N && !RoundsInputs(math);
   const bool direct_b = d.b_type == CUDA_R_32F && d.trans_b == CUBLAS_OP_N && !RoundsInputs(math);
-  std::vector<float> a_panel(use_ab && !direct_a ? m * k : 0);
-  std::vector<float> b_panel(use_ab && !direct_b ? k * n : 0);
-  std::vector<float> acc(use_ab ? m * n : 0);
+  float* a_panel = Scratch<float, 0>(use_ab && !direct_a ? m * k : 0);
+  float* b_panel = Scratch<float, 1>(use_ab && !direct_b ? k * n : 0);
+  float* acc = Scratch<float, 2>(use_ab ? m * n : 0);
   for (int64_t batch = 0; batch < d.batch; ++batch) {
     const BatchPtrs p = Batch(d, batch, use_ab);
     if (use_ab) {
@@ -115,7 +124,7 @@ void GemmFloat(const GemmDesc& d, GemmMath math, int64_t call, float alpha, floa
             a_panel[i + q * m] = RoundInput(math, LoadF(p.a, d.a_type, OpIndex(d.trans_a, d.lda, i, q)));
           }
         }
-        ap = a_panel.data();
+        ap = a_panel;
         lda = m;
       }
       const float* bp = static_cast<const float*>(p.b);
@@ -126,10 +135,10 @@ void GemmFloat(const GemmDesc& d, GemmMath math, int64_t call, float alpha, floa
             b_panel[q + j * k] = RoundInput(math, LoadF(p.b, d.b_type, OpIndex(d.trans_b, d.ldb, q, j)));
           }
         }
-        bp = b_panel.data();
+        bp = b_panel;
         ldb = k;
       }
-      plan.SumPanel(m, n, ap, lda, bp, ldb, acc.data(), m);
+      plan.SumPanel(m, n, ap, lda, bp, ldb, acc, m);
     }
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t i = 0; i < m; ++i) {
@@ -153,9 +162,9 @@ void GemmDouble(const GemmDesc& d, int64_t call, double alpha, double beta) {
   const AccumPlan plan(AccumFromEnv(), AccumPrecision::kFp64, k, call);
   const bool use_ab = alpha != 0.0 && k > 0;
   const bool direct_a = d.trans_a == CUBLAS_OP_N, direct_b = d.trans_b == CUBLAS_OP_N;
-  std::vector<double> a_panel(use_ab && !direct_a ? m * k : 0);
-  std::vector<double> b_panel(use_ab && !direct_b ? k * n : 0);
-  std::vector<double> acc(use_ab ? m * n : 0);
+  double* a_panel = Scratch<double, 0>(use_ab && !direct_a ? m * k : 0);
+  double* b_panel = Scratch<double, 1>(use_ab && !direct_b ? k * n : 0);
+  double* acc = Scratch<double, 2>(use_ab ? m * n : 0);
   for (int64_t batch = 0; batch < d.batch; ++batch) {
     const BatchPtrs p = Batch(d, batch, use_ab);
     const auto* a = static_cast<const double*>(p.a);
@@ -168,7 +177,7 @@ void GemmDouble(const GemmDesc& d, int64_t call, double alpha, double beta) {
         for (int64_t i = 0; i < m; ++i) {
           for (int64_t q = 0; q < k; ++q) a_panel[i + q * m] = a[q + i * d.lda];
         }
-        ap = a_panel.data();
+        ap = a_panel;
         lda = m;
       }
       const double* bp = b;
@@ -177,10 +186,10 @@ void GemmDouble(const GemmDesc& d, int64_t call, double alpha, double beta) {
         for (int64_t q = 0; q < k; ++q) {
           for (int64_t j = 0; j < n; ++j) b_panel[q + j * k] = b[j + q * d.ldb];
         }
-        bp = b_panel.data();
+        bp = b_panel;
         ldb = k;
       }
-      plan.SumPanel(m, n, ap, lda, bp, ldb, acc.data(), m);
+      plan.SumPanel(m, n, ap, lda, bp, ldb, acc, m);
     }
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t i = 0; i < m; ++i) {

@@ -244,8 +244,8 @@ inline Mat ExpectedOutput(const Case& g, const Arith& ar, const Mat& a, const Ma
 //   S = |alpha| sum_p |a||b| + |beta||c|,
 // with u_acc the accumulator's unit roundoff (k products and sums plus product rounding and the epilogue's three
 // operations), u_in the input rounding's (TF32 and binary16 2^-11, bfloat16 2^-8), u_out the output type's and eta
-// half the output type's smallest subnormal. Integer GEMMs must match exactly (modulo 2^32). Also counts changed
-// elements outside the logical output (ld padding, gaps between batches).
+// half the output type's smallest subnormal (FP64: the smallest subnormal). Integer GEMMs must match exactly
+// (modulo 2^32). Also counts changed elements outside the logical output (ld padding, gaps between batches).
 struct BoundResult {
   int violations = 0;
   int padding_changed = 0;
@@ -272,7 +272,7 @@ inline BoundResult CheckBound(const Case& g, const Arith& ar, const Mat& a, cons
   const double kk = static_cast<double>(g.k + 4);
   const double coeff = kk * u_acc / (1 - kk * u_acc) + 2 * u_in + u_in * u_in;
   const double u_out = UnitRoundoff(out.type);
-  const double eta = out.type == CUDA_R_16F ? std::ldexp(1.0, -25) : out.type == CUDA_R_64F ? 0x1p-1075 : 0x1p-150;
+  const double eta = out.type == CUDA_R_16F ? std::ldexp(1.0, -25) : out.type == CUDA_R_64F ? 0x1p-1074 : 0x1p-150;
   std::vector<bool> logical(out.size(), false);
   for (int64_t batch = 0; batch < g.batch; ++batch) {
     for (int64_t j = 0; j < g.n; ++j) {
