@@ -50,7 +50,6 @@ struct GroupState {
 };
 
 thread_local GroupState t_group;
-std::atomic<int64_t> g_collective_calls{0};
 
 struct Task {
   Comm* comm;
@@ -276,7 +275,5 @@ ncclResult_t RunJob(ncclComm* comm, const std::function<void()>& job) {
   }).detach();
   return ncclInProgress;
 }
-
-int64_t NextCollectiveCall() { return g_collective_calls.fetch_add(1); }
 
 }  // namespace simgpu::nccl

@@ -49,12 +49,6 @@ ncclResult_t DeferSplit(ncclComm* parent, int color, int key, ncclComm* child, n
 // ncclInProgress accordingly. Used by ncclCommFinalize.
 ncclResult_t RunJob(ncclComm* comm, const std::function<void()>& job);
 
-// The 0-based index of the next collective of this process (AllReduce, AllGather, ReduceScatter, Broadcast,
-// Reduce, AlltoAll, Gather, Scatter; Send and Recv are not collectives and do not count), in host call order:
-// the `call` of SIMGPU_FAULT coll specs. A call counts once it passed its argument checks (even inside a group
-// that is later dropped).
-int64_t NextCollectiveCall();
-
 }  // namespace simgpu::nccl
 
 #endif  // TTRACE_TOOLS_SIMGPU_NCCL_GROUP_H_
