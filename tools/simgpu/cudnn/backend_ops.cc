@@ -5,7 +5,8 @@
 // b for binary modes, t for BINARY_SELECT); a reduction's output keeps each input dimension or reduces it to 1;
 // a matmul's operands share a rank (NOT_SUPPORTED otherwise) and agree in M, N and K, each batch dimension of A
 // and B dividing C's (BAD_PARAM); SDPA checks Q, K, V and O agree as [b, h, s, d] tensors. A descriptor set as an
-// operand is copied when set; one of the wrong kind or not finalized fails at finalization.
+// operand is copied when set; one of the wrong kind or not finalized fails at finalization. Backward activation
+// modes (RELU_BWD ...) take x and dy in the x and b slots and write dx in the y slot.
 #include <cstdint>
 #include <vector>
 
@@ -64,8 +65,8 @@ const std::vector<AttrRole>& Roles(OpKind kind) {
       {CUDNN_ATTR_OPERATION_POINTWISE_YDESC, Role::kOutput, 0},
       {CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, Role::kAlpha, 0},
       {CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, Role::kAlpha2, 0},
-      {CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, Role::kUnsupported, 0},
-      {CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, Role::kUnsupported, 0}};
+      {CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, Role::kInput, 1},
+      {CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, Role::kOutput, 0}};
   static const std::vector<AttrRole> kReduction = {{CUDNN_ATTR_OPERATION_REDUCTION_XDESC, Role::kInput, 0},
                                                    {CUDNN_ATTR_OPERATION_REDUCTION_YDESC, Role::kOutput, 0},
                                                    {CUDNN_ATTR_OPERATION_REDUCTION_DESC, Role::kReduction, 0}};
@@ -102,6 +103,7 @@ const std::vector<AttrRole>& Roles(OpKind kind) {
 }
 
 bool IsBinary(cudnnPointwiseMode_t mode) {
+  if (mode >= CUDNN_POINTWISE_RELU_BWD && mode <= CUDNN_POINTWISE_GELU_APPROX_TANH_BWD) return true;
   switch (mode) {
     case CUDNN_POINTWISE_ADD:
     case CUDNN_POINTWISE_ADD_SQUARE:

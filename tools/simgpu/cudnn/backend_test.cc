@@ -401,6 +401,51 @@ TEST_F(CudnnBackend, PointwiseBroadcastAndReduction) {
   EXPECT_EQ(m.at(0), mx);
 }
 
+// Backward activations take x (forward input) and dy, write dx: dx = dy * f'(x).
+TEST_F(CudnnBackend, BackwardActivations) {
+  const std::vector<int64_t> d = {1, 1, 4, 4};
+  Tensor x(CUDNN_DATA_FLOAT, d, Packed4(d)), dy(CUDNN_DATA_FLOAT, d, Packed4(d));
+  std::mt19937 rng(4);
+  x.Fill(&rng, false);
+  dy.Fill(&rng, false);
+  x.Upload();
+  dy.Upload();
+  const struct {
+    cudnnPointwiseMode_t mode;
+    double (*derivative)(double);
+  } modes[] = {{CUDNN_POINTWISE_RELU_BWD, [](double v) { return v > 0 ? 1.0 : 0.0; }},
+               {CUDNN_POINTWISE_SIGMOID_BWD, [](double v) {
+                  const double s = 1 / (1 + std::exp(-v));
+                  return s * (1 - s);
+                }},
+               {CUDNN_POINTWISE_TANH_BWD, [](double v) { return 1 - std::tanh(v) * std::tanh(v); }}};
+  for (const auto& m : modes) {
+    SCOPED_TRACE(m.mode);
+    Tensor dx(CUDNN_DATA_FLOAT, d, Packed4(d));
+    BackendGraph g;
+    Desc xt = g.Tensor(1, CUDNN_DATA_FLOAT, d, x.strides());
+    Desc dyt = g.Tensor(2, CUDNN_DATA_FLOAT, d, dy.strides());
+    Desc dxt = g.Tensor(3, CUDNN_DATA_FLOAT, d, dx.strides());
+    Desc pw = g.Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    g.Set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &m.mode);
+    g.Finalize(pw);
+    Desc op = g.Make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    g.SetDesc(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw);
+    g.SetDesc(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, xt);
+    g.SetDesc(op, CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, dyt);
+    g.SetDesc(op, CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, dxt);
+    g.Finalize(op);
+    g.AddOperation(op);
+    ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(g.Execute(handle_, {{1, x.device()}, {2, dy.device()}, {3, dx.device()}}), CUDNN_STATUS_SUCCESS);
+    dx.Download();
+    for (size_t i = 0; i < dx.size(); ++i) {
+      const double expect = dy.at(i) * m.derivative(x.at(i));
+      EXPECT_NEAR(dx.at(i), expect, 1e-6 * (std::fabs(expect) + 1)) << i;
+    }
+  }
+}
+
 // ---- status codes of execution ----
 
 TEST_F(CudnnBackend, ExecutionStatuses) {

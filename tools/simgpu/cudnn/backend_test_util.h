@@ -160,6 +160,9 @@ class BackendGraph {
     return op;
   }
 
+  // Adds an operation built by hand (finalized) to the graph.
+  void AddOperation(Desc op) { ops_.push_back(op); }
+
   // Operation graph, heuristics (instant), first configuration, plan. Returns the first failing status; the number
   // of configurations heuristics returned is in configs().
   cudnnStatus_t Build(cudnnHandle_t handle) {

@@ -99,6 +99,36 @@ T Apply(const PointwiseParams& p, T x, T b, T t, T index) {
       const T c = std::sqrt(T(2) / T(M_PI));
       return T(0.5) * x * (T(1) + std::tanh(c * (x + T(0.044715) * x * x * x)));
     }
+    // Backward activations: x is the forward input, b the incoming gradient dy; the result is dx.
+    case CUDNN_POINTWISE_RELU_BWD: {
+      const T lower = static_cast<T>(p.relu_lower), upper = static_cast<T>(p.relu_upper);
+      if (x <= lower) return static_cast<T>(p.relu_slope) * b;
+      return x >= upper ? T(0) : b;
+    }
+    case CUDNN_POINTWISE_TANH_BWD: {
+      const T t = std::tanh(x);
+      return b * (T(1) - t * t);
+    }
+    case CUDNN_POINTWISE_SIGMOID_BWD: {
+      const T s = Sigmoid(x);
+      return b * s * (T(1) - s);
+    }
+    case CUDNN_POINTWISE_ELU_BWD: return x > T(0) ? b : b * static_cast<T>(p.elu_alpha) * std::exp(x);
+    case CUDNN_POINTWISE_GELU_BWD: {
+      const T cdf = T(0.5) * (T(1) + std::erf(x / std::sqrt(T(2))));
+      const T pdf = std::exp(T(-0.5) * x * x) / std::sqrt(T(2) * T(M_PI));
+      return b * (cdf + x * pdf);
+    }
+    case CUDNN_POINTWISE_SOFTPLUS_BWD: return b * Sigmoid(static_cast<T>(p.softplus_beta) * x);
+    case CUDNN_POINTWISE_SWISH_BWD: {
+      const T beta = static_cast<T>(p.swish_beta), s = Sigmoid(beta * x);
+      return b * (s + beta * x * s * (T(1) - s));
+    }
+    case CUDNN_POINTWISE_GELU_APPROX_TANH_BWD: {
+      const T c = std::sqrt(T(2) / T(M_PI)), k = T(0.044715);
+      const T t = std::tanh(c * (x + k * x * x * x));
+      return b * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * c * (T(1) + T(3) * k * x * x));
+    }
     case CUDNN_POINTWISE_CMP_EQ: return x == b ? T(1) : T(0);
     case CUDNN_POINTWISE_CMP_NEQ: return x != b ? T(1) : T(0);
     case CUDNN_POINTWISE_CMP_GT: return x > b ? T(1) : T(0);
@@ -172,8 +202,8 @@ int64_t BatchOffset(const TensorSpec& t, const TensorSpec& c, const int64_t* cb)
 
 bool PointwiseModeSupported(cudnnPointwiseMode_t mode) {
   const int m = static_cast<int>(mode);
-  return (m >= 0 && m <= 23) || (m >= 100 && m <= 107) || (m >= 300 && m <= 305) || (m >= 400 && m <= 402) ||
-         m == 501 || m == 601;
+  return (m >= 0 && m <= 23) || (m >= 100 && m <= 107) || (m >= 200 && m <= 207) || (m >= 300 && m <= 305) ||
+         (m >= 400 && m <= 402) || m == 501 || m == 601;
 }
 
 void RunPointwise(const PointwiseParams& params, double alpha1, double alpha2, const Bound& x, const Bound& b,

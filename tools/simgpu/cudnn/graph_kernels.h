@@ -6,7 +6,9 @@
 // pointwise descriptor's math precision is DOUBLE, else FP32), x is multiplied by alpha1 and b by alpha2 when
 // those differ from 1, the mode is applied in that precision (C's <cmath> functions), and the result is stored
 // in y's type rounded to nearest even. Comparisons and logical modes give 1 or 0; GEN_INDEX gives the element's
-// index along the descriptor's axis; BINARY_SELECT gives t != 0 ? x : b.
+// index along the descriptor's axis; BINARY_SELECT gives t != 0 ? x : b; the backward activations (RELU_BWD ...)
+// read the forward input as x and the gradient dy as b and give dx = dy * f'(x) (RELU_BWD: dy above the lower
+// clip and below the upper one, slope * dy at or below the lower clip, 0 at or above the upper one).
 // Reduction: each output element combines the input elements that map to it (dimensions where y has size 1 are
 // reduced) in row-major order, in FP32 (FP64 for a DOUBLE compute type), starting from 0 (ADD, AMAX), 1 (MUL),
 // -inf (MAX) or +inf (MIN); NaN propagates through MIN, MAX and AMAX.
