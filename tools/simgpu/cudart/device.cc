@@ -63,6 +63,16 @@ cudaError_t cudaDeviceSynchronize() {
   return cudaSuccess;
 }
 
+// CUDA destroys every allocation and stream of the device. simgpu waits for the device's work and keeps its
+// memory and streams: a program that uses them after a reset is wrong on a GPU, and programs call this at exit.
+cudaError_t cudaDeviceReset() {
+  if (simgpu::cudart::ValidCurrentDevice() < 0) return Report(cudaErrorInvalidDevice);
+  cudaError_t refused = simgpu::CheckDeviceWait(simgpu::CurrentDevice());
+  if (refused != cudaSuccess) return Report(refused);
+  simgpu::SynchronizeDevice();
+  return cudaSuccess;
+}
+
 cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
   if (leastPriority != nullptr) *leastPriority = 0;
   if (greatestPriority != nullptr) *greatestPriority = -5;
