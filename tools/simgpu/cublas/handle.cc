@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "tools/simgpu/core/simgpu.h"
+#include "tools/simgpu/cublas/status_names.h"
 
 namespace simgpu::cublas {
 namespace {
@@ -141,28 +142,8 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-const char* cublasGetStatusName(cublasStatus_t status) {
-  switch (status) {
-#define SIMGPU_CUBLAS_STATUS(name, text) \
-  case name:                             \
-    return #name;
-#include "tools/simgpu/cublas/status_table.inc"
-#undef SIMGPU_CUBLAS_STATUS
-    default:
-      return "unrecognized status";
-  }
-}
+const char* cublasGetStatusName(cublasStatus_t status) { return simgpu::cublas::StatusName(status); }
 
-const char* cublasGetStatusString(cublasStatus_t status) {
-  switch (status) {
-#define SIMGPU_CUBLAS_STATUS(name, text) \
-  case name:                             \
-    return text;
-#include "tools/simgpu/cublas/status_table.inc"
-#undef SIMGPU_CUBLAS_STATUS
-    default:
-      return "unrecognized status";
-  }
-}
+const char* cublasGetStatusString(cublasStatus_t status) { return simgpu::cublas::StatusString(status); }
 
 }  // extern "C"

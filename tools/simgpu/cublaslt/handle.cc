@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "tools/simgpu/cublas/status_names.h"
 #include "tools/simgpu/core/simgpu.h"
 #include "tools/simgpu/cublaslt/matmul.h"
 
@@ -79,29 +80,9 @@ cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int* value) {
 }
 
 // The status table is cuBLAS's: cuBLASLt returns the same cublasStatus_t names and strings.
-const char* cublasLtGetStatusName(cublasStatus_t status) {
-  switch (status) {
-#define SIMGPU_CUBLAS_STATUS(name, text) \
-  case name:                             \
-    return #name;
-#include "tools/simgpu/cublas/status_table.inc"
-#undef SIMGPU_CUBLAS_STATUS
-    default:
-      return "unrecognized status";
-  }
-}
+const char* cublasLtGetStatusName(cublasStatus_t status) { return simgpu::cublas::StatusName(status); }
 
-const char* cublasLtGetStatusString(cublasStatus_t status) {
-  switch (status) {
-#define SIMGPU_CUBLAS_STATUS(name, text) \
-  case name:                             \
-    return text;
-#include "tools/simgpu/cublas/status_table.inc"
-#undef SIMGPU_CUBLAS_STATUS
-    default:
-      return "unrecognized status";
-  }
-}
+const char* cublasLtGetStatusString(cublasStatus_t status) { return simgpu::cublas::StatusString(status); }
 
 // Returns simgpu's one algorithm (configuration ID 0, split-K 1, all else 0; workspace 0; one wave) when
 // cublasLtMatmul would accept these descriptors, and otherwise the status cublasLtMatmul would return, with
