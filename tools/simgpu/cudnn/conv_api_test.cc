@@ -238,5 +238,18 @@ TEST_F(CudnnConvApi, VersionsAndLastError) {
   EXPECT_STREQ(message, "");
 }
 
+TEST_F(CudnnConvApi, UnimplementedFunctionReturnsNotSupportedWithItsName) {
+  cudnnPoolingDescriptor_t pooling = nullptr;
+  EXPECT_EQ(cudnnCreatePoolingDescriptor(&pooling), CUDNN_STATUS_NOT_SUPPORTED);
+  char message[256];
+  cudnnGetLastErrorString(message, sizeof message);
+  EXPECT_STREQ(message, "simgpu: cudnnCreatePoolingDescriptor is not implemented");
+  EXPECT_EQ(cudnnBatchNormalizationForwardInference(handle_, CUDNN_BATCHNORM_SPATIAL, nullptr, nullptr, x_, nullptr,
+                                                    y_, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 1e-5),
+            CUDNN_STATUS_NOT_SUPPORTED);
+  cudnnGetLastErrorString(message, sizeof message);
+  EXPECT_STREQ(message, "simgpu: cudnnBatchNormalizationForwardInference is not implemented");
+}
+
 }  // namespace
 }  // namespace simgpu::cudnn::testing

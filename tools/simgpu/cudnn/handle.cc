@@ -9,6 +9,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "tools/simgpu/cudnn/unimplemented.h"
+
 namespace simgpu::cudnn {
 namespace {
 
@@ -60,6 +62,11 @@ Stream* HandleStream(cudnnHandle_t handle) {
 cudnnStatus_t Fail(cudnnStatus_t status, const char* message) {
   last_error = message;
   return status;
+}
+
+int NotImplemented(const char* name) {
+  last_error = std::string("simgpu: ") + name + " is not implemented";
+  return CUDNN_STATUS_NOT_SUPPORTED;
 }
 
 }  // namespace simgpu::cudnn
