@@ -88,6 +88,35 @@ bool Significant(const Flip& f) {
   return d >= 0.25 * std::max(std::fabs(f.before), std::fabs(f.after)) && d >= 0.25 * f.rms;
 }
 
+// A bit flip to inject: a random op of `kind` on a random rank (its call number among that rank's ops of the
+// kind, which is what simgpu counts), a random output element, and a random bit (the top 8 bits, sign and
+// exponent, on odd trials, where flips are large), with the value it turns the clean run's element into.
+struct PlannedFlip {
+  int rank = 0;
+  const Op* op = nullptr;
+  std::string spec;  // SIMGPU_FAULT
+  Flip flip{};
+};
+PlannedFlip PlanFlip(const TraceSet& ref, OpKind kind, std::mt19937& rng, int trial, int bits) {
+  PlannedFlip p;
+  p.rank = static_cast<int>(rng() % ref.ranks.size());
+  auto ops = OpsOf(ref, p.rank, kind);
+  if (ops.empty()) return p;
+  const size_t call = rng() % ops.size();
+  p.op = ops[call];
+  const bool gemm = kind == OpKind::kGemm;
+  const analyzer::Tensor* out = p.op->tensor(gemm ? TensorSlot::kCOut : TensorSlot::kRecv);
+  if (out == nullptr) return PlannedFlip{};
+  const uint64_t n = gemm ? static_cast<uint64_t>(p.op->gemm.m * p.op->gemm.n * p.op->gemm.batch_count)
+                          : p.op->coll.count;
+  const uint64_t elem = rng() % n;
+  const int bit = trial % 2 ? bits - 1 - static_cast<int>(rng() % 8) : static_cast<int>(rng() % bits);
+  p.flip = FlipElement(*out, elem, bit);
+  p.spec = std::string(gemm ? "gemm" : "coll") + ":rank=" + std::to_string(p.rank) + ":call=" +
+           std::to_string(call) + ":elem=" + std::to_string(elem) + ":bit=" + std::to_string(bit);
+  return p;
+}
+
 class EndToEnd : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EndToEnd, ShimChangesNothing) {
@@ -176,23 +205,12 @@ TEST_P(EndToEnd, GemmBitFlipsAreCaughtWhereInjected) {
   const int bits = dtype == "bf16" ? 16 : 32;
   int significant = 0;
   for (int trial = 0; trial < 10; ++trial) {
-    const int rank = static_cast<int>(rng() % 4);
-    auto gemms = OpsOf(ref, rank, OpKind::kGemm);
-    ASSERT_FALSE(gemms.empty());
-    const size_t call = rng() % gemms.size();
-    const Op& op = *gemms[call];
-    const analyzer::Tensor* out = op.tensor(TensorSlot::kCOut);
-    ASSERT_NE(out, nullptr);
-    const uint64_t elem = rng() % static_cast<uint64_t>(op.gemm.m * op.gemm.n * op.gemm.batch_count);
-    // Half the trials use the top bits (sign and exponent), where flips are large.
-    const int bit = trial % 2 ? bits - 1 - static_cast<int>(rng() % 8) : static_cast<int>(rng() % bits);
-    Flip f = FlipElement(*out, elem, bit);
-    const bool sig = Significant(f);
+    PlannedFlip p = PlanFlip(ref, OpKind::kGemm, rng, trial, bits);
+    ASSERT_NE(p.op, nullptr);
+    const bool sig = Significant(p.flip);
     significant += sig;
-    const std::string fault = "gemm:rank=" + std::to_string(rank) + ":call=" + std::to_string(call) +
-                              ":elem=" + std::to_string(elem) + ":bit=" + std::to_string(bit);
-    SCOPED_TRACE(fault + " value " + std::to_string(f.before) + " -> " + std::to_string(f.after));
-    ExpectCaughtThere("sweep_gemm_" + dtype + "_" + std::to_string(trial), dtype, fault, rank, op.seq, sig);
+    SCOPED_TRACE(p.spec + " value " + std::to_string(p.flip.before) + " -> " + std::to_string(p.flip.after));
+    ExpectCaughtThere("sweep_gemm_" + dtype + "_" + std::to_string(trial), dtype, p.spec, p.rank, p.op->seq, sig);
   }
   EXPECT_GE(significant, 3) << "the sweep should contain large flips";
 }
@@ -207,31 +225,21 @@ TEST_P(EndToEnd, AllReduceBitFlipsAreCaughtWhereInjected) {
   std::mt19937 rng(dtype == "bf16" ? 21 : 22);
   const int bits = dtype == "bf16" ? 16 : 32;
   for (int trial = 0; trial < 6; ++trial) {
-    const int rank = static_cast<int>(rng() % 4);
-    auto colls = OpsOf(ref, rank, OpKind::kCollective);
-    ASSERT_FALSE(colls.empty());
-    const size_t call = rng() % colls.size();
-    const Op& op = *colls[call];
-    const analyzer::Tensor* out = op.tensor(TensorSlot::kRecv);
-    ASSERT_NE(out, nullptr);
-    const uint64_t elem = rng() % op.coll.count;
-    const int bit = trial % 2 ? bits - 1 - static_cast<int>(rng() % 8) : static_cast<int>(rng() % bits);
-    Flip f = FlipElement(*out, elem, bit);
-    const std::string fault = "coll:rank=" + std::to_string(rank) + ":call=" + std::to_string(call) +
-                              ":elem=" + std::to_string(elem) + ":bit=" + std::to_string(bit);
-    SCOPED_TRACE(fault + " value " + std::to_string(f.before) + " -> " + std::to_string(f.after));
+    PlannedFlip p = PlanFlip(ref, OpKind::kCollective, rng, trial, bits);
+    ASSERT_NE(p.op, nullptr);
+    SCOPED_TRACE(p.spec + " value " + std::to_string(p.flip.before) + " -> " + std::to_string(p.flip.after));
     // Any flip breaks the bitwise identity of the ranks' results, so every flip is caught; attribution to the
     // flipped rank is asserted for large flips (a 1-ulp flip on a 2-rank communicator can look like either).
     Job bad = job;
-    bad.fault = fault;
+    bad.fault = p.spec;
     JobResult run = RunJob("sweep_coll_" + dtype + "_" + std::to_string(trial), bad);
     ASSERT_EQ(run.exit_code, 0) << run.output;
     CheckReport report = analyzer::RunChecks(Load(run.trace_dir));
     ASSERT_EQ(report.findings().size(), 1u) << Describe(report);
     const auto& finding = report.findings()[0];
-    if (Significant(f)) {
-      EXPECT_EQ(finding.rank, rank) << Describe(report);
-      EXPECT_EQ(finding.seq, op.seq) << Describe(report);
+    if (Significant(p.flip)) {
+      EXPECT_EQ(finding.rank, p.rank) << Describe(report);
+      EXPECT_EQ(finding.seq, p.op->seq) << Describe(report);
     } else {
       EXPECT_EQ(finding.api, "ncclAllReduce") << Describe(report);
     }
