@@ -1,5 +1,6 @@
-// Test-only (simgpu_cudnn_unimplemented_load): every stub of unimplemented.inc by name and address, referenced
-// from a translation unit without cuDNN's headers (unimplemented_refs.cc), so the program records an undefined
+// Test-only (simgpu_cudnn_unimplemented_load, simgpu_cudnn_sublib_load): the functions a list names (the stubs of
+// unimplemented.inc; the forwarders of sublib_exports.inc) by name and address, referenced from a translation
+// unit without cuDNN's headers (unimplemented_refs.cc; sublib_refs.cc), so the program records an undefined
 // reference to each under NVIDIA's version node and a load with LD_BIND_NOW=1 must resolve them all.
 #ifndef TTRACE_TOOLS_SIMGPU_CUDNN_UNIMPLEMENTED_LOAD_TEST_H_
 #define TTRACE_TOOLS_SIMGPU_CUDNN_UNIMPLEMENTED_LOAD_TEST_H_
@@ -8,7 +9,7 @@ namespace simgpu::cudnn::testing {
 
 struct StubRef {
   const char* name;
-  int (*fn)();  // called without arguments: the stub ignores them (unimplemented.cc)
+  int (*fn)();  // a stub may be called without arguments: it ignores them (unimplemented.cc)
 };
 
 extern const StubRef kStubRefs[];
