@@ -140,18 +140,32 @@ uint64_t Comm::BeginIssue() {
 
 void Comm::WaitTurn(uint64_t ticket) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return ran_ == ticket; });
+  cv_.wait(lock, [&] { return ran_ == ticket && !busy_; });
+  busy_ = true;
 }
 
 void Comm::EndTurn(uint64_t ticket) {
   std::lock_guard<std::mutex> lock(mu_);
   ran_ = ticket + 1;
+  busy_ = false;
+  cv_.notify_all();
+}
+
+void Comm::BeginCapturedTurn() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return !busy_; });
+  busy_ = true;
+}
+
+void Comm::EndCapturedTurn() {
+  std::lock_guard<std::mutex> lock(mu_);
+  busy_ = false;
   cv_.notify_all();
 }
 
 void Comm::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return ran_ == issued_; });
+  cv_.wait(lock, [&] { return ran_ == issued_ && !busy_; });
 }
 
 ncclResult_t Comm::Barrier(const char* what, std::string* error) {

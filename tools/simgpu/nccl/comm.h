@@ -80,11 +80,16 @@ class Comm {
   void EndAsync();
   void WaitAsync();  // host: returns once no job is running
 
-  // Execution order: the host takes a ticket per task; workers run tickets in order.
+  // Execution order: the host takes a ticket per task; workers run tickets in order, one task at a time.
   uint64_t BeginIssue();
   void WaitTurn(uint64_t ticket);
   void EndTurn(uint64_t ticket);
-  void WaitIdle();  // host: returns once every issued task has run
+  // Tasks recorded by stream capture run once per graph launch, so they cannot hold a ticket taken at issue:
+  // they run when their stream reaches them, one task at a time with the ticketed ones (BeginCapturedTurn waits
+  // only for the running task, never for a ticket, which may be queued behind the launch on the same stream).
+  void BeginCapturedTurn();
+  void EndCapturedTurn();
+  void WaitIdle();  // host: returns once every issued task has run and no captured task is running
 
   // Worker, inside a turn: the epoch the next Barrier will arrive at (its parity picks the staging buffer).
   uint64_t next_epoch() const { return epoch_ + 1; }
@@ -128,6 +133,7 @@ class Comm {
   std::string failure_;  // guarded by mu_
   uint64_t issued_ = 0;  // guarded by mu_
   uint64_t ran_ = 0;     // guarded by mu_
+  bool busy_ = false;    // a task is running; guarded by mu_
   int jobs_ = 0;         // guarded by mu_
   std::vector<std::pair<bool, UserRedOp>> red_ops_;  // (live, op) per slot; guarded by mu_
 };

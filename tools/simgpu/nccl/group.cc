@@ -1,3 +1,10 @@
+// Under stream capture a task is recorded as a closure the graph replays at each launch, reading the buffers
+// then; its collectives keep the fault call numbers they took at capture. It cannot take a ticket at issue (a
+// launch replays it many times), so it runs when its stream reaches it, one task at a time with the others
+// (Comm::BeginCapturedTurn); ranks agree on the order because each launches its graphs and issues its other
+// calls in the same stream order, as NCCL requires on a GPU. A multi-stream task is joined through events
+// recorded into the capture instead of the blocking join below, which a replay in capture order would deadlock.
+//
 // Faults are applied on the worker right after the collective wrote its result, before any later work on the
 // stream can read it (coll_faults.h).
 //
@@ -65,13 +72,12 @@ struct Join {
   bool done = false;
 };
 
-void RunTask(const Task& t) {
-  Comm& c = *t.comm;
-  c.WaitTurn(t.ticket);
+// The task's operations, inside the communicator's turn.
+void RunOps(Comm& c, const std::vector<Op>& ops) {
   std::string error;
   ncclResult_t r = c.error();
   std::vector<const Op*> p2p;
-  for (const Op& op : t.ops) {
+  for (const Op& op : ops) {
     if (IsP2P(op.kind)) {
       p2p.push_back(&op);
       continue;
@@ -81,16 +87,68 @@ void RunTask(const Task& t) {
   }
   if (r == ncclSuccess && !p2p.empty()) r = RunP2P(c, p2p, &error);
   if (r != ncclSuccess && !error.empty()) c.Fail(r, error);
-  c.EndTurn(t.ticket);
 }
 
-void EnqueueTask(std::shared_ptr<Task> task) {
+void RunTask(const Task& t) {
+  t.comm->WaitTurn(t.ticket);
+  RunOps(*t.comm, t.ops);
+  t.comm->EndTurn(t.ticket);
+}
+
+// Run once per launch of the graph it was recorded in: no ticket, no one-shot state.
+void RunCapturedTask(const Task& t) {
+  t.comm->BeginCapturedTurn();
+  RunOps(*t.comm, t.ops);
+  t.comm->EndCapturedTurn();
+}
+
+std::vector<simgpu::Stream*> TaskStreams(const Task& task) {
   std::vector<simgpu::Stream*> streams;
-  for (const Op& op : task->ops) {
+  for (const Op& op : task.ops) {
     bool seen = false;
     for (simgpu::Stream* s : streams) seen |= s == op.stream;
     if (!seen) streams.push_back(op.stream);
   }
+  return streams;
+}
+
+// Makes `to` depend on the work recorded on `from` so far, as NCCL joins a group's streams in a capture.
+void CaptureDependency(simgpu::Stream* from, simgpu::Stream* to) {
+  simgpu::Event* ev = simgpu::CreateEvent(cudaEventDisableTiming);
+  simgpu::RecordEvent(ev, from);
+  simgpu::StreamWaitEvent(to, ev);
+  simgpu::DestroyEvent(ev);
+}
+
+// Records the task into the capture its streams take part in: the first stream's node runs the task after the
+// other streams' earlier work, and their later work depends on it.
+void EnqueueCapturedTask(std::shared_ptr<Task> task, const std::vector<simgpu::Stream*>& streams) {
+  for (size_t i = 1; i < streams.size(); ++i) CaptureDependency(streams[i], streams[0]);
+  simgpu::Enqueue(streams[0], [task] { RunCapturedTask(*task); });
+  for (size_t i = 1; i < streams.size(); ++i) CaptureDependency(streams[0], streams[i]);
+}
+
+// NCCL's rule for a group under capture: all of a task's streams are captured by the same capture, or none is.
+// Returns 1 when captured, 0 when not, -1 (logged) when mixed.
+int CaptureState(const std::vector<simgpu::Stream*>& streams) {
+  unsigned long long first_id = 0;
+  int captured = 0;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    unsigned long long id = 0;
+    const bool on = simgpu::CaptureInfo(streams[i], &id, nullptr, nullptr) != cudaStreamCaptureStatusNone;
+    if (i == 0) {
+      captured = on ? 1 : 0;
+      first_id = id;
+    } else if ((on ? 1 : 0) != captured || (on && id != first_id)) {
+      Warn("ncclGroupEnd: either none or all of the streams of a communicator's operations in a group must be "
+           "captured by the same graph");
+      return -1;
+    }
+  }
+  return captured;
+}
+
+void EnqueueTask(std::shared_ptr<Task> task, const std::vector<simgpu::Stream*>& streams) {
   if (streams.size() == 1) {
     simgpu::Enqueue(streams[0], [task] { RunTask(*task); });
     return;
@@ -117,7 +175,7 @@ void EnqueueTask(std::shared_ptr<Task> task) {
   });
 }
 
-void Issue(std::vector<Op> ops) {
+ncclResult_t Issue(std::vector<Op> ops) {
   std::vector<std::shared_ptr<Task>> tasks;
   for (Op& op : ops) {
     std::shared_ptr<Task> task;
@@ -131,10 +189,22 @@ void Issue(std::vector<Op> ops) {
     }
     task->ops.push_back(op);
   }
+  std::vector<std::vector<simgpu::Stream*>> streams;
+  std::vector<int> captured;
   for (auto& task : tasks) {
-    task->ticket = task->comm->BeginIssue();
-    EnqueueTask(task);
+    streams.push_back(TaskStreams(*task));
+    captured.push_back(CaptureState(streams.back()));
+    if (captured.back() < 0) return ncclInvalidUsage;
   }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (captured[i]) {
+      EnqueueCapturedTask(tasks[i], streams[i]);
+    } else {
+      tasks[i]->ticket = tasks[i]->comm->BeginIssue();
+      EnqueueTask(tasks[i], streams[i]);
+    }
+  }
+  return ncclSuccess;
 }
 
 ncclResult_t RunSplit(const DeferredSplit& d) {
@@ -175,7 +245,10 @@ ncclResult_t Launch(GroupState& g) {
     }
     return g.error;
   }
-  if (!g.ops.empty()) Issue(std::move(g.ops));
+  if (!g.ops.empty()) {
+    ncclResult_t issued = Issue(std::move(g.ops));
+    if (issued != ncclSuccess) return issued;
+  }
   return r;
 }
 

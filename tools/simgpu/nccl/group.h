@@ -8,6 +8,12 @@
 // and receives in one progress loop. A task whose operations use several streams runs on the first one, after
 // the others have reached the group, and they wait for it.
 //
+// Under CUDA stream capture (a communicator's streams in a group all captured by the same capture, else
+// ncclGroupEnd returns ncclInvalidUsage and issues nothing, as NCCL), the task is recorded into the graph and
+// runs again, on the buffers' contents then, at every launch of the graph; every rank must launch its graphs,
+// and issue its other calls on the communicator, in the same order. A captured collective keeps the
+// SIMGPU_FAULT call number it took at capture, so a fault naming it applies at every launch.
+//
 // Blocking mode (ncclConfig_t.blocking, NCCL group.cc): a group is non-blocking when its communicators are.
 // Then ncclGroupEnd marks each of them ncclInProgress (Comm::BeginAsync), does the work above on a background
 // thread and returns ncclInProgress; the communicators return to ncclSuccess (or their error) when it is done.

@@ -147,6 +147,27 @@ TEST(NcclSendRecv, GroupedRingsWithMessagesLargerThanTheRing) {
   }
 }
 
+// CUDA graphs: a captured all-reduce and send/recv ring replay on each launch with the inputs of that launch,
+// interleaved with uncaptured all-reduces on the same communicator and stream (testdata/rank_graph.cc).
+TEST(NcclGraph, CapturedCollectivesReplayOnEveryLaunchAmongUncapturedOnes) {
+  ScratchDir dir;
+  Result r = RunRanks(3, "graph", dir.path(), {"SIMGPU_NCCL_CHUNK_BYTES=4096"});
+  ASSERT_EQ(r.exit_code, 0) << "a rank reported failures (see stderr)";
+  ExpectSameDigestsOnAllRanks(dir.path(), 3);
+  EXPECT_NE(ReadFile(dir.path() + "/digest.0").find("captured (launch 2)"), std::string::npos);
+}
+
+// A captured collective takes its fault call number once, at capture: call 1 (the captured all-reduce) is
+// faulted at every launch, and the uncaptured calls numbered after it are not.
+TEST(NcclGraph, AFaultOnACapturedCollectiveAppliesAtEveryLaunch) {
+  ScratchDir dir;
+  Result r = RunRanks(3, "graph", dir.path(),
+                      {"SIMGPU_NCCL_CHUNK_BYTES=4096", "SIMGPU_FAULT=coll:rank=1:call=1:elem=5:value=7"});
+  ASSERT_EQ(r.exit_code, 0) << "a rank reported failures (see stderr)";
+  EXPECT_EQ(ReadFile(dir.path() + "/digest.0"), ReadFile(dir.path() + "/digest.2"));
+  EXPECT_NE(ReadFile(dir.path() + "/digest.0"), ReadFile(dir.path() + "/digest.1"));
+}
+
 TEST(NcclLarge, AllReduceOf16MiBWithDefaultChunks) {
   ScratchDir dir;
   Result r = RunRanks(3, "large", dir.path());

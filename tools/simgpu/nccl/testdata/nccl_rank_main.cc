@@ -241,6 +241,7 @@ int main(int argc, char** argv) {
       {"collectives", RunCollectives}, {"sendrecv", RunSendRecv},       {"large", RunLarge},
       {"fault", RunFault},             {"init_timeout", RunInitTimeout}, {"op_timeout", RunOpTimeout},
       {"peer_exit", RunPeerExit},      {"mismatch", RunMismatch},        {"duplicate_device", RunDuplicateDevice},
+      {"graph", RunGraph},
   };
   for (const auto& s : scenarios) {
     if (scenario == s.name) return s.run(env);

@@ -56,6 +56,8 @@ int RunOpTimeout(const RankEnv& env);      // the last rank joins but never call
 int RunPeerExit(const RankEnv& env);       // the last rank exits right after joining
 int RunMismatch(const RankEnv& env);       // rank 0 passes a different count
 int RunDuplicateDevice(const RankEnv& env);  // every rank stays on device 0
+int RunGraph(const RankEnv& env);          // an all-reduce and a send/recv ring captured into a graph, launched
+                                           // several times between uncaptured all-reduces (rank_graph.cc)
 
 }  // namespace simgpu::nccl::testing
 
