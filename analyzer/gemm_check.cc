@@ -19,6 +19,7 @@ namespace {
 template <typename Fn>
 void ForEachGemmElement(const GemmProblem& p, Fn fn) {
   const int64_t m = p.m, n = p.n, k = p.k;
+  if (m == 0 || n == 0) return;
   const bool use_ab = p.alpha != 0;
   const bool use_c = p.beta != 0;
   const size_t a_size = static_cast<size_t>(m * k), b_size = static_cast<size_t>(k * n);

@@ -325,5 +325,25 @@ TEST(GemmCheckTest, UncheckableOpsAreCountedNotReported) {
   EXPECT_TRUE(shape_warned);
 }
 
+TEST(GemmCheckTest, EmptyOutputWithHugeBatchCountFinishesAtOnce) {
+  // n = 0: no output elements, so a crafted batch count costs no payload; A is shared by all batches.
+  std::string dir = testing::TempDir("empty_huge_batch");
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    format::GemmRecord g = testing::GemmRec(0, 1, 0, 1, DType::kF32, DType::kF32);
+    g.batch_count = int64_t{1} << 60;
+    w.Gemm(g);
+    w.Tensor(0, TensorSlot::kA, DType::kF32, 1, 1, 1, Encode(DType::kF32, {1.0}));
+    w.Tensor(0, TensorSlot::kB, DType::kF32, 1, 0, 1, "");
+    w.Tensor(0, TensorSlot::kCOut, DType::kF32, 1, 0, g.batch_count, "");
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  CheckReport r = RunChecks(*set);
+  EXPECT_TRUE(r.clean());
+  EXPECT_EQ(r.summary().checked.at("gemm"), 1u);
+  EXPECT_EQ(r.summary().elements_checked, 0u);
+}
+
 }  // namespace
 }  // namespace ttrace::analyzer
