@@ -58,7 +58,7 @@ T IntReduce(ReduceOp op, const std::vector<T>& v) {
   }
   if (op == ReduceOp::kMax || op == ReduceOp::kMin) return best;
   T r = static_cast<T>(acc);
-  if (op == ReduceOp::kAvg) r = static_cast<T>(r / static_cast<T>(v.size()));
+  if (op == ReduceOp::kAvg) r = static_cast<T>(r / static_cast<int64_t>(v.size()));
   return r;
 }
 
@@ -196,7 +196,8 @@ void CheckGroup(std::vector<Member> members, CheckReport* report) {
     m.send = m.op->tensor(TensorSlot::kSend);
     m.recv = m.op->tensor(TensorSlot::kRecv);
     if (m.send == nullptr || m.recv == nullptr) return skip("tensors not captured");
-    const uint64_t want = c0.count * format::DTypeSize(static_cast<uint8_t>(dtype));
+    const unsigned __int128 want =
+        static_cast<unsigned __int128>(c0.count) * format::DTypeSize(static_cast<uint8_t>(dtype));
     if (m.send->meta.dtype != static_cast<uint8_t>(dtype) || m.recv->meta.dtype != static_cast<uint8_t>(dtype) ||
         m.send->data.size() != want || m.recv->data.size() != want) {
       report->Warn(absl::StrCat("rank ", m.rank, " seq ", m.op->seq, " ", m.op->api_name(),

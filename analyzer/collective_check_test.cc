@@ -272,5 +272,25 @@ TEST(CollectiveCheckTest, ReduceReferenceTerms) {
   EXPECT_EQ(ReduceReference(ReduceOp::kMax, {1, -2, 4}).ref, 4);
 }
 
+TEST(CollectiveCheckTest, CountWhoseByteSizeOverflowsIsAShapeMismatch) {
+  std::mt19937_64 rng(9);
+  AllReduce ar = MakeAllReduce(2, DType::kF32, 0, 0, rng);  // empty buffers captured
+  Write w{2};
+  w.edit = [](int, format::CollectiveRecord* rec) { rec->count = uint64_t{1} << 62; };  // 4·2^62 wraps to 0
+  CheckReport rep = Check(WriteTrace(ar, w));
+  EXPECT_TRUE(rep.clean());
+  EXPECT_EQ(rep.summary().not_checked.at("shape mismatch"), 2u);
+}
+
+TEST(CollectiveCheckTest, Int8AverageOverManyRanksDividesByTheRankCount) {
+  std::mt19937_64 rng(10);
+  for (int n : {200, 256}) {  // not representable in int8
+    AllReduce ar = MakeAllReduce(n, DType::kI8, 4, 3, rng);
+    CheckReport r = Check(WriteTrace(ar, {n}));
+    EXPECT_TRUE(r.clean()) << n << ": " << (r.clean() ? "" : r.findings()[0].message);
+    EXPECT_EQ(r.summary().checked.at("allreduce"), static_cast<uint64_t>(n));
+  }
+}
+
 }  // namespace
 }  // namespace ttrace::analyzer
