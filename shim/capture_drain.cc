@@ -9,6 +9,7 @@
 namespace ttrace::shim {
 
 void CaptureEngine::DrainLoop() {
+  const RelaxedCaptureMode relaxed(cudart_);
   const auto interval = std::chrono::milliseconds(config_.flush_ms);
   Clock::time_point next_flush = Clock::now() + interval;
   std::unique_lock<std::mutex> lock(mu_);
@@ -53,6 +54,7 @@ void CaptureEngine::DrainLoop() {
 // Runs with `lock` held, after stop_: waits a bounded time for copies still being enqueued by other threads,
 // writes what is left (records in ticket order, skipping calls that never returned), and closes the sink.
 void CaptureEngine::FinalDrain(std::unique_lock<std::mutex>& lock) {
+  const RelaxedCaptureMode relaxed(cudart_);
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(1);
   auto copying = [this] {
     for (const TensorItem& t : tensors_)

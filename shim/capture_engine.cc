@@ -97,6 +97,7 @@ bool CaptureEngine::EnsureRing() {
   std::lock_guard<std::mutex> lock(ring_init_mu_);
   if (ring_tried_) return ring_base_ != nullptr;
   ring_tried_ = true;
+  const RelaxedCaptureMode relaxed(cudart_);
   void* p = nullptr;
   const cudaError_t prior = cudart_->PeekAtLastError();
   const cudaError_t e = cudart_->HostAlloc(&p, config_.ring_bytes, cudaHostAllocPortable);
@@ -166,6 +167,7 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
     Drop(seq, std::to_string(plan.staging_bytes) + " bytes exceed the ring (TTRACE_BUFFER_MB)");
     return;
   }
+  const RelaxedCaptureMode relaxed(cudart_);
   if (StreamCapturing(stream)) {
     Drop(seq, "the stream is capturing a CUDA graph");
     return;

@@ -28,6 +28,7 @@ TTRACE_CHECK_CUDART_TYPE(StreamGetDevice, cudaStreamGetDevice);
 TTRACE_CHECK_CUDART_TYPE(GetDevice, cudaGetDevice);
 TTRACE_CHECK_CUDART_TYPE(SetDevice, cudaSetDevice);
 TTRACE_CHECK_CUDART_TYPE(GetErrorName, cudaGetErrorName);
+TTRACE_CHECK_CUDART_TYPE(ThreadExchangeStreamCaptureMode, cudaThreadExchangeStreamCaptureMode);
 #undef TTRACE_CHECK_CUDART_TYPE
 
 constexpr const char* kSoname = "libcudart.so.13";
@@ -71,6 +72,7 @@ Resolved Resolve() {
   Bind(&r.api.GetDevice, "cudaGetDevice", nullptr);
   Bind(&r.api.SetDevice, "cudaSetDevice", nullptr);
   Bind(&r.api.GetErrorName, "cudaGetErrorName", nullptr);
+  Bind(&r.api.ThreadExchangeStreamCaptureMode, "cudaThreadExchangeStreamCaptureMode", nullptr);
   r.ok = ok;
   return r;
 }

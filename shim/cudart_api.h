@@ -27,17 +27,39 @@ struct CudartApi {
   cudaError_t (*GetLastError)();
   cudaError_t (*PeekAtLastError)();
   // Optional (nullptr when absent): graph-capture detection, the stream's device (events and copies are issued
-  // with it current), per-device event pooling, messages.
+  // with it current), per-device event pooling, messages, the calling thread's capture mode (the shim's calls run
+  // relaxed so that they never invalidate a global-mode graph capture the application has open).
   cudaError_t (*StreamIsCapturing)(cudaStream_t stream, cudaStreamCaptureStatus* status);
   cudaError_t (*StreamGetDevice)(cudaStream_t stream, int* device);
   cudaError_t (*GetDevice)(int* device);
   cudaError_t (*SetDevice)(int device);
   const char* (*GetErrorName)(cudaError_t error);
+  cudaError_t (*ThreadExchangeStreamCaptureMode)(cudaStreamCaptureMode* mode);
 };
 
 // The application's cudart, resolved on the first call (thread-safe, cached, including a failure).
 // nullptr when cudart is not loaded or lacks a required function; `missing` (may be null) then names what.
 const CudartApi* ApplicationCudart(const char** missing);
+
+// Puts the calling thread in cudaStreamCaptureModeRelaxed for its lifetime and restores the previous mode: in
+// global mode (CUDA's default) an allocation or wait of ours, on any thread, while the application captures a
+// graph would fail and invalidate the application's capture. No-op without ThreadExchangeStreamCaptureMode.
+class RelaxedCaptureMode {
+ public:
+  explicit RelaxedCaptureMode(const CudartApi* cudart)
+      : exchange_(cudart != nullptr ? cudart->ThreadExchangeStreamCaptureMode : nullptr) {
+    if (exchange_ != nullptr && exchange_(&previous_) != cudaSuccess) exchange_ = nullptr;
+  }
+  ~RelaxedCaptureMode() {
+    if (exchange_ != nullptr) exchange_(&previous_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  cudaError_t (*exchange_)(cudaStreamCaptureMode* mode);
+  cudaStreamCaptureMode previous_ = cudaStreamCaptureModeRelaxed;
+};
 
 // "cudaErrorInvalidValue" (or "cudaError 1" without cudaGetErrorName), for messages.
 std::string CudaErrorText(const CudartApi* cudart, cudaError_t error);

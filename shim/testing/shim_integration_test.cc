@@ -184,7 +184,7 @@ void CheckProbe(const std::string& libdir, const std::string& what) {
   const RunResult shimmed = RunProgram({kProbe}, Preloaded(libdir, dir.path()));
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   ASSERT_EQ(shimmed.exit_code, 0) << shimmed.err;
-  EXPECT_EQ(OpStatuses(plain.out).size(), 18u) << plain.out;  // 13 GEMM and 5 all-reduce calls
+  EXPECT_EQ(OpStatuses(plain.out).size(), 19u) << plain.out;  // 14 GEMM and 5 all-reduce calls
   EXPECT_EQ(shimmed.out, plain.out) << what << ": statuses differ with the shim";
   // The trace records the same statuses the application saw, one op record per GEMM / all-reduce call.
   const std::vector<std::string> files = ListDir(dir.path());

@@ -35,6 +35,19 @@ int main() {
   cublasHandle_t handle = nullptr;
   Print("cublasCreate_v2", cublasCreate(&handle));
   const cublasOperation_t N = CUBLAS_OP_N, T = CUBLAS_OP_T;
+  // The first captured GEMM (the shim allocates its pinned ring then) while this thread has a global-mode graph
+  // capture open on another stream: the capture must survive.
+  cudaStream_t gemm_stream = nullptr, graph_stream = nullptr;
+  Print("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&gemm_stream, cudaStreamNonBlocking));
+  Print("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&graph_stream, cudaStreamNonBlocking));
+  Print("cublasSetStream_v2", cublasSetStream(handle, gemm_stream));
+  Print("cudaStreamBeginCapture", cudaStreamBeginCapture(graph_stream, cudaStreamCaptureModeGlobal));
+  Print("cublasSgemm_v2.beside_capture", cublasSgemm(handle, N, N, 8, 8, 8, &alpha, A, 8, B, 8, &beta, C, 8));
+  cudaGraph_t graph = nullptr;
+  Print("cudaStreamEndCapture", cudaStreamEndCapture(graph_stream, &graph));
+  if (graph != nullptr) Print("cudaGraphDestroy", cudaGraphDestroy(graph));
+  Print("cudaStreamSynchronize", cudaStreamSynchronize(gemm_stream));
+  Print("cublasSetStream_v2", cublasSetStream(handle, nullptr));
   Print("cublasSgemm_v2.valid", cublasSgemm(handle, N, N, 8, 8, 8, &alpha, A, 8, B, 8, &beta, C, 8));
   Print("cublasSgemm_v2.null_handle", cublasSgemm(nullptr, N, N, 8, 8, 8, &alpha, A, 8, B, 8, &beta, C, 8));
   Print("cublasSgemm_v2.negative_m", cublasSgemm(handle, N, N, -1, 8, 8, &alpha, A, 8, B, 8, &beta, C, 8));
