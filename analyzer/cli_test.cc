@@ -278,6 +278,13 @@ TEST(CliTest, JsonStringsAreEscaped) {
   EXPECT_EQ(JsonString("a\"b\\c\n\t\x01"), "\"a\\\"b\\\\c\\n\\t\\u0001\"");
   EXPECT_EQ(JsonString("\xce\xbc"), "\"\xce\xbc\"");    // valid UTF-8 kept
   EXPECT_EQ(JsonString("\xff"), "\"\\u00ff\"");          // invalid byte escaped
+  // Not UTF-8 either (strict decoders reject them): overlong forms, surrogates, code points above U+10FFFF.
+  EXPECT_EQ(JsonString("\xe0\x80\x80"), "\"\\u00e0\\u0080\\u0080\"");
+  EXPECT_EQ(JsonString("\xf0\x80\x80\x80"), "\"\\u00f0\\u0080\\u0080\\u0080\"");
+  EXPECT_EQ(JsonString("\xed\xa0\x80"), "\"\\u00ed\\u00a0\\u0080\"");
+  EXPECT_EQ(JsonString("\xf4\x90\x80\x80"), "\"\\u00f4\\u0090\\u0080\\u0080\"");
+  EXPECT_EQ(JsonString("\xf8\x80\x80"), "\"\\u00f8\\u0080\\u0080\"");
+  EXPECT_EQ(JsonString("\xed\x9f\xbf\xf4\x8f\xbf\xbf\xe0\xa0\x80"), "\"\xed\x9f\xbf\xf4\x8f\xbf\xbf\xe0\xa0\x80\"");
   EXPECT_EQ(JsonNumber(HUGE_VAL), "null");
   EXPECT_EQ(JsonNumber(0.1), "0.10000000000000001");
 }

@@ -17,10 +17,13 @@ namespace {
 // Length of the valid UTF-8 sequence starting at s[i], 0 if invalid.
 size_t Utf8Length(absl::string_view s, size_t i) {
   const unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+  size_t n = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
   if (n == 0 || i + n > s.size()) return 0;
   for (size_t j = 1; j < n; ++j)
     if ((static_cast<unsigned char>(s[i + j]) & 0xc0) != 0x80) return 0;
+  const unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+  if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 > 0x9f) || (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 > 0x8f))
+    return 0;  // overlong, surrogate, or above U+10FFFF (RFC 3629)
   return n;
 }
 
