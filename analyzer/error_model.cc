@@ -185,6 +185,7 @@ GemmBound::GemmBound(const GemmPrecision& p, int64_t k, double alpha, double bet
 }
 
 double GemmBound::Bound(const GemmElementTerms& t) const {
+  if (std::isinf(theta_acc_)) return HUGE_VAL;  // no finite bound; Inf·0 below would give NaN (a violation)
   const double inflate = 1 + 2 * theta_ref_;
   const double P = t.abs_ab * inflate, R = t.abs_row_a * inflate, S = t.abs_col_b * inflate, Z = t.abs_c0;
   const double one_in = 1 + p_.u_in;
@@ -223,6 +224,7 @@ ReduceBound::ReduceBound(const FloatFormat& f, ReduceOp op, int n) : f_(f), op_(
 
 double ReduceBound::Bound(const ReduceElementTerms& t) const {
   if (exact()) return 0;
+  if (std::isinf(theta_)) return HUGE_VAL;
   const double u = f_.u;
   double b = 0;
   switch (op_) {

@@ -203,5 +203,14 @@ TEST(ReduceBoundTest, NeverExceededByMeasuredError) {
   }
 }
 
+TEST(ReduceBoundTest, BoundBeyondRangeIsInfiniteNotNaN) {
+  // E5M2 sum over 7000 ranks: θ_{n-1}(2^-3) overflows to +Inf; all-zero inputs must not make Inf·0 = NaN.
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kProd}) {
+    const ReduceBound bound(FormatOf(DType::kE5M2), op, 7000);
+    const double b = bound.Bound(ReduceReference(op, std::vector<double>(7000, 0.0)));
+    EXPECT_EQ(b, HUGE_VAL) << ReduceOpName(op);
+  }
+}
+
 }  // namespace
 }  // namespace ttrace::analyzer

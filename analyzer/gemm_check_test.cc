@@ -345,5 +345,22 @@ TEST(GemmCheckTest, EmptyOutputWithHugeBatchCountFinishesAtOnce) {
   EXPECT_EQ(r.summary().elements_checked, 0u);
 }
 
+TEST(GemmCheckTest, AccumulationBoundBeyondRangeIsInfiniteNotNaN) {
+  // FP16 accumulation with k = 2e6: θ_{k+2}(2^-11) overflows to +Inf; a zero row of A (|A|·|B| = 0) must not
+  // turn it into Inf·0 = NaN, which reads as a violation of a clean element.
+  auto prec = ResolveGemmPrecision(static_cast<uint16_t>(format::ApiId::kCublasGemmEx), 64, 0, DType::kF16,
+                                   DType::kF16, DType::kF16);
+  ASSERT_TRUE(prec.ok());
+  GemmProblem p;
+  p.m = 1;
+  p.n = 1;
+  p.k = 2000000;
+  p.a.assign(static_cast<size_t>(p.k), 0.0);
+  p.b.assign(static_cast<size_t>(p.k), 1.0);
+  p.c_out = {0.0};
+  ElementStats st = ReplayGemm(p, *prec);
+  EXPECT_EQ(st.violations, 0u);
+}
+
 }  // namespace
 }  // namespace ttrace::analyzer
