@@ -362,5 +362,27 @@ TEST(GemmCheckTest, AccumulationBoundBeyondRangeIsInfiniteNotNaN) {
   EXPECT_EQ(st.violations, 0u);
 }
 
+TEST(GemmCheckTest, DuplicateSeqIsNotCheckedSinceItsTensorsCannotBeAttributed) {
+  // Two GEMMs under one seq: which record a tensor belongs to is unknown, so mixing them must not be a finding.
+  std::string dir = testing::TempDir("dup_seq");
+  std::mt19937_64 rng(12);
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    Sample s1 = MakeSample(0, 4, 4, 8, DType::kF32, DType::kF32, 1, 0, rng);
+    Sample s2 = MakeSample(0, 4, 4, 8, DType::kF32, DType::kF32, 1, 0, rng);
+    w.Gemm(s1.rec);
+    w.Gemm(s2.rec);
+    w.Tensor(0, TensorSlot::kA, DType::kF32, 4, 8, 1, Encode(DType::kF32, s1.a));
+    w.Tensor(0, TensorSlot::kB, DType::kF32, 8, 4, 1, Encode(DType::kF32, s1.b));
+    w.Tensor(0, TensorSlot::kCOut, DType::kF32, 4, 4, 1, Encode(DType::kF32, s2.c_out));
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  CheckReport r = RunChecks(*set);
+  EXPECT_TRUE(r.clean()) << (r.clean() ? "" : r.findings()[0].message);
+  EXPECT_EQ(r.summary().checked_total(), 0u);
+  EXPECT_EQ(r.summary().not_checked_total(), 1u);
+}
+
 }  // namespace
 }  // namespace ttrace::analyzer

@@ -93,7 +93,11 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
           op.api = op.coll.api;
         }
         const uint64_t seq = op.seq;
-        if (!ops.emplace(seq, std::move(op)).second) Warn(&t, absl::StrCat("duplicate op record for seq ", seq));
+        auto [it, added] = ops.emplace(seq, std::move(op));
+        if (!added) {
+          Warn(&t, absl::StrCat("duplicate op record for seq ", seq));
+          it->second.tensor_problem = "duplicate op record: tensors cannot be attributed";
+        }
         break;
       }
       case RecordType::kTensor: {

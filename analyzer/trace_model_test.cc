@@ -83,7 +83,7 @@ TEST(TraceModelTest, DuplicateSeqAndDroppedPayloadsAreWarnings) {
   for (const auto& w : r.summary().warnings) all += w + "\n";
   EXPECT_NE(all.find("duplicate op record for seq 4"), std::string::npos) << all;
   EXPECT_NE(all.find("dropped 1 tensors"), std::string::npos) << all;
-  EXPECT_EQ(r.summary().not_checked.at("tensors not captured"), 1u);
+  EXPECT_EQ(r.summary().not_checked.at("tensor unusable"), 1u);
 }
 
 void WriteEmpty(const std::string& path, int rank, int world, const std::string& job) {
