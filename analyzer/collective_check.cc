@@ -145,8 +145,8 @@ bool CheckArgs(const std::vector<Member>& members, CheckReport* report) {
   for (const Member& m : members) ++votes[ArgsOf(m)];
   if (votes.size() == 1) return true;
   Args majority = ArgsOf(members.front());
-  for (const auto& [args, n] : votes)
-    if (n > votes[majority]) majority = args;
+  for (const Member& m : members)  // ascending comm rank: a later tuple wins only with more votes
+    if (votes[ArgsOf(m)] > votes[majority]) majority = ArgsOf(m);
   uint64_t agreeing = 0;
   for (const Member& m : members) {
     if (ArgsOf(m) == majority) {

@@ -3,6 +3,7 @@
 // and missing tensors are handled as the header says.
 #include "analyzer/collective_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -290,6 +291,20 @@ TEST(CollectiveCheckTest, Int8AverageOverManyRanksDividesByTheRankCount) {
     EXPECT_TRUE(r.clean()) << n << ": " << (r.clean() ? "" : r.findings()[0].message);
     EXPECT_EQ(r.summary().checked.at("allreduce"), static_cast<uint64_t>(n));
   }
+}
+
+TEST(CollectiveCheckTest, ArgumentVoteTieGoesToTheLowestCommRank) {
+  std::mt19937_64 rng(11);
+  AllReduce ar = MakeAllReduce(5, DType::kF32, 0, 4, rng);
+  Write w{5};
+  w.edit = [](int r, format::CollectiveRecord* rec) {
+    rec->red_op = r == 0 ? 0 : r <= 2 ? 2 : 1;  // sum; max on ranks 1, 2; prod on ranks 3, 4 (a tie)
+  };
+  CheckReport rep = Check(WriteTrace(ar, w));
+  std::vector<int> blamed;
+  for (const Finding& f : rep.findings()) blamed.push_back(f.rank);
+  std::sort(blamed.begin(), blamed.end());
+  EXPECT_EQ(blamed, (std::vector<int>{0, 3, 4}));
 }
 
 }  // namespace
