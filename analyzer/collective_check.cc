@@ -277,7 +277,7 @@ void CheckGroup(std::vector<Member> members, CheckReport* report) {
                                st[r].first_index, ": got ", FormatNumber(st[r].first_got), ", expected ",
                                FormatNumber(st[r].first_ref), " (bound ", FormatNumber(st[r].first_bound), ")");
     } else {
-      const Member& other = members[ref_member];
+      const Member& other = members[ref_member != r ? ref_member : (r == 0 ? 1 : 0)];  // all blamed: another
       const uint32_t esize = format::DTypeSize(static_cast<uint8_t>(dtype));
       uint64_t differ = 0, first = 0;
       for (uint64_t e = 0; e < count; ++e) {

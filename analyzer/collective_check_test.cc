@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "analyzer/check.h"
 #include "analyzer/tensor_data.h"
 #include "analyzer/test_util.h"
@@ -305,6 +306,23 @@ TEST(CollectiveCheckTest, ArgumentVoteTieGoesToTheLowestCommRank) {
   for (const Finding& f : rep.findings()) blamed.push_back(f.rank);
   std::sort(blamed.begin(), blamed.end());
   EXPECT_EQ(blamed, (std::vector<int>{0, 3, 4}));
+}
+
+TEST(CollectiveCheckTest, EquallyFarOutputsAreEachComparedWithTheOther) {
+  // 1 + 2^-24 lies halfway between two FP32 values: each rank rounded it another way, both within the bound and
+  // equally far from it, so both are blamed, each against the other's output.
+  AllReduce ar{DType::kF32, 0, {{1.0}, {0x1p-24}}, {1.0}};
+  Write w{2};
+  w.mutate = [](int r, std::string* recv) {
+    if (r == 1) *recv = Encode(DType::kF32, {1 + 0x1p-23});
+  };
+  CheckReport rep = Check(WriteTrace(ar, w));
+  ASSERT_EQ(rep.findings().size(), 2u);
+  for (const Finding& f : rep.findings()) {
+    EXPECT_EQ(f.check, "allreduce.identical");
+    EXPECT_EQ(f.violations, 1u) << f.message;
+    EXPECT_NE(f.message.find(absl::StrCat("from rank ", 1 - f.rank, "'s")), std::string::npos) << f.message;
+  }
 }
 
 }  // namespace
