@@ -22,9 +22,10 @@ void ForEachGemmElement(const GemmProblem& p, Fn fn) {
   if (m == 0 || n == 0) return;
   const bool use_ab = p.alpha != 0;
   const bool use_c = p.beta != 0;
-  const size_t a_size = static_cast<size_t>(m * k), b_size = static_cast<size_t>(k * n);
+  // Without α·A·B, k is bounded by no payload: neither computed with nor allocated.
+  const size_t a_size = use_ab ? static_cast<size_t>(m * k) : 0, b_size = use_ab ? static_cast<size_t>(k * n) : 0;
   const size_t c_size = static_cast<size_t>(m * n);
-  std::vector<double> op_a(a_size), abs_a(a_size), op_b(b_size), row_a(static_cast<size_t>(m));
+  std::vector<double> op_a(a_size), abs_a(a_size), op_b(b_size), row_a(use_ab ? static_cast<size_t>(m) : 0);
   std::vector<double> acc(static_cast<size_t>(m)), acc_abs(static_cast<size_t>(m));
   for (int64_t bt = 0; bt < p.batch; ++bt) {
     if (use_ab) {

@@ -384,5 +384,41 @@ TEST(GemmCheckTest, DuplicateSeqIsNotCheckedSinceItsTensorsCannotBeAttributed) {
   EXPECT_EQ(r.summary().not_checked_total(), 1u);
 }
 
+TEST(GemmCheckTest, AlphaZeroWithHugeKAllocatesNoOperands) {
+  // α = 0: A and B are not read, so k is not bounded by any captured payload.
+  std::string dir = testing::TempDir("alpha0_huge_k");
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    format::GemmRecord g = testing::GemmRec(0, 2, 1, int64_t{1} << 50, DType::kF32, DType::kF32, 68, 0, 1);
+    w.Gemm(g);
+    w.Tensor(0, TensorSlot::kCIn, DType::kF32, 2, 1, 1, Encode(DType::kF32, {1.5, -2}));
+    w.Tensor(0, TensorSlot::kCOut, DType::kF32, 2, 1, 1, Encode(DType::kF32, {1.5, -2}));
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  CheckReport r = RunChecks(*set);
+  EXPECT_TRUE(r.clean()) << (r.clean() ? "" : r.findings()[0].message);
+  EXPECT_EQ(r.summary().elements_checked, 2u);
+}
+
+TEST(GemmCheckTest, ShapeProductsWrappingTo128BitsAreUnusable) {
+  // 2^62·2^62·2^62·4 bytes is 2^188: it must not wrap to the empty payload written here.
+  std::string dir = testing::TempDir("wrapping_shape");
+  const int64_t big = int64_t{1} << 62;
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    format::GemmRecord g = testing::GemmRec(0, big, big, big, DType::kF32, DType::kF32);
+    g.batch_count = big;
+    w.Gemm(g);
+    for (TensorSlot slot : {TensorSlot::kA, TensorSlot::kB, TensorSlot::kCOut})
+      w.Tensor(0, slot, DType::kF32, big, big, big, "");
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  CheckReport r = RunChecks(*set);
+  EXPECT_TRUE(r.clean());
+  EXPECT_EQ(r.summary().not_checked.at("tensor unusable"), 1u);
+}
+
 }  // namespace
 }  // namespace ttrace::analyzer

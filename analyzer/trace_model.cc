@@ -41,9 +41,9 @@ std::string TensorProblem(const format::TensorRecord& m, uint64_t payload_size) 
   const uint32_t size = format::DTypeSize(m.dtype);
   if (size == 0) return absl::StrCat("unknown dtype ", m.dtype);
   if (m.rows < 0 || m.cols < 0 || m.batch < 0) return "negative shape";
-  unsigned __int128 bytes = static_cast<unsigned __int128>(m.rows) * static_cast<uint64_t>(m.cols);
-  bytes *= static_cast<uint64_t>(m.batch);
-  bytes *= size;
+  unsigned __int128 bytes = size;  // stays below 2^127: each factor < 2^63 multiplies at most 2^64
+  for (int64_t d : {m.rows, m.cols, m.batch})
+    if (bytes <= UINT64_MAX || d == 0) bytes *= static_cast<uint64_t>(d);
   if (bytes != payload_size || m.payload_bytes != payload_size)
     return absl::StrCat("payload of ", payload_size, " bytes does not hold ", m.rows, "x", m.cols, "x", m.batch, " ",
                         DTypeName(m.dtype));
