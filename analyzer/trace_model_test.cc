@@ -137,5 +137,16 @@ TEST(TraceModelTest, MissingAndEmptyDirectories) {
   EXPECT_NE(std::string(empty.status().message()).find("no trace streams"), std::string::npos);
 }
 
+TEST(TraceModelTest, HugeWorldSizeListsFewMissingRanks) {
+  std::string dir = testing::TempDir("huge_world");
+  WriteEmpty(dir + "/rank-1.ttr", 1, 2147483647, "j");
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_FALSE(set->warnings.empty());
+  EXPECT_LT(set->warnings[0].size(), 300u);
+  EXPECT_NE(set->warnings[0].find("1 of 2147483647 ranks present (missing: 0,2,3,"), std::string::npos)
+      << set->warnings[0];
+}
+
 }  // namespace
 }  // namespace ttrace::analyzer
