@@ -70,7 +70,7 @@ void CaptureEngine::FinalDrain(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   WriteRecords(&records);
   for (const TensorItem& t : tensors)
-    if (t.state == CopyState::kReady) WriteTensor(t);
+    if (t.state != CopyState::kCopying) WriteTensor(t);
   // Notices about tensors that failed just now.
   lock.lock();
   records_.TakeAll(&records);
@@ -88,7 +88,12 @@ void CaptureEngine::WriteRecords(std::vector<QueuedRecord>* records) {
 }
 
 void CaptureEngine::WriteTensor(const TensorItem& item) {
-  if (item.state != CopyState::kReady) return;  // the capturing thread already noted the drop
+  if (item.state != CopyState::kReady) {
+    // The capturing thread already noted the drop. Copies queued before the failed one may still be writing
+    // into the item's ring space: wait for them before it is handed back.
+    if (item.event != nullptr) cudart_->EventSynchronize(item.event);
+    return;
+  }
   const cudaError_t e = cudart_->EventSynchronize(item.event);
   if (e != cudaSuccess) {
     Drop(item.seq, "waiting for the device-to-host copy failed: " + CudaErrorText(cudart_, e));

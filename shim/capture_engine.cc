@@ -206,15 +206,22 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
   const int device = EnterStreamDevice(stream, &previous_device);
   cudaError_t e = cudaSuccess;
   const char* src = static_cast<const char*>(spec.ptr);
+  uint64_t queued = 0;
   for (uint64_t c = 0; c < plan.copies && e == cudaSuccess; ++c) {
     const char* from = src + static_cast<int64_t>(c) * plan.copy_src_stride * plan.elem_bytes;
     e = cudart_->MemcpyAsync(ring_base_ + offset + c * plan.copy_bytes, from, plan.copy_bytes,
                              cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) ++queued;
   }
+  // The event marks the end of every queued copy, also when a later copy failed: the drain hands the ring space
+  // back only after it, since a queued copy may still be writing there.
   cudaEvent_t event = nullptr;
-  if (e == cudaSuccess) {
+  bool unfenced = false;
+  if (queued > 0) {
     event = AcquireEvent(device);
-    e = event == nullptr ? cudaErrorUnknown : cudart_->EventRecord(event, stream);
+    const cudaError_t r = event == nullptr ? cudaErrorUnknown : cudart_->EventRecord(event, stream);
+    if (e == cudaSuccess) e = r;
+    unfenced = r != cudaSuccess && queued < plan.copies;
   }
   if (previous_device >= 0) cudart_->SetDevice(previous_device);
   if (e != cudaSuccess && prior == cudaSuccess) cudart_->GetLastError();
@@ -226,6 +233,8 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
   }
   work_cv_.notify_one();
   if (e != cudaSuccess) Drop(seq, "device-to-host copy failed: " + CudaErrorText(cudart_, e));
+  // Copies are in flight with nothing to tell when they end: no ring space may be reused after this.
+  if (unfenced) DisableTensors("a device-to-host copy failed and its earlier copies could not be fenced");
 }
 
 bool CaptureEngine::FlushAndWait(int timeout_ms) {

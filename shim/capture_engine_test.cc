@@ -49,8 +49,13 @@ cudaError_t FakeEventCreate(cudaEvent_t* e, unsigned) {
   *e = reinterpret_cast<cudaEvent_t>(new int(0));
   return cudaSuccess;
 }
-cudaError_t FakeEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+std::atomic<int> g_event_records{0}, g_event_syncs{0};
+cudaError_t FakeEventRecord(cudaEvent_t, cudaStream_t) {
+  ++g_event_records;
+  return cudaSuccess;
+}
 cudaError_t FakeEventSynchronize(cudaEvent_t) {
+  ++g_event_syncs;
   std::unique_lock<std::mutex> lock(g_gate_mu);
   g_gate_cv.wait(lock, [] { return g_gate_open; });
   return cudaSuccess;
@@ -289,6 +294,28 @@ TEST_F(CaptureEngineTest, FailedCopyDropsAndClearsItsOwnError) {
   EXPECT_EQ(OfType(all, RecordType::kNotice)[0].As<format::NoticeRecord>().seq, 3u);
   ASSERT_EQ(OfType(all, RecordType::kTensor).size(), 1u);
   EXPECT_EQ(OfType(all, RecordType::kTensor)[0].As<format::TensorRecord>().seq, 4u);
+}
+
+// Batch 0's copy is queued, batch 1's fails: the drain must still wait for batch 0's copy before it hands the
+// ring space to another tensor.
+TEST_F(CaptureEngineTest, PartlyFailedCopyIsFencedBeforeItsSpaceIsReused) {
+  auto engine = Make(Full());
+  std::vector<float> m(1064);
+  TensorSpec spec = Matrix(m, 8, 8, 8, format::TensorSlot::kA);
+  spec.batch = 2;
+  spec.batch_stride = 1000;  // far apart: one copy per batch
+  g_poisoned = m.data() + 1000;
+  t_last_error = cudaSuccess;
+  const int records_before = g_event_records, syncs_before = g_event_syncs;
+  engine->CaptureTensor(5, nullptr, spec);
+  g_poisoned = nullptr;
+  EXPECT_EQ(g_event_records - records_before, 1) << "batch 0's copy must be fenced";
+  engine->Shutdown();
+  EXPECT_EQ(g_event_syncs - syncs_before, 1) << "the drain must wait for the fence";
+  std::vector<Read> all = ReadAll(path_);
+  EXPECT_EQ(OfType(all, RecordType::kTensor).size(), 0u);
+  ASSERT_EQ(OfType(all, RecordType::kNotice).size(), 1u);
+  EXPECT_EQ(OfType(all, RecordType::kNotice)[0].As<format::NoticeRecord>().seq, 5u);
 }
 
 TEST_F(CaptureEngineTest, PinnedAllocationFailureTurnsTensorsOffOnly) {
