@@ -3,33 +3,22 @@
 #include "tools/simgpu/cublas/handle.h"
 
 #include <cstdint>
-#include <mutex>
-#include <unordered_set>
 
+#include "tools/simgpu/common/live_set.h"
 #include "tools/simgpu/core/simgpu.h"
 #include "tools/simgpu/cublas/status_names.h"
 
 namespace simgpu::cublas {
 namespace {
 
-struct Handles {
-  std::mutex mu;
-  std::unordered_set<const cublasContext*> live;
-};
-
-Handles& Registry() {
-  static Handles* handles = new Handles;
+LiveSet<cublasContext>& Handles() {
+  static auto* handles = new LiveSet<cublasContext>;
   return *handles;
 }
 
 }  // namespace
 
-bool IsLiveHandle(cublasHandle_t handle) {
-  if (handle == nullptr) return false;
-  Handles& r = Registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  return r.live.count(handle) != 0;
-}
+bool IsLiveHandle(cublasHandle_t handle) { return Handles().Contains(handle); }
 
 }  // namespace simgpu::cublas
 
@@ -43,11 +32,7 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
   if (device < 0 || device >= simgpu::DeviceCount()) return CUBLAS_STATUS_NOT_INITIALIZED;
   auto* h = new cublasContext;
   h->device = device;
-  simgpu::cublas::Handles& r = simgpu::cublas::Registry();
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    r.live.insert(h);
-  }
+  simgpu::cublas::Handles().Insert(h);
   *handle = h;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -56,11 +41,7 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t* handle) {
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle) {
   if (!IsLiveHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   simgpu::SynchronizeDevice(handle->device);
-  simgpu::cublas::Handles& r = simgpu::cublas::Registry();
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    r.live.erase(handle);
-  }
+  simgpu::cublas::Handles().Erase(handle);
   delete handle;
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -4,9 +4,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
-#include <mutex>
-#include <unordered_set>
 
+#include "tools/simgpu/common/live_set.h"
 #include "tools/simgpu/cublas/status_names.h"
 #include "tools/simgpu/core/simgpu.h"
 #include "tools/simgpu/cublaslt/matmul.h"
@@ -22,13 +21,8 @@ namespace {
 // Marks the algorithm structs the heuristic returns ("simgpuLt" in ASCII).
 constexpr uint64_t kAlgoMagic = 0x73696d6770754c74ull;
 
-struct Handles {
-  std::mutex mu;
-  std::unordered_set<const cublasLtContext*> live;
-};
-
-Handles& Registry() {
-  static Handles* handles = new Handles;
+LiveSet<cublasLtContext>& Handles() {
+  static auto* handles = new LiveSet<cublasLtContext>;
   return *handles;
 }
 
@@ -43,11 +37,7 @@ cublasStatus_t cublasLtCreate(cublasLtHandle_t* lightHandle) {
   if (device < 0 || device >= simgpu::DeviceCount()) return CUBLAS_STATUS_NOT_INITIALIZED;
   auto* h = new cublasLtContext;
   h->device = device;
-  simgpu::cublaslt::Handles& r = simgpu::cublaslt::Registry();
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    r.live.insert(h);
-  }
+  simgpu::cublaslt::Handles().Insert(h);
   *lightHandle = h;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -55,11 +45,7 @@ cublasStatus_t cublasLtCreate(cublasLtHandle_t* lightHandle) {
 // Synchronizes the handle's device first, so no queued matmul outlives the handle (as cublasDestroy does).
 cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle) {
   if (lightHandle == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
-  simgpu::cublaslt::Handles& r = simgpu::cublaslt::Registry();
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (r.live.erase(lightHandle) == 0) return CUBLAS_STATUS_NOT_INITIALIZED;
-  }
+  if (!simgpu::cublaslt::Handles().Erase(lightHandle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   simgpu::SynchronizeDevice(lightHandle->device);
   delete lightHandle;
   return CUBLAS_STATUS_SUCCESS;
