@@ -7,6 +7,7 @@
 //   (the oracle below is independent of the analyzer's error model), never at another op;
 // - a rank killed mid-run leaves a trace that reads back to its last complete frame.
 #include <cmath>
+#include <map>
 #include <cstring>
 #include <random>
 #include <string>
@@ -178,6 +179,18 @@ TEST_P(EndToEnd, CleanUnderEveryAccumulationOrder) {
   }
 }
 
+// The clean run the sweeps plan their faults on: one per dtype, shared by the sweeps that run in one process.
+const TraceSet& CleanReference(const std::string& dtype) {
+  static auto* cache = new std::map<std::string, TraceSet>;
+  auto it = cache->find(dtype);
+  if (it != cache->end()) return it->second;
+  Job job;
+  job.dtype = dtype;
+  JobResult clean = RunJob("sweep_ref_" + dtype, job);
+  EXPECT_EQ(clean.exit_code, 0) << clean.output;
+  return cache->emplace(dtype, Load(clean.trace_dir)).first->second;
+}
+
 // Runs one fault and checks that every finding sits at (rank, seq), and that a significant flip is found.
 void ExpectCaughtThere(const std::string& name, const std::string& dtype, const std::string& fault, int rank,
                        uint64_t seq, bool significant) {
@@ -196,11 +209,7 @@ void ExpectCaughtThere(const std::string& name, const std::string& dtype, const 
 
 TEST_P(EndToEnd, GemmBitFlipsAreCaughtWhereInjected) {
   const std::string dtype = GetParam();
-  Job job;
-  job.dtype = dtype;
-  JobResult clean = RunJob("sweep_ref_gemm_" + dtype, job);
-  ASSERT_EQ(clean.exit_code, 0) << clean.output;
-  TraceSet ref = Load(clean.trace_dir);
+  const TraceSet& ref = CleanReference(dtype);
   std::mt19937 rng(dtype == "bf16" ? 11 : 12);
   const int bits = dtype == "bf16" ? 16 : 32;
   int significant = 0;
@@ -217,11 +226,7 @@ TEST_P(EndToEnd, GemmBitFlipsAreCaughtWhereInjected) {
 
 TEST_P(EndToEnd, AllReduceBitFlipsAreCaughtWhereInjected) {
   const std::string dtype = GetParam();
-  Job job;
-  job.dtype = dtype;
-  JobResult clean = RunJob("sweep_ref_coll_" + dtype, job);
-  ASSERT_EQ(clean.exit_code, 0) << clean.output;
-  TraceSet ref = Load(clean.trace_dir);
+  const TraceSet& ref = CleanReference(dtype);
   std::mt19937 rng(dtype == "bf16" ? 21 : 22);
   const int bits = dtype == "bf16" ? 16 : 32;
   for (int trial = 0; trial < 6; ++trial) {
@@ -230,7 +235,8 @@ TEST_P(EndToEnd, AllReduceBitFlipsAreCaughtWhereInjected) {
     SCOPED_TRACE(p.spec + " value " + std::to_string(p.flip.before) + " -> " + std::to_string(p.flip.after));
     // Any flip breaks the bitwise identity of the ranks' results, so every flip is caught; attribution to the
     // flipped rank is asserted for large flips (a 1-ulp flip on a 2-rank communicator can look like either).
-    Job bad = job;
+    Job bad;
+    bad.dtype = dtype;
     bad.fault = p.spec;
     JobResult run = RunJob("sweep_coll_" + dtype + "_" + std::to_string(trial), bad);
     ASSERT_EQ(run.exit_code, 0) << run.output;
