@@ -209,6 +209,21 @@ class ComputeDescriptor : public Descriptor {
   bool has_reduce_ = false;
 };
 
+// The RNG distribution descriptor (rng.cc): BERNOULLI, UNIFORM or NORMAL with their parameters.
+class RngDescriptor : public Descriptor {
+ public:
+  RngDescriptor() : Descriptor(CUDNN_BACKEND_RNG_DESCRIPTOR) {}
+  const RngParams& params() const { return params_; }
+
+ protected:
+  cudnnStatus_t DoSet(cudnnBackendAttributeName_t name, const AttrIn& in) override;
+  cudnnStatus_t DoGet(cudnnBackendAttributeName_t name, const AttrOut& out) const override;
+  cudnnStatus_t DoFinalize() override;
+
+ private:
+  RngParams params_;
+};
+
 // ---- the graph, engine and plan descriptors (backend_plan.cc) ----
 class OperationGraphDescriptor;
 class ExecutionPlanDescriptor;

@@ -1,12 +1,14 @@
 // Operation descriptors: convolution forward, backward data and backward filter; pointwise; reduction; matmul;
-// fused SDPA forward. Finalization checks follow NVIDIA's library as the conformance transcript records them:
+// fused SDPA forward; RNG. Finalization checks follow NVIDIA's library as the conformance transcript records them:
 // convolutions check ranks, channels against the filter (the group count is x's C / w's C) and the output shape
 // the convolution implies (BAD_PARAM); pointwise operations check only that their operands are present (x, y,
 // b for binary modes, t for BINARY_SELECT); a reduction's output keeps each input dimension or reduces it to 1;
 // a matmul's operands share a rank (NOT_SUPPORTED otherwise) and agree in M, N and K, each batch dimension of A
 // and B dividing C's (BAD_PARAM); SDPA checks Q, K, V and O agree as [b, h, s, d] tensors. A descriptor set as an
 // operand is copied when set; one of the wrong kind or not finalized fails at finalization. Backward activation
-// modes (RELU_BWD ...) take x and dy in the x and b slots and write dx in the y slot.
+// modes (RELU_BWD ...) take x and dy in the x and b slots and write dx in the y slot. An RNG operation takes its
+// seed as a host INT64 value or as a tensor; its seed and offset tensors have every dimension 1 (as NVIDIA
+// documents; not in the conformance transcript).
 #include <cstdint>
 #include <vector>
 
@@ -15,7 +17,8 @@
 namespace simgpu::cudnn {
 namespace {
 
-enum class Role { kInput, kOutput, kConv, kPointwise, kReduction, kMatmul, kAlpha, kBeta, kAlpha2, kUnsupported };
+enum class Role { kInput, kOutput, kConv, kPointwise, kReduction, kMatmul, kRng, kSeed, kAlpha, kBeta, kAlpha2,
+                  kUnsupported };
 
 struct AttrRole {
   cudnnBackendAttributeName_t name;
@@ -31,6 +34,7 @@ OpKind KindOf(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR: return OpKind::kReduction;
     case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR: return OpKind::kMatmul;
     case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR: return OpKind::kSdpa;
+    case CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR: return OpKind::kRng;
     default: return OpKind::kPointwise;
   }
 }
@@ -90,7 +94,12 @@ const std::vector<AttrRole>& Roles(OpKind kind) {
       {CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC, Role::kUnsupported, 0},
       {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_QDESC, Role::kUnsupported, 0},
       {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_KVDESC, Role::kUnsupported, 0}};
+  static const std::vector<AttrRole> kRng = {{CUDNN_ATTR_OPERATION_RNG_SEED, Role::kSeed, 0},
+                                             {CUDNN_ATTR_OPERATION_RNG_OFFSET_DESC, Role::kInput, 1},
+                                             {CUDNN_ATTR_OPERATION_RNG_YDESC, Role::kOutput, 0},
+                                             {CUDNN_ATTR_OPERATION_RNG_DESC, Role::kRng, 0}};
   switch (kind) {
+    case OpKind::kRng: return kRng;
     case OpKind::kConvForward: return kConvFwd;
     case OpKind::kConvBackwardData: return kConvBwdData;
     case OpKind::kConvBackwardFilter: return kConvBwdFilter;
@@ -200,7 +209,7 @@ OperationDescriptor::OperationDescriptor(cudnnBackendDescriptorType_t type) : De
   spec_.kind = KindOf(type);
   int inputs = 0, outputs = 0;
   for (const AttrRole& r : Roles(spec_.kind)) {
-    if (r.role == Role::kInput) inputs = std::max(inputs, r.slot + 1);
+    if (r.role == Role::kInput || r.role == Role::kSeed) inputs = std::max(inputs, r.slot + 1);
     if (r.role == Role::kOutput) outputs = std::max(outputs, r.slot + 1);
   }
   spec_.inputs.resize(static_cast<size_t>(inputs));
@@ -215,12 +224,18 @@ cudnnStatus_t OperationDescriptor::DoSet(cudnnBackendAttributeName_t name, const
     if (r.role == Role::kAlpha) return ReadScale(in, &spec_.alpha);
     if (r.role == Role::kBeta) return ReadScale(in, &spec_.beta);
     if (r.role == Role::kAlpha2) return ReadScale(in, &spec_.alpha2);
+    if (r.role == Role::kSeed && in.type == CUDNN_TYPE_INT64) {
+      cudnnStatus_t st = ReadScalar(in, CUDNN_TYPE_INT64, &spec_.rng_seed);
+      if (st == CUDNN_STATUS_SUCCESS) spec_.rng_seed_set = true;
+      return st;
+    }
     Descriptor* d = nullptr;
     cudnnStatus_t st = ReadAnyDescriptor(in, &d);
     if (st != CUDNN_STATUS_SUCCESS) return st;
     if (!d->finalized()) bad_reference_ = true;
     switch (r.role) {
       case Role::kInput:
+      case Role::kSeed:
       case Role::kOutput: {
         if (d->type() != CUDNN_BACKEND_TENSOR_DESCRIPTOR) {
           bad_reference_ = true;
@@ -228,7 +243,7 @@ cudnnStatus_t OperationDescriptor::DoSet(cudnnBackendAttributeName_t name, const
         }
         const TensorSpec& t = static_cast<TensorDescriptor*>(d)->spec();
         const size_t slot = static_cast<size_t>(r.slot);
-        if (r.role == Role::kInput) {
+        if (r.role != Role::kOutput) {
           spec_.inputs[slot] = t;
           spec_.input_set[slot] = true;
         } else {
@@ -267,6 +282,14 @@ cudnnStatus_t OperationDescriptor::DoSet(cudnnBackendAttributeName_t name, const
         has_desc_ = true;
         return CUDNN_STATUS_SUCCESS;
       }
+      case Role::kRng:
+        if (d->type() != CUDNN_BACKEND_RNG_DESCRIPTOR) {
+          bad_reference_ = true;
+          return CUDNN_STATUS_SUCCESS;
+        }
+        spec_.rng = static_cast<RngDescriptor*>(d)->params();
+        has_desc_ = true;
+        return CUDNN_STATUS_SUCCESS;
       case Role::kUnsupported:
         spec_.unsupported = "an attribute simgpu does not execute (override, mask, page table or backward operand)";
         return CUDNN_STATUS_SUCCESS;
@@ -293,7 +316,8 @@ cudnnStatus_t OperationDescriptor::DoFinalize() {
   const OpSpec& s = spec_;
   if (bad_reference_) return Fail(CUDNN_STATUS_BAD_PARAM, "an operand is not a finalized descriptor of its kind");
   const bool needs_desc = s.kind != OpKind::kSdpa;
-  if ((needs_desc && !has_desc_) || !s.output_set[0] || !s.input_set[0]) {
+  const bool has_first_input = s.input_set[0] || (s.kind == OpKind::kRng && s.rng_seed_set);
+  if ((needs_desc && !has_desc_) || !s.output_set[0] || !has_first_input) {
     return Fail(CUDNN_STATUS_BAD_PARAM, "missing operand or descriptor");
   }
   switch (s.kind) {
@@ -322,6 +346,14 @@ cudnnStatus_t OperationDescriptor::DoFinalize() {
     case OpKind::kSdpa:
       if (!s.input_set[1] || !s.input_set[2]) return Fail(CUDNN_STATUS_BAD_PARAM, "missing operand");
       return CheckSdpa(s);
+    case OpKind::kRng:
+      for (size_t i = 0; i < s.inputs.size(); ++i) {
+        if (!s.input_set[i]) continue;
+        for (int64_t d : s.inputs[i].dims) {
+          if (d != 1) return Fail(CUDNN_STATUS_BAD_PARAM, "RNG seed and offset tensors have every dimension 1");
+        }
+      }
+      return CUDNN_STATUS_SUCCESS;
   }
   return CUDNN_STATUS_SUCCESS;
 }

@@ -1,7 +1,8 @@
 // Operation graph models (graph_build.h). What simgpu executes: FP32, FP16, BF16 and FP64 data (integer and
 // boolean intermediates for masks); convolutions in the configurations the legacy API supports; the pointwise
 // modes of graph_kernels.h with operands that broadcast to the output (each dimension equal or 1); ADD, MUL, MIN,
-// MAX and AMAX reductions; FP32-compute matmuls; fused SDPA forward without masks, paging or ragged sequences.
+// MAX and AMAX reductions; FP32-compute matmuls; Bernoulli and uniform RNG (rng.h); fused SDPA forward without
+// masks, paging or ragged sequences.
 #include "tools/simgpu/cudnn/graph_build.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "tools/simgpu/cudnn/data_type.h"
 #include "tools/simgpu/cudnn/graph_kernels.h"
 #include "tools/simgpu/cudnn/handle.h"
+#include "tools/simgpu/cudnn/rng.h"
 
 namespace simgpu::cudnn {
 namespace {
@@ -67,6 +69,14 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
       if (s.compute != CUDNN_DATA_FLOAT) return "matmul compute type other than FLOAT";
       for (int i : {op.inputs[0], op.inputs[1], op.outputs[0]}) {
         if (!FloatingData(tensor(i).dtype)) return "matmul operand type";
+      }
+      return "";
+    case OpKind::kRng:
+      if (!RngSupported(s.rng)) return "RNG distribution NORMAL";
+      for (int i : {op.inputs[0], op.inputs[1]}) {
+        if (i >= 0 && tensor(i).dtype != CUDNN_DATA_INT32 && tensor(i).dtype != CUDNN_DATA_INT64) {
+          return "RNG seed or offset other than INT32 or INT64";
+        }
       }
       return "";
     case OpKind::kSdpa:

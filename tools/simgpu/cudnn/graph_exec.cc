@@ -7,6 +7,7 @@
 #include "tools/simgpu/cudnn/conv_compute.h"
 #include "tools/simgpu/cudnn/data_type.h"
 #include "tools/simgpu/cudnn/graph_kernels.h"
+#include "tools/simgpu/cudnn/rng.h"
 
 namespace simgpu::cudnn {
 
@@ -136,6 +137,9 @@ void RunGraph(const GraphLaunch& launch) {
       case OpKind::kSdpa:
         RunSdpa(bound(op.inputs[0]), bound(op.inputs[1]), bound(op.inputs[2]), bound(op.inputs[3]),
                 bound(op.outputs[0]), bound(op.outputs[1]), matmul_call);
+        break;
+      case OpKind::kRng:
+        RunRng(s.rng, s.rng_seed, bound(op.inputs[0]), bound(op.inputs[1]), bound(op.outputs[0]));
         break;
     }
     if (m.attention && static_cast<int>(i) == m.attention_op && !launch.attn_faults.empty()) {

@@ -42,7 +42,16 @@ struct PointwiseParams {
   double swish_beta = 1.0;
 };
 
-enum class OpKind { kConvForward, kConvBackwardData, kConvBackwardFilter, kPointwise, kReduction, kMatmul, kSdpa };
+// An RNG operation's distribution (CUDNN_BACKEND_RNG_DESCRIPTOR).
+struct RngParams {
+  cudnnRngDistribution_t distribution = CUDNN_RNG_DISTRIBUTION_BERNOULLI;
+  double bernoulli_probability = 0.5;  // probability of a 1
+  double uniform_min = 0.0, uniform_max = 1.0;
+  double normal_mean = 0.0, normal_stddev = 1.0;
+};
+
+enum class OpKind { kConvForward, kConvBackwardData, kConvBackwardFilter, kPointwise, kReduction, kMatmul, kSdpa,
+                    kRng };
 
 // Operand roles by kind (absent optional operands have tensor index -1 in GraphOp):
 //   kConvForward        inputs {x, w}            outputs {y}
@@ -52,12 +61,16 @@ enum class OpKind { kConvForward, kConvBackwardData, kConvBackwardFilter, kPoint
 //   kReduction          inputs {x}               outputs {y}
 //   kMatmul             inputs {a, b}            outputs {c}
 //   kSdpa               inputs {q, k, v, scale?} outputs {o, stats?}
+//   kRng                inputs {seed?, offset?}  outputs {y}   (no seed tensor: OpSpec::rng_seed)
 struct OpSpec {
   OpKind kind = OpKind::kPointwise;
   std::vector<TensorSpec> inputs, outputs;
   std::vector<bool> input_set, output_set;
   ConvParams conv;
   PointwiseParams pointwise;
+  RngParams rng;
+  int64_t rng_seed = 0;  // the host seed value, when no seed tensor is set
+  bool rng_seed_set = false;
   cudnnReduceTensorOp_t reduce = CUDNN_REDUCE_TENSOR_ADD;
   cudnnDataType_t compute = CUDNN_DATA_FLOAT;  // reduction and matmul compute type
   double alpha = 1.0, beta = 0.0, alpha2 = 1.0;
