@@ -289,8 +289,9 @@ cudnnStatus_t ComputeDescriptor::DoSet(cudnnBackendAttributeName_t name, const A
   }
   if (!reduction && name == CUDNN_ATTR_MATMUL_COMP_TYPE) return ReadScalar(in, CUDNN_TYPE_DATA_TYPE, &compute_);
   if (!reduction && name == CUDNN_ATTR_MATMUL_PADDING_VALUE) {
-    double padding;
-    return ReadScale(in, &padding);
+    cudnnStatus_t st = ReadScale(in, &padding_);
+    has_padding_ = has_padding_ || st == CUDNN_STATUS_SUCCESS;
+    return st;
   }
   return Fail(CUDNN_STATUS_BAD_PARAM, reduction ? "not a reduction attribute" : "not a matmul attribute");
 }

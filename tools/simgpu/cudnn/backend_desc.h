@@ -197,6 +197,8 @@ class ComputeDescriptor : public Descriptor {
   explicit ComputeDescriptor(cudnnBackendDescriptorType_t type) : Descriptor(type) {}
   cudnnReduceTensorOp_t reduce() const { return reduce_; }
   cudnnDataType_t compute() const { return compute_; }
+  bool has_padding() const { return has_padding_; }
+  double padding() const { return padding_; }
 
  protected:
   cudnnStatus_t DoSet(cudnnBackendAttributeName_t name, const AttrIn& in) override;
@@ -207,6 +209,8 @@ class ComputeDescriptor : public Descriptor {
   cudnnReduceTensorOp_t reduce_ = CUDNN_REDUCE_TENSOR_ADD;
   cudnnDataType_t compute_ = CUDNN_DATA_FLOAT;
   bool has_reduce_ = false;
+  bool has_padding_ = false;  // matmul: CUDNN_ATTR_MATMUL_PADDING_VALUE was set
+  double padding_ = 0.0;
 };
 
 // The RNG distribution descriptor (rng.cc): BERNOULLI, UNIFORM or NORMAL with their parameters.

@@ -79,9 +79,9 @@ const std::vector<AttrRole>& Roles(OpKind kind) {
       {CUDNN_ATTR_OPERATION_MATMUL_BDESC, Role::kInput, 1},
       {CUDNN_ATTR_OPERATION_MATMUL_CDESC, Role::kOutput, 0},
       {CUDNN_ATTR_OPERATION_MATMUL_DESC, Role::kMatmul, 0},
-      {CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, Role::kUnsupported, 0},
-      {CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, Role::kUnsupported, 0},
-      {CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, Role::kUnsupported, 0}};
+      {CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, Role::kInput, 2},
+      {CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, Role::kInput, 3},
+      {CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, Role::kInput, 4}};
   static const std::vector<AttrRole> kSdpa = {
       {CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, Role::kInput, 0},
       {CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, Role::kInput, 1},
@@ -279,6 +279,8 @@ cudnnStatus_t OperationDescriptor::DoSet(cudnnBackendAttributeName_t name, const
         const auto* c = static_cast<ComputeDescriptor*>(d);
         spec_.reduce = c->reduce();
         spec_.compute = c->compute();
+        spec_.matmul_padded = c->has_padding();
+        spec_.matmul_padding = c->padding();
         has_desc_ = true;
         return CUDNN_STATUS_SUCCESS;
       }
@@ -291,7 +293,7 @@ cudnnStatus_t OperationDescriptor::DoSet(cudnnBackendAttributeName_t name, const
         has_desc_ = true;
         return CUDNN_STATUS_SUCCESS;
       case Role::kUnsupported:
-        spec_.unsupported = "an attribute simgpu does not execute (override, mask, page table or backward operand)";
+        spec_.unsupported = "an attribute simgpu does not execute (mask, page table or backward operand)";
         return CUDNN_STATUS_SUCCESS;
       default:
         return CUDNN_STATUS_SUCCESS;

@@ -1,8 +1,8 @@
 // Operation graph models (graph_build.h). What simgpu executes: FP32, FP16, BF16 and FP64 data (integer and
 // boolean intermediates for masks); convolutions in the configurations the legacy API supports; the pointwise
 // modes of graph_kernels.h with operands that broadcast to the output (each dimension equal or 1); ADD, MUL, MIN,
-// MAX and AMAX reductions; FP32-compute matmuls; Bernoulli and uniform RNG (rng.h); fused SDPA forward without
-// masks, paging or ragged sequences.
+// MAX and AMAX reductions; FP32-compute matmuls (with M, N, K overrides); Bernoulli and uniform RNG (rng.h);
+// fused SDPA forward without masks, paging or ragged sequences.
 #include "tools/simgpu/cudnn/graph_build.h"
 
 #include <algorithm>
@@ -69,6 +69,16 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
       if (s.compute != CUDNN_DATA_FLOAT) return "matmul compute type other than FLOAT";
       for (int i : {op.inputs[0], op.inputs[1], op.outputs[0]}) {
         if (!FloatingData(tensor(i).dtype)) return "matmul operand type";
+      }
+      for (size_t o = 2; o < op.inputs.size(); ++o) {
+        const int i = op.inputs[o];
+        if (i < 0) continue;
+        const TensorSpec& c = tensor(op.outputs[0]);
+        if ((tensor(i).dtype != CUDNN_DATA_INT32 && tensor(i).dtype != CUDNN_DATA_INT64) ||
+            !Broadcasts(tensor(i), c) || tensor(i).dims[c.dims.size() - 1] != 1 ||
+            tensor(i).dims[c.dims.size() - 2] != 1) {
+          return "matmul override other than an INT32 or INT64 tensor over the batch dimensions";
+        }
       }
       return "";
     case OpKind::kRng:

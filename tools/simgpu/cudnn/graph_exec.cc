@@ -132,7 +132,8 @@ void RunGraph(const GraphLaunch& launch) {
         RunReduction(s.reduce, s.compute, bound(op.inputs[0]), bound(op.outputs[0]));
         break;
       case OpKind::kMatmul:
-        RunMatmul(bound(op.inputs[0]), bound(op.inputs[1]), bound(op.outputs[0]), matmul_call);
+        RunMatmul(bound(op.inputs[0]), bound(op.inputs[1]), bound(op.outputs[0]), matmul_call, bound(op.inputs[2]),
+                  bound(op.inputs[3]), bound(op.inputs[4]), s.matmul_padded ? &s.matmul_padding : nullptr);
         break;
       case OpKind::kSdpa:
         RunSdpa(bound(op.inputs[0]), bound(op.inputs[1]), bound(op.inputs[2]), bound(op.inputs[3]),

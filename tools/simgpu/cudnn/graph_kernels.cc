@@ -1,6 +1,7 @@
 // Pointwise, reduction, matmul and fused SDPA arithmetic (graph_kernels.h).
 #include "tools/simgpu/cudnn/graph_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -223,7 +224,8 @@ void RunReduction(cudnnReduceTensorOp_t op, cudnnDataType_t compute, const Bound
   }
 }
 
-void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call) {
+void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call, const Bound& m_override,
+               const Bound& n_override, const Bound& k_override, const double* padding) {
   const TensorSpec &as = *a.spec, &bs = *b.spec, &cs = *c.spec;
   const size_t r = cs.dims.size();
   const int64_t m = cs.dims[r - 2], n = cs.dims[r - 1], k = as.dims[r - 1];
@@ -231,14 +233,33 @@ void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call) {
   const int64_t batches = Count(batch);
   const AccumPlan plan(AccumFromEnv(), AccumPrecision::kFp32, k, call);
   std::vector<float> prods(static_cast<size_t>(k));
-  std::vector<int64_t> cb(batch.size(), 0);
+  std::vector<int64_t> cb(batch.size(), 0), full(r, 0);
+  auto limit = [&](const Bound& o, int64_t whole) {
+    if (o.spec == nullptr) return whole;
+    std::copy(cb.begin(), cb.end(), full.begin());
+    const int64_t v = static_cast<int64_t>(LoadDouble(o.data, static_cast<size_t>(BroadcastOffset(*o.spec,
+                                                                                                   full.data())),
+                                                      o.spec->dtype));
+    return std::max<int64_t>(0, std::min(whole, v));
+  };
   for (int64_t bi = 0; bi < batches; ++bi, Next(batch, cb.data())) {
     const int64_t ao = BatchOffset(as, cs, cb.data()), bo = BatchOffset(bs, cs, cb.data());
+    const int64_t rows = limit(m_override, m), cols = limit(n_override, n), depth = limit(k_override, k);
     int64_t co = 0;
     for (size_t i = 0; i + 2 < r; ++i) co += cb[i] * cs.strides[i];
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
+        if (i >= rows || j >= cols) {
+          if (padding != nullptr) {
+            Store<float>(c, co + i * cs.strides[r - 2] + j * cs.strides[r - 1], static_cast<float>(*padding));
+          }
+          continue;
+        }
         for (int64_t p = 0; p < k; ++p) {
+          if (p >= depth) {
+            prods[static_cast<size_t>(p)] = 0.0f;
+            continue;
+          }
           const float av = Load<float>(a, ao + i * as.strides[r - 2] + p * as.strides[r - 1]);
           const float bv = Load<float>(b, bo + p * bs.strides[r - 2] + j * bs.strides[r - 1]);
           prods[static_cast<size_t>(p)] = av * bv;

@@ -44,8 +44,13 @@ bool PointwiseModeSupported(cudnnPointwiseMode_t mode);
 void RunPointwise(const PointwiseParams& params, double alpha1, double alpha2, const Bound& x, const Bound& b,
                   const Bound& t, const Bound& y);
 void RunReduction(cudnnReduceTensorOp_t op, cudnnDataType_t compute, const Bound& x, const Bound& y);
-// `call` numbers the call for random accumulation orders.
-void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call);
+// `call` numbers the call for random accumulation orders. m, n and k, when present, are the GEMM M, N and K
+// override tensors (INT32 or INT64, broadcast over C's batch dimensions, as cudnn-frontend passes seq_len_q and
+// seq_len_kv): in a batch whose override is smaller than the shape, C's rows >= M and columns >= N are not
+// written (written with *padding when padding is not null, CUDNN_ATTR_MATMUL_PADDING_VALUE) and products at depth
+// >= K count as +0.
+void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call, const Bound& m = {},
+               const Bound& n = {}, const Bound& k = {}, const double* padding = nullptr);
 // scale and stats may be absent.
 void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& o, const Bound& stats,
              int64_t call);

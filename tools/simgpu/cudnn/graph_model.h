@@ -59,7 +59,7 @@ enum class OpKind { kConvForward, kConvBackwardData, kConvBackwardFilter, kPoint
 //   kConvBackwardFilter inputs {x, dy}           outputs {dw}
 //   kPointwise          inputs {x, b?, t?}       outputs {y}
 //   kReduction          inputs {x}               outputs {y}
-//   kMatmul             inputs {a, b}            outputs {c}
+//   kMatmul             inputs {a, b, m?, n?, k?} outputs {c}   (m, n, k: GEMM override tensors)
 //   kSdpa               inputs {q, k, v, scale?} outputs {o, stats?}
 //   kRng                inputs {seed?, offset?}  outputs {y}   (no seed tensor: OpSpec::rng_seed)
 struct OpSpec {
@@ -73,6 +73,8 @@ struct OpSpec {
   bool rng_seed_set = false;
   cudnnReduceTensorOp_t reduce = CUDNN_REDUCE_TENSOR_ADD;
   cudnnDataType_t compute = CUDNN_DATA_FLOAT;  // reduction and matmul compute type
+  bool matmul_padded = false;  // a matmul writes matmul_padding outside its M and N overrides
+  double matmul_padding = 0.0;
   double alpha = 1.0, beta = 0.0, alpha2 = 1.0;
   std::string unsupported;  // an attribute simgpu accepts but cannot execute (empty: none)
 };

@@ -3,7 +3,8 @@
 // The reference regenerates each mask element with its own Philox4x32-10 (written apart from simgpu's, checked on
 // Random123's known-answer vectors) under the counter layout rng.h documents; the keep rate is checked
 // statistically; p = 0 equals the graph without dropout bit for bit; PyTorch's attn_mask bias and the padding mask
-// (sequence-length tensors) as cudnn-frontend composes them, with and without dropout. Equality with a real GPU's masks is not
+// (sequence-length tensors, GEMM M/N/K overrides, matmul padding value) as cudnn-frontend composes them, with and
+// without dropout; matmul overrides and padding on their own. Equality with a real GPU's masks is not
 // checked (no GPU here; NVIDIA does not document the counter layout).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -111,6 +112,7 @@ struct DeviceInt64 {
 };
 
 const std::vector<int64_t> kOnes = {1, 1, 1, 1};
+const double kUnwritten = 7.0;  // O's value before a padded run: rows past seq_len_q stay unwritten
 
 std::vector<double> RunMask(cudnnHandle_t handle, const std::vector<int64_t>& dims, double keep, int64_t seed,
                             int64_t offset, bool seed_tensor) {
@@ -173,6 +175,78 @@ TEST_F(CudnnRng, SeedAndOffsetMustBeScalars) {
   EXPECT_EQ(cudnnBackendFinalize(bad), CUDNN_STATUS_BAD_PARAM);
 }
 
+// c = a b with GEMM override tensors (null: none) and, when padding is not null, that padding value.
+void MatmulWithOverrides(BackendGraph* g, Desc a, Desc b, Desc c, Desc m, Desc n, Desc k, const double* padding) {
+  Desc mm = g->Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+  const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+  BackendGraph::Set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+  if (padding != nullptr) BackendGraph::Set(mm, CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, padding);
+  BackendGraph::Finalize(mm);
+  Desc op = g->Make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+  BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
+  BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
+  BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
+  BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
+  if (m != nullptr) BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, m);
+  if (n != nullptr) BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, n);
+  if (k != nullptr) BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, k);
+  BackendGraph::Finalize(op);
+  g->AddOperation(op);
+}
+
+TEST_F(CudnnRng, MatmulOverridesAndPadding) {
+  // Per batch: M, N and K overrides; integers, so every order of summation is exact.
+  const std::vector<int32_t> m_over = {2, 3}, n_over = {5, 1}, k_over = {4, 2};
+  Tensor a(CUDNN_DATA_FLOAT, {2, 3, 4}, {12, 4, 1}), b(CUDNN_DATA_FLOAT, {2, 4, 5}, {20, 5, 1});
+  std::mt19937 rng(3);
+  a.Fill(&rng, true);
+  b.Fill(&rng, true);
+  a.Upload();
+  b.Upload();
+  std::vector<int32_t> over;
+  for (const auto* v : {&m_over, &n_over, &k_over}) over.insert(over.end(), v->begin(), v->end());
+  void* over_dev = nullptr;
+  cudaMalloc(&over_dev, over.size() * sizeof(int32_t));
+  cudaMemcpy(over_dev, over.data(), over.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
+  for (bool padded : {false, true}) {
+    SCOPED_TRACE(padded ? "padding value -3" : "no padding value");
+    BackendGraph g;
+    const std::vector<int64_t> od = {2, 1, 1}, os = {1, 1, 1};
+    Desc ad = g.Tensor(1, CUDNN_DATA_FLOAT, a.dims(), a.strides()), bd = g.Tensor(2, CUDNN_DATA_FLOAT, b.dims(),
+                                                                                   b.strides());
+    Desc cd = g.Tensor(3, CUDNN_DATA_FLOAT, {2, 3, 5}, {15, 5, 1});
+    Desc md = g.Tensor(4, CUDNN_DATA_INT32, od, os), nd = g.Tensor(5, CUDNN_DATA_INT32, od, os),
+         kd = g.Tensor(6, CUDNN_DATA_INT32, od, os);
+    const double pad = -3.0;
+    MatmulWithOverrides(&g, ad, bd, cd, md, nd, kd, padded ? &pad : nullptr);
+    Tensor c(CUDNN_DATA_FLOAT, {2, 3, 5}, {15, 5, 1});
+    for (size_t i = 0; i < c.size(); ++i) c.Set(i, kUnwritten);
+    c.Upload();
+    ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+    char* base = static_cast<char*>(over_dev);
+    ASSERT_EQ(g.Execute(handle_, {{1, a.device()}, {2, b.device()}, {3, c.device()}, {4, base},
+                                  {5, base + 2 * sizeof(int32_t)}, {6, base + 4 * sizeof(int32_t)}}),
+              CUDNN_STATUS_SUCCESS);
+    cudaDeviceSynchronize();
+    c.Download();
+    for (size_t bi = 0; bi < 2; ++bi) {
+      for (int64_t i = 0; i < 3; ++i) {
+        for (int64_t j = 0; j < 5; ++j) {
+          double want = padded ? pad : kUnwritten;
+          if (i < m_over[bi] && j < n_over[bi]) {
+            want = 0.0;
+            for (int64_t p = 0; p < k_over[bi]; ++p) {
+              want += a.at(bi * 12 + static_cast<size_t>(i * 4 + p)) * b.at(bi * 20 + static_cast<size_t>(p * 5 + j));
+            }
+          }
+          EXPECT_EQ(c.at(bi * 15 + static_cast<size_t>(i * 5 + j)), want) << bi << " " << i << " " << j;
+        }
+      }
+    }
+  }
+  cudaFree(over_dev);
+}
+
 // ---- dropout inside cudnn-frontend's composite attention ----
 
 struct Shape {
@@ -182,7 +256,8 @@ struct Shape {
 // Non-causal composite attention; with dropout (keep < 0 means none) P = softmax * mask * (1 / keep); with
 // `masks`, as cudnn-frontend adds PyTorch's attn_mask bias and the padding mask: S = S * scale + bias
 // ([1, h, sq, skv], uid 10), then S where (row < seq_len_q[b] and col < seq_len_kv[b]) else FLOAT's lowest
-// (seq_len tensors [b, 1, 1, 1] INT32, uids 11 and 12; the constant uid 13).
+// (seq_len tensors [b, 1, 1, 1] INT32, uids 11 and 12; the constant uid 13); the first matmul then has M and N
+// overrides seq_len_q and seq_len_kv with padding value 0, the second M and K overrides seq_len_q and seq_len_kv.
 void BuildAttention(BackendGraph* g, const Shape& s, cudnnDataType_t io, double keep, bool masks = false) {
   auto packed = [](const std::vector<int64_t>& d) { return Tensor::Packed(d, false); };
   const std::vector<int64_t> qd = {s.b, s.h, s.sq, s.d}, kd = {s.b, s.h, s.skv, s.d};
@@ -197,12 +272,15 @@ void BuildAttention(BackendGraph* g, const Shape& s, cudnnDataType_t io, double 
   Desc s1 = g->Tensor(101, CUDNN_DATA_FLOAT, sd, ss, true), s2 = g->Tensor(102, CUDNN_DATA_FLOAT, sd, ss, true);
   Desc mx = g->Tensor(107, CUDNN_DATA_FLOAT, rd, rs, true), sub = g->Tensor(108, CUDNN_DATA_FLOAT, sd, ss, true);
   Desc ex = g->Tensor(109, CUDNN_DATA_FLOAT, sd, ss, true), sum = g->Tensor(110, CUDNN_DATA_FLOAT, rd, rs, true);
-  g->Matmul(q, kt, s1);
+  const std::vector<int64_t> bl = {s.b, 1, 1, 1};
+  Desc seq_q = masks ? g->Tensor(11, CUDNN_DATA_INT32, bl, kOnes) : nullptr;
+  Desc seq_kv = masks ? g->Tensor(12, CUDNN_DATA_INT32, bl, kOnes) : nullptr;
+  const double zero = 0.0;
+  MatmulWithOverrides(g, q, kt, s1, seq_q, seq_kv, nullptr, masks ? &zero : nullptr);
   g->Pointwise(CUDNN_POINTWISE_MUL, s1, scale, s2);
   if (masks) {
-    const std::vector<int64_t> bd = {1, s.h, s.sq, s.skv}, bl = {s.b, 1, 1, 1};
+    const std::vector<int64_t> bd = {1, s.h, s.sq, s.skv};
     Desc bias = g->Tensor(10, io, bd, packed(bd));
-    Desc seq_q = g->Tensor(11, CUDNN_DATA_INT32, bl, kOnes), seq_kv = g->Tensor(12, CUDNN_DATA_INT32, bl, kOnes);
     Desc lowest = g->Tensor(13, CUDNN_DATA_FLOAT, kOnes, kOnes, false, true);
     Desc biased = g->Tensor(120, CUDNN_DATA_FLOAT, sd, ss, true);
     Desc row = g->Tensor(121, CUDNN_DATA_INT32, sd, ss, true), col = g->Tensor(122, CUDNN_DATA_INT32, sd, ss, true);
@@ -226,7 +304,7 @@ void BuildAttention(BackendGraph* g, const Shape& s, cudnnDataType_t io, double 
   if (keep < 0) {
     Desc p = g->Tensor(112, io, sd, ss, true);
     g->Pointwise(CUDNN_POINTWISE_DIV, ex, sum, p);
-    g->Matmul(p, v, o);
+    MatmulWithOverrides(g, p, v, o, seq_q, nullptr, seq_kv, nullptr);
     return;
   }
   Desc p = g->Tensor(112, CUDNN_DATA_FLOAT, sd, ss, true);
@@ -239,7 +317,7 @@ void BuildAttention(BackendGraph* g, const Shape& s, cudnnDataType_t io, double 
   AddBernoulli(g, keep, seed, 0, offset, mask);
   g->Pointwise(CUDNN_POINTWISE_MUL, p, mask, dropped);
   g->Pointwise(CUDNN_POINTWISE_MUL, dropped, inv_keep, pd);
-  g->Matmul(pd, v, o);
+  MatmulWithOverrides(g, pd, v, o, seq_q, nullptr, seq_kv, nullptr);
 }
 
 std::vector<double> RunAttention(cudnnHandle_t handle, const Shape& s, cudnnDataType_t io, double keep,
@@ -258,6 +336,8 @@ std::vector<double> RunAttention(cudnnHandle_t handle, const Shape& s, cudnnData
   void *seq_q_dev = nullptr, *seq_kv_dev = nullptr;
   float lowest = -std::numeric_limits<float>::max();
   if (bias != nullptr) {
+    for (size_t i = 0; i < o.size(); ++i) o.Set(i, kUnwritten);
+    o.Upload();
     cudaMalloc(&seq_q_dev, seq_q.size() * sizeof(int32_t));
     cudaMalloc(&seq_kv_dev, seq_kv.size() * sizeof(int32_t));
     cudaMemcpy(seq_q_dev, seq_q.data(), seq_q.size() * sizeof(int32_t), cudaMemcpyHostToDevice);
@@ -278,8 +358,8 @@ std::vector<double> RunAttention(cudnnHandle_t handle, const Shape& s, cudnnData
 }
 
 // Checks O against an FP64 reference: scores S = Q K^T * scale (+ bias, then FLOAT's lowest outside the padding
-// mask when bias is set), softmax, dropout with keep probability `keep` (none when keep < 0). Returns the number
-// of dropped scores.
+// mask when bias is set; rows past seq_len_q must then be unwritten), softmax, dropout with keep probability
+// `keep` (none when keep < 0). Returns the number of dropped scores.
 int CheckAttention(const Shape& s, cudnnDataType_t io, const std::vector<double>& got, const Tensor& q,
                    const Tensor& k, const Tensor& v, float scale, double keep, int64_t seed, int64_t offset,
                    const Tensor* bias = nullptr, const std::vector<int32_t>& seq_q = {},
@@ -313,6 +393,12 @@ int CheckAttention(const Shape& s, cudnnDataType_t io, const std::vector<double>
         const bool kept = keep < 0 || RefUniform(seed, offset, e) < keep;
         dropped += !kept;
         p[static_cast<size_t>(j)] = kept ? p[static_cast<size_t>(j)] / l / (keep < 0 ? 1.0 : keep) : 0.0;
+      }
+      if (bias != nullptr && i >= seq_q[static_cast<size_t>(bi)]) {
+        for (int64_t c = 0; c < s.d; ++c) {
+          EXPECT_EQ(got[static_cast<size_t>((bh * s.sq + i) * s.d + c)], kUnwritten) << "row past seq_len_q";
+        }
+        continue;
       }
       for (int64_t c = 0; c < s.d && failures < 5; ++c) {
         double want = 0.0, mag = 0.0;
