@@ -133,9 +133,27 @@ cudnnStatus_t TensorDescriptor::DoSet(cudnnBackendAttributeName_t name, const At
       return mode == CUDNN_TENSOR_REORDERING_NONE ? CUDNN_STATUS_SUCCESS
                                                   : Fail(CUDNN_STATUS_NOT_SUPPORTED, "reordered tensors");
     }
+    case CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC: {
+      Descriptor* d = nullptr;
+      st = ReadAnyDescriptor(in, &d);
+      if (st != CUDNN_STATUS_SUCCESS) return st;
+      if (d->type() != CUDNN_BACKEND_TENSOR_DESCRIPTOR) {
+        return Fail(CUDNN_STATUS_BAD_PARAM, "a ragged offset descriptor is a tensor descriptor");
+      }
+      ragged_unfinalized_ = !d->finalized();
+      spec_.ragged = std::make_shared<const TensorSpec>(static_cast<TensorDescriptor*>(d)->spec());
+      return CUDNN_STATUS_SUCCESS;
+    }
     default:
       return Fail(CUDNN_STATUS_BAD_PARAM, "not a tensor attribute");
   }
+}
+
+void TensorDescriptor::Assign(const TensorSpec& spec) {
+  spec_ = spec;
+  has_dtype_ = has_uid_ = has_alignment_ = true;
+  ragged_unfinalized_ = false;
+  MarkFinalized();
 }
 
 cudnnStatus_t TensorDescriptor::DoGet(cudnnBackendAttributeName_t name, const AttrOut& out) const {
@@ -152,6 +170,23 @@ cudnnStatus_t TensorDescriptor::DoGet(cudnnBackendAttributeName_t name, const At
       return WriteScalar(out, CUDNN_TYPE_TENSOR_REORDERING_MODE, CUDNN_TENSOR_REORDERING_NONE);
     case CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT:
       return Fail(CUDNN_STATUS_NOT_SUPPORTED, "the byte alignment cannot be read back");
+    case CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC: {
+      if (out.type != CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+        return Fail(CUDNN_STATUS_BAD_PARAM_ATTRIBUTE_TYPE, "wrong attribute type");
+      }
+      if (out.requested == 0 || out.values == nullptr) {
+        if (out.count != nullptr) *out.count = 1;
+        return CUDNN_STATUS_SUCCESS;
+      }
+      if (spec_.ragged == nullptr) return Fail(CUDNN_STATUS_BAD_PARAM, "the tensor has no ragged offset descriptor");
+      auto* target = LiveDescriptor(static_cast<cudnnBackendDescriptor_t*>(out.values)[0]);
+      if (target == nullptr || target->type() != CUDNN_BACKEND_TENSOR_DESCRIPTOR) {
+        return Fail(CUDNN_STATUS_BAD_PARAM, "arrayOfElements must hold a tensor descriptor");
+      }
+      static_cast<TensorDescriptor*>(target)->Assign(*spec_.ragged);
+      if (out.count != nullptr) *out.count = 1;
+      return CUDNN_STATUS_SUCCESS;
+    }
     default:
       return Fail(CUDNN_STATUS_BAD_PARAM, "not a tensor attribute");
   }
@@ -169,6 +204,14 @@ cudnnStatus_t TensorDescriptor::DoFinalize() {
   }
   if (spec_.alignment <= 0 || (spec_.alignment & (spec_.alignment - 1)) != 0) {
     return Fail(CUDNN_STATUS_BAD_PARAM, "byte alignment must be a power of two");
+  }
+  if (spec_.ragged != nullptr) {
+    const TensorSpec& r = *spec_.ragged;
+    bool shape = !r.dims.empty() && r.dims[0] == spec_.dims[0] + 1;
+    for (size_t i = 1; i < r.dims.size(); ++i) shape = shape && r.dims[i] == 1;
+    if (ragged_unfinalized_ || (r.dtype != CUDNN_DATA_INT32 && r.dtype != CUDNN_DATA_INT64) || !shape) {
+      return Fail(CUDNN_STATUS_BAD_PARAM, "ragged offsets are a finalized INT32 or INT64 tensor of [n + 1, 1, ...]");
+    }
   }
   if (spec_.by_value) {
     if (spec_.is_virtual) return Fail(CUDNN_STATUS_BAD_PARAM, "a by-value tensor cannot be virtual");

@@ -128,10 +128,18 @@ cudnnStatus_t WriteArray(const AttrOut& out, cudnnBackendAttributeType_t type, c
 }
 
 // ---- descriptor kinds other files need to see ----
+// A tensor. CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC (graph_model.h) takes a tensor descriptor, copied when set; the
+// tensor's finalization fails (BAD_PARAM), as NVIDIA's does, when that descriptor was not finalized, is not INT32
+// or INT64, or is not [n + 1, 1, ...] for this tensor's first dimension n. Reading the attribute with no
+// destination answers count 1 with or without offsets, as NVIDIA's library does; reading it into a tensor
+// descriptor fills and finalizes that descriptor (BAD_PARAM for a dense tensor), where NVIDIA's 9.19 crashes.
+// Setting a descriptor of another type is BAD_PARAM (NVIDIA's library throws std::bad_alloc).
 class TensorDescriptor : public Descriptor {
  public:
   TensorDescriptor() : Descriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR) {}
   const TensorSpec& spec() const { return spec_; }
+  // Makes this descriptor a finalized copy of `spec` (attribute reads that return a tensor descriptor).
+  void Assign(const TensorSpec& spec);
 
  protected:
   cudnnStatus_t DoSet(cudnnBackendAttributeName_t name, const AttrIn& in) override;
@@ -141,6 +149,7 @@ class TensorDescriptor : public Descriptor {
  private:
   TensorSpec spec_;
   bool has_dtype_ = false, has_uid_ = false, has_alignment_ = false;
+  bool ragged_unfinalized_ = false;  // the ragged offset descriptor was set before its finalization
 };
 
 // The operation descriptors share one implementation, parameterized by their type's attribute table.

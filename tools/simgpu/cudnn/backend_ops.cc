@@ -4,7 +4,8 @@
 // the convolution implies (BAD_PARAM); pointwise operations check only that their operands are present (x, y,
 // b for binary modes, t for BINARY_SELECT); a reduction's output keeps each input dimension or reduces it to 1;
 // a matmul's operands share a rank (NOT_SUPPORTED otherwise) and agree in M, N and K, each batch dimension of A
-// and B dividing C's (BAD_PARAM); SDPA checks Q, K, V and O agree as [b, h, s, d] tensors. A descriptor set as an
+// and B dividing C's (BAD_PARAM); SDPA checks Q, K, V and O agree as [b, h, s, d] tensors and its sequence lengths
+// (SEQ_LEN_QDESC, SEQ_LEN_KVDESC, either or both) are INT32 or INT64 tensors of [b, 1, 1, 1]. A descriptor set as an
 // operand is copied when set; one of the wrong kind or not finalized fails at finalization. Backward activation
 // modes (RELU_BWD ...) take x and dy in the x and b slots and write dx in the y slot. An RNG operation takes its
 // seed as a host INT64 value or as a tensor; its seed and offset tensors have every dimension 1 (as NVIDIA
@@ -92,8 +93,8 @@ const std::vector<AttrRole>& Roles(OpKind kind) {
       {CUDNN_ATTR_OPERATION_SDPA_FWD_BLOCK_MASK_DESC, Role::kUnsupported, 0},
       {CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC, Role::kUnsupported, 0},
       {CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC, Role::kUnsupported, 0},
-      {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_QDESC, Role::kUnsupported, 0},
-      {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_KVDESC, Role::kUnsupported, 0}};
+      {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_QDESC, Role::kInput, 4},
+      {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_KVDESC, Role::kInput, 5}};
   static const std::vector<AttrRole> kRng = {{CUDNN_ATTR_OPERATION_RNG_SEED, Role::kSeed, 0},
                                              {CUDNN_ATTR_OPERATION_RNG_OFFSET_DESC, Role::kInput, 1},
                                              {CUDNN_ATTR_OPERATION_RNG_YDESC, Role::kOutput, 0},
@@ -199,6 +200,13 @@ cudnnStatus_t CheckSdpa(const OpSpec& s) {
   if (o.dims != std::vector<int64_t>{b, h, sq, v.dims[3]}) return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA O shape");
   if (s.output_set[1] && s.outputs[1].dims != std::vector<int64_t>{b, h, sq, 1}) {
     return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA stats shape");
+  }
+  for (size_t i : {size_t{4}, size_t{5}}) {
+    const TensorSpec& len = s.inputs[i];
+    if (s.input_set[i] && ((len.dtype != CUDNN_DATA_INT32 && len.dtype != CUDNN_DATA_INT64) ||
+                           len.dims != std::vector<int64_t>{b, 1, 1, 1})) {
+      return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA sequence lengths are INT32 or INT64 tensors of [b, 1, 1, 1]");
+    }
   }
   return CUDNN_STATUS_SUCCESS;
 }

@@ -55,6 +55,23 @@ class BackendGraph {
     return t;
   }
 
+  // A tensor whose ragged offset descriptor (CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC) is `offsets`.
+  Desc RaggedTensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
+                    const std::vector<int64_t>& strides, Desc offsets) {
+    Desc t = Make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    const int64_t alignment = 16;
+    const bool no = false;
+    Set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+    Set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, static_cast<int64_t>(dims.size()), dims.data());
+    Set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, static_cast<int64_t>(strides.size()), strides.data());
+    Set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    Set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+    Set(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &no);
+    SetDesc(t, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, offsets);
+    Finalize(t);
+    return t;
+  }
+
   // y = mode(x[, b[, t]]).
   Desc Pointwise(cudnnPointwiseMode_t mode, Desc x, Desc b, Desc y, Desc t = nullptr, int64_t axis = -1,
                  cudnnDataType_t precision = CUDNN_DATA_FLOAT) {
@@ -146,8 +163,9 @@ class BackendGraph {
     return op;
   }
 
-  // The fused SDPA forward operation; stats and scale may be null.
-  Desc Sdpa(Desc q, Desc k, Desc v, Desc o, Desc stats, Desc scale) {
+  // The fused SDPA forward operation; stats, scale and the sequence lengths may be null.
+  Desc Sdpa(Desc q, Desc k, Desc v, Desc o, Desc stats, Desc scale, Desc seq_len_q = nullptr,
+            Desc seq_len_kv = nullptr) {
     Desc op = Make(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR);
     SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q);
     SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k);
@@ -155,6 +173,8 @@ class BackendGraph {
     SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, o);
     if (stats != nullptr) SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, stats);
     if (scale != nullptr) SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale);
+    if (seq_len_q != nullptr) SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_QDESC, seq_len_q);
+    if (seq_len_kv != nullptr) SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_KVDESC, seq_len_kv);
     Finalize(op);
     ops_.push_back(op);
     return op;

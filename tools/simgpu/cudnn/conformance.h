@@ -25,6 +25,7 @@ void Status(const char* call, int status);
 void RunLegacy();
 void RunBackend();
 void RunBackendGraphs();
+void RunBackendRagged();
 
 // Backend helpers shared by the backend parts.
 using Desc = cudnnBackendDescriptor_t;

@@ -289,6 +289,7 @@ void RunBackend() {
   TensorAttributes();
   Convolutions();
   RunBackendGraphs();
+  RunBackendRagged();
 }
 
 }  // namespace simgpu::cudnn::conformance

@@ -15,6 +15,7 @@
 
 #include "gtest/gtest.h"
 #include "tools/simgpu/cudnn/backend_test_util.h"
+#include "tools/simgpu/cudnn/ragged_test_util.h"
 #include "tools/simgpu/cudnn/test_util.h"
 
 namespace simgpu::cudnn::testing {
@@ -25,6 +26,7 @@ constexpr char kFaults[] =
     "conv:rank=0:call=2:elem=3:value=7.5;"   // backend forward graph, FP16 NHWC: storage element 3 set to 7.5
     "conv:rank=1:call=0:elem=0:bit=0;"       // another rank: never applied here
     "attn:rank=0:call=1:elem=10:bit=14;"     // the second attention execution: O's element 10, bit 14
+    "attn:rank=0:call=3:elem=400:bit=3;"     // the fourth (a ragged O): its existing element 400, bit 3
     "gemm:rank=0:call=0:elem=0:bit=0";       // another site: never applied by cuDNN
 
 using Desc = cudnnBackendDescriptor_t;
@@ -159,6 +161,28 @@ TEST_F(CudnnFaults, AttentionSiteCountsGraphExecutions) {
     std::memcpy(&first, &outputs[0][e * 2], 2);
     std::memcpy(&second, &outputs[1][e * 2], 2);
     EXPECT_EQ(first ^ second, e == 10 ? 1u << 14 : 0u) << "element " << e;
+  }
+  // Calls 2 and 3: ragged attention whose O starts 8 elements into its buffer (offsets 8 + cumulative length * h *
+  // d). The elements of a ragged tensor are those in [R[0], R[b]), so existing element 400 is storage element 408.
+  RaggedCase c;
+  c.o_lead = 8;
+  std::vector<std::vector<unsigned char>> ragged;
+  for (int run = 0; run < 2; ++run) {
+    RaggedData data(c, 9);
+    BackendGraph g;
+    BuildRaggedFused(&g, c, false);
+    ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+    float scale = c.scale, lowest = 0.0f;
+    ASSERT_EQ(g.Execute(handle_, data.Pack(&scale, &lowest, false)), CUDNN_STATUS_SUCCESS);
+    data.o.Download();
+    for (size_t i = 0; i < static_cast<size_t>(c.o_lead); ++i) EXPECT_TRUE(data.o.untouched(i)) << "lead " << i;
+    ragged.push_back(data.o.bytes());
+  }
+  for (size_t e = 0; e < ragged[0].size() / 2; ++e) {
+    uint16_t first, second;
+    std::memcpy(&first, &ragged[0][e * 2], 2);
+    std::memcpy(&second, &ragged[1][e * 2], 2);
+    EXPECT_EQ(first ^ second, e == 408 ? 1u << 3 : 0u) << "ragged element " << e;
   }
 }
 

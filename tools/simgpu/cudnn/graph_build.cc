@@ -2,10 +2,12 @@
 // boolean intermediates for masks); convolutions in the configurations the legacy API supports; the pointwise
 // modes of graph_kernels.h with operands that broadcast to the output (each dimension equal or 1); ADD, MUL, MIN,
 // MAX and AMAX reductions; FP32-compute matmuls (with M, N, K overrides); Bernoulli and uniform RNG (rng.h);
-// fused SDPA forward without masks, paging or ragged sequences.
+// fused SDPA forward with sequence lengths, without block masks or paging; ragged tensors (graph_model.h) anywhere
+// but in virtual tensors.
 #include "tools/simgpu/cudnn/graph_build.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "tools/simgpu/cudnn/conv.h"
@@ -18,8 +20,10 @@ namespace simgpu::cudnn {
 namespace {
 
 bool SameTensor(const TensorSpec& a, const TensorSpec& b) {
+  const bool same_ragged = a.ragged == nullptr ? b.ragged == nullptr
+                                               : b.ragged != nullptr && a.ragged->uid == b.ragged->uid;
   return a.dtype == b.dtype && a.dims == b.dims && a.strides == b.strides && a.is_virtual == b.is_virtual &&
-         a.by_value == b.by_value;
+         a.by_value == b.by_value && same_ragged;
 }
 
 bool Broadcasts(const TensorSpec& in, const TensorSpec& out) {
@@ -39,6 +43,15 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
   const OpSpec& s = op.spec;
   if (!s.unsupported.empty()) return s.unsupported;
   auto tensor = [&](int i) -> const TensorSpec& { return m.tensors[static_cast<size_t>(i)]; };
+  auto ragged = [&](int i) { return i >= 0 && m.ragged[static_cast<size_t>(i)] >= 0; };
+  bool any_ragged = false;
+  for (const std::vector<int>* list : {&op.inputs, &op.outputs}) {
+    for (int i : *list) any_ragged = any_ragged || ragged(i);
+  }
+  if (any_ragged && s.kind != OpKind::kPointwise && s.kind != OpKind::kReduction && s.kind != OpKind::kMatmul &&
+      s.kind != OpKind::kSdpa) {
+    return "a ragged convolution or RNG operand";
+  }
   switch (s.kind) {
     case OpKind::kConvForward:
     case OpKind::kConvBackwardData:
@@ -69,6 +82,7 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
       if (s.compute != CUDNN_DATA_FLOAT) return "matmul compute type other than FLOAT";
       for (int i : {op.inputs[0], op.inputs[1], op.outputs[0]}) {
         if (!FloatingData(tensor(i).dtype)) return "matmul operand type";
+        if (ragged(i) && tensor(i).dims.size() < 3) return "a ragged matmul operand without batch dimensions";
       }
       for (size_t o = 2; o < op.inputs.size(); ++o) {
         const int i = op.inputs[o];
@@ -129,16 +143,22 @@ void DetectAttention(GraphModel* m) {
 cudnnStatus_t BuildGraphModel(const std::vector<OpSpec>& ops, std::shared_ptr<GraphModel>* out) {
   auto m = std::make_shared<GraphModel>();
   std::map<int64_t, int> by_uid;
-  auto index_of = [&](const TensorSpec& t, int* index) {
+  // Merges t by uid (false when the uid names a different tensor); a ragged tensor's offsets join the graph too.
+  std::function<bool(const TensorSpec&, int*)> index_of = [&](const TensorSpec& t, int* index) {
     auto it = by_uid.find(t.uid);
-    if (it == by_uid.end()) {
-      *index = static_cast<int>(m->tensors.size());
-      by_uid[t.uid] = *index;
-      m->tensors.push_back(t);
-      return true;
+    if (it != by_uid.end()) {
+      *index = it->second;
+      return SameTensor(m->tensors[static_cast<size_t>(it->second)], t);
     }
-    *index = it->second;
-    return SameTensor(m->tensors[static_cast<size_t>(it->second)], t);
+    *index = static_cast<int>(m->tensors.size());
+    by_uid[t.uid] = *index;
+    m->tensors.push_back(t);
+    m->ragged.push_back(-1);
+    if (t.ragged == nullptr) return true;
+    int offsets = -1;
+    if (!index_of(*t.ragged, &offsets)) return false;
+    m->ragged[static_cast<size_t>(*index)] = offsets;
+    return true;
   };
   std::vector<GraphOp> unordered;
   for (const OpSpec& s : ops) {
@@ -202,6 +222,10 @@ cudnnStatus_t BuildGraphModel(const std::vector<OpSpec>& ops, std::shared_ptr<Gr
     if (ElementBytes(spec.dtype) == 0) m->unsupported = "a tensor data type simgpu does not convert";
     if (spec.is_virtual && writer[t] < 0) m->unsupported = "a virtual tensor no operation writes";
     if (spec.by_value && writer[t] >= 0) m->unsupported = "an operation writes a by-value tensor";
+    if (spec.ragged != nullptr && spec.is_virtual) m->unsupported = "a virtual ragged tensor";
+    if (m->ragged[t] >= 0 && m->tensors[static_cast<size_t>(m->ragged[t])].is_virtual) {
+      m->unsupported = "virtual ragged offsets";
+    }
   }
   for (const GraphOp& op : m->ops) {
     if (!m->unsupported.empty()) break;

@@ -74,15 +74,26 @@ ConvProblem MakeConv(const GraphOp& op, const std::vector<const TensorSpec*>& sp
   return p;
 }
 
-void ApplyAttentionFaults(const std::vector<Fault>& faults, const TensorSpec& out, void* data) {
-  const TensorView view = View(out, data);
+// Each fault's elem is an element of the attention output in memory order: for a ragged output, among the
+// elements that exist, by increasing address.
+void ApplyAttentionFaults(const std::vector<Fault>& faults, const Bound& out) {
+  const TensorSpec& spec = *out.spec;
   cudaDataType type = CUDA_R_32F;
-  ToCudaDataType(out.dtype, &type);
+  ToCudaDataType(spec.dtype, &type);
+  std::vector<int64_t> ragged;
+  if (out.ragged != nullptr) ragged = RaggedElementOffsets(out);
   for (const Fault& f : faults) {
-    CheckFaultElement(f, static_cast<uint64_t>(out.Elements()));
-    ApplyElementFault(f, ElementInMemoryOrder(view, static_cast<int>(out.dims.size()), out.dims.data(),
-                                              static_cast<uint64_t>(f.elem)),
-                      type);
+    if (out.ragged == nullptr) {
+      CheckFaultElement(f, static_cast<uint64_t>(spec.Elements()));
+      ApplyElementFault(f, ElementInMemoryOrder(View(spec, out.data), static_cast<int>(spec.dims.size()),
+                                                spec.dims.data(), static_cast<uint64_t>(f.elem)),
+                        type);
+    } else {
+      CheckFaultElement(f, ragged.size());
+      ApplyElementFault(f, static_cast<char*>(out.data) + ragged[static_cast<size_t>(f.elem)] *
+                                                          static_cast<int64_t>(ElementBytes(spec.dtype)),
+                        type);
+    }
   }
 }
 
@@ -103,11 +114,24 @@ void RunGraph(const GraphLaunch& launch) {
       data[t] = scratch[t].data();
     }
   }
+  // Ragged offsets, read from device memory now (the graph runs in stream order after whatever wrote them).
+  std::vector<std::vector<int64_t>> ragged(m.tensors.size());
+  for (size_t t = 0; t < m.tensors.size(); ++t) {
+    const int r = m.ragged[t];
+    if (r < 0) continue;
+    const TensorSpec& offsets = m.tensors[static_cast<size_t>(r)];
+    const int64_t n = m.tensors[t].dims[0] + 1;
+    for (int64_t i = 0; i < n; ++i) {
+      ragged[t].push_back(static_cast<int64_t>(LoadDouble(data[static_cast<size_t>(r)], static_cast<size_t>(i),
+                                                          offsets.dtype)));
+    }
+  }
   auto bound = [&](int t) {
     Bound b;
     if (t >= 0) {
       b.spec = specs[static_cast<size_t>(t)];
       b.data = data[static_cast<size_t>(t)];
+      if (!ragged[static_cast<size_t>(t)].empty()) b.ragged = ragged[static_cast<size_t>(t)].data();
     }
     return b;
   };
@@ -137,15 +161,14 @@ void RunGraph(const GraphLaunch& launch) {
         break;
       case OpKind::kSdpa:
         RunSdpa(bound(op.inputs[0]), bound(op.inputs[1]), bound(op.inputs[2]), bound(op.inputs[3]),
-                bound(op.outputs[0]), bound(op.outputs[1]), matmul_call);
+                bound(op.inputs[4]), bound(op.inputs[5]), bound(op.outputs[0]), bound(op.outputs[1]), matmul_call);
         break;
       case OpKind::kRng:
         RunRng(s.rng, s.rng_seed, bound(op.inputs[0]), bound(op.inputs[1]), bound(op.outputs[0]));
         break;
     }
     if (m.attention && static_cast<int>(i) == m.attention_op && !launch.attn_faults.empty()) {
-      const int out = m.attention_output;
-      ApplyAttentionFaults(launch.attn_faults, m.tensors[static_cast<size_t>(out)], data[static_cast<size_t>(out)]);
+      ApplyAttentionFaults(launch.attn_faults, bound(m.attention_output));
     }
   }
 }

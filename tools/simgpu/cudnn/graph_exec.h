@@ -25,7 +25,8 @@ struct GraphLaunch {
 
 // Runs the operations in order; virtual tensors live in buffers allocated here for the execution. Faults: after
 // a convolution operation writes its output, its conv faults (conv.h, ApplyConvFaults); after the attention
-// operation writes the attention output, the attn faults, each elem an element of that tensor in memory order
+// operation writes the attention output, the attn faults, each elem an element of that tensor in memory order (of
+// a ragged output, among the elements that exist)
 // (an elem outside it stops the process, simgpu::CheckFaultElement).
 void RunGraph(const GraphLaunch& launch);
 

@@ -18,11 +18,33 @@ int64_t Count(const std::vector<int64_t>& dims) {
   return n;
 }
 
-// Offset of the row-major index `idx` of `shape` in tensor t, broadcasting t's dimensions of size 1.
-int64_t BroadcastOffset(const TensorSpec& t, const int64_t* idx) {
-  int64_t off = 0;
-  for (size_t i = 0; i < t.dims.size(); ++i) off += (t.dims[i] == 1 ? 0 : idx[i]) * t.strides[i];
-  return off;
+// An element that does not exist (past a ragged batch's end): reads give +0, writes are dropped.
+constexpr int64_t kAbsent = std::numeric_limits<int64_t>::min();
+
+// Where one batch of a tensor lies: element x of it (an offset from the batch's start, rel included) is at
+// start + rel + x when rel + x < size, else absent. Dense tensors have no size limit.
+struct Span {
+  int64_t start = 0, rel = 0, size = std::numeric_limits<int64_t>::max();
+};
+
+int64_t At(const Span& s, int64_t x) {
+  const int64_t r = s.rel + x;
+  return r < s.size ? s.start + r : kAbsent;
+}
+
+// Batch n (an index along the first dimension) of t.
+Span BatchSpan(const Bound& t, int64_t n) {
+  if (t.ragged == nullptr) return {n * t.spec->strides[0], 0, std::numeric_limits<int64_t>::max()};
+  return {t.ragged[n], 0, t.ragged[n + 1] - t.ragged[n]};
+}
+
+// Offset of the row-major index `idx` (over a shape t broadcasts to: its dimensions of size 1 read index 0) in t.
+int64_t Offset(const Bound& t, const int64_t* idx) {
+  const TensorSpec& s = *t.spec;
+  if (s.dims.empty()) return 0;
+  int64_t rel = 0;
+  for (size_t i = 1; i < s.dims.size(); ++i) rel += (s.dims[i] == 1 ? 0 : idx[i]) * s.strides[i];
+  return At(BatchSpan(t, s.dims[0] == 1 ? 0 : idx[0]), rel);
 }
 
 void Next(const std::vector<int64_t>& shape, int64_t* idx) {
@@ -34,6 +56,7 @@ void Next(const std::vector<int64_t>& shape, int64_t* idx) {
 
 template <typename T>
 T Load(const Bound& t, int64_t off) {
+  if (off == kAbsent) return T(0);
   if constexpr (sizeof(T) == sizeof(double)) {
     return LoadDouble(t.data, static_cast<size_t>(off), t.spec->dtype);
   } else {
@@ -43,6 +66,7 @@ T Load(const Bound& t, int64_t off) {
 
 template <typename T>
 void Store(const Bound& t, int64_t off, T v) {
+  if (off == kAbsent) return;
   if constexpr (sizeof(T) == sizeof(double)) {
     StoreDouble(t.data, static_cast<size_t>(off), t.spec->dtype, v);
   } else {
@@ -153,13 +177,13 @@ void Pointwise(const PointwiseParams& p, T alpha1, T alpha2, const Bound& x, con
   std::vector<int64_t> idx(shape.size(), 0);
   const bool reads_x = p.mode != CUDNN_POINTWISE_GEN_INDEX;
   for (int64_t e = 0; e < n; ++e, Next(shape, idx.data())) {
-    T xv = reads_x ? Load<T>(x, BroadcastOffset(*x.spec, idx.data())) : T(0);
-    T bv = b.spec != nullptr ? Load<T>(b, BroadcastOffset(*b.spec, idx.data())) : T(0);
-    const T tv = t.spec != nullptr ? Load<T>(t, BroadcastOffset(*t.spec, idx.data())) : T(0);
+    T xv = reads_x ? Load<T>(x, Offset(x, idx.data())) : T(0);
+    T bv = b.spec != nullptr ? Load<T>(b, Offset(b, idx.data())) : T(0);
+    const T tv = t.spec != nullptr ? Load<T>(t, Offset(t, idx.data())) : T(0);
     if (alpha1 != T(1)) xv = alpha1 * xv;
     if (alpha2 != T(1)) bv = alpha2 * bv;
     const T index = p.mode == CUDNN_POINTWISE_GEN_INDEX ? static_cast<T>(idx[static_cast<size_t>(p.axis)]) : T(0);
-    Store<T>(y, BroadcastOffset(*y.spec, idx.data()), Apply<T>(p, xv, bv, tv, index));
+    Store<T>(y, Offset(y, idx.data()), Apply<T>(p, xv, bv, tv, index));
   }
 }
 
@@ -178,7 +202,7 @@ void Reduce(cudnnReduceTensorOp_t op, const Bound& x, const Bound& y) {
     std::fill(ii.begin(), ii.end(), 0);
     for (int64_t r = 0; r < ins; ++r, Next(inner, ii.data())) {
       for (size_t i = 0; i < xd.size(); ++i) full[i] = yd[i] == 1 ? ii[i] : oi[i];
-      const T v = Load<T>(x, BroadcastOffset(*x.spec, full.data()));
+      const T v = Load<T>(x, Offset(x, full.data()));
       switch (op) {
         case CUDNN_REDUCE_TENSOR_ADD: acc = acc + v; break;
         case CUDNN_REDUCE_TENSOR_MUL: acc = acc * v; break;
@@ -188,15 +212,18 @@ void Reduce(cudnnReduceTensorOp_t op, const Bound& x, const Bound& y) {
         default: break;
       }
     }
-    Store<T>(y, BroadcastOffset(*y.spec, oi.data()), acc);
+    Store<T>(y, Offset(y, oi.data()), acc);
   }
 }
 
-// Offset of batch index `cb` (C's batch multi-index) in operand t (GQA / broadcast mapping), rows and cols 0.
-int64_t BatchOffset(const TensorSpec& t, const TensorSpec& c, const int64_t* cb) {
-  int64_t off = 0;
-  for (size_t i = 0; i + 2 < t.dims.size(); ++i) off += cb[i] / (c.dims[i] / t.dims[i]) * t.strides[i];
-  return off;
+// The batch of operand t that C's batch multi-index `cb` reads or writes (the GQA / broadcast mapping:
+// C's index c maps to c / (C_i / t_i)), rows and columns 0.
+Span OperandBatch(const Bound& t, const TensorSpec& c, const int64_t* cb) {
+  const TensorSpec& s = *t.spec;
+  if (s.dims.size() < 3) return Span{};  // no batch (graph_build.cc keeps ragged operands to rank >= 3)
+  Span span = BatchSpan(t, cb[0] / (c.dims[0] / s.dims[0]));
+  for (size_t i = 1; i + 2 < s.dims.size(); ++i) span.rel += cb[i] / (c.dims[i] / s.dims[i]) * s.strides[i];
+  return span;
 }
 
 }  // namespace
@@ -205,6 +232,19 @@ bool PointwiseModeSupported(cudnnPointwiseMode_t mode) {
   const int m = static_cast<int>(mode);
   return (m >= 0 && m <= 23) || (m >= 100 && m <= 107) || (m >= 200 && m <= 207) || (m >= 300 && m <= 305) ||
          (m >= 400 && m <= 402) || m == 501 || m == 601;
+}
+
+std::vector<int64_t> RaggedElementOffsets(const Bound& t) {
+  const std::vector<int64_t>& shape = t.spec->dims;
+  const int64_t n = Count(shape);
+  std::vector<int64_t> idx(shape.size(), 0), offsets;
+  for (int64_t e = 0; e < n; ++e, Next(shape, idx.data())) {
+    const int64_t off = Offset(t, idx.data());
+    if (off != kAbsent) offsets.push_back(off);
+  }
+  std::sort(offsets.begin(), offsets.end());
+  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());
+  return offsets;
 }
 
 void RunPointwise(const PointwiseParams& params, double alpha1, double alpha2, const Bound& x, const Bound& b,
@@ -237,22 +277,18 @@ void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call, con
   auto limit = [&](const Bound& o, int64_t whole) {
     if (o.spec == nullptr) return whole;
     std::copy(cb.begin(), cb.end(), full.begin());
-    const int64_t v = static_cast<int64_t>(LoadDouble(o.data, static_cast<size_t>(BroadcastOffset(*o.spec,
-                                                                                                   full.data())),
-                                                      o.spec->dtype));
+    const int64_t v = static_cast<int64_t>(Load<double>(o, Offset(o, full.data())));
     return std::max<int64_t>(0, std::min(whole, v));
   };
   for (int64_t bi = 0; bi < batches; ++bi, Next(batch, cb.data())) {
-    const int64_t ao = BatchOffset(as, cs, cb.data()), bo = BatchOffset(bs, cs, cb.data());
+    const Span ab = OperandBatch(a, cs, cb.data()), bb = OperandBatch(b, cs, cb.data());
+    const Span cbatch = OperandBatch(c, cs, cb.data());
     const int64_t rows = limit(m_override, m), cols = limit(n_override, n), depth = limit(k_override, k);
-    int64_t co = 0;
-    for (size_t i = 0; i + 2 < r; ++i) co += cb[i] * cs.strides[i];
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) {
+        const int64_t out = At(cbatch, i * cs.strides[r - 2] + j * cs.strides[r - 1]);
         if (i >= rows || j >= cols) {
-          if (padding != nullptr) {
-            Store<float>(c, co + i * cs.strides[r - 2] + j * cs.strides[r - 1], static_cast<float>(*padding));
-          }
+          if (padding != nullptr) Store<float>(c, out, static_cast<float>(*padding));
           continue;
         }
         for (int64_t p = 0; p < k; ++p) {
@@ -260,42 +296,52 @@ void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call, con
             prods[static_cast<size_t>(p)] = 0.0f;
             continue;
           }
-          const float av = Load<float>(a, ao + i * as.strides[r - 2] + p * as.strides[r - 1]);
-          const float bv = Load<float>(b, bo + p * bs.strides[r - 2] + j * bs.strides[r - 1]);
+          const float av = Load<float>(a, At(ab, i * as.strides[r - 2] + p * as.strides[r - 1]));
+          const float bv = Load<float>(b, At(bb, p * bs.strides[r - 2] + j * bs.strides[r - 1]));
           prods[static_cast<size_t>(p)] = av * bv;
         }
-        Store<float>(c, co + i * cs.strides[r - 2] + j * cs.strides[r - 1], plan.Sum(prods.data()));
+        Store<float>(c, out, plan.Sum(prods.data()));
       }
     }
   }
 }
 
-void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& o, const Bound& stats,
-             int64_t call) {
+void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& seq_len_q,
+             const Bound& seq_len_kv, const Bound& o, const Bound& stats, int64_t call) {
   const TensorSpec &qs = *q.spec, &ks = *k.spec, &vs = *v.spec, &os = *o.spec;
   const int64_t batch = qs.dims[0], heads = qs.dims[1], sq = qs.dims[2], d = qs.dims[3];
   const int64_t skv = ks.dims[2], dv = vs.dims[3];
   const int64_t k_group = heads / ks.dims[1], v_group = heads / vs.dims[1];
   const float sc = scale.spec != nullptr ? Load<float>(scale, 0) : 1.0f;
+  const float lowest = std::numeric_limits<float>::lowest();
   const AccumPlan qk(AccumFromEnv(), AccumPrecision::kFp32, d, call);
   const AccumPlan pv(AccumFromEnv(), AccumPrecision::kFp32, skv, call);
   std::vector<float> prods(static_cast<size_t>(std::max(d, skv))), s(static_cast<size_t>(skv));
   std::vector<float> p(static_cast<size_t>(skv));
+  // Batch bi's sequence length from a [b, 1, 1, 1] tensor, clamped to [0, whole]; whole when there is none.
+  auto length = [](const Bound& len, int64_t bi, int64_t whole) {
+    if (len.spec == nullptr) return whole;
+    const int64_t v = static_cast<int64_t>(Load<double>(len, bi * len.spec->strides[0]));
+    return std::max<int64_t>(0, std::min(whole, v));
+  };
   for (int64_t bi = 0; bi < batch; ++bi) {
+    const int64_t rows = length(seq_len_q, bi, sq), keys = length(seq_len_kv, bi, skv);
+    const Span qb = BatchSpan(q, bi), kb = BatchSpan(k, bi), vb = BatchSpan(v, bi), ob = BatchSpan(o, bi);
     for (int64_t h = 0; h < heads; ++h) {
-      const int64_t q0 = bi * qs.strides[0] + h * qs.strides[1];
-      const int64_t k0 = bi * ks.strides[0] + (h / k_group) * ks.strides[1];
-      const int64_t v0 = bi * vs.strides[0] + (h / v_group) * vs.strides[1];
-      const int64_t o0 = bi * os.strides[0] + h * os.strides[1];
-      for (int64_t i = 0; i < sq; ++i) {
+      const int64_t q0 = h * qs.strides[1], k0 = (h / k_group) * ks.strides[1], v0 = (h / v_group) * vs.strides[1];
+      const int64_t o0 = h * os.strides[1];
+      for (int64_t i = 0; i < rows; ++i) {
         float mx = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < skv; ++j) {
-          for (int64_t c = 0; c < d; ++c) {
-            const float qv = Load<float>(q, q0 + i * qs.strides[2] + c * qs.strides[3]);
-            const float kv = Load<float>(k, k0 + j * ks.strides[2] + c * ks.strides[3]);
-            prods[static_cast<size_t>(c)] = qv * kv;
+          float sj = lowest;  // a masked key, as the composite graph's padding mask writes it
+          if (j < keys) {
+            for (int64_t c = 0; c < d; ++c) {
+              const float qv = Load<float>(q, At(qb, q0 + i * qs.strides[2] + c * qs.strides[3]));
+              const float kv = Load<float>(k, At(kb, k0 + j * ks.strides[2] + c * ks.strides[3]));
+              prods[static_cast<size_t>(c)] = qv * kv;
+            }
+            sj = qk.Sum(prods.data()) * sc;
           }
-          const float sj = qk.Sum(prods.data()) * sc;
           s[static_cast<size_t>(j)] = sj;
           mx = std::isnan(mx) || mx >= sj ? mx : sj;
         }
@@ -312,13 +358,14 @@ void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale,
         for (int64_t c = 0; c < dv; ++c) {
           for (int64_t j = 0; j < skv; ++j) {
             prods[static_cast<size_t>(j)] =
-                p[static_cast<size_t>(j)] * Load<float>(v, v0 + j * vs.strides[2] + c * vs.strides[3]);
+                j < keys ? p[static_cast<size_t>(j)] * Load<float>(v, At(vb, v0 + j * vs.strides[2] + c * vs.strides[3]))
+                         : 0.0f;
           }
-          Store<float>(o, o0 + i * os.strides[2] + c * os.strides[3], pv.Sum(prods.data()));
+          Store<float>(o, At(ob, o0 + i * os.strides[2] + c * os.strides[3]), pv.Sum(prods.data()));
         }
         if (stats.spec != nullptr) {
           const TensorSpec& ss = *stats.spec;
-          Store<float>(stats, bi * ss.strides[0] + h * ss.strides[1] + i * ss.strides[2], mx + std::log(l));
+          Store<float>(stats, At(BatchSpan(stats, bi), h * ss.strides[1] + i * ss.strides[2]), mx + std::log(l));
         }
       }
     }

@@ -19,26 +19,36 @@
 // Fused SDPA forward (Q [b, h, s_q, d], K [b, h_k, s_kv, d], V [b, h_v, s_kv, d_v]): for each query row, S_j =
 // fl32(Q.K_j) * scale (the dot product as a matmul above; scale 1 when absent), m = max_j S_j, E_j = exp(S_j - m),
 // l = sum_j E_j in order from 0, P_j = E_j / l rounded to Q's type, O = sum_j P_j * V_j as a matmul above,
-// Stats = m + log(l) in FP32. These are the operations, in the order and precision, of the composite graph
-// cudnn-frontend builds for the same attention, whose results are therefore bitwise equal.
+// Stats = m + log(l) in FP32. With sequence lengths (SEQ_LEN_QDESC, SEQ_LEN_KVDESC: NVIDIA's unified engine then
+// applies a padding mask), batch n's rows i >= seq_len_q[n] of O and Stats are not written and its keys
+// j >= seq_len_kv[n] are masked: E_j = 0 and P_j * V_j counts as +0 in the same sums. These are the operations, in
+// the order and precision, of the composite graph cudnn-frontend builds for the same attention (with its padding
+// mask: GEMM overrides and FLOAT's lowest score outside the sequences), whose results are therefore bitwise equal
+// in every element both write.
 #ifndef TTRACE_TOOLS_SIMGPU_CUDNN_GRAPH_KERNELS_H_
 #define TTRACE_TOOLS_SIMGPU_CUDNN_GRAPH_KERNELS_H_
 
 #include <cudnn.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "tools/simgpu/cudnn/graph_model.h"
 
 namespace simgpu::cudnn {
 
-// A tensor bound to memory (data: its element 0).
+// A tensor bound to memory (data: its element 0). A ragged tensor (graph_model.h) also carries its offsets, read
+// from device memory at execution: spec->dims[0] + 1 of them.
 struct Bound {
   const TensorSpec* spec = nullptr;
   void* data = nullptr;
+  const int64_t* ragged = nullptr;
 };
 
 bool PointwiseModeSupported(cudnnPointwiseMode_t mode);
+
+// The element offsets of a ragged tensor's elements that exist (graph_model.h), in increasing order.
+std::vector<int64_t> RaggedElementOffsets(const Bound& t);
 
 // b and t may be absent (spec nullptr).
 void RunPointwise(const PointwiseParams& params, double alpha1, double alpha2, const Bound& x, const Bound& b,
@@ -51,9 +61,9 @@ void RunReduction(cudnnReduceTensorOp_t op, cudnnDataType_t compute, const Bound
 // >= K count as +0.
 void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call, const Bound& m = {},
                const Bound& n = {}, const Bound& k = {}, const double* padding = nullptr);
-// scale and stats may be absent.
-void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& o, const Bound& stats,
-             int64_t call);
+// scale, stats and the sequence lengths may be absent.
+void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& seq_len_q,
+             const Bound& seq_len_kv, const Bound& o, const Bound& stats, int64_t call);
 
 }  // namespace simgpu::cudnn
 

@@ -7,11 +7,20 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace simgpu::cudnn {
 
+// A ragged tensor (CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC: an INT32 or INT64 tensor R of [n + 1, 1, ...] for a tensor
+// whose first dimension is n) packs its batches: element (j, i1, i2, ...) of batch j lies at element offset
+// R[j] + i1 * stride1 + i2 * stride2 + ... from the data pointer; the first dimension's stride is ignored (PyTorch
+// sets it to INT_MAX). Offsets count elements, as NVIDIA's attention samples and tests compute them (the cumulative
+// sequence length times h * d for Q, K, V and O, times h for Stats). Batch j holds only the elements whose offset
+// from R[j] is below R[j + 1] - R[j]: simgpu never reads (they read as +0) or writes the others, the rows past a
+// sequence's length, which on a GPU the padding mask keeps out of every result. R is read at execution and trusted
+// as a GPU kernel trusts it.
 struct TensorSpec {
   int64_t uid = 0;
   cudnnDataType_t dtype = CUDNN_DATA_FLOAT;
@@ -19,6 +28,7 @@ struct TensorSpec {
   bool is_virtual = false;
   bool by_value = false;
   int64_t alignment = 0;
+  std::shared_ptr<const TensorSpec> ragged;  // the ragged offset tensor, null for a dense tensor
   int64_t Elements() const;
   int64_t Extent() const;  // elements spanned: 1 + sum (dim - 1) * stride (0 for an empty tensor)
 };
@@ -60,7 +70,7 @@ enum class OpKind { kConvForward, kConvBackwardData, kConvBackwardFilter, kPoint
 //   kPointwise          inputs {x, b?, t?}       outputs {y}
 //   kReduction          inputs {x}               outputs {y}
 //   kMatmul             inputs {a, b, m?, n?, k?} outputs {c}   (m, n, k: GEMM override tensors)
-//   kSdpa               inputs {q, k, v, scale?} outputs {o, stats?}
+//   kSdpa               inputs {q, k, v, scale?, seq_len_q?, seq_len_kv?} outputs {o, stats?}
 //   kRng                inputs {seed?, offset?}  outputs {y}   (no seed tensor: OpSpec::rng_seed)
 struct OpSpec {
   OpKind kind = OpKind::kPointwise;
@@ -85,7 +95,8 @@ struct GraphOp {
 };
 
 struct GraphModel {
-  std::vector<TensorSpec> tensors;  // one per uid
+  std::vector<TensorSpec> tensors;  // one per uid, ragged offset tensors included
+  std::vector<int> ragged;          // per tensor: the index of its ragged offset tensor, -1 for a dense tensor
   std::vector<GraphOp> ops;         // in an order where every virtual tensor is written before it is read
   // Why simgpu cannot execute this graph (empty: it can). Heuristics return no engine for such a graph.
   std::string unsupported;

@@ -19,7 +19,10 @@
 namespace simgpu::cudnn::testing {
 
 inline size_t Bytes(cudnnDataType_t t) {
-  return t == CUDNN_DATA_DOUBLE ? 8 : t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_INT32 ? 4 : t == CUDNN_DATA_BOOLEAN ? 1 : 2;
+  return t == CUDNN_DATA_DOUBLE || t == CUDNN_DATA_INT64     ? 8
+         : t == CUDNN_DATA_FLOAT || t == CUDNN_DATA_INT32 ? 4
+         : t == CUDNN_DATA_BOOLEAN                        ? 1
+                                                          : 2;
 }
 
 // Unit roundoff of a floating storage type.
@@ -41,6 +44,12 @@ inline void Encode(double v, cudnnDataType_t t, unsigned char* out) {
   } else if (t == CUDNN_DATA_FLOAT) {
     float f = static_cast<float>(v);
     std::memcpy(out, &f, 4);
+  } else if (t == CUDNN_DATA_INT32) {
+    const int32_t i = static_cast<int32_t>(v);
+    std::memcpy(out, &i, 4);
+  } else if (t == CUDNN_DATA_INT64) {
+    const int64_t i = static_cast<int64_t>(v);
+    std::memcpy(out, &i, 8);
   } else {
     uint16_t h = t == CUDNN_DATA_HALF ? ttrace::kernels::FloatToHalf(static_cast<float>(v))
                                       : ttrace::kernels::FloatToBf16(static_cast<float>(v));
@@ -58,6 +67,16 @@ inline double Decode(cudnnDataType_t t, const unsigned char* in) {
     float f;
     std::memcpy(&f, in, 4);
     return f;
+  }
+  if (t == CUDNN_DATA_INT32) {
+    int32_t i;
+    std::memcpy(&i, in, 4);
+    return i;
+  }
+  if (t == CUDNN_DATA_INT64) {
+    int64_t i;
+    std::memcpy(&i, in, 8);
+    return static_cast<double>(i);
   }
   uint16_t h;
   std::memcpy(&h, in, 2);
