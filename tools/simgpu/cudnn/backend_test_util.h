@@ -40,8 +40,10 @@ class BackendGraph {
   }
   static void Finalize(Desc d) { EXPECT_EQ(cudnnBackendFinalize(d), CUDNN_STATUS_SUCCESS); }
 
+  // A tensor; `ragged`, when not null, is its ragged offset descriptor (CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC).
   Desc Tensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
-              const std::vector<int64_t>& strides, bool is_virtual = false, bool by_value = false) {
+              const std::vector<int64_t>& strides, bool is_virtual = false, bool by_value = false,
+              Desc ragged = nullptr) {
     Desc t = Make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
     const int64_t alignment = 16;
     Set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
@@ -51,23 +53,7 @@ class BackendGraph {
     Set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
     Set(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
     Set(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
-    Finalize(t);
-    return t;
-  }
-
-  // A tensor whose ragged offset descriptor (CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC) is `offsets`.
-  Desc RaggedTensor(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims,
-                    const std::vector<int64_t>& strides, Desc offsets) {
-    Desc t = Make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    const int64_t alignment = 16;
-    const bool no = false;
-    Set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-    Set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, static_cast<int64_t>(dims.size()), dims.data());
-    Set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, static_cast<int64_t>(strides.size()), strides.data());
-    Set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    Set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-    Set(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &no);
-    SetDesc(t, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, offsets);
+    if (ragged != nullptr) SetDesc(t, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, ragged);
     Finalize(t);
     return t;
   }
@@ -106,16 +92,23 @@ class BackendGraph {
     return op;
   }
 
-  Desc Matmul(Desc a, Desc b, Desc c) {
-    Desc m = Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+  // c = a b; m, n and k are GEMM override tensors (null: none) and, when padding is not null, the matmul
+  // descriptor's padding value is set.
+  Desc Matmul(Desc a, Desc b, Desc c, Desc m = nullptr, Desc n = nullptr, Desc k = nullptr,
+              const double* padding = nullptr) {
+    Desc mm = Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
     const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    Set(m, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    Finalize(m);
+    Set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (padding != nullptr) Set(mm, CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, padding);
+    Finalize(mm);
     Desc op = Make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-    SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, m);
+    SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
     SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
     SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
     SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
+    if (m != nullptr) SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, m);
+    if (n != nullptr) SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, n);
+    if (k != nullptr) SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, k);
     Finalize(op);
     ops_.push_back(op);
     return op;

@@ -40,8 +40,9 @@ struct TensorSpec {
   bool by_value = false;
   int64_t alignment = 16;
 };
-// Creates and finalizes a tensor descriptor, printing each step's status on one line.
-Desc Tensor(const char* name, const TensorSpec& spec);
+// Creates and finalizes a tensor descriptor, printing each step's status on one line; with `ragged` (not null),
+// sets it as the ragged offset descriptor first and prints that status too.
+Desc Tensor(const char* name, const TensorSpec& spec, Desc ragged = nullptr);
 // Prints the status, count and values of an INT64 attribute read with `requested` elements.
 void GetI64s(Desc d, cudnnBackendAttributeName_t name, const char* label, int64_t requested = 10);
 

@@ -22,7 +22,7 @@ int SetI64(Desc d, cudnnBackendAttributeName_t name, int64_t value) {
 }
 
 // Creates and finalizes a tensor descriptor, printing each step's status on one line.
-Desc Tensor(const char* name, const TensorSpec& s) {
+Desc Tensor(const char* name, const TensorSpec& s, Desc ragged) {
   Desc d = nullptr;
   int c = cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &d);
   int s1 = Set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &s.dtype);
@@ -33,6 +33,12 @@ Desc Tensor(const char* name, const TensorSpec& s) {
   int s5 = SetI64(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, s.alignment);
   int s6 = Set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &s.is_virtual);
   int s7 = Set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &s.by_value);
+  if (ragged != nullptr) {
+    int s8 = SetDesc(d, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, ragged);
+    int f = cudnnBackendFinalize(d);
+    Line("ragged tensor %s: %d %d %d %d %d %d %d %d %d finalize %d", name, c, s1, s2, s3, s4, s5, s6, s7, s8, f);
+    return d;
+  }
   int f = cudnnBackendFinalize(d);
   Line("tensor %s: %d %d %d %d %d %d %d %d finalize %d", name, c, s1, s2, s3, s4, s5, s6, s7, f);
   return d;

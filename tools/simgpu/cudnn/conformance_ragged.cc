@@ -11,23 +11,6 @@
 namespace simgpu::cudnn::conformance {
 namespace {
 
-// A tensor descriptor with a ragged offset descriptor set before finalization (offsets may be null: not set).
-Desc RaggedTensor(const char* name, const TensorSpec& s, Desc offsets) {
-  Desc d = nullptr;
-  int c = cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &d);
-  int s1 = Set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &s.dtype);
-  int s2 = Set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, static_cast<int64_t>(s.dims.size()), s.dims.data());
-  int s3 = Set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, static_cast<int64_t>(s.strides.size()),
-               s.strides.data());
-  int s4 = SetI64(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, s.uid);
-  int s5 = SetI64(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, s.alignment);
-  int s6 = Set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &s.is_virtual);
-  int s7 = offsets ? SetDesc(d, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, offsets) : -1;
-  int f = cudnnBackendFinalize(d);
-  Line("ragged tensor %s: %d %d %d %d %d %d %d %d finalize %d", name, c, s1, s2, s3, s4, s5, s6, s7, f);
-  return d;
-}
-
 // The count query of the ragged offset attribute (reading the descriptor itself back crashes NVIDIA's cuDNN 9.19
 // library, with or without an offset set, so the transcript does not).
 void GetRagged(Desc d, const char* label) {
@@ -53,20 +36,20 @@ void RaggedDescriptors() {
   cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &unfinalized);
   const TensorSpec q = {1, CUDNN_DATA_HALF, {b, h, s, d}, thd};
   std::vector<Desc> made;
-  made.push_back(RaggedTensor("int32", q, off32));
+  made.push_back(Tensor("int32", q, off32));
   GetRagged(made.back(), "int32");
-  made.push_back(RaggedTensor("int64", {2, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off64));
-  made.push_back(RaggedTensor("float offsets", {3, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_float));
-  made.push_back(RaggedTensor("b offsets", {4, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_short));
-  made.push_back(RaggedTensor("1-d offsets", {5, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_flat));
-  made.push_back(RaggedTensor("[1, b+1] offsets", {11, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_row));
-  made.push_back(RaggedTensor("[b+1, 2] offsets", {12, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_wide));
-  made.push_back(RaggedTensor("virtual offsets", {6, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_virtual));
-  made.push_back(RaggedTensor("unfinalized offsets", {7, CUDNN_DATA_HALF, {b, h, s, d}, thd}, unfinalized));
+  made.push_back(Tensor("int64", {2, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off64));
+  made.push_back(Tensor("float offsets", {3, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_float));
+  made.push_back(Tensor("b offsets", {4, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_short));
+  made.push_back(Tensor("1-d offsets", {5, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_flat));
+  made.push_back(Tensor("[1, b+1] offsets", {11, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_row));
+  made.push_back(Tensor("[b+1, 2] offsets", {12, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_wide));
+  made.push_back(Tensor("virtual offsets", {6, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off_virtual));
+  made.push_back(Tensor("unfinalized offsets", {7, CUDNN_DATA_HALF, {b, h, s, d}, thd}, unfinalized));
   // (A descriptor of another type as the offsets makes NVIDIA's library throw std::bad_alloc: not in the transcript.)
-  made.push_back(RaggedTensor("virtual ragged", {9, CUDNN_DATA_FLOAT, {b, h, s, d}, thd, true}, off32));
-  made.push_back(RaggedTensor("same uid", {100, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off32));
-  made.push_back(RaggedTensor("plain", {10, CUDNN_DATA_HALF, {b, h, s, d}, {h * s * d, s * d, d, 1}}, nullptr));
+  made.push_back(Tensor("virtual ragged", {9, CUDNN_DATA_FLOAT, {b, h, s, d}, thd, true}, off32));
+  made.push_back(Tensor("same uid", {100, CUDNN_DATA_HALF, {b, h, s, d}, thd}, off32));
+  made.push_back(Tensor("plain", {10, CUDNN_DATA_HALF, {b, h, s, d}, {h * s * d, s * d, d, 1}}));
   GetRagged(made.back(), "plain");
   // Setting after finalization, and on a finalized ragged tensor.
   T(SetDesc(made.front(), CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, off64));
@@ -92,11 +75,11 @@ void FusedRaggedAttention() {
   Desc seq_i64 = Tensor("seq_q int64", {34, CUDNN_DATA_INT64, {b, 1, 1, 1}, {1, 1, 1, 1}});
   Desc seq_flat = Tensor("seq_q 1-d", {35, CUDNN_DATA_INT32, {b}, {1}});
   Desc seq_one = Tensor("seq_q [1,1,1,1]", {36, CUDNN_DATA_INT32, {1, 1, 1, 1}, {1, 1, 1, 1}});
-  Desc q = RaggedTensor("q", {1, CUDNN_DATA_HALF, {b, h, s, d}, {INT_MAX, d, h * d, 1}}, q_off);
-  Desc k = RaggedTensor("k", {2, CUDNN_DATA_HALF, {b, hk, skv, d}, {INT_MAX, d, hk * d, 1}}, kv_off);
-  Desc v = RaggedTensor("v", {3, CUDNN_DATA_HALF, {b, hk, skv, d}, {INT_MAX, d, hk * d, 1}}, kv_off);
-  Desc o = RaggedTensor("o", {4, CUDNN_DATA_HALF, {b, h, s, d}, {INT_MAX, d, h * d, 1}}, o_off);
-  Desc stats = RaggedTensor("stats", {5, CUDNN_DATA_FLOAT, {b, h, s, 1}, {h * s, 1, h, 1}}, stats_off);
+  Desc q = Tensor("q", {1, CUDNN_DATA_HALF, {b, h, s, d}, {INT_MAX, d, h * d, 1}}, q_off);
+  Desc k = Tensor("k", {2, CUDNN_DATA_HALF, {b, hk, skv, d}, {INT_MAX, d, hk * d, 1}}, kv_off);
+  Desc v = Tensor("v", {3, CUDNN_DATA_HALF, {b, hk, skv, d}, {INT_MAX, d, hk * d, 1}}, kv_off);
+  Desc o = Tensor("o", {4, CUDNN_DATA_HALF, {b, h, s, d}, {INT_MAX, d, h * d, 1}}, o_off);
+  Desc stats = Tensor("stats", {5, CUDNN_DATA_FLOAT, {b, h, s, 1}, {h * s, 1, h, 1}}, stats_off);
   Desc scale = Tensor("scale", {6, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true});
   auto make = [&](const char* name, Desc sq, Desc skv_desc, bool with_stats) {
     Desc op = nullptr;
@@ -141,7 +124,7 @@ void RaggedMatmul() {
   Section("backend matmul with a ragged operand");
   const int64_t b = 3, h = 2, s = 8, skv = 6, d = 16;
   Desc off = Tensor("offsets", {40, CUDNN_DATA_INT32, {b + 1, 1, 1, 1}, {1, 1, 1, 1}});
-  Desc a = RaggedTensor("a", {41, CUDNN_DATA_HALF, {b, h, s, d}, {INT_MAX, d, h * d, 1}}, off);
+  Desc a = Tensor("a", {41, CUDNN_DATA_HALF, {b, h, s, d}, {INT_MAX, d, h * d, 1}}, off);
   Desc bt = Tensor("b", {42, CUDNN_DATA_HALF, {b, h, d, skv}, {h * d * skv, d * skv, 1, d}});
   Desc c = Tensor("c", {43, CUDNN_DATA_FLOAT, {b, h, s, skv}, {h * s * skv, s * skv, skv, 1}, true});
   Desc mm = nullptr;

@@ -156,16 +156,16 @@ inline RaggedDescs RaggedTensors(BackendGraph* g, const RaggedCase& c, bool with
   const int64_t b = c.b(), h = c.h, hk = c.hk, d = c.d;
   auto offsets = [&](int64_t uid) { return g->Tensor(uid, c.offsets, {b + 1, 1, 1, 1}, ones); };
   RaggedDescs t{};
-  t.q = g->RaggedTensor(kQ, c.io, {b, h, c.max_q, d}, {INT_MAX, d, h * d, 1}, offsets(kRagQ));
+  t.q = g->Tensor(kQ, c.io, {b, h, c.max_q, d}, {INT_MAX, d, h * d, 1}, false, false, offsets(kRagQ));
   const cudnnBackendDescriptor_t rk = offsets(kRagK);
-  t.k = g->RaggedTensor(kK, c.io, {b, hk, c.max_kv, d}, {INT_MAX, d, hk * d, 1}, rk);
+  t.k = g->Tensor(kK, c.io, {b, hk, c.max_kv, d}, {INT_MAX, d, hk * d, 1}, false, false, rk);
   // K transposed, as cudnn-frontend's composite graph reads it (it swaps K's last two dimensions and strides in
   // place, keeping the uid; a graph uses k or kt, never both).
-  t.kt = g->RaggedTensor(kK, c.io, {b, hk, d, c.max_kv}, {INT_MAX, d, 1, hk * d}, rk);
-  t.v = g->RaggedTensor(kV, c.io, {b, hk, c.max_kv, d}, {INT_MAX, d, hk * d, 1}, offsets(kRagV));
-  t.o = g->RaggedTensor(kO, c.io, {b, h, c.max_q, d}, {INT_MAX, d, h * d, 1}, offsets(kRagO));
-  t.stats = with_stats ? g->RaggedTensor(kStats, CUDNN_DATA_FLOAT, {b, h, c.max_q, 1}, {h * c.max_q, 1, h, 1},
-                                         offsets(kRagStats))
+  t.kt = g->Tensor(kK, c.io, {b, hk, d, c.max_kv}, {INT_MAX, d, 1, hk * d}, false, false, rk);
+  t.v = g->Tensor(kV, c.io, {b, hk, c.max_kv, d}, {INT_MAX, d, hk * d, 1}, false, false, offsets(kRagV));
+  t.o = g->Tensor(kO, c.io, {b, h, c.max_q, d}, {INT_MAX, d, h * d, 1}, false, false, offsets(kRagO));
+  t.stats = with_stats ? g->Tensor(kStats, CUDNN_DATA_FLOAT, {b, h, c.max_q, 1}, {h * c.max_q, 1, h, 1}, false,
+                                   false, offsets(kRagStats))
                        : nullptr;
   t.scale = g->Tensor(kScale, CUDNN_DATA_FLOAT, ones, ones, false, true);
   t.seq_q = g->Tensor(kSeqQ, CUDNN_DATA_INT32, {b, 1, 1, 1}, ones);

@@ -175,25 +175,6 @@ TEST_F(CudnnRng, SeedAndOffsetMustBeScalars) {
   EXPECT_EQ(cudnnBackendFinalize(bad), CUDNN_STATUS_BAD_PARAM);
 }
 
-// c = a b with GEMM override tensors (null: none) and, when padding is not null, that padding value.
-void MatmulWithOverrides(BackendGraph* g, Desc a, Desc b, Desc c, Desc m, Desc n, Desc k, const double* padding) {
-  Desc mm = g->Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-  const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-  BackendGraph::Set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-  if (padding != nullptr) BackendGraph::Set(mm, CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, padding);
-  BackendGraph::Finalize(mm);
-  Desc op = g->Make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-  BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
-  BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
-  BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
-  BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
-  if (m != nullptr) BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, m);
-  if (n != nullptr) BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, n);
-  if (k != nullptr) BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, k);
-  BackendGraph::Finalize(op);
-  g->AddOperation(op);
-}
-
 TEST_F(CudnnRng, MatmulOverridesAndPadding) {
   // Per batch: M, N and K overrides; integers, so every order of summation is exact.
   const std::vector<int32_t> m_over = {2, 3}, n_over = {5, 1}, k_over = {4, 2};
@@ -218,7 +199,7 @@ TEST_F(CudnnRng, MatmulOverridesAndPadding) {
     Desc md = g.Tensor(4, CUDNN_DATA_INT32, od, os), nd = g.Tensor(5, CUDNN_DATA_INT32, od, os),
          kd = g.Tensor(6, CUDNN_DATA_INT32, od, os);
     const double pad = -3.0;
-    MatmulWithOverrides(&g, ad, bd, cd, md, nd, kd, padded ? &pad : nullptr);
+    g.Matmul(ad, bd, cd, md, nd, kd, padded ? &pad : nullptr);
     Tensor c(CUDNN_DATA_FLOAT, {2, 3, 5}, {15, 5, 1});
     for (size_t i = 0; i < c.size(); ++i) c.Set(i, kUnwritten);
     c.Upload();
@@ -276,7 +257,7 @@ void BuildAttention(BackendGraph* g, const Shape& s, cudnnDataType_t io, double 
   Desc seq_q = masks ? g->Tensor(11, CUDNN_DATA_INT32, bl, kOnes) : nullptr;
   Desc seq_kv = masks ? g->Tensor(12, CUDNN_DATA_INT32, bl, kOnes) : nullptr;
   const double zero = 0.0;
-  MatmulWithOverrides(g, q, kt, s1, seq_q, seq_kv, nullptr, masks ? &zero : nullptr);
+  g->Matmul(q, kt, s1, seq_q, seq_kv, nullptr, masks ? &zero : nullptr);
   g->Pointwise(CUDNN_POINTWISE_MUL, s1, scale, s2);
   if (masks) {
     const std::vector<int64_t> bd = {1, s.h, s.sq, s.skv};
@@ -304,7 +285,7 @@ void BuildAttention(BackendGraph* g, const Shape& s, cudnnDataType_t io, double 
   if (keep < 0) {
     Desc p = g->Tensor(112, io, sd, ss, true);
     g->Pointwise(CUDNN_POINTWISE_DIV, ex, sum, p);
-    MatmulWithOverrides(g, p, v, o, seq_q, nullptr, seq_kv, nullptr);
+    g->Matmul(p, v, o, seq_q, nullptr, seq_kv, nullptr);
     return;
   }
   Desc p = g->Tensor(112, CUDNN_DATA_FLOAT, sd, ss, true);
@@ -317,7 +298,7 @@ void BuildAttention(BackendGraph* g, const Shape& s, cudnnDataType_t io, double 
   AddBernoulli(g, keep, seed, 0, offset, mask);
   g->Pointwise(CUDNN_POINTWISE_MUL, p, mask, dropped);
   g->Pointwise(CUDNN_POINTWISE_MUL, dropped, inv_keep, pd);
-  MatmulWithOverrides(g, pd, v, o, seq_q, nullptr, seq_kv, nullptr);
+  g->Matmul(pd, v, o, seq_q, nullptr, seq_kv, nullptr);
 }
 
 std::vector<double> RunAttention(cudnnHandle_t handle, const Shape& s, cudnnDataType_t io, double keep,

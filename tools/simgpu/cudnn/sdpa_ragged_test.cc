@@ -42,26 +42,9 @@ void BuildRaggedComposite(BackendGraph* g, const RaggedCase& c, bool with_stats)
   auto virt = [&](int64_t uid, cudnnDataType_t type, bool row) {
     return g->Tensor(uid, type, row ? rd : sd, row ? rs : ss, true);
   };
-  auto matmul = [&](Desc a, Desc bm, Desc out, Desc m, Desc n, Desc k, const double* padding) {
-    Desc mm = g->Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    BackendGraph::Set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    if (padding != nullptr) BackendGraph::Set(mm, CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, padding);
-    BackendGraph::Finalize(mm);
-    Desc op = g->Make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
-    BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm);
-    BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
-    BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, bm);
-    BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, out);
-    if (m != nullptr) BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, m);
-    if (n != nullptr) BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, n);
-    if (k != nullptr) BackendGraph::SetDesc(op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, k);
-    BackendGraph::Finalize(op);
-    g->AddOperation(op);
-  };
   const double zero = 0.0;
   Desc s1 = virt(101, CUDNN_DATA_FLOAT, false), s2 = virt(102, CUDNN_DATA_FLOAT, false);
-  matmul(t.q, t.kt, s1, t.seq_q, t.seq_kv, nullptr, &zero);
+  g->Matmul(t.q, t.kt, s1, t.seq_q, t.seq_kv, nullptr, &zero);
   g->Pointwise(CUDNN_POINTWISE_MUL, s1, t.scale, s2);
   Desc lowest = g->Tensor(kLowest, CUDNN_DATA_FLOAT, ones, ones, false, true);
   Desc row = virt(121, CUDNN_DATA_INT32, false), col = virt(122, CUDNN_DATA_INT32, false);
@@ -81,7 +64,7 @@ void BuildRaggedComposite(BackendGraph* g, const RaggedCase& c, bool with_stats)
   g->Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
   g->Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum);
   g->Pointwise(CUDNN_POINTWISE_DIV, ex, sum, p);
-  matmul(p, t.v, t.o, t.seq_q, nullptr, t.seq_kv, nullptr);
+  g->Matmul(p, t.v, t.o, t.seq_q, nullptr, t.seq_kv);
   if (with_stats) {
     Desc lg = virt(130, CUDNN_DATA_FLOAT, true);
     g->Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
@@ -281,20 +264,8 @@ TEST_F(CudnnRagged, UnsupportedAndMissingOffsets) {
     const RaggedDescs t = RaggedTensors(&g, c, false);
     const std::vector<int64_t> ones = {1, 1, 1, 1};
     Desc off = g.Tensor(90, CUDNN_DATA_INT32, {c.b() + 1, 1, 1, 1}, ones);
-    Desc virt = g.Make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    const cudnnDataType_t f = CUDNN_DATA_FLOAT;
     const std::vector<int64_t> dims = {c.b(), c.h, c.max_q, c.max_kv};
-    const std::vector<int64_t> strides = {INT_MAX, c.max_kv, c.h * c.max_kv, 1};
-    const int64_t uid = 91, align = 16;
-    const bool yes = true;
-    BackendGraph::Set(virt, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f);
-    BackendGraph::Set(virt, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
-    BackendGraph::Set(virt, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
-    BackendGraph::Set(virt, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    BackendGraph::Set(virt, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align);
-    BackendGraph::Set(virt, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &yes);
-    BackendGraph::SetDesc(virt, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, off);
-    BackendGraph::Finalize(virt);
+    Desc virt = g.Tensor(91, CUDNN_DATA_FLOAT, dims, {INT_MAX, c.max_kv, c.h * c.max_kv, 1}, true, false, off);
     g.Matmul(t.q, t.kt, virt);
     Desc out = g.Tensor(92, CUDNN_DATA_FLOAT, dims, {c.h * c.max_q * c.max_kv, c.max_q * c.max_kv, c.max_kv, 1});
     g.Pointwise(CUDNN_POINTWISE_IDENTITY, virt, nullptr, out);
