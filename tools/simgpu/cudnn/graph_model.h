@@ -20,7 +20,9 @@ namespace simgpu::cudnn {
 // sequence length times h * d for Q, K, V and O, times h for Stats). Batch j holds only the elements whose offset
 // from R[j] is below R[j + 1] - R[j]: simgpu never reads (they read as +0) or writes the others, the rows past a
 // sequence's length, which on a GPU the padding mask keeps out of every result. R is read at execution and trusted
-// as a GPU kernel trusts it.
+// as a GPU kernel trusts it. Unverified on a GPU: when the offsets leave unused elements between sequences (PyTorch
+// packs them with none), the rows past seq_len_q inside a sequence's extent are written by the composite attention
+// graph's pointwise Stats operations (the padding mask's values) and left alone by the fused operation.
 struct TensorSpec {
   int64_t uid = 0;
   cudnnDataType_t dtype = CUDNN_DATA_FLOAT;
