@@ -1,8 +1,10 @@
 // The drain thread of CaptureEngine: the only writer of the sink. Woken by a batch of records, a finished copy, a
-// flush request or its flush tick, it writes the records that are in order, finishes tensors in ring order (one
-// cudaEventSynchronize on our own event each), and flushes the sink at every tick (flush_ms), so that a killed
-// process leaves a stream readable up to about its last flush_ms.
+// flush request or its flush tick, it writes the records that are in order, finishes tensors in ring order (a wait
+// on our own event each, WaitCopy), and flushes the sink at every tick (flush_ms), so that a killed process leaves
+// a stream readable up to about its last flush_ms.
+#include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "shim/capture_engine.h"
 
@@ -87,14 +89,34 @@ void CaptureEngine::WriteRecords(std::vector<QueuedRecord>* records) {
   records->clear();
 }
 
+// Polls rather than blocking in cudaEventSynchronize, which could not be given up: 50 us sleeps doubling to 2 ms
+// (a copy already done costs one query; one still running is noticed within 2 ms of its end).
+cudaError_t CaptureEngine::WaitCopy(cudaEvent_t event) {
+  auto pause = std::chrono::microseconds(50);
+  while (true) {
+    const cudaError_t e = cudart_->EventQuery(event);
+    if (e != cudaErrorNotReady) return e;
+    const int64_t deadline = exit_deadline_.load(std::memory_order_relaxed);
+    if (deadline != 0 && Clock::now().time_since_epoch().count() >= deadline) return cudaErrorNotReady;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+}
+
 void CaptureEngine::WriteTensor(const TensorItem& item) {
   if (item.state != CopyState::kReady) {
     // The capturing thread already noted the drop. Copies queued before the failed one may still be writing
-    // into the item's ring space: wait for them before it is handed back.
-    if (item.event != nullptr) cudart_->EventSynchronize(item.event);
+    // into the item's ring space: wait for them before it is handed back (at exit, no longer than exit_wait_ms:
+    // nothing reuses the ring then).
+    if (item.event != nullptr) WaitCopy(item.event);
     return;
   }
-  const cudaError_t e = cudart_->EventSynchronize(item.event);
+  const cudaError_t e = WaitCopy(item.event);
+  if (e == cudaErrorNotReady) {
+    Drop(item.seq, "the device had not finished copying this tensor " + std::to_string(config_.exit_wait_ms) +
+                       " ms after exit began (TTRACE_EXIT_WAIT_MS): its stream is still busy or hung");
+    return;
+  }
   if (e != cudaSuccess) {
     Drop(item.seq, "waiting for the device-to-host copy failed: " + CudaErrorText(cudart_, e));
     return;

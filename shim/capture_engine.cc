@@ -24,6 +24,7 @@ EngineConfig EngineConfigFromOptions(const Options& options) {
   c.max_tensor_bytes = static_cast<size_t>(options.max_tensor_mb) << 20;
   c.ring_wait_ms = static_cast<int>(options.ring_wait_ms);
   c.flush_ms = options.flush_ms > 0 ? static_cast<int>(options.flush_ms) : 1;
+  c.exit_wait_ms = options.exit_wait_ms > 0 ? static_cast<int>(options.exit_wait_ms) : 0;
   return c;
 }
 
@@ -260,6 +261,7 @@ void CaptureEngine::Shutdown() {
     stop_ = true;
     joined_ = true;
   }
+  exit_deadline_.store((Clock::now() + std::chrono::milliseconds(config_.exit_wait_ms)).time_since_epoch().count());
   tensors_on_.store(false);
   work_cv_.notify_all();
   space_cv_.notify_all();

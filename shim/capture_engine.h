@@ -7,8 +7,10 @@
 // Tensors. CaptureTensor() enqueues, on the op's own stream, cudaMemcpyAsync device-to-host into a bounded pinned
 // ring (allocated once, at the first capture) and records an event after it: the copy sees exactly what the stream
 // has done before it, and the application's streams are never synchronized. The drain thread waits for the
-// event (cudaEventSynchronize on our own event), packs the staged region densely (tensor_pack.h) and writes a
-// TensorRecord. Tensor records follow their op's record in no fixed order: readers join by seq.
+// event (polling cudaEventQuery on our own event, so that the wait can end), packs the staged region densely
+// (tensor_pack.h) and writes a TensorRecord. Tensor records follow their op's record in no fixed order: readers
+// join by seq. At exit the wait is bounded by exit_wait_ms: a copy the device has not finished by then (a stream
+// still busy, or hung, as a collective whose peer died is) loses its payload with a notice, and the process exits.
 // When the ring is full a call waits up to ring_wait_ms, then drops the payload: it is counted, a NoticeRecord
 // says which op lost it, and stderr says so once.
 //
@@ -50,6 +52,7 @@ struct EngineConfig {
   size_t max_tensor_bytes = 128u << 20;
   int ring_wait_ms = 200;
   int flush_ms = 1000;
+  int exit_wait_ms = 3000;  // TTRACE_EXIT_WAIT_MS
   // Called once, from the drain thread, when the sink fails; records are discarded from then on.
   std::function<void(const std::string& why)> on_failure;
 };
@@ -128,6 +131,9 @@ class CaptureEngine {
   void FinalDrain(std::unique_lock<std::mutex>& lock);
   void WriteRecords(std::vector<QueuedRecord>* records);
   void WriteTensor(const TensorItem& item);
+  // Waits for one of our copy events: cudaSuccess, the copy's error, or cudaErrorNotReady when exit began and
+  // exit_wait_ms has passed since.
+  cudaError_t WaitCopy(cudaEvent_t event);
   bool Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
               size_t payload_bytes);
   void SinkFailed();
@@ -163,6 +169,7 @@ class CaptureEngine {
   std::unique_ptr<char[]> payload_;  // drain thread: a packed tensor (not zero-filled on growth)
   size_t payload_capacity_ = 0;
   bool sink_failed_ = false;       // drain thread
+  std::atomic<int64_t> exit_deadline_{0};  // Clock ticks; 0 until Shutdown begins
   std::thread drain_;
 };
 

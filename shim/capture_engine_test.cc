@@ -54,11 +54,11 @@ cudaError_t FakeEventRecord(cudaEvent_t, cudaStream_t) {
   ++g_event_records;
   return cudaSuccess;
 }
-cudaError_t FakeEventSynchronize(cudaEvent_t) {
+// Events complete while the gate is open; g_event_syncs counts the queries.
+cudaError_t FakeEventQuery(cudaEvent_t) {
   ++g_event_syncs;
-  std::unique_lock<std::mutex> lock(g_gate_mu);
-  g_gate_cv.wait(lock, [] { return g_gate_open; });
-  return cudaSuccess;
+  std::lock_guard<std::mutex> lock(g_gate_mu);
+  return g_gate_open ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t FakeEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<int*>(e);
@@ -78,7 +78,7 @@ CudartApi FakeCudart() {
   api.FreeHost = FakeFreeHost;
   api.EventCreateWithFlags = FakeEventCreate;
   api.EventRecord = FakeEventRecord;
-  api.EventSynchronize = FakeEventSynchronize;
+  api.EventQuery = FakeEventQuery;
   api.EventDestroy = FakeEventDestroy;
   api.GetLastError = FakeGetLastError;
   api.PeekAtLastError = FakePeekAtLastError;
@@ -294,6 +294,38 @@ TEST_F(CaptureEngineTest, FailedCopyDropsAndClearsItsOwnError) {
   EXPECT_EQ(OfType(all, RecordType::kNotice)[0].As<format::NoticeRecord>().seq, 3u);
   ASSERT_EQ(OfType(all, RecordType::kTensor).size(), 1u);
   EXPECT_EQ(OfType(all, RecordType::kTensor)[0].As<format::TensorRecord>().seq, 4u);
+}
+
+// A copy the device never finishes (a hung stream) holds Shutdown for exit_wait_ms, not forever: its payload is
+// dropped with a notice naming the op, and what was finished before it is written.
+TEST_F(CaptureEngineTest, ExitDoesNotWaitForeverForAHungCopy) {
+  EngineConfig c = Full();
+  c.exit_wait_ms = 300;
+  auto engine = Make(c);
+  std::vector<float> m(64, 1.5f);
+  const CaptureEngine::Slot s0 = engine->Reserve(true);
+  engine->CaptureTensor(s0.seq, nullptr, Matrix(m, 8, 8, 8, format::TensorSlot::kA));
+  engine->Publish(s0.ticket, RecordType::kGemm, Gemm(s0.seq, 1));
+  ASSERT_TRUE(engine->FlushAndWait(5000));
+  SetGate(false);  // from now on no copy completes
+  const CaptureEngine::Slot s1 = engine->Reserve(true);
+  engine->CaptureTensor(s1.seq, nullptr, Matrix(m, 8, 8, 8, format::TensorSlot::kB));
+  engine->Publish(s1.ticket, RecordType::kGemm, Gemm(s1.seq, 1));
+  const auto t0 = std::chrono::steady_clock::now();
+  engine->Shutdown();
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(waited, std::chrono::milliseconds(250));
+  EXPECT_LT(waited, std::chrono::milliseconds(3000));
+  EXPECT_EQ(engine->stats().dropped, 1u);
+  std::vector<Read> all = ReadAll(path_);
+  ASSERT_EQ(OfType(all, RecordType::kGemm).size(), 2u);
+  std::vector<Read> tensors = OfType(all, RecordType::kTensor);
+  ASSERT_EQ(tensors.size(), 1u);
+  EXPECT_EQ(tensors[0].As<format::TensorRecord>().seq, s0.seq);
+  std::vector<Read> notices = OfType(all, RecordType::kNotice);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0].As<format::NoticeRecord>().seq, s1.seq);
+  EXPECT_NE(notices[0].payload.find("TTRACE_EXIT_WAIT_MS"), std::string::npos) << notices[0].payload;
 }
 
 // Batch 0's copy is queued, batch 1's fails: the drain must still wait for batch 0's copy before it hands the

@@ -19,7 +19,7 @@ TTRACE_CHECK_CUDART_TYPE(HostAlloc, cudaHostAlloc);
 TTRACE_CHECK_CUDART_TYPE(FreeHost, cudaFreeHost);
 TTRACE_CHECK_CUDART_TYPE(EventCreateWithFlags, cudaEventCreateWithFlags);
 TTRACE_CHECK_CUDART_TYPE(EventRecord, cudaEventRecord);
-TTRACE_CHECK_CUDART_TYPE(EventSynchronize, cudaEventSynchronize);
+TTRACE_CHECK_CUDART_TYPE(EventQuery, cudaEventQuery);
 TTRACE_CHECK_CUDART_TYPE(EventDestroy, cudaEventDestroy);
 TTRACE_CHECK_CUDART_TYPE(GetLastError, cudaGetLastError);
 TTRACE_CHECK_CUDART_TYPE(PeekAtLastError, cudaPeekAtLastError);
@@ -63,7 +63,7 @@ Resolved Resolve() {
   ok &= Bind(&r.api.FreeHost, "cudaFreeHost", &r.missing);
   ok &= Bind(&r.api.EventCreateWithFlags, "cudaEventCreateWithFlags", &r.missing);
   ok &= Bind(&r.api.EventRecord, "cudaEventRecord", &r.missing);
-  ok &= Bind(&r.api.EventSynchronize, "cudaEventSynchronize", &r.missing);
+  ok &= Bind(&r.api.EventQuery, "cudaEventQuery", &r.missing);
   ok &= Bind(&r.api.EventDestroy, "cudaEventDestroy", &r.missing);
   ok &= Bind(&r.api.GetLastError, "cudaGetLastError", &r.missing);
   ok &= Bind(&r.api.PeekAtLastError, "cudaPeekAtLastError", &r.missing);

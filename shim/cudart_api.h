@@ -22,7 +22,7 @@ struct CudartApi {
   cudaError_t (*FreeHost)(void* ptr);
   cudaError_t (*EventCreateWithFlags)(cudaEvent_t* event, unsigned int flags);
   cudaError_t (*EventRecord)(cudaEvent_t event, cudaStream_t stream);
-  cudaError_t (*EventSynchronize)(cudaEvent_t event);
+  cudaError_t (*EventQuery)(cudaEvent_t event);
   cudaError_t (*EventDestroy)(cudaEvent_t event);
   cudaError_t (*GetLastError)();
   cudaError_t (*PeekAtLastError)();

@@ -358,6 +358,36 @@ TEST(ShimIntegrationTest, CommDestroyFlushesBeforeAKill) {
   EXPECT_EQ(TensorsByKey(trace).size(), TensorsByKey(dump).size());
 }
 
+// A process whose stream never finishes (blocked for 10 minutes) returns from main with a GEMM queued behind it:
+// the shim waits TTRACE_EXIT_WAIT_MS for that GEMM's copies, drops their payloads with notices and lets the
+// process exit; everything before is in the trace.
+TEST(ShimIntegrationTest, ExitIsNotHeldByAHungStream) {
+  ScratchDir scratch;
+  const std::string traces = scratch / "traces";
+  RunResult r;
+  const std::vector<DumpEntry> dump =
+      RunSingle(scratch, "hung", Preloaded(kSimgpu, traces, {{"TTRACE_EXIT_WAIT_MS", "500"}, {"RANK", "0"}}),
+                {"--hang-at-exit"}, &r);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(r.seconds, 60.0);
+  ASSERT_EQ(ListDir(traces), (std::vector<std::string>{"rank-0.ttr"}));
+  const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-0.ttr");
+  std::vector<DumpEntry> calls = Select(trace, false);
+  ASSERT_FALSE(calls.empty());
+  calls.pop_back();  // the GEMM queued behind the hang, which the program does not dump
+  ExpectSameCalls(Select(dump, false), calls, "hung");
+  uint64_t last = 0;
+  for (const DumpEntry& e : trace)
+    if (e.type == RecordType::kGemm) last = std::max(last, e.As<format::GemmRecord>().seq);
+  EXPECT_EQ(TensorsByKey(trace).size(), TensorsByKey(dump).size()) << "every payload before the hang";
+  const std::vector<DumpEntry> notices = Notices(trace);
+  ASSERT_GE(notices.size(), 2u) << "A and B of the last GEMM at least";
+  for (const DumpEntry& n : notices) {
+    EXPECT_EQ(n.As<format::NoticeRecord>().seq, last);
+    EXPECT_NE(n.payload.find("TTRACE_EXIT_WAIT_MS"), std::string::npos) << n.payload;
+  }
+}
+
 TEST(ShimIntegrationTest, TinyBufferDropsPayloadsWithNoticesAndKeepsResults) {
   ScratchDir scratch;
   const std::string traces = scratch / "traces";

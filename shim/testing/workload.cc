@@ -12,6 +12,8 @@
 // --fork: afterwards a forked child calls cuBLAS (the shim must pass it through and write nothing).
 // --kill-after-destroy: SIGKILL itself right after ncclCommDestroy (no exit handlers run).
 // --time: print the wall time of the iterations ("loop_seconds=S") on stdout, for overhead measurements.
+// --hang-at-exit: afterwards blocks its stream for 10 minutes (a host function, as a collective waiting for a dead
+// peer would), queues one more Sgemm behind it and returns from main without synchronizing.
 // Built against the real headers and linked to the toolkit's shared libraries, like any application.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -241,7 +243,8 @@ ncclUniqueId Rendezvous(const std::string& dir, int rank) {
   Die("waiting for the NCCL unique id", 0);
 }
 
-int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, bool kill_after_destroy, bool timed) {
+int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, bool kill_after_destroy, bool timed,
+             bool hang_at_exit) {
   const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1), device = EnvInt("LOCAL_RANK", 0);
   CHECK_CUDA(cudaSetDevice(device));
   cudaStream_t s;
@@ -378,6 +381,14 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
   if (timed)
     printf("loop_seconds=%.6f\n",
            std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count());
+  if (hang_at_exit) {
+    float* buf = nullptr;
+    CHECK_CUDA(cudaMalloc(&buf, 48 * sizeof(float)));
+    CHECK_CUDA(cudaLaunchHostFunc(s, [](void*) { sleep(600); }, nullptr));
+    const float one = 1.0f, zero = 0.0f;
+    CHECK_CUBLAS(cublasSgemm(h, N, N, 4, 4, 4, &one, buf, 4, buf + 16, 4, &zero, buf + 32, 4));
+    return 0;
+  }
   CHECK_NCCL(ncclCommDestroy(comm));
   ExpectCommDestroy(comm);
   if (kill_after_destroy) {
@@ -438,7 +449,7 @@ int RunInitAll(int ndev) {
 int main(int argc, char** argv) {
   std::string rdzv, dump;
   int scale = 1, iters = 1, init_all = 0;
-  bool fork_child = false, kill_after_destroy = false, timed = false;
+  bool fork_child = false, kill_after_destroy = false, timed = false, hang_at_exit = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -453,10 +464,11 @@ int main(int argc, char** argv) {
     else if (arg == "--fork") fork_child = true;
     else if (arg == "--kill-after-destroy") kill_after_destroy = true;
     else if (arg == "--time") timed = true;
+    else if (arg == "--hang-at-exit") hang_at_exit = true;
     else Die(("unknown argument " + arg).c_str(), 0);
   }
   if (!dump.empty() && (g_dump = fopen(dump.c_str(), "wb")) == nullptr) Die("opening the dump", errno);
-  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed);
+  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed, hang_at_exit);
   if (rc == 2) fprintf(stderr, "usage: shim_workload --rdzv DIR | --init-all N [--dump FILE] ...\n");
   if (g_dump) fclose(g_dump);
   return rc;
