@@ -193,8 +193,10 @@ cudnnStatus_t CheckSdpa(const OpSpec& s) {
     return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA tensors are [b, h, s, d]");
   }
   const int64_t b = q.dims[0], h = q.dims[1], sq = q.dims[2];
-  if (k.dims[0] != b || v.dims[0] != b || k.dims[3] != q.dims[3] || v.dims[2] != k.dims[2] || k.dims[1] <= 0 ||
-      v.dims[1] <= 0 || h % k.dims[1] != 0 || h % v.dims[1] != 0) {
+  // Paged K and V are [blocks, h, block size, d] caches: their first and third dimensions are not Q's.
+  const bool paged = s.sdpa_paged;
+  if ((!paged && (k.dims[0] != b || v.dims[0] != b || v.dims[2] != k.dims[2])) || k.dims[3] != q.dims[3] ||
+      k.dims[1] <= 0 || v.dims[1] <= 0 || h % k.dims[1] != 0 || h % v.dims[1] != 0) {
     return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA Q, K and V disagree");
   }
   if (o.dims != std::vector<int64_t>{b, h, sq, v.dims[3]}) return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA O shape");
@@ -302,6 +304,8 @@ cudnnStatus_t OperationDescriptor::DoSet(cudnnBackendAttributeName_t name, const
         return CUDNN_STATUS_SUCCESS;
       case Role::kUnsupported:
         spec_.unsupported = "an attribute simgpu does not execute (mask, page table or backward operand)";
+        spec_.sdpa_paged = spec_.sdpa_paged || name == CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC ||
+                           name == CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC;
         return CUDNN_STATUS_SUCCESS;
       default:
         return CUDNN_STATUS_SUCCESS;

@@ -22,7 +22,8 @@ namespace simgpu::cudnn {
 // sequence's length, which on a GPU the padding mask keeps out of every result. R is read at execution and trusted
 // as a GPU kernel trusts it. Unverified on a GPU: when the offsets leave unused elements between sequences (PyTorch
 // packs them with none), the rows past seq_len_q inside a sequence's extent are written by the composite attention
-// graph's pointwise Stats operations (the padding mask's values) and left alone by the fused operation.
+// graph's pointwise Stats operations (the padding mask's values) and, when cudnn-frontend sets a padding value on
+// the second matmul (v1.16 sets 0), by that matmul in O; the fused operation leaves them alone.
 struct TensorSpec {
   int64_t uid = 0;
   cudnnDataType_t dtype = CUDNN_DATA_FLOAT;
@@ -88,6 +89,7 @@ struct OpSpec {
   bool matmul_padded = false;  // a matmul writes matmul_padding outside its M and N overrides
   double matmul_padding = 0.0;
   double alpha = 1.0, beta = 0.0, alpha2 = 1.0;
+  bool sdpa_paged = false;  // a page table is set: K and V are page caches, not [b, h, s_kv, d]
   std::string unsupported;  // an attribute simgpu accepts but cannot execute (empty: none)
 };
 
