@@ -119,6 +119,40 @@ void FusedRaggedAttention() {
   }
 }
 
+// The fused SDPA forward operation over paged K and V caches ([blocks, h_k, block size, d]) with page tables
+// ([b, 1, blocks per sequence, 1]) and sequence lengths, as cudnn-frontend's paged-cache sample builds it.
+void FusedPagedAttention() {
+  Section("backend fused SDPA with page tables");
+  const int64_t b = 2, h = 4, hk = 2, s = 8, d = 16, blocks = 6, block = 4, per_seq = 3;
+  Desc q = Tensor("q", {50, CUDNN_DATA_HALF, {b, h, s, d}, {h * s * d, s * d, d, 1}});
+  Desc k = Tensor("k cache", {51, CUDNN_DATA_HALF, {blocks, hk, block, d}, {hk * block * d, block * d, d, 1}});
+  Desc v = Tensor("v cache", {52, CUDNN_DATA_HALF, {blocks, hk, block, d}, {hk * block * d, block * d, d, 1}});
+  Desc o = Tensor("o", {53, CUDNN_DATA_HALF, {b, h, s, d}, {h * s * d, s * d, d, 1}});
+  Desc scale = Tensor("scale", {54, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true});
+  Desc pt_k = Tensor("page table k", {55, CUDNN_DATA_INT32, {b, 1, per_seq, 1}, {per_seq, per_seq, 1, 1}});
+  Desc pt_v = Tensor("page table v", {56, CUDNN_DATA_INT32, {b, 1, per_seq, 1}, {per_seq, per_seq, 1, 1}});
+  Desc seq_q = Tensor("seq_q", {57, CUDNN_DATA_INT32, {b, 1, 1, 1}, {1, 1, 1, 1}});
+  Desc seq_kv = Tensor("seq_kv", {58, CUDNN_DATA_INT32, {b, 1, 1, 1}, {1, 1, 1, 1}});
+  for (bool tables : {true, false}) {
+    Desc op = nullptr;
+    int c = cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, &op);
+    int s1 = SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q);
+    int s2 = SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k);
+    int s3 = SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, v);
+    int s4 = SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, o);
+    int s5 = SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale);
+    int s6 = tables ? SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC, pt_k) : -1;
+    int s7 = tables ? SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC, pt_v) : -1;
+    int s8 = SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_QDESC, seq_q);
+    int s9 = SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_KVDESC, seq_kv);
+    int f = cudnnBackendFinalize(op);
+    Line("sdpa paged %s: %d %d %d %d %d %d %d %d %d %d finalize %d", tables ? "with page tables" : "without",
+         c, s1, s2, s3, s4, s5, s6, s7, s8, s9, f);
+    cudnnBackendDestroyDescriptor(op);
+  }
+  for (Desc t : {q, k, v, o, scale, pt_k, pt_v, seq_q, seq_kv}) cudnnBackendDestroyDescriptor(t);
+}
+
 // A matmul whose A operand is ragged (cudnn-frontend's composite attention reads ragged Q this way).
 void RaggedMatmul() {
   Section("backend matmul with a ragged operand");
@@ -148,6 +182,7 @@ void RaggedMatmul() {
 void RunBackendRagged() {
   RaggedDescriptors();
   FusedRaggedAttention();
+  FusedPagedAttention();
   RaggedMatmul();
 }
 
