@@ -178,9 +178,12 @@ absl::StatusOr<GemmPrecision> ResolveGemmPrecision(uint16_t api, int32_t compute
 
 GemmBound::GemmBound(const GemmPrecision& p, int64_t k, double alpha, double beta)
     : p_(p), k_(static_cast<double>(k)), alpha_(std::fabs(alpha)), beta_(std::fabs(beta)) {
-  const double roundings = p_.products_per_term * k_ + 2;
+  // With α = 0 the device forms β·C0 only (A and B are not read, as BLAS specifies) and so does the replay: no
+  // k-term sum on either side.
+  const double terms = alpha == 0 ? 0 : k_;
+  const double roundings = p_.products_per_term * terms + 2;
   theta_acc_ = Theta(p_.acc.u, roundings);
-  theta_ref_ = Theta(kU64, k_ + 3);
+  theta_ref_ = Theta(kU64, terms + 3);
   eta_count_ = 2 * roundings;
 }
 

@@ -10,6 +10,7 @@
 #ifndef TTRACE_ANALYZER_ERROR_MODEL_H_
 #define TTRACE_ANALYZER_ERROR_MODEL_H_
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -87,6 +88,9 @@ class GemmBound {
   double Bound(const GemmElementTerms& t) const;
   // Whether a correct computation may overflow to ±Inf (or Inf - Inf = NaN) at this element.
   bool OverflowPossible(const GemmElementTerms& t) const;
+  // False when the accumulation term θ is infinite (k beyond what the accumulator's model can bound, e.g. FP16
+  // accumulation with k > ~1.45M): such a GEMM cannot be checked at all.
+  bool finite() const { return std::isfinite(theta_acc_); }
 
  private:
   GemmPrecision p_;

@@ -114,6 +114,23 @@ TEST(ErrorModelTest, GemmBoundTerms) {
   EXPECT_TRUE(b.OverflowPossible(t));
 }
 
+TEST(ErrorModelTest, AlphaZeroBoundDoesNotGrowWithK) {
+  // α = 0: D = β·C0, no accumulation over k; the bound is the same for k = 1 and k = 2^50, and a few units of
+  // FP32 roundoff of |β·C0|.
+  auto p = ResolveGemmPrecision(3, 68, 0, DType::kF32, DType::kF32, DType::kF32);
+  ASSERT_TRUE(p.ok());
+  GemmElementTerms t;
+  t.ref = 0.75;
+  t.abs_c0 = 1.5;
+  const GemmBound small(*p, 1, 0, 0.5), huge(*p, int64_t{1} << 50, 0, 0.5);
+  EXPECT_TRUE(huge.finite());
+  EXPECT_EQ(small.Bound(t), huge.Bound(t));
+  EXPECT_LT(huge.Bound(t), 8 * 0x1p-24 * 0.75);
+  EXPECT_GT(huge.Bound(t), 0x1p-24 * 0.75);
+  // With α != 0 the same k has no finite bound.
+  EXPECT_FALSE(GemmBound(*p, int64_t{1} << 50, 1, 0.5).finite());
+}
+
 // Reduction orders of a real NCCL.
 enum class Way { kRing, kTree, kRandom, kWide, kCount };
 const char* kWayNames[] = {"ring", "tree", "random", "fp32+round"};

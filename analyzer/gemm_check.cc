@@ -150,6 +150,11 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report) {
     report->Warn(absl::StrCat("not checked: ", precision.status().message()));
     return report->AddNotChecked("no error model");
   }
+  if (!GemmBound(*precision, k, g.alpha, g.beta).finite()) {
+    report->Warn(absl::StrCat(where, "k=", k, " is beyond what the error model can bound for ",
+                              precision->description, ": not checked"));
+    return report->AddNotChecked("no finite error bound");
+  }
   GemmProblem p;
   p.m = m;
   p.n = n;

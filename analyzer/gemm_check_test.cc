@@ -401,6 +401,48 @@ TEST(GemmCheckTest, AlphaZeroWithHugeKAllocatesNoOperands) {
   EXPECT_EQ(r.summary().elements_checked, 2u);
 }
 
+TEST(GemmCheckTest, AlphaZeroWithHugeKStillCatchesACorruptedC) {
+  // The bound of D = β·C0 does not grow with k: an error of 1e-4 in 1.5 is found even with k = 2^50.
+  std::string dir = testing::TempDir("alpha0_corrupt");
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    format::GemmRecord g = testing::GemmRec(0, 2, 1, int64_t{1} << 50, DType::kF32, DType::kF32, 68, 0, 1);
+    w.Gemm(g);
+    w.Tensor(0, TensorSlot::kCIn, DType::kF32, 2, 1, 1, Encode(DType::kF32, {1.5, -2}));
+    w.Tensor(0, TensorSlot::kCOut, DType::kF32, 2, 1, 1, Encode(DType::kF32, {1.5001, -2}));
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  CheckReport r = RunChecks(*set);
+  ASSERT_EQ(r.findings().size(), 1u);
+  EXPECT_EQ(r.findings()[0].first.index, 0u);
+}
+
+TEST(GemmCheckTest, GemmWithoutAFiniteBoundIsNotCountedAsChecked) {
+  // FP16 accumulation (CUBLAS_COMPUTE_16F) with k = 2^21: θ_k(2^-11) overflows, so no error is detectable and the
+  // op must be reported as not checked, with a warning, rather than checked and clean.
+  std::string dir = testing::TempDir("fp16_huge_k");
+  const int64_t k = int64_t{1} << 21;
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    format::GemmRecord g = testing::GemmRec(0, 1, 1, k, DType::kF16, DType::kF16, 64, 1, 0);
+    w.Gemm(g);
+    const std::vector<double> zeros(static_cast<size_t>(k), 0.0);
+    w.Tensor(0, TensorSlot::kA, DType::kF16, 1, k, 1, Encode(DType::kF16, zeros));
+    w.Tensor(0, TensorSlot::kB, DType::kF16, k, 1, 1, Encode(DType::kF16, zeros));
+    w.Tensor(0, TensorSlot::kCOut, DType::kF16, 1, 1, 1, Encode(DType::kF16, {7.0}));
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  CheckReport r = RunChecks(*set);
+  EXPECT_TRUE(r.clean());
+  EXPECT_EQ(r.summary().checked_total(), 0u);
+  EXPECT_EQ(r.summary().not_checked.at("no finite error bound"), 1u);
+  bool warned = false;
+  for (const auto& w : r.summary().warnings) warned |= w.find("beyond what the error model") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
 TEST(GemmCheckTest, ShapeProductsWrappingTo128BitsAreUnusable) {
   // 2^62·2^62·2^62·4 bytes is 2^188: it must not wrap to the empty payload written here.
   std::string dir = testing::TempDir("wrapping_shape");
