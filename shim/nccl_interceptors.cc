@@ -8,15 +8,24 @@
 // Groups: NCCL launches the operations of a group at the outermost ncclGroupEnd, and their outputs are valid only
 // after it, so inside a group both snapshots are deferred: inputs are copied just before the outermost
 // ncclGroupEnd runs, outputs just after it returns (on each operation's stream). Group depth and deferred
-// captures are per thread, as NCCL's groups are. A group that fails keeps its inputs and loses its outputs; a
-// non-blocking group still in progress (ncclInProgress) loses its outputs with a notice.
+// captures are per thread, as NCCL's groups are. A group that fails keeps its inputs and loses its outputs.
+//
+// Non-blocking communicators: a collective (or a group end) that returns ncclInProgress has not been enqueued on
+// its stream yet, so a copy enqueued now could run before it. Its output snapshot waits in PendingOutputs until
+// ncclCommGetAsyncError first reports that communicator ncclSuccess (NCCL has then enqueued the work, and a copy
+// enqueued after it on the same stream sees the result); an asynchronous error, or the communicator's
+// destruction before that, drops it with a notice. The input snapshot is taken at the call as usual: it is
+// enqueued before the operation in any case.
 #include <nccl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "shim/capture_engine.h"
@@ -36,7 +45,51 @@ struct DeferredCollective {
   uint64_t seq;
   cudaStream_t stream;
   TensorSpec send, recv;
+  uint64_t comm = 0;
 };
+
+// Output snapshots of non-blocking operations not yet enqueued, by communicator (see the top of the file).
+class PendingOutputs {
+ public:
+  void Add(const DeferredCollective& d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    by_comm_[d.comm].push_back(d);
+    count_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Removes and returns the communicator's pending snapshots, in call order (cheap when none are pending at all:
+  // ncclCommGetAsyncError is polled in loops).
+  std::vector<DeferredCollective> Take(uint64_t comm) {
+    std::vector<DeferredCollective> out;
+    if (count_.load(std::memory_order_relaxed) == 0) return out;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_comm_.find(comm);
+    if (it == by_comm_.end()) return out;
+    out.swap(it->second);
+    by_comm_.erase(it);
+    count_.fetch_sub(out.size(), std::memory_order_relaxed);
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<uint64_t, std::vector<DeferredCollective>> by_comm_;
+  std::atomic<size_t> count_{0};
+};
+
+PendingOutputs& Pending() {
+  static PendingOutputs* pending = new PendingOutputs();  // never destroyed: interceptors may run during exit
+  return *pending;
+}
+
+// Captures or drops the snapshots pending on `comm` now that NCCL reported `async` for it.
+void ReleasePending(CaptureEngine* engine, uint64_t comm, ncclResult_t async, const char* why) {
+  for (const DeferredCollective& d : Pending().Take(comm)) {
+    if (async == ncclSuccess)
+      engine->CaptureTensor(d.seq, d.stream, d.recv);
+    else
+      engine->Drop(d.seq, why);
+  }
+}
 
 thread_local int t_group_depth = 0;
 thread_local std::vector<DeferredCollective> t_deferred;
@@ -174,6 +227,8 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
   const uint64_t t = MonotonicNs();
   const uint64_t handle = reinterpret_cast<uint64_t>(comm);
+  ttrace::shim::ReleasePending(engine, handle, ncclInvalidUsage,
+                               "output of a non-blocking operation never reported complete before ncclCommDestroy");
   const ncclResult_t status = REAL(ncclCommDestroy)(comm);
   CommInfo info;
   if (comm != nullptr) Comms().Remove(handle, &info);
@@ -233,9 +288,11 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recv
   const ncclResult_t status = REAL(ncclAllReduce)(sendbuff, recvbuff, count, datatype, op, comm, stream);
   if (capture && status == ncclSuccess) {
     if (r.in_group)
-      t_deferred.push_back({r.seq, stream, send, recv});
+      t_deferred.push_back({r.seq, stream, send, recv, r.comm_handle});
     else
       engine->CaptureTensor(r.seq, stream, recv);
+  } else if (capture && status == ncclInProgress && !r.in_group) {
+    ttrace::shim::Pending().Add({r.seq, stream, send, recv, r.comm_handle});
   }
   r.status = status;
   engine->Publish(slot.ticket, RecordType::kCollective, r);
@@ -270,8 +327,19 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupEnd) {
     if (status == ncclSuccess)
       engine->CaptureTensor(d.seq, d.stream, d.recv);
     else if (status == ncclInProgress)
-      engine->Drop(d.seq, "output of a non-blocking group still in progress at ncclGroupEnd");
+      ttrace::shim::Pending().Add(d);
   }
   engine->Publish(slot.ticket, RecordType::kGroup, ttrace::shim::GroupRec(ApiId::kNcclGroupEnd, status, t));
+  return status;
+}
+
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
+  TTRACE_ENTER(ncclCommGetAsyncError, ncclInternalError, comm, asyncError);
+  const ncclResult_t status = REAL(ncclCommGetAsyncError)(comm, asyncError);
+  CaptureEngine* engine = Engine();
+  if (engine == nullptr || status != ncclSuccess || asyncError == nullptr || *asyncError == ncclInProgress)
+    return status;
+  ttrace::shim::ReleasePending(engine, reinterpret_cast<uint64_t>(comm), *asyncError,
+                               "output of a non-blocking operation whose communicator reported an asynchronous error");
   return status;
 }

@@ -12,6 +12,8 @@
 // --fork: afterwards a forked child calls cuBLAS (the shim must pass it through and write nothing).
 // --kill-after-destroy: SIGKILL itself right after ncclCommDestroy (no exit handlers run).
 // --time: print the wall time of the iterations ("loop_seconds=S") on stdout, for overhead measurements.
+// --nonblocking: the communicator is non-blocking (ncclCommInitRankConfig, blocking = 0): calls that answer
+// ncclInProgress are followed by ncclCommGetAsyncError polls until NCCL has enqueued the work.
 // --hang-at-exit: afterwards blocks its stream for 10 minutes (a host function, as a collective waiting for a dead
 // peer would), queues one more Sgemm behind it and returns from main without synchronizing.
 // Built against the real headers and linked to the toolkit's shared libraries, like any application.
@@ -198,18 +200,21 @@ fmt::CollectiveRecord AllReduceExpect(uint64_t seq, ncclComm_t comm, int rank, i
   return r;
 }
 
-void ExpectGroup(fmt::ApiId api, int depth) {
+void ExpectGroup(fmt::ApiId api, int depth, ncclResult_t status = ncclSuccess) {
   fmt::GroupRecord g;
   memset(&g, 0, sizeof g);
   g.api = static_cast<uint16_t>(api);
+  g.status = status;
   g.depth = depth;
   Expect(RecordType::kGroup, g);
 }
 
-void ExpectCommInit(fmt::ApiId api, ncclComm_t comm, int rank, int size, int device) {
+void ExpectCommInit(fmt::ApiId api, ncclComm_t comm, int rank, int size, int device,
+                    ncclResult_t status = ncclSuccess) {
   fmt::CommInitRecord c;
   memset(&c, 0, sizeof c);
   c.api = static_cast<uint16_t>(api);
+  c.status = status;
   c.comm_handle = reinterpret_cast<uint64_t>(comm);
   c.comm_rank = rank;
   c.comm_size = size;
@@ -223,6 +228,19 @@ void ExpectCommDestroy(ncclComm_t comm) {
   d.api = static_cast<uint16_t>(fmt::ApiId::kNcclCommDestroy);
   d.comm_handle = reinterpret_cast<uint64_t>(comm);
   Expect(RecordType::kCommDestroy, d);
+}
+
+// An NCCL call's status: on a non-blocking communicator, ncclInProgress is followed by ncclCommGetAsyncError
+// polls until the work is enqueued (or an error ends the program).
+ncclResult_t Nccl(ncclResult_t r, ncclComm_t comm, const char* what) {
+  if (r == ncclInProgress) {
+    ncclResult_t async = ncclInProgress;
+    while (async == ncclInProgress) CHECK_NCCL(ncclCommGetAsyncError(comm, &async));
+    if (async != ncclSuccess) Die(what, async);
+    return r;
+  }
+  if (r != ncclSuccess) Die(what, r);
+  return r;
 }
 
 ncclUniqueId Rendezvous(const std::string& dir, int rank) {
@@ -244,7 +262,7 @@ ncclUniqueId Rendezvous(const std::string& dir, int rank) {
 }
 
 int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, bool kill_after_destroy, bool timed,
-             bool hang_at_exit) {
+             bool hang_at_exit, bool nonblocking) {
   const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1), device = EnvInt("LOCAL_RANK", 0);
   CHECK_CUDA(cudaSetDevice(device));
   cudaStream_t s;
@@ -254,8 +272,17 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
   CHECK_CUBLAS(cublasSetStream(h, s));
   const ncclUniqueId id = Rendezvous(rdzv, rank);
   ncclComm_t comm;
-  CHECK_NCCL(ncclCommInitRank(&comm, world, id, rank));
-  ExpectCommInit(fmt::ApiId::kNcclCommInitRank, comm, rank, world, device);
+  if (nonblocking) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    const ncclResult_t st = ncclCommInitRankConfig(&comm, world, id, rank, &config);
+    if (st != ncclSuccess && st != ncclInProgress) Die("ncclCommInitRankConfig", st);
+    Nccl(st, comm, "ncclCommInitRankConfig");
+    ExpectCommInit(fmt::ApiId::kNcclCommInitRankConfig, comm, rank, world, device, st);
+  } else {
+    CHECK_NCCL(ncclCommInitRank(&comm, world, id, rank));
+    ExpectCommInit(fmt::ApiId::kNcclCommInitRank, comm, rank, world, device);
+  }
 
   const int64_t m = 24 * scale, n = 16 * scale, k = 20 * scale;
   const uint32_t salt = 1000u * static_cast<uint32_t>(rank);
@@ -335,10 +362,13 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
     ExpectTensor(base + 3, TensorSlot::kCOut, c3);
 
     const Tensor send4 = Vector(c0);
-    CHECK_NCCL(ncclAllReduce(c0.dev, r4.dev, send4.Elems(), ncclFloat32, ncclSum, comm, s));
+    const ncclResult_t st4 =
+        Nccl(ncclAllReduce(c0.dev, r4.dev, send4.Elems(), ncclFloat32, ncclSum, comm, s), comm, "ncclAllReduce");
     r4.Download(s);
-    Expect(RecordType::kCollective,
-           AllReduceExpect(base + 4, comm, rank, world, 3u * it, ncclSum, ncclFloat32, send4, r4, s, false));
+    fmt::CollectiveRecord e4 =
+        AllReduceExpect(base + 4, comm, rank, world, 3u * it, ncclSum, ncclFloat32, send4, r4, s, false);
+    e4.status = st4;
+    Expect(RecordType::kCollective, e4);
     ExpectTensor(base + 4, TensorSlot::kSend, send4);
     ExpectTensor(base + 4, TensorSlot::kRecv, Vector(r4));
 
@@ -352,8 +382,8 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
     CHECK_NCCL(ncclAllReduce(y6.dev, z6.dev, y6.Elems(), ncclFloat32, ncclMax, comm, s));
     Expect(RecordType::kCollective,
            AllReduceExpect(base + 6, comm, rank, world, 3u * it + 2, ncclMax, ncclFloat32, y6, z6, s, true));
-    CHECK_NCCL(ncclGroupEnd());
-    ExpectGroup(fmt::ApiId::kNcclGroupEnd, 0);
+    const ncclResult_t end = Nccl(ncclGroupEnd(), comm, "ncclGroupEnd");
+    ExpectGroup(fmt::ApiId::kNcclGroupEnd, 0, end);
     x5.Download(s);
     z6.Download(s);
     ExpectTensor(base + 5, TensorSlot::kRecv, x5);
@@ -449,7 +479,7 @@ int RunInitAll(int ndev) {
 int main(int argc, char** argv) {
   std::string rdzv, dump;
   int scale = 1, iters = 1, init_all = 0;
-  bool fork_child = false, kill_after_destroy = false, timed = false, hang_at_exit = false;
+  bool fork_child = false, kill_after_destroy = false, timed = false, hang_at_exit = false, nonblocking = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -465,10 +495,11 @@ int main(int argc, char** argv) {
     else if (arg == "--kill-after-destroy") kill_after_destroy = true;
     else if (arg == "--time") timed = true;
     else if (arg == "--hang-at-exit") hang_at_exit = true;
+    else if (arg == "--nonblocking") nonblocking = true;
     else Die(("unknown argument " + arg).c_str(), 0);
   }
   if (!dump.empty() && (g_dump = fopen(dump.c_str(), "wb")) == nullptr) Die("opening the dump", errno);
-  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed, hang_at_exit);
+  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed, hang_at_exit, nonblocking);
   if (rc == 2) fprintf(stderr, "usage: shim_workload --rdzv DIR | --init-all N [--dump FILE] ...\n");
   if (g_dump) fclose(g_dump);
   return rc;
