@@ -118,6 +118,10 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
         if (n.code == static_cast<uint32_t>(format::NoticeCode::kPayloadDropped)) ++t.dropped_payloads;
         if (n.code == static_cast<uint32_t>(format::NoticeCode::kCaptureDisabled))
           Warn(&t, absl::StrCat("capture disabled: ", std::string(r.payload.data(), r.payload.size())));
+        if (n.code == static_cast<uint32_t>(format::NoticeCode::kRecordDropped))
+          Warn(&t, absl::StrCat(n.seq == UINT64_MAX ? std::string("a set-up call: ")
+                                                    : absl::StrCat("op seq ", n.seq, ": "),
+                                std::string(r.payload.data(), r.payload.size())));
         break;
       }
       case RecordType::kCommDestroy:

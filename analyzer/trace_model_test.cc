@@ -86,6 +86,28 @@ TEST(TraceModelTest, DuplicateSeqAndDroppedPayloadsAreWarnings) {
   EXPECT_EQ(r.summary().not_checked.at("tensor unusable"), 1u);
 }
 
+TEST(TraceModelTest, DroppedCallRecordIsAWarningNamingTheOp) {
+  std::string dir = testing::TempDir("record_dropped");
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    w.Gemm(testing::GemmRec(8, 1, 1, 1, DType::kF32, DType::kF32));
+    format::NoticeRecord n{};
+    n.code = static_cast<uint32_t>(format::NoticeCode::kRecordDropped);
+    const std::string msg = "call record dropped: the call had not returned";
+    n.message_bytes = static_cast<uint32_t>(msg.size());
+    n.seq = 7;
+    n.count = 1;
+    w.Raw(static_cast<uint16_t>(format::RecordType::kNotice), std::string(reinterpret_cast<const char*>(&n), sizeof n),
+          msg);
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  CheckReport r = RunChecks(*set);
+  std::string all;
+  for (const auto& w : r.summary().warnings) all += w + "\n";
+  EXPECT_NE(all.find("op seq 7: call record dropped"), std::string::npos) << all;
+}
+
 void WriteEmpty(const std::string& path, int rank, int world, const std::string& job) {
   StreamBuilder w(path, rank, world, job);
 }

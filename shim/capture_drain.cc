@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "shim/capture_engine.h"
+#include "shim/log.h"
 
 namespace ttrace::shim {
 
@@ -16,8 +17,17 @@ void CaptureEngine::DrainLoop() {
   Clock::time_point next_flush = Clock::now() + interval;
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<QueuedRecord> records;
+  std::vector<uint64_t> stalled;
   while (true) {
     records_.TakeReady(&records);
+    if (records_.waiting() > config_.max_waiting_records) {
+      // A call has not returned while too many records wait behind it (a hung vendor call): give up its record.
+      records_.SkipStalled(&stalled, &records);
+      lock.unlock();
+      for (uint64_t ticket : stalled) RecordDropped(ticket);
+      stalled.clear();
+      lock.lock();
+    }
     const bool tensor_ready = !tensors_.empty() && tensors_.front().state != CopyState::kCopying;
     const bool requested = FlushTargetReachedLocked();
     const bool tick = Clock::now() >= next_flush;
@@ -51,6 +61,27 @@ void CaptureEngine::DrainLoop() {
     }
   }
   FinalDrain(lock);
+}
+
+// A notice for the call record of `ticket`, skipped; its seq when it is an op. Without mu_ held.
+void CaptureEngine::RecordDropped(uint64_t ticket) {
+  uint64_t seq = kNoSeq, count;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = running_ops_.find(ticket);
+    if (it != running_ops_.end()) {
+      seq = it->second;
+      running_ops_.erase(it);
+    }
+    count = ++records_dropped_;
+  }
+  if (count == 1) {
+    Log("a call has not returned while %zu later records waited (a hung vendor call?): writing them without its "
+        "record", config_.max_waiting_records);
+  }
+  Notice(format::NoticeCode::kRecordDropped, seq, count,
+         "call record dropped: the call had not returned while " + std::to_string(config_.max_waiting_records) +
+             " later records waited");
 }
 
 // Runs with `lock` held, after stop_: waits a bounded time for copies still being enqueued by other threads,

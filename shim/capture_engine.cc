@@ -50,6 +50,7 @@ CaptureEngine::Slot CaptureEngine::Reserve(bool op) {
   Slot slot;
   slot.ticket = records_.Reserve();
   slot.seq = op ? next_seq_++ : kNoSeq;
+  if (op) running_ops_.emplace(slot.ticket, slot.seq);
   return slot;
 }
 
@@ -60,6 +61,7 @@ void CaptureEngine::Publish(uint64_t ticket, format::RecordType type, const void
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    running_ops_.erase(ticket);
     if (!records_.Put(ticket, std::move(r))) return;
     wake = records_.waiting() >= kRecordsPerWake;
   }

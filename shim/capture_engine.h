@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +54,9 @@ struct EngineConfig {
   int ring_wait_ms = 200;
   int flush_ms = 1000;
   int exit_wait_ms = 3000;  // TTRACE_EXIT_WAIT_MS
+  // Records that may wait behind a call that has not returned before the drain gives up on that call's record
+  // (a kRecordDropped notice) and writes them: bounds memory while a vendor call hangs.
+  size_t max_waiting_records = 1 << 16;
   // Called once, from the drain thread, when the sink fails; records are discarded from then on.
   std::function<void(const std::string& why)> on_failure;
 };
@@ -131,6 +135,7 @@ class CaptureEngine {
   void FinalDrain(std::unique_lock<std::mutex>& lock);
   void WriteRecords(std::vector<QueuedRecord>* records);
   void WriteTensor(const TensorItem& item);
+  void RecordDropped(uint64_t ticket);
   // Waits for one of our copy events: cudaSuccess, the copy's error, or cudaErrorNotReady when exit began and
   // exit_wait_ms has passed since.
   cudaError_t WaitCopy(cudaEvent_t event);
@@ -154,6 +159,8 @@ class CaptureEngine {
   std::condition_variable space_cv_;    // callers: ring space freed
   std::condition_variable flushed_cv_;  // FlushAndWait: request served
   RecordQueue records_;
+  std::map<uint64_t, uint64_t> running_ops_;  // ticket -> seq of op calls not yet published
+  uint64_t records_dropped_ = 0;
   uint64_t next_seq_ = 0;
   std::deque<TensorItem> tensors_;      // ring order
   ByteRing ring_;

@@ -296,6 +296,31 @@ TEST_F(CaptureEngineTest, FailedCopyDropsAndClearsItsOwnError) {
   EXPECT_EQ(OfType(all, RecordType::kTensor)[0].As<format::TensorRecord>().seq, 4u);
 }
 
+// A call that never returns (a hung vendor call) holds back the records after it only up to max_waiting_records:
+// then its record is given up with a notice naming its op and the others are written, in order.
+TEST_F(CaptureEngineTest, AHungCallHoldsBackABoundedNumberOfRecords) {
+  EngineConfig c = Full();
+  c.max_waiting_records = 100;
+  auto engine = Make(c);
+  const CaptureEngine::Slot hung = engine->Reserve(true);  // never published while the others run
+  for (int i = 0; i < 500; ++i) {
+    const CaptureEngine::Slot s = engine->Reserve(true);
+    engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 1));
+  }
+  ASSERT_TRUE(engine->FlushAndWait(5000)) << "the records behind the hung call must be written";
+  engine->Publish(hung.ticket, RecordType::kGemm, Gemm(hung.seq, 1));  // returns at last: discarded
+  engine->Shutdown();
+  std::vector<Read> all = ReadAll(path_);
+  std::vector<Read> gemms = OfType(all, RecordType::kGemm);
+  ASSERT_EQ(gemms.size(), 500u);
+  for (size_t i = 0; i < gemms.size(); ++i) EXPECT_EQ(gemms[i].As<format::GemmRecord>().seq, hung.seq + 1 + i);
+  std::vector<Read> notices = OfType(all, RecordType::kNotice);
+  ASSERT_EQ(notices.size(), 1u);
+  const auto n = notices[0].As<format::NoticeRecord>();
+  EXPECT_EQ(n.code, static_cast<uint32_t>(format::NoticeCode::kRecordDropped));
+  EXPECT_EQ(n.seq, hung.seq);
+}
+
 // A copy the device never finishes (a hung stream) holds Shutdown for exit_wait_ms, not forever: its payload is
 // dropped with a notice naming the op, and what was finished before it is written.
 TEST_F(CaptureEngineTest, ExitDoesNotWaitForeverForAHungCopy) {

@@ -1,5 +1,6 @@
 // An ordered map suffices: records wait only while an earlier call is still inside its vendor function, so the
-// map stays as small as the number of concurrently running intercepted calls.
+// map stays as small as the number of concurrently running intercepted calls, unless one of them hangs: then
+// CaptureEngine bounds it with SkipStalled.
 #include "shim/record_queue.h"
 
 #include <utility>
@@ -24,6 +25,12 @@ void RecordQueue::TakeAll(std::vector<QueuedRecord>* out) {
   for (auto& [ticket, record] : published_) out->push_back(std::move(record));
   published_.clear();
   next_take_ = next_reserve_;
+}
+
+void RecordQueue::SkipStalled(std::vector<uint64_t>* skipped, std::vector<QueuedRecord>* out) {
+  if (published_.empty()) return;
+  for (; next_take_ < published_.begin()->first; ++next_take_) skipped->push_back(next_take_);
+  TakeReady(out);
 }
 
 }  // namespace ttrace::shim

@@ -2,8 +2,9 @@
 //
 // A call reserves a ticket when it enters (CaptureEngine::Reserve, which also hands out its seq) and publishes
 // its record when the vendor call has returned (the record holds the vendor's status). The drain thread takes
-// records in ticket order; a ticket that is reserved but not yet published holds back the ones after it. At
-// shutdown TakeAll also takes what waits behind a call that never returned.
+// records in ticket order; a ticket that is reserved but not yet published holds back the ones after it. When too
+// many wait (a hung call), SkipStalled gives up on the ticket holding them; at shutdown TakeAll also takes what
+// waits behind a call that never returned. A skipped ticket's record is discarded when it comes.
 // Not thread-safe: CaptureEngine calls it under its mutex.
 #ifndef TTRACE_SHIM_RECORD_QUEUE_H_
 #define TTRACE_SHIM_RECORD_QUEUE_H_
@@ -32,6 +33,10 @@ class RecordQueue {
   void TakeReady(std::vector<QueuedRecord>* out);
   // Appends every published record in ticket order and skips the unpublished tickets.
   void TakeAll(std::vector<QueuedRecord>* out);
+  // Skips the unpublished tickets that hold back the first published record (calls that have not returned while
+  // records after them wait), appending them to *skipped, then takes what is ready. Tickets after that record are
+  // untouched: their calls may still be running normally.
+  void SkipStalled(std::vector<uint64_t>* skipped, std::vector<QueuedRecord>* out);
 
   uint64_t reserved() const { return next_reserve_; }  // tickets handed out so far
   uint64_t taken() const { return next_take_; }        // tickets before this one are taken or skipped

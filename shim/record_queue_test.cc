@@ -44,6 +44,27 @@ TEST(RecordQueueTest, TakeAllSkipsCallsThatNeverReturned) {
   EXPECT_EQ(Bodies(out), (std::vector<std::string>{"d"}));
 }
 
+TEST(RecordQueueTest, SkipStalledGivesUpOnlyTheTicketsHoldingTheQueue) {
+  RecordQueue q;
+  const uint64_t t0 = q.Reserve(), t1 = q.Reserve(), t2 = q.Reserve(), t3 = q.Reserve(), t4 = q.Reserve();
+  ASSERT_TRUE(q.Put(t2, Rec("c")));
+  ASSERT_TRUE(q.Put(t4, Rec("e")));
+  std::vector<uint64_t> skipped;
+  std::vector<QueuedRecord> out;
+  q.SkipStalled(&skipped, &out);
+  EXPECT_EQ(skipped, (std::vector<uint64_t>{t0, t1}));
+  EXPECT_EQ(Bodies(out), (std::vector<std::string>{"c"}));  // e still waits for t3, which is running normally
+  EXPECT_FALSE(q.Put(t0, Rec("late")));
+  EXPECT_FALSE(q.Put(t1, Rec("late")));
+  ASSERT_TRUE(q.Put(t3, Rec("d")));
+  out.clear();
+  q.TakeReady(&out);
+  EXPECT_EQ(Bodies(out), (std::vector<std::string>{"d", "e"}));
+  skipped.clear();
+  q.SkipStalled(&skipped, &out);  // nothing waits: nothing skipped
+  EXPECT_TRUE(skipped.empty());
+}
+
 TEST(RecordQueueTest, RejectsUnreservedTickets) {
   RecordQueue q;
   EXPECT_FALSE(q.Put(0, Rec("x")));

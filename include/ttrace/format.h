@@ -246,6 +246,8 @@ static_assert(sizeof(TensorRecord) == 48);
 enum class NoticeCode : uint32_t {
   kPayloadDropped = 1,        // a tensor was not captured (buffer full, too large); count = how many so far
   kCaptureDisabled = 2,       // capture stopped for an API after an internal error
+  kRecordDropped = 3,         // a call record was not written: the call had not returned while too many later
+                              // records waited behind it (a hung vendor call); count = how many so far
 };
 struct NoticeRecord {         // followed by message_bytes of UTF-8 text (no NUL)
   uint32_t code;              // NoticeCode
