@@ -157,9 +157,7 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
   const char* staged = ring_base_ + item.offset;
   const size_t bytes = item.plan.packed_bytes;
   const char* payload = staged;
-  if (item.spec.ld != item.spec.rows ||
-      (item.spec.batch > 1 &&
-       item.plan.staged_batch_stride != static_cast<uint64_t>(item.spec.rows * item.spec.cols))) {
+  if (!item.plan.staged_dense) {
     if (payload_capacity_ < bytes) {
       payload_.reset(new char[bytes]);
       payload_capacity_ = bytes;

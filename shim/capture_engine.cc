@@ -157,9 +157,9 @@ int CaptureEngine::EnterStreamDevice(cudaStream_t stream, int* previous) {
 void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const TensorSpec& spec) {
   if (!capturing_tensors()) return;
   StagingPlan plan;
-  if (!PlanStaging(spec, &plan)) return;
-  if (plan.staging_bytes > config_.max_tensor_bytes) {
-    Drop(seq, std::to_string(plan.staging_bytes) + " bytes exceed TTRACE_MAX_TENSOR_MB");
+  if (!PlanStaging(spec, &plan, cudart_->Memcpy2DAsync != nullptr)) return;
+  if (plan.packed_bytes > config_.max_tensor_bytes) {
+    Drop(seq, std::to_string(plan.packed_bytes) + " bytes exceed TTRACE_MAX_TENSOR_MB");
     return;
   }
   if (plan.packed_bytes + sizeof(format::RecordHeader) + sizeof(format::TensorRecord) > format::kMaxFrameBytes) {
@@ -212,8 +212,14 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
   uint64_t queued = 0;
   for (uint64_t c = 0; c < plan.copies && e == cudaSuccess; ++c) {
     const char* from = src + static_cast<int64_t>(c) * plan.copy_src_stride * plan.elem_bytes;
-    e = cudart_->MemcpyAsync(ring_base_ + offset + c * plan.copy_bytes, from, plan.copy_bytes,
-                             cudaMemcpyDeviceToHost, stream);
+    char* to = ring_base_ + offset + c * plan.copy_bytes;
+    if (plan.pitched) {
+      const size_t width = static_cast<size_t>(spec.rows) * plan.elem_bytes;
+      e = cudart_->Memcpy2DAsync(to, width, from, static_cast<size_t>(spec.ld) * plan.elem_bytes, width,
+                                 static_cast<size_t>(spec.cols), cudaMemcpyDeviceToHost, stream);
+    } else {
+      e = cudart_->MemcpyAsync(to, from, plan.copy_bytes, cudaMemcpyDeviceToHost, stream);
+    }
     if (e == cudaSuccess) ++queued;
   }
   // The event marks the end of every queued copy, also when a later copy failed: the drain hands the ring space

@@ -36,6 +36,15 @@ cudaError_t FakeMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
   memcpy(dst, src, n);
   return cudaSuccess;
 }
+std::atomic<int> g_memcpy2d_calls{0};
+cudaError_t FakeMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind kind, cudaStream_t) {
+  ++g_memcpy2d_calls;
+  if (kind != cudaMemcpyDeviceToHost || width > dpitch || width > spitch) return t_last_error = cudaErrorInvalidValue;
+  for (size_t r = 0; r < height; ++r)
+    memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
+  return cudaSuccess;
+}
 cudaError_t FakeHostAlloc(void** p, size_t n, unsigned) {
   if (g_host_alloc_fails) return t_last_error = cudaErrorMemoryAllocation;
   *p = malloc(n);
@@ -82,6 +91,7 @@ CudartApi FakeCudart() {
   api.EventDestroy = FakeEventDestroy;
   api.GetLastError = FakeGetLastError;
   api.PeekAtLastError = FakePeekAtLastError;
+  api.Memcpy2DAsync = FakeMemcpy2DAsync;
   return api;
 }
 const CudartApi kFakeCudart = FakeCudart();
@@ -294,6 +304,30 @@ TEST_F(CaptureEngineTest, FailedCopyDropsAndClearsItsOwnError) {
   EXPECT_EQ(OfType(all, RecordType::kNotice)[0].As<format::NoticeRecord>().seq, 3u);
   ASSERT_EQ(OfType(all, RecordType::kTensor).size(), 1u);
   EXPECT_EQ(OfType(all, RecordType::kTensor)[0].As<format::TensorRecord>().seq, 4u);
+}
+
+// A thin slice of a wide matrix (2 rows, ld 65536) under a 64 KiB TTRACE_MAX_TENSOR_MB: its 4 KiB of elements
+// are captured with pitched copies, although the region holding them is 32 MiB.
+TEST_F(CaptureEngineTest, ThinSliceOfAWideMatrixIsCapturedWithPitchedCopies) {
+  EngineConfig c = Full();
+  c.max_tensor_bytes = 64 << 10;
+  auto engine = Make(c);
+  const int64_t rows = 2, cols = 512, ld = 1 << 16;
+  std::vector<float> m(static_cast<size_t>(ld * (cols - 1) + rows));
+  for (size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i % 1000);
+  const int before = g_memcpy2d_calls;
+  const CaptureEngine::Slot s = engine->Reserve(true);
+  engine->CaptureTensor(s.seq, nullptr, Matrix(m, rows, cols, ld, format::TensorSlot::kA));
+  engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 1));
+  engine->Shutdown();
+  EXPECT_EQ(g_memcpy2d_calls - before, 1);
+  EXPECT_EQ(engine->stats().dropped, 0u);
+  std::vector<Read> tensors = OfType(ReadAll(path_), RecordType::kTensor);
+  ASSERT_EQ(tensors.size(), 1u);
+  std::string want;
+  for (int64_t j = 0; j < cols; ++j)
+    want.append(reinterpret_cast<const char*>(&m[static_cast<size_t>(j * ld)]), rows * sizeof(float));
+  EXPECT_TRUE(tensors[0].payload == want);
 }
 
 // A call that never returns (a hung vendor call) holds back the records after it only up to max_waiting_records:

@@ -29,6 +29,7 @@ TTRACE_CHECK_CUDART_TYPE(GetDevice, cudaGetDevice);
 TTRACE_CHECK_CUDART_TYPE(SetDevice, cudaSetDevice);
 TTRACE_CHECK_CUDART_TYPE(GetErrorName, cudaGetErrorName);
 TTRACE_CHECK_CUDART_TYPE(ThreadExchangeStreamCaptureMode, cudaThreadExchangeStreamCaptureMode);
+TTRACE_CHECK_CUDART_TYPE(Memcpy2DAsync, cudaMemcpy2DAsync);
 #undef TTRACE_CHECK_CUDART_TYPE
 
 constexpr const char* kSoname = "libcudart.so.13";
@@ -73,6 +74,7 @@ Resolved Resolve() {
   Bind(&r.api.SetDevice, "cudaSetDevice", nullptr);
   Bind(&r.api.GetErrorName, "cudaGetErrorName", nullptr);
   Bind(&r.api.ThreadExchangeStreamCaptureMode, "cudaThreadExchangeStreamCaptureMode", nullptr);
+  Bind(&r.api.Memcpy2DAsync, "cudaMemcpy2DAsync", nullptr);
   r.ok = ok;
   return r;
 }

@@ -35,6 +35,9 @@ struct CudartApi {
   cudaError_t (*SetDevice)(int device);
   const char* (*GetErrorName)(cudaError_t error);
   cudaError_t (*ThreadExchangeStreamCaptureMode)(cudaStreamCaptureMode* mode);
+  // Pitched copies of thin slices of wide matrices (tensor_pack.h); without it the whole region is copied.
+  cudaError_t (*Memcpy2DAsync)(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                               size_t height, cudaMemcpyKind kind, cudaStream_t stream);
 };
 
 // The application's cudart, resolved on the first call (thread-safe, cached, including a failure).

@@ -15,7 +15,7 @@ bool Add(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_add_overflow
 
 }  // namespace
 
-bool PlanStaging(const TensorSpec& spec, StagingPlan* plan) {
+bool PlanStaging(const TensorSpec& spec, StagingPlan* plan, bool pitched_copies) {
   *plan = StagingPlan{};
   const uint32_t elem = format::DTypeSize(static_cast<uint8_t>(spec.dtype));
   if (elem == 0 || spec.ptr == nullptr || spec.rows < 1 || spec.cols < 1 || spec.batch < 1 ||
@@ -37,6 +37,16 @@ bool PlanStaging(const TensorSpec& spec, StagingPlan* plan) {
   plan->elem_bytes = elem;
   plan->region_elems = region;
   plan->packed_bytes = packed;
+  if (pitched_copies && region / 2 > rows * cols) {  // rows * cols <= region: no overflow
+    plan->pitched = true;
+    plan->staged_dense = true;
+    plan->copies = batch;
+    plan->copy_src_stride = spec.batch_stride;
+    plan->staged_batch_stride = rows * cols;
+    plan->copy_bytes = rows * cols * elem;  // <= packed
+    plan->staging_bytes = packed;
+    return true;
+  }
   if (one_span) {
     plan->copies = 1;
     plan->staged_batch_stride = batch == 1 ? region : stride;
@@ -47,6 +57,7 @@ bool PlanStaging(const TensorSpec& spec, StagingPlan* plan) {
     plan->staged_batch_stride = region;
     if (!Mul(region, elem, &plan->copy_bytes)) return false;
   }
+  plan->staged_dense = ld == rows && (batch == 1 || plan->staged_batch_stride == rows * cols);
   return Mul(plan->copies, plan->copy_bytes, &plan->staging_bytes);
 }
 

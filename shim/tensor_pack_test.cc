@@ -13,16 +13,27 @@ namespace {
 
 using format::DType;
 
-// Stages `spec` from host memory the way CaptureEngine copies it from the device, then packs it.
-std::vector<float> StageAndPack(const TensorSpec& spec, StagingPlan* plan) {
-  EXPECT_TRUE(PlanStaging(spec, plan));
+// Stages `spec` from host memory the way CaptureEngine copies it from the device (pitched copies when `pitched`
+// allows them), then packs it unless the staging is already dense.
+std::vector<float> StageAndPack(const TensorSpec& spec, StagingPlan* plan, bool pitched = false) {
+  EXPECT_TRUE(PlanStaging(spec, plan, pitched));
   std::vector<char> staging(plan->staging_bytes);
   const char* src = static_cast<const char*>(spec.ptr);
-  for (uint64_t c = 0; c < plan->copies; ++c)
-    memcpy(staging.data() + c * plan->copy_bytes, src + c * plan->copy_src_stride * plan->elem_bytes,
-           plan->copy_bytes);
+  for (uint64_t c = 0; c < plan->copies; ++c) {
+    const char* from = src + c * plan->copy_src_stride * plan->elem_bytes;
+    char* to = staging.data() + c * plan->copy_bytes;
+    if (!plan->pitched) {
+      memcpy(to, from, plan->copy_bytes);
+      continue;
+    }
+    const size_t width = static_cast<size_t>(spec.rows) * plan->elem_bytes;
+    for (int64_t j = 0; j < spec.cols; ++j) memcpy(to + j * width, from + j * spec.ld * plan->elem_bytes, width);
+  }
   std::vector<float> out(plan->packed_bytes / sizeof(float));
-  PackDense(spec, *plan, staging.data(), reinterpret_cast<char*>(out.data()));
+  if (plan->staged_dense)
+    memcpy(out.data(), staging.data(), plan->packed_bytes);
+  else
+    PackDense(spec, *plan, staging.data(), reinterpret_cast<char*>(out.data()));
   return out;
 }
 
@@ -91,6 +102,36 @@ TEST(TensorPackTest, SparseOrOverlappingBatchesCopyEachBatch) {
   out = StageAndPack(broadcast, &plan);
   EXPECT_EQ(plan.copies, 2u);
   ExpectPacked(shared, broadcast, out);
+}
+
+TEST(TensorPackTest, ThinSliceOfAWideMatrixUsesPitchedCopiesOfItsElementsOnly) {
+  // 2 rows of a matrix with ld 1000: the region would be 999 * 1000 + 2 elements for 2 * 1000 wanted.
+  std::vector<float> mem = Iota(1000 * 1000);
+  TensorSpec t = Spec(mem, 2, 1000, 1000, /*batch=*/2, /*stride=*/3);  // batch 1 starts 3 elements on
+  StagingPlan plan;
+  std::vector<float> out = StageAndPack(t, &plan, /*pitched=*/true);
+  EXPECT_TRUE(plan.pitched);
+  EXPECT_TRUE(plan.staged_dense);
+  EXPECT_EQ(plan.copies, 2u);
+  EXPECT_EQ(plan.staging_bytes, plan.packed_bytes);
+  EXPECT_EQ(plan.packed_bytes, 2u * 1000 * 2 * 4);
+  ExpectPacked(mem, t, out);
+  // Without pitched copies: the region, packed afterwards.
+  out = StageAndPack(t, &plan, /*pitched=*/false);
+  EXPECT_FALSE(plan.pitched);
+  EXPECT_FALSE(plan.staged_dense);
+  EXPECT_EQ(plan.staging_bytes, 2u * (999u * 1000 + 2) * 4);
+  ExpectPacked(mem, t, out);
+  // Padding at most half the region: still one region copy, even when pitched copies exist.
+  std::vector<float> small = Iota(7 * 4);
+  out = StageAndPack(Spec(small, 5, 4, 7), &plan, /*pitched=*/true);
+  EXPECT_FALSE(plan.pitched);
+  ExpectPacked(small, Spec(small, 5, 4, 7), out);
+  // Dense columns and back-to-back batches: staged dense as they are.
+  std::vector<float> dense = Iota(24);
+  out = StageAndPack(Spec(dense, 3, 4, 3, 2, 12), &plan, /*pitched=*/true);
+  EXPECT_TRUE(plan.staged_dense);
+  ExpectPacked(dense, Spec(dense, 3, 4, 3, 2, 12), out);
 }
 
 TEST(TensorPackTest, RejectsEmptyAndMalformed) {

@@ -6,7 +6,8 @@
 //   shim_workload --init-all N [--dump FILE]                                   N communicators in one process
 //
 // Per iteration (seq = 8 * iteration + i): 0 Sgemm NN (padded lda/ldc), 1 GemmEx BF16xBF16->FP32 TN with
-// beta 0.5, 2 GemmStridedBatchedEx FP16 NT batch 3 (padded batch stride), 3 Sgemm_v2_64 with beta 1,
+// beta 0.5, 2 GemmStridedBatchedEx FP16 NT batch 3 (padded batch stride), 3 Sgemm_v2_64 with beta 1 (A a thin
+// slice, ld 64),
 // 4 all-reduce sum (out of place) of GEMM 0's C, then in one group 5 in-place BF16 all-reduce sum and
 // 6 all-reduce max, 7 GemmEx in device pointer mode with the legacy CUDA_R_32F compute type.
 // --fork: afterwards a forked child calls cuBLAS (the shim must pass it through and write nothing).
@@ -296,8 +297,9 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
   Tensor a2 = Make(DType::kF16, m, k, m, salt + 7, 3, m * k + 5);
   Tensor b2 = Make(DType::kF16, n, k, n + 1, salt + 8, 3, (n + 1) * k);
   Tensor c2 = Make(DType::kF16, m, n, m, salt + 9, 3, m * n);
-  // 3: Sgemm_v2_64, beta 1.
-  Tensor a3 = Make(DType::kF32, 8, 8, 8, salt + 10), b3 = Make(DType::kF32, 8, 8, 8, salt + 11);
+  // 3: Sgemm_v2_64, beta 1; A is a thin slice of a wide matrix (ld 64: its region is 7 times its elements, so
+  // the shim copies it pitched).
+  Tensor a3 = Make(DType::kF32, 8, 8, 64, salt + 10), b3 = Make(DType::kF32, 8, 8, 8, salt + 11);
   Tensor c3 = Make(DType::kF32, 8, 8, 8, salt + 12);
   // 4: all-reduce of C0 (whole allocation, padding included); 5, 6: a group.
   Tensor r4 = Make(DType::kF32, static_cast<int64_t>(c0.Elems()), 1, static_cast<int64_t>(c0.Elems()), salt + 13);
@@ -352,7 +354,7 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
     c3.Upload(s);
     ExpectTensor(base + 3, TensorSlot::kCIn, c3);
     const float alpha3 = -0.5f, beta3 = 1.0f;
-    CHECK_CUBLAS(cublasSgemm_64(h, N, N, 8, 8, 8, &alpha3, static_cast<float*>(a3.dev), 8,
+    CHECK_CUBLAS(cublasSgemm_64(h, N, N, 8, 8, 8, &alpha3, static_cast<float*>(a3.dev), a3.ld,
                                 static_cast<float*>(b3.dev), 8, &beta3, static_cast<float*>(c3.dev), 8));
     c3.Download(s);
     Expect(RecordType::kGemm, GemmExpect(base + 3, fmt::ApiId::kCublasSgemm64, h, s, N, N, 8, 8, 8, a3, b3, c3,
