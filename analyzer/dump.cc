@@ -55,7 +55,7 @@ std::string RecordLine(const RecordView& r) {
     case RecordType::kTensor: {
       const auto t = r.Body<format::TensorRecord>();
       return absl::StrCat("tensor seq=", t.seq, " slot=", SlotName(t.slot), " kind=",
-                          t.payload_kind == 0 ? std::string("full") : std::to_string(t.payload_kind),
+                          t.payload_kind == 0 ? std::string("full") : t.payload_kind == 1 ? std::string("full shuffled") : std::to_string(t.payload_kind),
                           " dtype=", DTypeName(t.dtype), " shape=", t.rows, "x", t.cols, "x", t.batch,
                           " bytes=", t.payload_bytes);
     }

@@ -443,6 +443,35 @@ TEST(GemmCheckTest, GemmWithoutAFiniteBoundIsNotCountedAsChecked) {
   EXPECT_TRUE(warned);
 }
 
+TEST(GemmCheckTest, ShuffledPayloadsDecodeToTheirElements) {
+  // The same GEMM stored byte-shuffled: checked clean; a flip of the exponent's top bit of C element 5 in the
+  // shuffled bytes (byte 3 of element 5: offset 3 * 16 + 5 of 16 FP32 elements) is found at element 5.
+  std::mt19937_64 rng(21);
+  Sample s = MakeSample(0, 4, 4, 8, DType::kF32, DType::kF32, 1, 0, rng);
+  for (bool corrupt : {false, true}) {
+    std::string dir = testing::TempDir(corrupt ? "shuffled_bad" : "shuffled");
+    {
+      StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+      w.Gemm(s.rec);
+      w.Tensor(0, TensorSlot::kA, DType::kF32, 4, 8, 1, Encode(DType::kF32, s.a), true);
+      w.Tensor(0, TensorSlot::kB, DType::kF32, 8, 4, 1, Encode(DType::kF32, s.b), true);
+      std::string c = Encode(DType::kF32, s.c_out);
+      if (corrupt) c[5 * 4 + 3] ^= 0x40;  // the same byte before shuffling
+      w.Tensor(0, TensorSlot::kCOut, DType::kF32, 4, 4, 1, c, true);
+    }
+    auto set = LoadTraceDir(dir);
+    ASSERT_TRUE(set.ok()) << set.status();
+    CheckReport r = RunChecks(*set);
+    EXPECT_EQ(r.summary().checked.at("gemm"), 1u);
+    if (!corrupt) {
+      EXPECT_TRUE(r.clean()) << r.findings()[0].message;
+    } else {
+      ASSERT_EQ(r.findings().size(), 1u);
+      EXPECT_EQ(r.findings()[0].first.index, 5u);
+    }
+  }
+}
+
 TEST(GemmCheckTest, ShapeProductsWrappingTo128BitsAreUnusable) {
   // 2^62·2^62·2^62·4 bytes is 2^188: it must not wrap to the empty payload written here.
   std::string dir = testing::TempDir("wrapping_shape");

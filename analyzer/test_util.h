@@ -42,8 +42,9 @@ class StreamBuilder {
   void Gemm(const format::GemmRecord& g);
   void Collective(const format::CollectiveRecord& c);
   void CommInit(uint64_t comm_hash, int comm_rank, int comm_size);
+  // `bytes` in the kFull layout; with `shuffled` they are written byte-shuffled (PayloadKind::kShuffled).
   void Tensor(uint64_t seq, format::TensorSlot slot, format::DType dtype, int64_t rows, int64_t cols,
-              int64_t batch, const std::string& bytes);
+              int64_t batch, const std::string& bytes, bool shuffled = false);
   void Raw(uint16_t type, const std::string& body, const std::string& payload = "");
   void Close();  // flushes; the destructor closes too
 

@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "ttrace/byte_shuffle.h"
 #include "analyzer/status_macros.h"
 #include "analyzer/tensor_data.h"
 #include "analyzer/trace_reader.h"
@@ -36,7 +37,8 @@ void Warn(RankTrace* t, std::string message) {
 
 // Why a tensor cannot be used, or "" when its payload matches its shape.
 std::string TensorProblem(const format::TensorRecord& m, uint64_t payload_size) {
-  if (m.payload_kind != static_cast<uint8_t>(format::PayloadKind::kFull))
+  if (m.payload_kind != static_cast<uint8_t>(format::PayloadKind::kFull) &&
+      m.payload_kind != static_cast<uint8_t>(format::PayloadKind::kShuffled))
     return absl::StrCat("payload kind ", m.payload_kind, " not supported");
   const uint32_t size = format::DTypeSize(m.dtype);
   if (size == 0) return absl::StrCat("unknown dtype ", m.dtype);
@@ -104,7 +106,17 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
         auto tensor = std::make_unique<Tensor>();
         tensor->meta = r.Body<format::TensorRecord>();
         std::string problem = TensorProblem(tensor->meta, r.payload.size());
-        if (problem.empty()) tensor->data.assign(r.payload.data(), r.payload.size());
+        if (problem.empty()) {
+          if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled)) {
+            // Decoded to the kFull layout the checks read.
+            const uint32_t e = format::DTypeSize(tensor->meta.dtype);
+            tensor->data.resize(r.payload.size());
+            format::UnshuffleBytes(r.payload.data(), r.payload.size() / e, e, tensor->data.data());
+            tensor->meta.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFull);
+          } else {
+            tensor->data.assign(r.payload.data(), r.payload.size());
+          }
+        }
         const uint64_t seq = tensor->meta.seq;
         tensors.push_back({seq, std::move(tensor), std::move(problem)});
         break;

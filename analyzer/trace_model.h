@@ -26,7 +26,7 @@ namespace ttrace::analyzer {
 
 struct Tensor {
   format::TensorRecord meta;
-  std::string data;  // payload bytes, size checked against meta (kFull: rows·cols·batch elements)
+  std::string data;  // payload bytes in the kFull layout (kShuffled payloads are decoded on load), size checked
 };
 
 enum class OpKind : uint8_t { kGemm, kCollective };

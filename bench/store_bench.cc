@@ -1,6 +1,8 @@
 // Store writer throughput: MiB/s of tensor payload through TraceWriter (frame building, CRC-32C, zstd) and back
 // through TraceReader. Payloads are FP32 values of a smooth random walk (compressible like real activations) or
-// uniform random bits (incompressible), in 1 MiB tensors. Usage: store_bench [MiB] (default 256).
+// uniform random bits (incompressible), in 1 MiB tensors, stored as they are (payload kind full) or byte-shuffled
+// first as the shim stores them (full shuffled; the shuffle is timed with the write). Also Gaussian FP32 and BF16
+// values (weights-like). Usage: store_bench [MiB] (default 256).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include "analyzer/trace_reader.h"
 #include "collector/crc32c.h"
 #include "collector/trace_writer.h"
+#include "ttrace/byte_shuffle.h"
 
 namespace {
 
@@ -19,8 +22,12 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
 }
 
 // `pool` holds 64 distinct 1 MiB tensors, cycled: a repeat is 64 MiB away, far outside any 4 MiB frame.
-void Run(const char* name, const std::vector<float>& pool, size_t total_mib, int level) {
-  const size_t elems = (1u << 20) / sizeof(float);
+void Run(const char* name, const std::vector<float>& pool, size_t total_mib, int level, bool shuffle,
+         ttrace::format::DType dtype = ttrace::format::DType::kF32) {
+  const size_t elem_bytes = ttrace::format::DTypeSize(static_cast<uint8_t>(dtype));
+  const size_t elems = (1u << 20) / elem_bytes;
+  const char* base = reinterpret_cast<const char*>(pool.data());
+  std::vector<char> shuffled(1u << 20);
   const std::string path = "/tmp/ttrace_store_bench.ttr";
   ttrace::store::WriterOptions opt;
   opt.zstd_level = level;
@@ -30,17 +37,23 @@ void Run(const char* name, const std::vector<float>& pool, size_t total_mib, int
     fprintf(stderr, "%s\n", err.c_str());
     exit(1);
   }
-  const size_t bytes = elems * sizeof(float);
+  const size_t bytes = elems * elem_bytes;
   const size_t n = total_mib * (1u << 20) / bytes;
   auto t0 = std::chrono::steady_clock::now();
   for (size_t i = 0; i < n; ++i) {
     ttrace::format::TensorRecord t{};
     t.seq = i;
-    t.dtype = static_cast<uint8_t>(ttrace::format::DType::kF32);
+    t.dtype = static_cast<uint8_t>(dtype);
     t.rows = static_cast<int64_t>(elems);
     t.cols = t.batch = 1;
     t.payload_bytes = bytes;
-    w->Append(ttrace::format::RecordType::kTensor, t, pool.data() + (i % 64) * elems, bytes);
+    const char* payload = base + (i % 64) * bytes;
+    if (shuffle) {
+      t.payload_kind = static_cast<uint8_t>(ttrace::format::PayloadKind::kShuffled);
+      ttrace::format::ShuffleBytes(payload, elems, elem_bytes, shuffled.data());
+      payload = shuffled.data();
+    }
+    w->Append(ttrace::format::RecordType::kTensor, t, payload, bytes);
   }
   w->Close(&err);
   const double wt = Seconds(t0);
@@ -52,8 +65,8 @@ void Run(const char* name, const std::vector<float>& pool, size_t total_mib, int
   size_t records = 0;
   while (r.ok() && *(*r)->Next(&v)) ++records;
   const double rt = Seconds(t0);
-  printf("%-14s zstd %d: write %7.1f MiB/s, read %7.1f MiB/s, ratio %.2f (%zu records)\n", name, level,
-         mib / wt, mib / rt, mib / file_mib, records);
+  printf("%-14s %-13s zstd %d: write %7.1f MiB/s, read %7.1f MiB/s, ratio %.2f (%zu records)\n", name,
+         shuffle ? "full shuffled" : "full", level, mib / wt, mib / rt, mib / file_mib, records);
 }
 
 }  // namespace
@@ -62,9 +75,19 @@ int main(int argc, char** argv) {
   const size_t mib = argc > 1 ? static_cast<size_t>(atoi(argv[1])) : 256;
   std::mt19937 rng(1);
   std::normal_distribution<float> step(0.0f, 0.01f);
-  std::vector<float> smooth(64u << 18), noise(64u << 18);
+  std::normal_distribution<float> weight(0.0f, 0.02f);
+  std::vector<float> smooth(64u << 18), noise(64u << 18), gauss(64u << 18), bf16(64u << 18);
   float x = 0;
   for (auto& v : smooth) v = x += step(rng);
+  for (auto& v : gauss) v = weight(rng);
+  // BF16 Gaussian values, two per float slot (the pool is read as bytes).
+  auto* halves = reinterpret_cast<uint16_t*>(bf16.data());
+  for (size_t i = 0; i < bf16.size() * 2; ++i) {
+    const float f = weight(rng);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    halves[i] = static_cast<uint16_t>(u >> 16);
+  }
   for (auto& v : noise) {
     uint32_t u = rng();
     memcpy(&v, &u, 4);
@@ -74,8 +97,12 @@ int main(int argc, char** argv) {
   uint32_t c = ttrace::store::Crc32c(buf.data(), buf.size());
   printf("crc32c: %.0f MiB/s (%08x)\n", 64 / Seconds(t0), c);
   for (int level : {1, 3}) {
-    Run("smooth fp32", smooth, mib, level);
-    Run("random bits", noise, mib, level);
+    for (bool shuffle : {false, true}) {
+      Run("smooth fp32", smooth, mib, level, shuffle);
+      Run("gaussian fp32", gauss, mib, level, shuffle);
+      Run("gaussian bf16", bf16, mib, level, shuffle, ttrace::format::DType::kBF16);
+      Run("random bits", noise, mib, level, shuffle);
+    }
   }
   return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "shim/capture_engine.h"
 #include "shim/log.h"
+#include "ttrace/byte_shuffle.h"
 
 namespace ttrace::shim {
 
@@ -157,19 +158,29 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
   const char* staged = ring_base_ + item.offset;
   const size_t bytes = item.plan.packed_bytes;
   const char* payload = staged;
+  // Elements wider than a byte are byte-shuffled (PayloadKind::kShuffled, TTRACE_SHUFFLE): packed first when the
+  // staging is not dense, then shuffled from there into the second half of the buffer.
+  const uint32_t elem = item.plan.elem_bytes;
+  const bool shuffle = config_.shuffle && elem > 1;
+  const size_t need = (item.plan.staged_dense ? 0 : bytes) + (shuffle ? bytes : 0);
+  if (payload_capacity_ < need) {
+    payload_.reset(new char[need]);
+    payload_capacity_ = need;
+  }
   if (!item.plan.staged_dense) {
-    if (payload_capacity_ < bytes) {
-      payload_.reset(new char[bytes]);
-      payload_capacity_ = bytes;
-    }
     PackDense(item.spec, item.plan, staged, payload_.get());
     payload = payload_.get();
+  }
+  if (shuffle) {
+    char* shuffled = payload_.get() + (item.plan.staged_dense ? 0 : bytes);
+    format::ShuffleBytes(payload, bytes / elem, elem, shuffled);
+    payload = shuffled;
   }
   format::TensorRecord t;
   memset(&t, 0, sizeof t);
   t.seq = item.seq;
   t.slot = static_cast<uint8_t>(item.spec.slot);
-  t.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFull);
+  t.payload_kind = static_cast<uint8_t>(shuffle ? format::PayloadKind::kShuffled : format::PayloadKind::kFull);
   t.dtype = static_cast<uint8_t>(item.spec.dtype);
   t.rows = item.spec.rows;
   t.cols = item.spec.cols;

@@ -22,6 +22,7 @@ EngineConfig EngineConfigFromOptions(const Options& options) {
   c.capture_tensors = options.mode == CaptureMode::kFull && options.buffer_mb > 0;
   c.ring_bytes = static_cast<size_t>(options.buffer_mb) << 20;
   c.max_tensor_bytes = static_cast<size_t>(options.max_tensor_mb) << 20;
+  c.shuffle = options.shuffle;
   c.ring_wait_ms = static_cast<int>(options.ring_wait_ms);
   c.flush_ms = options.flush_ms > 0 ? static_cast<int>(options.flush_ms) : 1;
   c.exit_wait_ms = options.exit_wait_ms > 0 ? static_cast<int>(options.exit_wait_ms) : 0;

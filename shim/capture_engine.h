@@ -51,6 +51,7 @@ struct EngineConfig {
   bool capture_tensors = false;      // TTRACE_MODE=full (and a cudart table given)
   size_t ring_bytes = 256u << 20;    // TTRACE_BUFFER_MB; 0: no tensors
   size_t max_tensor_bytes = 128u << 20;
+  bool shuffle = true;               // TTRACE_SHUFFLE: byte-shuffled payloads (PayloadKind::kShuffled)
   int ring_wait_ms = 200;
   int flush_ms = 1000;
   int exit_wait_ms = 3000;  // TTRACE_EXIT_WAIT_MS

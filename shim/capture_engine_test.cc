@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analyzer/trace_reader.h"
+#include "ttrace/byte_shuffle.h"
 #include "gtest/gtest.h"
 
 namespace ttrace::shim {
@@ -126,6 +127,13 @@ std::vector<Read> ReadAll(const std::string& path) {
     EXPECT_TRUE(more.ok()) << more.status();
     if (!more.ok() || !*more) break;
     out.push_back({v.type, std::string(v.body), std::string(v.payload)});
+    if (v.type == RecordType::kTensor) {  // compared in the kFull layout (the engine shuffles wider elements)
+      const auto t = out.back().As<format::TensorRecord>();
+      const uint32_t e = format::DTypeSize(t.dtype);
+      EXPECT_EQ(t.payload_kind, static_cast<uint8_t>(e > 1 ? format::PayloadKind::kShuffled : format::PayloadKind::kFull));
+      if (t.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled) && e > 0)
+        format::UnshuffleBytes(v.payload.data(), v.payload.size() / e, e, out.back().payload.data());
+    }
   }
   return out;
 }

@@ -229,6 +229,7 @@ enum class TensorSlot : uint8_t {
 };
 enum class PayloadKind : uint8_t {
   kFull = 0,                  // every element, dense: rows x cols column-major (ld = rows), batches back to back
+  kShuffled = 1,              // the kFull bytes, byte-shuffled by element size (byte_shuffle.h)
 };
 struct TensorRecord {
   uint64_t seq;

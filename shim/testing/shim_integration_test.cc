@@ -16,6 +16,7 @@
 #include "shim/comm_registry.h"
 #include "shim/testing/dump.h"
 #include "shim/testing/process.h"
+#include "ttrace/byte_shuffle.h"
 #include "ttrace/format.h"
 
 namespace ttrace::shim::testing {
@@ -52,6 +53,13 @@ std::vector<DumpEntry> ReadTrace(const std::string& path, format::FileHeader* he
     EXPECT_TRUE(more.ok()) << more.status();
     if (!more.ok() || !*more) break;
     out.push_back({v.type, std::string(v.body), std::string(v.payload)});
+    if (v.type == RecordType::kTensor) {
+      // Shuffled payloads are compared in the program's (kFull) layout; the body keeps the kind written.
+      const auto t = out.back().As<format::TensorRecord>();
+      const uint32_t e = format::DTypeSize(t.dtype);
+      if (t.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled) && e > 0)
+        format::UnshuffleBytes(v.payload.data(), v.payload.size() / e, e, out.back().payload.data());
+    }
   }
   return out;
 }
@@ -86,7 +94,10 @@ void ExpectSameTensor(const DumpEntry& want, const DumpEntry& got, const std::st
   EXPECT_EQ(g.rows, w.rows) << where;
   EXPECT_EQ(g.cols, w.cols) << where;
   EXPECT_EQ(g.batch, w.batch) << where;
-  EXPECT_EQ(g.payload_kind, static_cast<uint8_t>(format::PayloadKind::kFull)) << where;
+  // The shim byte-shuffles elements wider than a byte.
+  EXPECT_EQ(g.payload_kind, static_cast<uint8_t>(format::DTypeSize(g.dtype) > 1 ? format::PayloadKind::kShuffled
+                                                                                 : format::PayloadKind::kFull))
+      << where;
   EXPECT_EQ(g.payload_bytes, w.payload_bytes) << where;
   EXPECT_TRUE(got.payload == want.payload) << where << ": payload differs from the program's data";
 }
