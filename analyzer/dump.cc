@@ -54,8 +54,10 @@ std::string RecordLine(const RecordView& r) {
       return CollectiveLine(r.Body<format::CollectiveRecord>());
     case RecordType::kTensor: {
       const auto t = r.Body<format::TensorRecord>();
-      return absl::StrCat("tensor seq=", t.seq, " slot=", SlotName(t.slot), " kind=",
-                          t.payload_kind == 0 ? std::string("full") : t.payload_kind == 1 ? std::string("full shuffled") : std::to_string(t.payload_kind),
+      const std::string kind = t.payload_kind == 0   ? std::string("full")
+                               : t.payload_kind == 1 ? std::string("full-shuffled")
+                                                     : std::to_string(t.payload_kind);
+      return absl::StrCat("tensor seq=", t.seq, " slot=", SlotName(t.slot), " kind=", kind,
                           " dtype=", DTypeName(t.dtype), " shape=", t.rows, "x", t.cols, "x", t.batch,
                           " bytes=", t.payload_bytes);
     }
