@@ -51,6 +51,14 @@ bool CommRegistry::Remove(uint64_t handle, CommInfo* info) {
   return true;
 }
 
+bool CommRegistry::Find(uint64_t handle, CommInfo* info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = comms_.find(handle);
+  if (it == comms_.end()) return false;
+  *info = it->second.info;
+  return true;
+}
+
 uint64_t CommRegistry::NextInitAll() {
   std::lock_guard<std::mutex> lock(mu_);
   return init_all_calls_++;

@@ -36,6 +36,8 @@ class CommRegistry {
   CommInfo NextOp(uint64_t handle, const std::function<CommInfo()>& describe, uint64_t* op_index);
   // Removes the communicator; false (info unchanged) when unknown.
   bool Remove(uint64_t handle, CommInfo* info);
+  // The communicator's identity; false (info unchanged) when unknown.
+  bool Find(uint64_t handle, CommInfo* info);
   // The next ncclCommInitAll call number of this process.
   uint64_t NextInitAll();
 

@@ -82,7 +82,7 @@ PendingOutputs& Pending() {
 }
 
 // Captures or drops the snapshots pending on `comm` now that NCCL reported `async` for it.
-void ReleasePending(CaptureEngine* engine, uint64_t comm, ncclResult_t async, const char* why) {
+void ReleasePending(CaptureEngine* engine, uint64_t comm, ncclResult_t async, const std::string& why) {
   for (const DeferredCollective& d : Pending().Take(comm)) {
     if (async == ncclSuccess)
       engine->CaptureTensor(d.seq, d.stream, d.recv);
@@ -155,6 +155,43 @@ ncclResult_t TraceInitRank(format::ApiId api, ncclComm_t* comm, int nranks, cons
   return status;
 }
 
+// ncclCommDestroy, ncclCommAbort and ncclCommFinalize, recorded as CommDestroyRecords with their api.
+// Destroy and abort end the communicator: snapshots still pending on it are dropped with a notice (its operations
+// were never reported enqueued), it leaves the registry, and the sink is flushed (a process often dies right
+// after). Finalize only flushes NCCL's work; the communicator lives on until its destroy.
+template <typename Real>
+ncclResult_t TraceCommEnd(format::ApiId api, ncclComm_t comm, const Real& real) {
+  CaptureEngine* engine = Engine();
+  if (engine == nullptr) return real();
+  const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
+  const uint64_t t = MonotonicNs();
+  const uint64_t handle = reinterpret_cast<uint64_t>(comm);
+  const bool ends = api != format::ApiId::kNcclCommFinalize;
+  if (ends) {
+    ReleasePending(engine, handle, ncclInvalidUsage,
+                   std::string("output of a non-blocking operation never reported complete before ") +
+                       format::ApiName(static_cast<uint16_t>(api)));
+  }
+  const ncclResult_t status = real();
+  CommInfo info;
+  if (comm != nullptr) {
+    if (ends)
+      Comms().Remove(handle, &info);
+    else
+      Comms().Find(handle, &info);
+  }
+  format::CommDestroyRecord r;
+  memset(&r, 0, sizeof r);
+  r.api = static_cast<uint16_t>(api);
+  r.status = status;
+  r.comm_hash = info.hash;
+  r.comm_handle = handle;
+  r.t_ns = t;
+  engine->Publish(slot.ticket, format::RecordType::kCommDestroy, r);
+  if (ends) engine->FlushAndWait(std::max(2000, static_cast<int>(2 * GetOptions().flush_ms)));
+  return status;
+}
+
 format::GroupRecord GroupRec(format::ApiId api, ncclResult_t status, uint64_t t_ns) {
   format::GroupRecord r;
   memset(&r, 0, sizeof r);
@@ -222,26 +259,17 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, co
 
 TTRACE_INTERCEPTOR(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   TTRACE_ENTER(ncclCommDestroy, ncclInternalError, comm);
-  CaptureEngine* engine = Engine();
-  if (engine == nullptr) return REAL(ncclCommDestroy)(comm);
-  const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
-  const uint64_t t = MonotonicNs();
-  const uint64_t handle = reinterpret_cast<uint64_t>(comm);
-  ttrace::shim::ReleasePending(engine, handle, ncclInvalidUsage,
-                               "output of a non-blocking operation never reported complete before ncclCommDestroy");
-  const ncclResult_t status = REAL(ncclCommDestroy)(comm);
-  CommInfo info;
-  if (comm != nullptr) Comms().Remove(handle, &info);
-  ttrace::format::CommDestroyRecord r;
-  memset(&r, 0, sizeof r);
-  r.api = static_cast<uint16_t>(ApiId::kNcclCommDestroy);
-  r.status = status;
-  r.comm_hash = info.hash;
-  r.comm_handle = handle;
-  r.t_ns = t;
-  engine->Publish(slot.ticket, RecordType::kCommDestroy, r);
-  engine->FlushAndWait(std::max(2000, static_cast<int>(2 * ttrace::shim::GetOptions().flush_ms)));
-  return status;
+  return ttrace::shim::TraceCommEnd(ApiId::kNcclCommDestroy, comm, [&] { return REAL(ncclCommDestroy)(comm); });
+}
+
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
+  TTRACE_ENTER(ncclCommAbort, ncclInternalError, comm);
+  return ttrace::shim::TraceCommEnd(ApiId::kNcclCommAbort, comm, [&] { return REAL(ncclCommAbort)(comm); });
+}
+
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
+  TTRACE_ENTER(ncclCommFinalize, ncclInternalError, comm);
+  return ttrace::shim::TraceCommEnd(ApiId::kNcclCommFinalize, comm, [&] { return REAL(ncclCommFinalize)(comm); });
 }
 
 TTRACE_INTERCEPTOR(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,

@@ -14,7 +14,9 @@
 // --kill-after-destroy: SIGKILL itself right after ncclCommDestroy (no exit handlers run).
 // --time: print the wall time of the iterations ("loop_seconds=S") on stdout, for overhead measurements.
 // --nonblocking: the communicator is non-blocking (ncclCommInitRankConfig, blocking = 0): calls that answer
-// ncclInProgress are followed by ncclCommGetAsyncError polls until NCCL has enqueued the work.
+// ncclInProgress are followed by ncclCommGetAsyncError polls until NCCL has enqueued the work; it is finalized
+// (ncclCommFinalize) before its destroy.
+// --abort-pending (implies --nonblocking): instead, one more all-reduce and ncclCommAbort without waiting for it.
 // --hang-at-exit: afterwards blocks its stream for 10 minutes (a host function, as a collective waiting for a dead
 // peer would), queues one more Sgemm behind it and returns from main without synchronizing.
 // Built against the real headers and linked to the toolkit's shared libraries, like any application.
@@ -223,10 +225,12 @@ void ExpectCommInit(fmt::ApiId api, ncclComm_t comm, int rank, int size, int dev
   Expect(RecordType::kCommInit, c);
 }
 
-void ExpectCommDestroy(ncclComm_t comm) {
+void ExpectCommDestroy(ncclComm_t comm, fmt::ApiId api = fmt::ApiId::kNcclCommDestroy,
+                       ncclResult_t status = ncclSuccess) {
   fmt::CommDestroyRecord d;
   memset(&d, 0, sizeof d);
-  d.api = static_cast<uint16_t>(fmt::ApiId::kNcclCommDestroy);
+  d.api = static_cast<uint16_t>(api);
+  d.status = status;
   d.comm_handle = reinterpret_cast<uint64_t>(comm);
   Expect(RecordType::kCommDestroy, d);
 }
@@ -263,7 +267,7 @@ ncclUniqueId Rendezvous(const std::string& dir, int rank) {
 }
 
 int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, bool kill_after_destroy, bool timed,
-             bool hang_at_exit, bool nonblocking) {
+             bool hang_at_exit, bool nonblocking, bool abort_pending) {
   const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1), device = EnvInt("LOCAL_RANK", 0);
   CHECK_CUDA(cudaSetDevice(device));
   cudaStream_t s;
@@ -421,6 +425,26 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
     CHECK_CUBLAS(cublasSgemm(h, N, N, 4, 4, 4, &one, buf, 4, buf + 16, 4, &zero, buf + 32, 4));
     return 0;
   }
+  if (abort_pending) {
+    // One more all-reduce, and the communicator is aborted before NCCL reports it enqueued: the shim never gets a
+    // moment at which its output is valid, so it drops that snapshot with a notice (the input is captured).
+    const uint64_t seq = static_cast<uint64_t>(iters) * 8;
+    const ncclResult_t st = ncclAllReduce(y6.dev, z6.dev, y6.Elems(), ncclFloat32, ncclSum, comm, s);
+    if (st != ncclSuccess && st != ncclInProgress) Die("ncclAllReduce before abort", st);
+    fmt::CollectiveRecord e = AllReduceExpect(seq, comm, rank, world, 3u * static_cast<uint64_t>(iters), ncclSum,
+                                              ncclFloat32, y6, z6, s, false);
+    e.status = st;
+    Expect(RecordType::kCollective, e);
+    ExpectTensor(seq, TensorSlot::kSend, y6);
+    CHECK_NCCL(ncclCommAbort(comm));
+    ExpectCommDestroy(comm, fmt::ApiId::kNcclCommAbort);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    return 0;
+  }
+  if (nonblocking) {
+    const ncclResult_t st = Nccl(ncclCommFinalize(comm), comm, "ncclCommFinalize");
+    ExpectCommDestroy(comm, fmt::ApiId::kNcclCommFinalize, st);
+  }
   CHECK_NCCL(ncclCommDestroy(comm));
   ExpectCommDestroy(comm);
   if (kill_after_destroy) {
@@ -482,6 +506,7 @@ int main(int argc, char** argv) {
   std::string rdzv, dump;
   int scale = 1, iters = 1, init_all = 0;
   bool fork_child = false, kill_after_destroy = false, timed = false, hang_at_exit = false, nonblocking = false;
+  bool abort_pending = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -498,10 +523,12 @@ int main(int argc, char** argv) {
     else if (arg == "--time") timed = true;
     else if (arg == "--hang-at-exit") hang_at_exit = true;
     else if (arg == "--nonblocking") nonblocking = true;
+    else if (arg == "--abort-pending") abort_pending = nonblocking = true;
     else Die(("unknown argument " + arg).c_str(), 0);
   }
   if (!dump.empty() && (g_dump = fopen(dump.c_str(), "wb")) == nullptr) Die("opening the dump", errno);
-  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed, hang_at_exit, nonblocking);
+  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed, hang_at_exit, nonblocking,
+                                 abort_pending);
   if (rc == 2) fprintf(stderr, "usage: shim_workload --rdzv DIR | --init-all N [--dump FILE] ...\n");
   if (g_dump) fclose(g_dump);
   return rc;
