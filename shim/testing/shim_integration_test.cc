@@ -102,6 +102,19 @@ void ExpectSameTensor(const DumpEntry& want, const DumpEntry& got, const std::st
   EXPECT_TRUE(got.payload == want.payload) << where << ": payload differs from the program's data";
 }
 
+// Every payload the program saw is in the trace, equal, and the trace has no other.
+void ExpectSameTensors(const std::map<TensorKey, DumpEntry>& want, const std::map<TensorKey, DumpEntry>& got) {
+  EXPECT_EQ(got.size(), want.size());
+  for (const auto& [key, entry] : want) {
+    auto it = got.find(key);
+    if (it == got.end()) {
+      ADD_FAILURE() << "no payload for seq " << key.first << " slot " << int(key.second);
+      continue;
+    }
+    ExpectSameTensor(entry, it->second, "seq " + std::to_string(key.first));
+  }
+}
+
 // Compares the call records of a trace with what the program says it did, in order. Returns the comm hash.
 uint64_t ExpectSameCalls(const std::vector<DumpEntry>& want, const std::vector<DumpEntry>& got,
                          const std::string& where) {
@@ -383,16 +396,7 @@ TEST(ShimIntegrationTest, NonBlockingCommunicatorOutputsAreCapturedOnceEnqueued)
   ASSERT_EQ(ListDir(traces), (std::vector<std::string>{"rank-0.ttr"}));
   const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-0.ttr");
   ExpectSameCalls(Select(dump, false), Select(trace, false), "nonblocking");
-  const auto want = TensorsByKey(dump), got = TensorsByKey(trace);
-  EXPECT_EQ(got.size(), want.size());
-  for (const auto& [key, entry] : want) {
-    auto it = got.find(key);
-    if (it == got.end()) {
-      ADD_FAILURE() << "no payload for seq " << key.first << " slot " << int(key.second);
-      continue;
-    }
-    ExpectSameTensor(entry, it->second, "seq " + std::to_string(key.first));
-  }
+  ExpectSameTensors(TensorsByKey(dump), TensorsByKey(trace));
   EXPECT_EQ(Notices(trace).size(), 0u);
 }
 
@@ -408,10 +412,7 @@ TEST(ShimIntegrationTest, AbortDropsPendingNonBlockingOutputsWithANotice) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-0.ttr");
   ExpectSameCalls(Select(dump, false), Select(trace, false), "abort");
-  const auto want = TensorsByKey(dump), got = TensorsByKey(trace);
-  EXPECT_EQ(got.size(), want.size());
-  for (const auto& [key, entry] : want)
-    if (got.count(key)) ExpectSameTensor(entry, got.at(key), "seq " + std::to_string(key.first));
+  ExpectSameTensors(TensorsByKey(dump), TensorsByKey(trace));
   const std::vector<DumpEntry> notices = Notices(trace);
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_EQ(notices[0].As<format::NoticeRecord>().seq, 8u);
