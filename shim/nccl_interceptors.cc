@@ -12,11 +12,12 @@
 //
 // Non-blocking communicators: a collective (or a group end) that returns ncclInProgress has not been enqueued on
 // its stream yet, so a copy enqueued now could run before it. Its output snapshot waits in PendingOutputs until
-// ncclCommGetAsyncError first reports that communicator ncclSuccess (NCCL has then enqueued the work, and a copy
-// enqueued after it on the same stream sees the result); an asynchronous error, or the communicator's
-// destruction before that, drops it with a notice. The input snapshot is taken at the call as usual: it is
+// ncclCommGetAsyncError, called by the thread that issued the operation, first reports that communicator
+// ncclSuccess (NCCL has then enqueued the work, and a copy enqueued after it on the same stream sees the result);
+// an asynchronous error, or the communicator's destruction or abort before that, drops it with a notice. The input snapshot is taken at the call as usual: it is
 // enqueued before the operation in any case.
 #include <nccl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,6 +47,7 @@ struct DeferredCollective {
   cudaStream_t stream;
   TensorSpec send, recv;
   uint64_t comm = 0;
+  pthread_t thread = pthread_self();  // the thread that issued the operation
 };
 
 // Output snapshots of non-blocking operations not yet enqueued, by communicator (see the top of the file).
@@ -56,16 +58,23 @@ class PendingOutputs {
     by_comm_[d.comm].push_back(d);
     count_.fetch_add(1, std::memory_order_relaxed);
   }
-  // Removes and returns the communicator's pending snapshots, in call order (cheap when none are pending at all:
-  // ncclCommGetAsyncError is polled in loops).
-  std::vector<DeferredCollective> Take(uint64_t comm) {
+  // Removes and returns the communicator's pending snapshots, in call order: all of them, or (`only_this_thread`)
+  // those the calling thread issued. Cheap when none are pending at all: ncclCommGetAsyncError is polled in loops,
+  // also by other threads (PyTorch's watchdog).
+  std::vector<DeferredCollective> Take(uint64_t comm, bool only_this_thread) {
     std::vector<DeferredCollective> out;
     if (count_.load(std::memory_order_relaxed) == 0) return out;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = by_comm_.find(comm);
     if (it == by_comm_.end()) return out;
-    out.swap(it->second);
-    by_comm_.erase(it);
+    std::vector<DeferredCollective>& all = it->second;
+    const pthread_t self = pthread_self();
+    auto keep = std::stable_partition(all.begin(), all.end(), [&](const DeferredCollective& d) {
+      return only_this_thread && !pthread_equal(d.thread, self);
+    });
+    out.assign(keep, all.end());
+    all.erase(keep, all.end());
+    if (all.empty()) by_comm_.erase(it);
     count_.fetch_sub(out.size(), std::memory_order_relaxed);
     return out;
   }
@@ -81,9 +90,13 @@ PendingOutputs& Pending() {
   return *pending;
 }
 
-// Captures or drops the snapshots pending on `comm` now that NCCL reported `async` for it.
+// Captures or drops the snapshots pending on `comm` now that NCCL reported `async` for it. A snapshot is taken
+// only on the thread that issued its operation, before the poll that reported success returns to it: the
+// application enqueues the work that consumes the output only after that, so the copy comes first. (Taken on
+// another thread, such as a watchdog polling the same communicator, the copy could land behind that work.)
+// Errors and the communicator's end release every thread's snapshots.
 void ReleasePending(CaptureEngine* engine, uint64_t comm, ncclResult_t async, const std::string& why) {
-  for (const DeferredCollective& d : Pending().Take(comm)) {
+  for (const DeferredCollective& d : Pending().Take(comm, /*only_this_thread=*/async == ncclSuccess)) {
     if (async == ncclSuccess)
       engine->CaptureTensor(d.seq, d.stream, d.recv);
     else

@@ -14,8 +14,8 @@
 // --kill-after-destroy: SIGKILL itself right after ncclCommDestroy (no exit handlers run).
 // --time: print the wall time of the iterations ("loop_seconds=S") on stdout, for overhead measurements.
 // --nonblocking: the communicator is non-blocking (ncclCommInitRankConfig, blocking = 0): calls that answer
-// ncclInProgress are followed by ncclCommGetAsyncError polls until NCCL has enqueued the work; it is finalized
-// (ncclCommFinalize) before its destroy.
+// ncclInProgress are followed by ncclCommGetAsyncError polls until NCCL has enqueued the work, while a watchdog
+// thread polls it too; it is finalized (ncclCommFinalize) before its destroy.
 // --abort-pending (implies --nonblocking): instead, one more all-reduce and ncclCommAbort without waiting for it.
 // --hang-at-exit: afterwards blocks its stream for 10 minutes (a host function, as a collective waiting for a dead
 // peer would), queues one more Sgemm behind it and returns from main without synchronizing.
@@ -27,12 +27,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kernels/dtype.h"
@@ -277,6 +279,8 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
   CHECK_CUBLAS(cublasSetStream(h, s));
   const ncclUniqueId id = Rendezvous(rdzv, rank);
   ncclComm_t comm;
+  std::atomic<bool> watching{false};
+  std::thread watchdog;
   if (nonblocking) {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
@@ -284,6 +288,15 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
     if (st != ncclSuccess && st != ncclInProgress) Die("ncclCommInitRankConfig", st);
     Nccl(st, comm, "ncclCommInitRankConfig");
     ExpectCommInit(fmt::ApiId::kNcclCommInitRankConfig, comm, rank, world, device, st);
+    // A watchdog polls the communicator from another thread all along, as PyTorch's does.
+    watching = true;
+    watchdog = std::thread([&watching, comm] {
+      while (watching) {
+        ncclResult_t async;
+        ncclCommGetAsyncError(comm, &async);
+        usleep(100);
+      }
+    });
   } else {
     CHECK_NCCL(ncclCommInitRank(&comm, world, id, rank));
     ExpectCommInit(fmt::ApiId::kNcclCommInitRank, comm, rank, world, device);
@@ -425,6 +438,8 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
     CHECK_CUBLAS(cublasSgemm(h, N, N, 4, 4, 4, &one, buf, 4, buf + 16, 4, &zero, buf + 32, 4));
     return 0;
   }
+  watching = false;
+  if (watchdog.joinable()) watchdog.join();
   if (abort_pending) {
     // One more all-reduce, and the communicator is aborted before NCCL reports it enqueued: the shim never gets a
     // moment at which its output is valid, so it drops that snapshot with a notice (the input is captured).
