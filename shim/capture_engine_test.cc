@@ -130,7 +130,8 @@ std::vector<Read> ReadAll(const std::string& path) {
     if (v.type == RecordType::kTensor) {  // compared in the kFull layout (the engine shuffles wider elements)
       const auto t = out.back().As<format::TensorRecord>();
       const uint32_t e = format::DTypeSize(t.dtype);
-      EXPECT_EQ(t.payload_kind, static_cast<uint8_t>(e > 1 ? format::PayloadKind::kShuffled : format::PayloadKind::kFull));
+      EXPECT_EQ(t.payload_kind,
+                static_cast<uint8_t>(e > 1 ? format::PayloadKind::kShuffled : format::PayloadKind::kFull));
       if (t.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled) && e > 0)
         format::UnshuffleBytes(v.payload.data(), v.payload.size() / e, e, out.back().payload.data());
     }

@@ -14,8 +14,8 @@
 // its stream yet, so a copy enqueued now could run before it. Its output snapshot waits in PendingOutputs until
 // ncclCommGetAsyncError, called by the thread that issued the operation, first reports that communicator
 // ncclSuccess (NCCL has then enqueued the work, and a copy enqueued after it on the same stream sees the result);
-// an asynchronous error, or the communicator's destruction or abort before that, drops it with a notice. The input snapshot is taken at the call as usual: it is
-// enqueued before the operation in any case.
+// an asynchronous error, or the communicator's destruction or abort before that, drops it with a notice. The
+// input snapshot is taken at the call as usual: it is enqueued before the operation in any case.
 #include <nccl.h>
 #include <pthread.h>
 #include <unistd.h>

@@ -542,8 +542,10 @@ int main(int argc, char** argv) {
     else Die(("unknown argument " + arg).c_str(), 0);
   }
   if (!dump.empty() && (g_dump = fopen(dump.c_str(), "wb")) == nullptr) Die("opening the dump", errno);
-  const int rc = init_all > 0 ? RunInitAll(init_all) : rdzv.empty() ? 2 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed, hang_at_exit, nonblocking,
-                                 abort_pending);
+  const int rc = init_all > 0  ? RunInitAll(init_all)
+                 : rdzv.empty() ? 2
+                                : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed, hang_at_exit,
+                                           nonblocking, abort_pending);
   if (rc == 2) fprintf(stderr, "usage: shim_workload --rdzv DIR | --init-all N [--dump FILE] ...\n");
   if (g_dump) fclose(g_dump);
   return rc;

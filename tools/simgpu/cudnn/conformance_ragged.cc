@@ -113,7 +113,8 @@ void FusedRaggedAttention() {
     Line("graph: %d finalize %d", s1, f);
     cudnnBackendDestroyDescriptor(graph);
   }
-  for (Desc t : {full, inference, no_lens, only_q, bad_batch, floats, i64, flat, one, seq_i64, seq_flat, seq_one, q, k, v, o, stats, scale, q_off, kv_off, o_off,
+  for (Desc t : {full, inference, no_lens, only_q, bad_batch, floats, i64, flat, one, seq_i64, seq_flat, seq_one, q,
+                 k, v, o, stats, scale, q_off, kv_off, o_off,
                  stats_off, seq_q, seq_kv, seq_bad, seq_float}) {
     cudnnBackendDestroyDescriptor(t);
   }

@@ -357,9 +357,8 @@ void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale,
         }
         for (int64_t c = 0; c < dv; ++c) {
           for (int64_t j = 0; j < skv; ++j) {
-            prods[static_cast<size_t>(j)] =
-                j < keys ? p[static_cast<size_t>(j)] * Load<float>(v, At(vb, v0 + j * vs.strides[2] + c * vs.strides[3]))
-                         : 0.0f;
+            const int64_t at = v0 + j * vs.strides[2] + c * vs.strides[3];
+            prods[static_cast<size_t>(j)] = j < keys ? p[static_cast<size_t>(j)] * Load<float>(v, At(vb, at)) : 0.0f;
           }
           Store<float>(o, At(ob, o0 + i * os.strides[2] + c * os.strides[3]), pv.Sum(prods.data()));
         }
