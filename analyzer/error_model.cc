@@ -61,9 +61,24 @@ std::string UnitName(double u) {
   return absl::StrCat(u);
 }
 
-bool IsSgemm(uint16_t api) {
-  return api == static_cast<uint16_t>(format::ApiId::kCublasSgemm) ||
-         api == static_cast<uint16_t>(format::ApiId::kCublasSgemm64);
+// The compute type of a typed legacy entry point (S/D/H gemm, plain or strided batched), which the handle's math
+// mode selects as cuBLAS documents: CUBLAS_PEDANTIC_MATH makes it the _PEDANTIC one. -1 for the Ex entry points,
+// which pass theirs.
+int TypedComputeType(uint16_t api, bool pedantic) {
+  using format::ApiId;
+  switch (static_cast<ApiId>(api)) {
+    case ApiId::kCublasSgemm: case ApiId::kCublasSgemm64:
+    case ApiId::kCublasSgemmStridedBatched: case ApiId::kCublasSgemmStridedBatched64:
+      return pedantic ? 69 : 68;
+    case ApiId::kCublasDgemm: case ApiId::kCublasDgemm64:
+    case ApiId::kCublasDgemmStridedBatched: case ApiId::kCublasDgemmStridedBatched64:
+      return pedantic ? 71 : 70;
+    case ApiId::kCublasHgemm: case ApiId::kCublasHgemm64:
+    case ApiId::kCublasHgemmStridedBatched: case ApiId::kCublasHgemmStridedBatched64:
+      return pedantic ? 65 : 64;
+    default:
+      return -1;
+  }
 }
 
 // Conversion formats of FP32 inputs under the "fast" compute types. TF32 uses u = 2^-10, the bound for
@@ -115,8 +130,8 @@ absl::StatusOr<GemmPrecision> ResolveGemmPrecision(uint16_t api, int32_t compute
   const int mm = math_mode < 0 ? -1 : (math_mode & 0xf);
   const bool pedantic = mm == 2;
   int ct = compute_type;
-  if (IsSgemm(api)) {
-    ct = pedantic ? 69 : 68;
+  if (TypedComputeType(api, pedantic) >= 0) {
+    ct = TypedComputeType(api, pedantic);
   } else {
     switch (ct) {  // legacy cudaDataType_t compute types, migrated as cublas_api.h does
       case 0: ct = pedantic ? 69 : 68; break;

@@ -212,6 +212,13 @@ void Capture(CaptureEngine* engine, const format::GemmRecord& r, cudaStream_t st
   engine->CaptureTensor(r.seq, stream, t);
 }
 
+void SetBatches(GemmCall* c, int64_t batch_count, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+  c->rec.batch_count = batch_count;
+  c->rec.stride_a = stride_a;
+  c->rec.stride_b = stride_b;
+  c->rec.stride_c = stride_c;
+}
+
 template <typename Real>
 cublasStatus_t TraceGemm(GemmCall* c, const Real& real) {
   CaptureEngine* engine = Engine();
@@ -242,6 +249,7 @@ using ttrace::shim::GemmCall;
 using ttrace::shim::NewGemm;
 using ttrace::shim::Scalar;
 using ttrace::shim::ScalarOf;
+using ttrace::shim::SetBatches;
 using ttrace::shim::SetOperands;
 using ttrace::shim::TraceGemm;
 
@@ -290,13 +298,91 @@ TTRACE_INTERCEPTOR(cublasStatus_t, cublasGemmStridedBatchedEx, cublasHandle_t ha
   GemmCall c = NewGemm(ApiId::kCublasGemmStridedBatchedEx, handle, transa, transb, m, n, k, alpha, beta,
                        ScalarOf(computeType));
   SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);
-  c.rec.batch_count = batchCount;
-  c.rec.stride_a = strideA;
-  c.rec.stride_b = strideB;
-  c.rec.stride_c = strideC;
+  SetBatches(&c, batchCount, strideA, strideB, strideC);
   return TraceGemm(&c, [&] {
     return REAL(cublasGemmStridedBatchedEx)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B,
                                             Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
                                             computeType, algo);
+  });
+}
+
+// The typed entry points: one macro per family, the only differences being the scalar type, the CUDA data type
+// and the compute type recorded (the analyzer derives the effective one from the api and the math mode).
+#define TTRACE_TYPED_GEMM(name, id, Int, T, cuda_type, compute, scalar)                                          \
+  TTRACE_INTERCEPTOR(cublasStatus_t, name, cublasHandle_t handle, cublasOperation_t transa,                    \
+                     cublasOperation_t transb, Int m, Int n, Int k, const T* alpha, const T* A, Int lda,        \
+                     const T* B, Int ldb, const T* beta, T* C, Int ldc) {                                      \
+    TTRACE_ENTER(name, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb,  \
+                 beta, C, ldc);                                                                                \
+    GemmCall c = NewGemm(ApiId::id, handle, transa, transb, m, n, k, alpha, beta, scalar);                     \
+    SetOperands(&c, A, cuda_type, lda, B, cuda_type, ldb, C, cuda_type, ldc, compute);                         \
+    return TraceGemm(&c, [&] {                                                                                 \
+      return REAL(name)(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);                  \
+    });                                                                                                        \
+  }
+
+#define TTRACE_TYPED_GEMM_STRIDED(name, id, Int, T, cuda_type, compute, scalar)                                  \
+  TTRACE_INTERCEPTOR(cublasStatus_t, name, cublasHandle_t handle, cublasOperation_t transa,                    \
+                     cublasOperation_t transb, Int m, Int n, Int k, const T* alpha, const T* A, Int lda,        \
+                     long long int strideA, const T* B, Int ldb, long long int strideB, const T* beta, T* C,    \
+                     Int ldc, long long int strideC, Int batchCount) {                                         \
+    TTRACE_ENTER(name, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, lda, strideA, \
+                 B, ldb, strideB, beta, C, ldc, strideC, batchCount);                                          \
+    GemmCall c = NewGemm(ApiId::id, handle, transa, transb, m, n, k, alpha, beta, scalar);                     \
+    SetOperands(&c, A, cuda_type, lda, B, cuda_type, ldb, C, cuda_type, ldc, compute);                         \
+    SetBatches(&c, batchCount, strideA, strideB, strideC);                                                     \
+    return TraceGemm(&c, [&] {                                                                                 \
+      return REAL(name)(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, \
+                        strideC, batchCount);                                                                  \
+    });                                                                                                        \
+  }
+
+TTRACE_TYPED_GEMM(cublasDgemm_v2, kCublasDgemm, int, double, CUDA_R_64F, CUBLAS_COMPUTE_64F, Scalar::kF64)
+TTRACE_TYPED_GEMM(cublasDgemm_v2_64, kCublasDgemm64, int64_t, double, CUDA_R_64F, CUBLAS_COMPUTE_64F, Scalar::kF64)
+TTRACE_TYPED_GEMM(cublasHgemm, kCublasHgemm, int, __half, CUDA_R_16F, CUBLAS_COMPUTE_16F, Scalar::kF16)
+TTRACE_TYPED_GEMM(cublasHgemm_64, kCublasHgemm64, int64_t, __half, CUDA_R_16F, CUBLAS_COMPUTE_16F, Scalar::kF16)
+TTRACE_TYPED_GEMM_STRIDED(cublasSgemmStridedBatched, kCublasSgemmStridedBatched, int, float, CUDA_R_32F,
+                          CUBLAS_COMPUTE_32F, Scalar::kF32)
+TTRACE_TYPED_GEMM_STRIDED(cublasSgemmStridedBatched_64, kCublasSgemmStridedBatched64, int64_t, float, CUDA_R_32F,
+                          CUBLAS_COMPUTE_32F, Scalar::kF32)
+TTRACE_TYPED_GEMM_STRIDED(cublasDgemmStridedBatched, kCublasDgemmStridedBatched, int, double, CUDA_R_64F,
+                          CUBLAS_COMPUTE_64F, Scalar::kF64)
+TTRACE_TYPED_GEMM_STRIDED(cublasDgemmStridedBatched_64, kCublasDgemmStridedBatched64, int64_t, double, CUDA_R_64F,
+                          CUBLAS_COMPUTE_64F, Scalar::kF64)
+TTRACE_TYPED_GEMM_STRIDED(cublasHgemmStridedBatched, kCublasHgemmStridedBatched, int, __half, CUDA_R_16F,
+                          CUBLAS_COMPUTE_16F, Scalar::kF16)
+TTRACE_TYPED_GEMM_STRIDED(cublasHgemmStridedBatched_64, kCublasHgemmStridedBatched64, int64_t, __half, CUDA_R_16F,
+                          CUBLAS_COMPUTE_16F, Scalar::kF16)
+
+TTRACE_INTERCEPTOR(cublasStatus_t, cublasGemmEx_64, cublasHandle_t handle, cublasOperation_t transa,
+                   cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void* alpha, const void* A,
+                   cudaDataType Atype, int64_t lda, const void* B, cudaDataType Btype, int64_t ldb,
+                   const void* beta, void* C, cudaDataType Ctype, int64_t ldc, cublasComputeType_t computeType,
+                   cublasGemmAlgo_t algo) {
+  TTRACE_ENTER(cublasGemmEx_64, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, Atype,
+               lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);
+  GemmCall c = NewGemm(ApiId::kCublasGemmEx64, handle, transa, transb, m, n, k, alpha, beta, ScalarOf(computeType));
+  SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);
+  return TraceGemm(&c, [&] { return REAL(cublasGemmEx_64)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B,
+                                                          Btype, ldb, beta, C, Ctype, ldc, computeType, algo); });
+}
+
+TTRACE_INTERCEPTOR(cublasStatus_t, cublasGemmStridedBatchedEx_64, cublasHandle_t handle, cublasOperation_t transa,
+                   cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void* alpha, const void* A,
+                   cudaDataType Atype, int64_t lda, long long int strideA, const void* B, cudaDataType Btype,
+                   int64_t ldb, long long int strideB, const void* beta, void* C, cudaDataType Ctype, int64_t ldc,
+                   long long int strideC, int64_t batchCount, cublasComputeType_t computeType,
+                   cublasGemmAlgo_t algo) {
+  TTRACE_ENTER(cublasGemmStridedBatchedEx_64, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha,
+               A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
+               computeType, algo);
+  GemmCall c = NewGemm(ApiId::kCublasGemmStridedBatchedEx64, handle, transa, transb, m, n, k, alpha, beta,
+                       ScalarOf(computeType));
+  SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);
+  SetBatches(&c, batchCount, strideA, strideB, strideC);
+  return TraceGemm(&c, [&] {
+    return REAL(cublasGemmStridedBatchedEx_64)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B,
+                                               Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
+                                               computeType, algo);
   });
 }

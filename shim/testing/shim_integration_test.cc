@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/check.h"
+#include "analyzer/trace_model.h"
 #include "analyzer/trace_reader.h"
 #include "gtest/gtest.h"
 #include "shim/comm_registry.h"
@@ -417,6 +419,43 @@ TEST(ShimIntegrationTest, AbortDropsPendingNonBlockingOutputsWithANotice) {
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_EQ(notices[0].As<format::NoticeRecord>().seq, 8u);
   EXPECT_NE(notices[0].payload.find("ncclCommAbort"), std::string::npos) << notices[0].payload;
+}
+
+// cublas{D,H}gemm, cublas{S,D,H}gemmStridedBatched, their _64 forms, cublasGemmEx_64 and
+// cublasGemmStridedBatchedEx_64: recorded as the program called them, every operand captured, and every one
+// checked clean by the analyzer (each resolves to an error model).
+TEST(ShimIntegrationTest, TypedAnd64BitGemmEntryPointsAreTracedAndChecked) {
+  ScratchDir scratch;
+  const std::string traces = scratch / "traces";
+  RunResult r;
+  const std::vector<DumpEntry> dump =
+      RunSingle(scratch, "typed", Preloaded(kSimgpu, traces, {{"RANK", "0"}}), {"--typed-gemms"}, &r);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-0.ttr");
+  ExpectSameCalls(Select(dump, false), Select(trace, false), "typed");
+  ExpectSameTensors(TensorsByKey(dump), TensorsByKey(trace));
+  auto set = analyzer::LoadTraceDir(traces);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const analyzer::CheckReport report = analyzer::RunChecks(*set);
+  EXPECT_TRUE(report.clean()) << report.findings()[0].message;
+  // The loop's GEMMs 0-3 (7 has its scalars on the device: not checked) and the 12 typed ones.
+  EXPECT_EQ(report.summary().checked.at("gemm"), 4u + 12u);
+  EXPECT_EQ(report.summary().not_checked_total(), 1u);
+
+  // A flipped exponent bit in the output of the cublasHgemmStridedBatched call (GEMM call 13: 5 in the loop, then
+  // the typed ones in order) is found at its op (seq 16) and element.
+  const std::string faulty = scratch / "faulty";
+  RunSingle(scratch, "typed-fault",
+            Preloaded(kSimgpu, faulty, {{"RANK", "0"}, {"SIMGPU_FAULT", "gemm:rank=0:call=13:elem=7:bit=14"}}),
+            {"--typed-gemms"}, &r);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto bad = analyzer::LoadTraceDir(faulty);
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  const analyzer::CheckReport found = analyzer::RunChecks(*bad);
+  ASSERT_EQ(found.findings().size(), 1u);
+  EXPECT_EQ(found.findings()[0].seq, 16u);
+  EXPECT_EQ(found.findings()[0].api, "cublasHgemmStridedBatched");
+  EXPECT_EQ(found.findings()[0].first.index, 7u);
 }
 
 // A process whose stream never finishes (blocked for 10 minutes) returns from main with a GEMM queued behind it:

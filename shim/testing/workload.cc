@@ -17,6 +17,8 @@
 // ncclInProgress are followed by ncclCommGetAsyncError polls until NCCL has enqueued the work, while a watchdog
 // thread polls it too; it is finalized (ncclCommFinalize) before its destroy.
 // --abort-pending (implies --nonblocking): instead, one more all-reduce and ncclCommAbort without waiting for it.
+// --typed-gemms: afterwards one GEMM through each of cublas{D,H}gemm, cublas{S,D,H}gemmStridedBatched, their _64
+// forms, cublasGemmEx_64 and cublasGemmStridedBatchedEx_64.
 // --hang-at-exit: afterwards blocks its stream for 10 minutes (a host function, as a collective waiting for a dead
 // peer would), queues one more Sgemm behind it and returns from main without synchronizing.
 // Built against the real headers and linked to the toolkit's shared libraries, like any application.
@@ -115,6 +117,9 @@ Tensor Make(DType dtype, int64_t rows, int64_t cols, int64_t ld, uint32_t salt, 
     const float v = static_cast<float>(static_cast<int>(h % 255u) - 127) / 64.0f;
     if (dtype == DType::kF32) {
       memcpy(t.host.data() + 4 * i, &v, 4);
+    } else if (dtype == DType::kF64) {
+      const double d = v;
+      memcpy(t.host.data() + 8 * i, &d, 8);
     } else {
       const uint16_t bits = dtype == DType::kBF16 ? ttrace::kernels::FloatToBf16(v) : ttrace::kernels::FloatToHalf(v);
       memcpy(t.host.data() + 2 * i, &bits, 2);
@@ -122,6 +127,8 @@ Tensor Make(DType dtype, int64_t rows, int64_t cols, int64_t ld, uint32_t salt, 
   }
   CHECK_CUDA(cudaMalloc(&t.dev, t.Bytes()));
   CHECK_CUDA(cudaMemset(t.dev, 0, t.Bytes()));
+  // The memset is ordered on the legacy stream only: finish it before uploads on a non-blocking stream.
+  CHECK_CUDA(cudaDeviceSynchronize());
   return t;
 }
 
@@ -269,7 +276,7 @@ ncclUniqueId Rendezvous(const std::string& dir, int rank) {
 }
 
 int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, bool kill_after_destroy, bool timed,
-             bool hang_at_exit, bool nonblocking, bool abort_pending) {
+             bool hang_at_exit, bool nonblocking, bool abort_pending, bool typed_gemms) {
   const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1), device = EnvInt("LOCAL_RANK", 0);
   CHECK_CUDA(cudaSetDevice(device));
   cudaStream_t s;
@@ -438,6 +445,96 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
     CHECK_CUBLAS(cublasSgemm(h, N, N, 4, 4, 4, &one, buf, 4, buf + 16, 4, &zero, buf + 32, 4));
     return 0;
   }
+  if (typed_gemms) {
+    // One GEMM per typed and _64 entry point, seq 8 * iters + 0 .. 11: small shapes, alpha 0.75, beta 0 (beta 0.5
+    // for the batched ones, C prefilled), host pointer mode.
+    uint64_t seq = 8 * static_cast<uint64_t>(iters);
+    const __half h_alpha = __float2half(0.75f), h_beta0 = __float2half(0.0f), h_beta = __float2half(0.5f);
+    const float f_alpha = 0.75f, f_beta = 0.5f, f_beta0 = 0.0f;
+    const double d_alpha = 0.75, d_beta0 = 0.0, d_beta = 0.5;
+    auto gemm = [&](fmt::ApiId api, DType dt, int type, int compute, int64_t batch, double beta, auto call) {
+      const int64_t bm = 5, bn = 3, bk = 4;
+      Tensor a = Make(dt, bm, bk, bm, salt + 90 + static_cast<uint32_t>(seq), batch, bm * bk + 2);
+      Tensor b = Make(dt, bk, bn, bk, salt + 91 + static_cast<uint32_t>(seq), batch, bk * bn);
+      Tensor c = Make(dt, bm, bn, bm, salt + 92 + static_cast<uint32_t>(seq), batch, bm * bn + 1);
+      a.Upload(s);
+      b.Upload(s);
+      c.Upload(s);
+      if (beta != 0) ExpectTensor(seq, TensorSlot::kCIn, c);
+      CHECK_CUBLAS(call(a, b, c));
+      c.Download(s);
+      Expect(RecordType::kGemm, GemmExpect(seq, api, h, s, N, N, bm, bn, bk, a, b, c, type, type, compute, 0.75,
+                                           beta));
+      ExpectTensor(seq, TensorSlot::kA, a);
+      ExpectTensor(seq, TensorSlot::kB, b);
+      ExpectTensor(seq, TensorSlot::kCOut, c);
+      ++seq;
+    };
+    using A = const Tensor&;
+    gemm(fmt::ApiId::kCublasDgemm, DType::kF64, CUDA_R_64F, CUBLAS_COMPUTE_64F, 1, 0, [&](A a, A b, A c) {
+      return cublasDgemm(h, N, N, 5, 3, 4, &d_alpha, static_cast<double*>(a.dev), 5, static_cast<double*>(b.dev), 4,
+                         &d_beta0, static_cast<double*>(c.dev), 5);
+    });
+    gemm(fmt::ApiId::kCublasDgemm64, DType::kF64, CUDA_R_64F, CUBLAS_COMPUTE_64F, 1, 0, [&](A a, A b, A c) {
+      return cublasDgemm_64(h, N, N, 5, 3, 4, &d_alpha, static_cast<double*>(a.dev), 5, static_cast<double*>(b.dev),
+                            4, &d_beta0, static_cast<double*>(c.dev), 5);
+    });
+    gemm(fmt::ApiId::kCublasHgemm, DType::kF16, CUDA_R_16F, CUBLAS_COMPUTE_16F, 1, 0, [&](A a, A b, A c) {
+      return cublasHgemm(h, N, N, 5, 3, 4, &h_alpha, static_cast<__half*>(a.dev), 5, static_cast<__half*>(b.dev), 4,
+                         &h_beta0, static_cast<__half*>(c.dev), 5);
+    });
+    gemm(fmt::ApiId::kCublasHgemm64, DType::kF16, CUDA_R_16F, CUBLAS_COMPUTE_16F, 1, 0, [&](A a, A b, A c) {
+      return cublasHgemm_64(h, N, N, 5, 3, 4, &h_alpha, static_cast<__half*>(a.dev), 5,
+                            static_cast<__half*>(b.dev), 4, &h_beta0, static_cast<__half*>(c.dev), 5);
+    });
+    gemm(fmt::ApiId::kCublasSgemmStridedBatched, DType::kF32, CUDA_R_32F, CUBLAS_COMPUTE_32F, 2, 0.5,
+         [&](A a, A b, A c) {
+           return cublasSgemmStridedBatched(h, N, N, 5, 3, 4, &f_alpha, static_cast<float*>(a.dev), 5, a.stride,
+                                            static_cast<float*>(b.dev), 4, b.stride, &f_beta,
+                                            static_cast<float*>(c.dev), 5, c.stride, 2);
+         });
+    gemm(fmt::ApiId::kCublasSgemmStridedBatched64, DType::kF32, CUDA_R_32F, CUBLAS_COMPUTE_32F, 2, 0.5,
+         [&](A a, A b, A c) {
+           return cublasSgemmStridedBatched_64(h, N, N, 5, 3, 4, &f_alpha, static_cast<float*>(a.dev), 5, a.stride,
+                                               static_cast<float*>(b.dev), 4, b.stride, &f_beta,
+                                               static_cast<float*>(c.dev), 5, c.stride, 2);
+         });
+    gemm(fmt::ApiId::kCublasDgemmStridedBatched, DType::kF64, CUDA_R_64F, CUBLAS_COMPUTE_64F, 2, 0.5,
+         [&](A a, A b, A c) {
+           return cublasDgemmStridedBatched(h, N, N, 5, 3, 4, &d_alpha, static_cast<double*>(a.dev), 5, a.stride,
+                                            static_cast<double*>(b.dev), 4, b.stride, &d_beta,
+                                            static_cast<double*>(c.dev), 5, c.stride, 2);
+         });
+    gemm(fmt::ApiId::kCublasDgemmStridedBatched64, DType::kF64, CUDA_R_64F, CUBLAS_COMPUTE_64F, 2, 0.5,
+         [&](A a, A b, A c) {
+           return cublasDgemmStridedBatched_64(h, N, N, 5, 3, 4, &d_alpha, static_cast<double*>(a.dev), 5, a.stride,
+                                               static_cast<double*>(b.dev), 4, b.stride, &d_beta,
+                                               static_cast<double*>(c.dev), 5, c.stride, 2);
+         });
+    gemm(fmt::ApiId::kCublasHgemmStridedBatched, DType::kF16, CUDA_R_16F, CUBLAS_COMPUTE_16F, 2, 0.5,
+         [&](A a, A b, A c) {
+           return cublasHgemmStridedBatched(h, N, N, 5, 3, 4, &h_alpha, static_cast<__half*>(a.dev), 5, a.stride,
+                                            static_cast<__half*>(b.dev), 4, b.stride, &h_beta,
+                                            static_cast<__half*>(c.dev), 5, c.stride, 2);
+         });
+    gemm(fmt::ApiId::kCublasHgemmStridedBatched64, DType::kF16, CUDA_R_16F, CUBLAS_COMPUTE_16F, 2, 0.5,
+         [&](A a, A b, A c) {
+           return cublasHgemmStridedBatched_64(h, N, N, 5, 3, 4, &h_alpha, static_cast<__half*>(a.dev), 5, a.stride,
+                                               static_cast<__half*>(b.dev), 4, b.stride, &h_beta,
+                                               static_cast<__half*>(c.dev), 5, c.stride, 2);
+         });
+    gemm(fmt::ApiId::kCublasGemmEx64, DType::kF32, CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, 1, 0,
+         [&](A a, A b, A c) {
+      return cublasGemmEx_64(h, N, N, 5, 3, 4, &f_alpha, a.dev, CUDA_R_32F, 5, b.dev, CUDA_R_32F, 4, &f_beta0, c.dev,
+                             CUDA_R_32F, 5, CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_GEMM_DEFAULT);
+         });
+    gemm(fmt::ApiId::kCublasGemmStridedBatchedEx64, DType::kF16, CUDA_R_16F, CUBLAS_COMPUTE_32F, 2, 0.5,
+         [&](A a, A b, A c) {
+           return cublasGemmStridedBatchedEx_64(h, N, N, 5, 3, 4, &f_alpha, a.dev, CUDA_R_16F, 5, a.stride, b.dev,
+                                                CUDA_R_16F, 4, b.stride, &f_beta, c.dev, CUDA_R_16F, 5, c.stride, 2,
+                                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+         });
+  }
   watching = false;
   if (watchdog.joinable()) watchdog.join();
   if (abort_pending) {
@@ -521,7 +618,7 @@ int main(int argc, char** argv) {
   std::string rdzv, dump;
   int scale = 1, iters = 1, init_all = 0;
   bool fork_child = false, kill_after_destroy = false, timed = false, hang_at_exit = false, nonblocking = false;
-  bool abort_pending = false;
+  bool abort_pending = false, typed_gemms = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -539,13 +636,14 @@ int main(int argc, char** argv) {
     else if (arg == "--hang-at-exit") hang_at_exit = true;
     else if (arg == "--nonblocking") nonblocking = true;
     else if (arg == "--abort-pending") abort_pending = nonblocking = true;
+    else if (arg == "--typed-gemms") typed_gemms = true;
     else Die(("unknown argument " + arg).c_str(), 0);
   }
   if (!dump.empty() && (g_dump = fopen(dump.c_str(), "wb")) == nullptr) Die("opening the dump", errno);
   const int rc = init_all > 0  ? RunInitAll(init_all)
                  : rdzv.empty() ? 2
                                 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed, hang_at_exit,
-                                           nonblocking, abort_pending);
+                                           nonblocking, abort_pending, typed_gemms);
   if (rc == 2) fprintf(stderr, "usage: shim_workload --rdzv DIR | --init-all N [--dump FILE] ...\n");
   if (g_dump) fclose(g_dump);
   return rc;
