@@ -17,8 +17,8 @@ using format::RecordType;
 namespace {
 
 const char* SlotName(uint8_t slot) {
-  static const char* const kNames[] = {"A", "B", "C_in", "C_out", "send", "recv"};
-  return slot < 6 ? kNames[slot] : "?";
+  static const char* const kNames[] = {"A", "B", "C_in", "C_out", "send", "recv", "alpha", "beta"};
+  return slot < 8 ? kNames[slot] : "?";
 }
 
 std::string GemmLine(const format::GemmRecord& g) {

@@ -115,9 +115,22 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report) {
   const OpName name{rank, op.seq, op.api_name()};
   const std::string where = absl::StrCat("rank ", rank, " seq ", op.seq, " ", name.api, ": ");
   if (g.status != 0) return report->AddNotChecked("call failed");
-  if (g.flags & format::kScalarsUnknown) return report->AddNotChecked("alpha/beta on device");
   if (!op.tensor_problem.empty()) return report->AddNotChecked("tensor unusable");
-  const bool need_ab = g.alpha != 0, need_c = g.beta != 0;
+  // Device pointer mode: alpha and beta as the shim snapshotted them on the call's stream (slots kAlpha, kBeta).
+  double alpha = g.alpha, beta = g.beta;
+  if (g.flags & format::kScalarsUnknown) {
+    const Tensor* at = op.tensor(TensorSlot::kAlpha);
+    const Tensor* bt = op.tensor(TensorSlot::kBeta);
+    auto scalar = [](const Tensor* t, double* out) {
+      if (t == nullptr || t->meta.rows != 1 || t->meta.cols != 1 || t->meta.batch != 1) return false;
+      const std::vector<double> v = DecodeAll(static_cast<DType>(t->meta.dtype), t->data);
+      if (v.size() != 1) return false;
+      *out = v[0];
+      return true;
+    };
+    if (!scalar(at, &alpha) || !scalar(bt, &beta)) return report->AddNotChecked("alpha/beta on device");
+  }
+  const bool need_ab = alpha != 0, need_c = beta != 0;
   const Tensor* a = op.tensor(TensorSlot::kA);
   const Tensor* b = op.tensor(TensorSlot::kB);
   const Tensor* c_in = op.tensor(TensorSlot::kCIn);
@@ -150,7 +163,7 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report) {
     report->Warn(absl::StrCat("not checked: ", precision.status().message()));
     return report->AddNotChecked("no error model");
   }
-  if (!GemmBound(*precision, k, g.alpha, g.beta).finite()) {
+  if (!GemmBound(*precision, k, alpha, beta).finite()) {
     report->Warn(absl::StrCat(where, "k=", k, " is beyond what the error model can bound for ",
                               precision->description, ": not checked"));
     return report->AddNotChecked("no finite error bound");
@@ -162,8 +175,8 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report) {
   p.batch = batch;
   p.transa = g.transa;
   p.transb = g.transb;
-  p.alpha = g.alpha;
-  p.beta = g.beta;
+  p.alpha = alpha;
+  p.beta = beta;
   if (need_ab) {
     p.a = DecodeAll(a_dt, a->data);
     p.b = DecodeAll(b_dt, b->data);
@@ -208,8 +221,8 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report) {
                              FormatNumber(s.first_bound));
   }
   f.detail = absl::StrCat(precision->description, "; m=", m, " n=", n, " k=", k, " batch=", batch, " op(A)=",
-                          std::string(1, "NTC"[g.transa]), " op(B)=", std::string(1, "NTC"[g.transb]), " alpha=", FormatNumber(g.alpha),
-                          " beta=", FormatNumber(g.beta));
+                          std::string(1, "NTC"[g.transa]), " op(B)=", std::string(1, "NTC"[g.transb]), " alpha=", FormatNumber(alpha),
+                          " beta=", FormatNumber(beta));
   report->AddFinding(std::move(f));
 }
 

@@ -472,6 +472,42 @@ TEST(GemmCheckTest, ShuffledPayloadsDecodeToTheirElements) {
   }
 }
 
+TEST(GemmCheckTest, DeviceScalarsCapturedByTheShimMakeTheGemmCheckable) {
+  // kScalarsUnknown with the alpha and beta snapshots (slots kAlpha, kBeta): checked with them; an alpha that
+  // is not the one the output was computed with is a finding; without the snapshots the op is not checked.
+  std::mt19937_64 rng(33);
+  Sample s = MakeSample(0, 4, 4, 8, DType::kF32, DType::kF32, 0.75, 0, rng);
+  for (int variant = 0; variant < 3; ++variant) {
+    std::string dir = testing::TempDir("device_scalars_" + std::to_string(variant));
+    {
+      StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+      format::GemmRecord rec = s.rec;
+      rec.flags = format::kScalarsUnknown;
+      rec.alpha = rec.beta = 0;  // not read on the host
+      w.Gemm(rec);
+      w.Tensor(0, TensorSlot::kA, DType::kF32, 4, 8, 1, Encode(DType::kF32, s.a));
+      w.Tensor(0, TensorSlot::kB, DType::kF32, 8, 4, 1, Encode(DType::kF32, s.b));
+      w.Tensor(0, TensorSlot::kCIn, DType::kF32, 4, 4, 1, Encode(DType::kF32, std::vector<double>(16, 9.0)));
+      w.Tensor(0, TensorSlot::kCOut, DType::kF32, 4, 4, 1, Encode(DType::kF32, s.c_out));
+      if (variant < 2) {
+        w.Tensor(0, TensorSlot::kAlpha, DType::kF32, 1, 1, 1, Encode(DType::kF32, {variant == 0 ? 0.75 : 0.5}));
+        w.Tensor(0, TensorSlot::kBeta, DType::kF32, 1, 1, 1, Encode(DType::kF32, {0.0}));
+      }
+    }
+    auto set = LoadTraceDir(dir);
+    ASSERT_TRUE(set.ok()) << set.status();
+    CheckReport r = RunChecks(*set);
+    if (variant == 0) {
+      EXPECT_TRUE(r.clean()) << r.findings()[0].message;
+      EXPECT_EQ(r.summary().checked.at("gemm"), 1u);
+    } else if (variant == 1) {
+      EXPECT_EQ(r.findings().size(), 1u);
+    } else {
+      EXPECT_EQ(r.summary().not_checked.at("alpha/beta on device"), 1u);
+    }
+  }
+}
+
 TEST(GemmCheckTest, ShapeProductsWrappingTo128BitsAreUnusable) {
   // 2^62·2^62·2^62·4 bytes is 2^188: it must not wrap to the empty payload written here.
   std::string dir = testing::TempDir("wrapping_shape");

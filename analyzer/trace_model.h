@@ -37,7 +37,7 @@ struct Op {
   uint16_t api = 0;
   format::GemmRecord gemm{};        // valid when kind == kGemm
   format::CollectiveRecord coll{};  // valid when kind == kCollective
-  std::array<std::unique_ptr<Tensor>, 6> tensors;  // by format::TensorSlot; null when not captured
+  std::array<std::unique_ptr<Tensor>, 8> tensors;  // by format::TensorSlot; null when not captured
   std::string tensor_problem;       // first reason a captured tensor was unusable, empty when none
 
   const Tensor* tensor(format::TensorSlot slot) const { return tensors[static_cast<size_t>(slot)].get(); }

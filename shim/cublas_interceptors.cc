@@ -94,6 +94,7 @@ struct GemmCall {
   const void* alpha;
   const void* beta;
   Scalar scalar;
+  bool device_scalars = false;  // CUBLAS_POINTER_MODE_DEVICE: alpha and beta are device pointers
 };
 
 GemmCall NewGemm(format::ApiId api, cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
@@ -146,8 +147,9 @@ bool ReadHandleState(GemmCall* c, cudaStream_t* stream) {
   if (get_math != nullptr && get_math(c->handle, &math) == CUBLAS_STATUS_SUCCESS) r.math_mode = math;
   cublasPointerMode_t mode;
   auto get_mode = reinterpret_cast<GetPointerMode>(g_get_pointer_mode.Get());
-  if (get_mode != nullptr && get_mode(c->handle, &mode) == CUBLAS_STATUS_SUCCESS &&
-      mode == CUBLAS_POINTER_MODE_HOST && c->alpha != nullptr && c->beta != nullptr &&
+  const bool mode_known = get_mode != nullptr && get_mode(c->handle, &mode) == CUBLAS_STATUS_SUCCESS;
+  c->device_scalars = mode_known && mode == CUBLAS_POINTER_MODE_DEVICE;
+  if (mode_known && mode == CUBLAS_POINTER_MODE_HOST && c->alpha != nullptr && c->beta != nullptr &&
       c->scalar != Scalar::kUnknown) {
     r.alpha = ReadScalar(c->alpha, c->scalar);
     r.beta = ReadScalar(c->beta, c->scalar);
@@ -219,6 +221,21 @@ void SetBatches(GemmCall* c, int64_t batch_count, int64_t stride_a, int64_t stri
   c->rec.stride_c = stride_c;
 }
 
+// Snapshots a device-resident alpha or beta (one element of the scalar type) on the call's stream, just before
+// the call reads it.
+void CaptureScalar(CaptureEngine* engine, const GemmCall& c, cudaStream_t stream, TensorSlot slot) {
+  TensorSpec t;
+  t.slot = slot;
+  t.dtype = c.scalar == Scalar::kF16   ? format::DType::kF16
+            : c.scalar == Scalar::kF32 ? format::DType::kF32
+            : c.scalar == Scalar::kF64 ? format::DType::kF64
+            : c.scalar == Scalar::kI32 ? format::DType::kI32
+                                       : format::DType::kInvalid;
+  t.ptr = slot == TensorSlot::kAlpha ? c.alpha : c.beta;
+  t.rows = t.cols = t.ld = 1;
+  if (t.dtype != format::DType::kInvalid && t.ptr != nullptr) engine->CaptureTensor(c.rec.seq, stream, t);
+}
+
 template <typename Real>
 cublasStatus_t TraceGemm(GemmCall* c, const Real& real) {
   CaptureEngine* engine = Engine();
@@ -230,6 +247,10 @@ cublasStatus_t TraceGemm(GemmCall* c, const Real& real) {
   cudaStream_t stream = nullptr;
   const bool capture = ReadHandleState(c, &stream) && engine->capturing_tensors() && ValidArguments(r);
   if (capture) {
+    if (c->device_scalars) {
+      CaptureScalar(engine, *c, stream, TensorSlot::kAlpha);
+      CaptureScalar(engine, *c, stream, TensorSlot::kBeta);
+    }
     Capture(engine, r, stream, TensorSlot::kA);
     Capture(engine, r, stream, TensorSlot::kB);
     if ((r.flags & format::kScalarsUnknown) || r.beta != 0) Capture(engine, r, stream, TensorSlot::kCIn);

@@ -226,6 +226,7 @@ enum class TensorSlot : uint8_t {
   kCIn = 2,                   // GEMM C before the call (only when beta != 0)
   kCOut = 3,                  // GEMM result
   kSend = 4, kRecv = 5,       // collective input (before) and output (after)
+  kAlpha = 6, kBeta = 7,      // GEMM scalars in device pointer mode: 1x1x1 in the scalar type, as read by the call
 };
 enum class PayloadKind : uint8_t {
   kFull = 0,                  // every element, dense: rows x cols column-major (ld = rows), batches back to back

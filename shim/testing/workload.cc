@@ -9,7 +9,8 @@
 // beta 0.5, 2 GemmStridedBatchedEx FP16 NT batch 3 (padded batch stride), 3 Sgemm_v2_64 with beta 1 (A a thin
 // slice, ld 64),
 // 4 all-reduce sum (out of place) of GEMM 0's C, then in one group 5 in-place BF16 all-reduce sum and
-// 6 all-reduce max, 7 GemmEx in device pointer mode with the legacy CUDA_R_32F compute type.
+// 6 all-reduce max, 7 GemmEx in device pointer mode with the legacy CUDA_R_32F compute type (its alpha and beta
+// are captured from the device).
 // --fork: afterwards a forked child calls cuBLAS (the shim must pass it through and write nothing).
 // --kill-after-destroy: SIGKILL itself right after ncclCommDestroy (no exit handlers run).
 // --time: print the wall time of the iterations ("loop_seconds=S") on stdout, for overhead measurements.
@@ -431,6 +432,14 @@ int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, boo
     ExpectTensor(base + 7, TensorSlot::kA, a7);
     ExpectTensor(base + 7, TensorSlot::kB, b7);
     ExpectTensor(base + 7, TensorSlot::kCOut, c7);
+    // The device-resident alpha and beta, one FP32 element each.
+    for (int i = 0; i < 2; ++i) {
+      Tensor scalar;
+      scalar.rows = scalar.cols = scalar.ld = 1;
+      scalar.host.assign(reinterpret_cast<const char*>(&scalar_host[i]),
+                         reinterpret_cast<const char*>(&scalar_host[i]) + sizeof(float));
+      ExpectTensor(base + 7, i == 0 ? TensorSlot::kAlpha : TensorSlot::kBeta, scalar);
+    }
   }
 
   CHECK_CUDA(cudaStreamSynchronize(s));
