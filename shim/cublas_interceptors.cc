@@ -296,37 +296,6 @@ TTRACE_INTERCEPTOR(cublasStatus_t, cublasSgemm_v2_64, cublasHandle_t handle, cub
                                                             ldb, beta, C, ldc); });
 }
 
-TTRACE_INTERCEPTOR(cublasStatus_t, cublasGemmEx, cublasHandle_t handle, cublasOperation_t transa,
-                   cublasOperation_t transb, int m, int n, int k, const void* alpha, const void* A,
-                   cudaDataType Atype, int lda, const void* B, cudaDataType Btype, int ldb, const void* beta,
-                   void* C, cudaDataType Ctype, int ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
-  TTRACE_ENTER(cublasGemmEx, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, Atype, lda,
-               B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);
-  GemmCall c = NewGemm(ApiId::kCublasGemmEx, handle, transa, transb, m, n, k, alpha, beta, ScalarOf(computeType));
-  SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);
-  return TraceGemm(&c, [&] { return REAL(cublasGemmEx)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B,
-                                                       Btype, ldb, beta, C, Ctype, ldc, computeType, algo); });
-}
-
-TTRACE_INTERCEPTOR(cublasStatus_t, cublasGemmStridedBatchedEx, cublasHandle_t handle, cublasOperation_t transa,
-                   cublasOperation_t transb, int m, int n, int k, const void* alpha, const void* A,
-                   cudaDataType Atype, int lda, long long int strideA, const void* B, cudaDataType Btype, int ldb,
-                   long long int strideB, const void* beta, void* C, cudaDataType Ctype, int ldc,
-                   long long int strideC, int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
-  TTRACE_ENTER(cublasGemmStridedBatchedEx, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha,
-               A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
-               computeType, algo);
-  GemmCall c = NewGemm(ApiId::kCublasGemmStridedBatchedEx, handle, transa, transb, m, n, k, alpha, beta,
-                       ScalarOf(computeType));
-  SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);
-  SetBatches(&c, batchCount, strideA, strideB, strideC);
-  return TraceGemm(&c, [&] {
-    return REAL(cublasGemmStridedBatchedEx)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B,
-                                            Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
-                                            computeType, algo);
-  });
-}
-
 // The typed entry points: one macro per family, the only differences being the scalar type, the CUDA data type
 // and the compute type recorded (the analyzer derives the effective one from the api and the math mode).
 #define TTRACE_TYPED_GEMM(name, id, Int, T, cuda_type, compute, scalar)                                          \
@@ -375,35 +344,42 @@ TTRACE_TYPED_GEMM_STRIDED(cublasHgemmStridedBatched, kCublasHgemmStridedBatched,
 TTRACE_TYPED_GEMM_STRIDED(cublasHgemmStridedBatched_64, kCublasHgemmStridedBatched64, int64_t, __half, CUDA_R_16F,
                           CUBLAS_COMPUTE_16F, Scalar::kF16)
 
-TTRACE_INTERCEPTOR(cublasStatus_t, cublasGemmEx_64, cublasHandle_t handle, cublasOperation_t transa,
-                   cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void* alpha, const void* A,
-                   cudaDataType Atype, int64_t lda, const void* B, cudaDataType Btype, int64_t ldb,
-                   const void* beta, void* C, cudaDataType Ctype, int64_t ldc, cublasComputeType_t computeType,
-                   cublasGemmAlgo_t algo) {
-  TTRACE_ENTER(cublasGemmEx_64, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, Atype,
-               lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType, algo);
-  GemmCall c = NewGemm(ApiId::kCublasGemmEx64, handle, transa, transb, m, n, k, alpha, beta, ScalarOf(computeType));
-  SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);
-  return TraceGemm(&c, [&] { return REAL(cublasGemmEx_64)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B,
-                                                          Btype, ldb, beta, C, Ctype, ldc, computeType, algo); });
-}
+// cublasGemmEx and cublasGemmStridedBatchedEx, in their int and _64 forms: types and compute type as passed.
+#define TTRACE_GEMM_EX(name, id, Int)                                                                          \
+  TTRACE_INTERCEPTOR(cublasStatus_t, name, cublasHandle_t handle, cublasOperation_t transa,                    \
+                     cublasOperation_t transb, Int m, Int n, Int k, const void* alpha, const void* A,           \
+                     cudaDataType Atype, Int lda, const void* B, cudaDataType Btype, Int ldb, const void* beta, \
+                     void* C, cudaDataType Ctype, Int ldc, cublasComputeType_t computeType,                    \
+                     cublasGemmAlgo_t algo) {                                                                  \
+    TTRACE_ENTER(name, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, \
+                 Btype, ldb, beta, C, Ctype, ldc, computeType, algo);                                          \
+    GemmCall c = NewGemm(ApiId::id, handle, transa, transb, m, n, k, alpha, beta, ScalarOf(computeType));      \
+    SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);                                 \
+    return TraceGemm(&c, [&] {                                                                                 \
+      return REAL(name)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,  \
+                        ldc, computeType, algo);                                                               \
+    });                                                                                                        \
+  }
 
-TTRACE_INTERCEPTOR(cublasStatus_t, cublasGemmStridedBatchedEx_64, cublasHandle_t handle, cublasOperation_t transa,
-                   cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void* alpha, const void* A,
-                   cudaDataType Atype, int64_t lda, long long int strideA, const void* B, cudaDataType Btype,
-                   int64_t ldb, long long int strideB, const void* beta, void* C, cudaDataType Ctype, int64_t ldc,
-                   long long int strideC, int64_t batchCount, cublasComputeType_t computeType,
-                   cublasGemmAlgo_t algo) {
-  TTRACE_ENTER(cublasGemmStridedBatchedEx_64, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha,
-               A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
-               computeType, algo);
-  GemmCall c = NewGemm(ApiId::kCublasGemmStridedBatchedEx64, handle, transa, transb, m, n, k, alpha, beta,
-                       ScalarOf(computeType));
-  SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);
-  SetBatches(&c, batchCount, strideA, strideB, strideC);
-  return TraceGemm(&c, [&] {
-    return REAL(cublasGemmStridedBatchedEx_64)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B,
-                                               Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
-                                               computeType, algo);
-  });
-}
+#define TTRACE_GEMM_STRIDED_EX(name, id, Int)                                                                  \
+  TTRACE_INTERCEPTOR(cublasStatus_t, name, cublasHandle_t handle, cublasOperation_t transa,                    \
+                     cublasOperation_t transb, Int m, Int n, Int k, const void* alpha, const void* A,           \
+                     cudaDataType Atype, Int lda, long long int strideA, const void* B, cudaDataType Btype,     \
+                     Int ldb, long long int strideB, const void* beta, void* C, cudaDataType Ctype, Int ldc,    \
+                     long long int strideC, Int batchCount, cublasComputeType_t computeType,                   \
+                     cublasGemmAlgo_t algo) {                                                                  \
+    TTRACE_ENTER(name, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, Atype, lda,    \
+                 strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo); \
+    GemmCall c = NewGemm(ApiId::id, handle, transa, transb, m, n, k, alpha, beta, ScalarOf(computeType));      \
+    SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);                                 \
+    SetBatches(&c, batchCount, strideA, strideB, strideC);                                                     \
+    return TraceGemm(&c, [&] {                                                                                 \
+      return REAL(name)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, \
+                        beta, C, Ctype, ldc, strideC, batchCount, computeType, algo);                          \
+    });                                                                                                        \
+  }
+
+TTRACE_GEMM_EX(cublasGemmEx, kCublasGemmEx, int)
+TTRACE_GEMM_EX(cublasGemmEx_64, kCublasGemmEx64, int64_t)
+TTRACE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx, kCublasGemmStridedBatchedEx, int)
+TTRACE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, kCublasGemmStridedBatchedEx64, int64_t)
