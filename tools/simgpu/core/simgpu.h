@@ -55,6 +55,10 @@ struct Stream;  // cudaStream_t values handed to the application are Stream* (ex
 // the current device, cudaStreamPerThread the calling thread's per-thread default stream. Returns nullptr for a
 // handle that is not a live stream.
 Stream* ResolveStream(cudaStream_t stream);
+// A stream the application holds a handle to (one CreateStream returned and DestroyStream has not destroyed), or
+// nullptr, also for the special handles (nullptr, cudaStreamLegacy, cudaStreamPerThread). Unlike ResolveStream it
+// does not count as runtime use: the driver's stream functions take an explicit stream without a current context.
+Stream* LookupStream(cudaStream_t stream);
 Stream* CreateStream(unsigned flags, int priority);  // flags: cudaStreamDefault | cudaStreamNonBlocking
 void DestroyStream(Stream* stream);                   // waits for the stream's queued work first
 

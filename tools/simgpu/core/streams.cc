@@ -190,6 +190,15 @@ Stream* ResolveStream(cudaStream_t handle) {
   return r.live.count(s) ? s : nullptr;
 }
 
+Stream* LookupStream(cudaStream_t handle) {
+  if (handle == nullptr || handle == cudaStreamLegacy || handle == cudaStreamPerThread) return nullptr;
+  auto* s = reinterpret_cast<Stream*>(handle);
+  Registry& r = Reg();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.live.find(s);
+  return it != r.live.end() && it->second->role == Stream::Role::kCreated ? s : nullptr;
+}
+
 Stream* CreateStream(unsigned flags, int priority) {
   NoteRuntimeUse();
   return StartStream(CurrentDevice(), flags, priority, Stream::Role::kCreated).get();

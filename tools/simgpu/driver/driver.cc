@@ -1,7 +1,11 @@
 // libcuda.so.1 (simgpu): the driver entry points the runtime and frameworks reach for (device queries, primary
 // contexts, cuGetProcAddress), over the simgpu core so that they describe the same devices and share the
 // runtime's current device and initialization (simgpu.h, "driver state"). Contexts are the devices' primary
-// contexts only; CUcontext values point at one static object per device.
+// contexts only; CUcontext values point at one static object per device. The thread's context stack
+// (cuCtxPushCurrent / cuCtxPopCurrent) keeps its top in the core, as the thread's current device, so that the
+// runtime's cudaSetDevice replaces the top as NVIDIA's runtime does; the contexts beneath it are kept here.
+// Memory is in driver_memory.cc and driver_copy.cc, streams and capture in driver_streams.cc, events in
+// driver_events.cc.
 //
 // __CUDA_API_VERSION_INTERNAL makes cuda.h declare every ABI version of a function under its own name (cuDevice-
 // PrimaryCtxRelease and cuDevicePrimaryCtxRelease_v2, ...), so each definition below is checked against NVIDIA's
@@ -12,8 +16,10 @@
 
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "tools/simgpu/core/simgpu.h"
+#include "tools/simgpu/driver/driver_internal.h"
 
 // A context is known by its address: contexts[d] is the primary context of device d.
 struct CUctx_st {};
@@ -26,6 +32,9 @@ constexpr int kDriverVersion = 13000;
 CUctx_st contexts[kMaxDevices] = {};
 std::atomic<int> retained[kMaxDevices] = {};
 std::atomic<unsigned> primary_flags[kMaxDevices] = {};
+// The calling thread's context stack below its current context (device ordinals, bottom first). Not empty only
+// while a context is current: popping the last context leaves none.
+thread_local std::vector<int> contexts_below;
 
 // CUdevice_attribute and cudaDeviceAttr share their values; spot checks across the enumerations' range.
 static_assert(static_cast<int>(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK) == cudaDevAttrMaxThreadsPerBlock);
@@ -37,15 +46,6 @@ static_assert(static_cast<int>(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) == cu
 static_assert(static_cast<int>(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID) == cudaDevAttrHostNumaId);
 
 bool ValidDevice(CUdevice dev) { return dev >= 0 && dev < DeviceCount(); }
-
-int ContextDevice(CUcontext ctx) {
-  for (int d = 0; d < DeviceCount(); ++d) {
-    if (ctx == &contexts[d]) return d;
-  }
-  return -1;
-}
-
-CUresult Ready() { return DriverInitialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
 
 // Initialized and `dev` valid.
 CUresult ReadyDevice(CUdevice dev) {
@@ -102,7 +102,34 @@ CUresult GetUuid(CUuuid* uuid, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// Pops the top of the thread's context stack: the context beneath becomes current, or none.
+void PopContext() {
+  if (contexts_below.empty()) {
+    UnbindContext();
+    return;
+  }
+  SetCurrentDevice(contexts_below.back());
+  contexts_below.pop_back();
+}
+
 }  // namespace
+
+CUresult Ready() { return DriverInitialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
+
+CUresult ReadyContext() {
+  if (!DriverInitialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  return ContextBound() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUcontext PrimaryContext(int device) { return &contexts[device]; }
+
+int ContextDevice(CUcontext ctx) {
+  for (int d = 0; d < DeviceCount(); ++d) {
+    if (ctx == &contexts[d]) return d;
+  }
+  return -1;
+}
+
 }  // namespace simgpu::driver
 
 using simgpu::driver::Ready;
@@ -222,8 +249,9 @@ CUresult cuCtxGetCurrent(CUcontext* pctx) {
 CUresult cuCtxSetCurrent(CUcontext ctx) {
   CUresult r = Ready();
   if (r != CUDA_SUCCESS) return r;
+  // NULL pops the stack (a no-op when it is empty); a context replaces its top.
   if (ctx == nullptr) {
-    simgpu::UnbindContext();
+    if (simgpu::ContextBound()) simgpu::driver::PopContext();
     return CUDA_SUCCESS;
   }
   int device = simgpu::driver::ContextDevice(ctx);
@@ -231,6 +259,28 @@ CUresult cuCtxSetCurrent(CUcontext ctx) {
   simgpu::SetCurrentDevice(device);
   return CUDA_SUCCESS;
 }
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  CUresult r = Ready();
+  if (r != CUDA_SUCCESS) return r;
+  int device = simgpu::driver::ContextDevice(ctx);
+  if (device < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (simgpu::ContextBound()) simgpu::driver::contexts_below.push_back(simgpu::CurrentDevice());
+  simgpu::SetCurrentDevice(device);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
+  CUresult r = simgpu::driver::ReadyContext();
+  if (r != CUDA_SUCCESS) return r;
+  if (pctx != nullptr) *pctx = simgpu::driver::PrimaryContext(simgpu::CurrentDevice());
+  simgpu::driver::PopContext();
+  return CUDA_SUCCESS;
+}
+
+// The CUDA 2.0 ABIs of push and pop: the same calls on primary contexts.
+CUresult cuCtxPushCurrent(CUcontext ctx) { return cuCtxPushCurrent_v2(ctx); }
+CUresult cuCtxPopCurrent(CUcontext* pctx) { return cuCtxPopCurrent_v2(pctx); }
 
 CUresult cuCtxGetDevice(CUdevice* device) { return cuCtxGetDevice_v2(device, nullptr); }
 

@@ -188,7 +188,18 @@ TEST(Driver, GetProcAddressPicksTheAbiOfTheRequestedVersion) {
   EXPECT_EQ(Proc("cuGetProcAddress", 12000, &status), reinterpret_cast<void*>(&cuGetProcAddress_v2));
   EXPECT_EQ(Proc("cuDeviceTotalMem", 3010, &status), nullptr);
   EXPECT_EQ(status, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
-  EXPECT_EQ(Proc("cuMemAlloc", 13000, &status), nullptr);
+  EXPECT_EQ(Proc("cuMemAlloc", 13000, &status), reinterpret_cast<void*>(&cuMemAlloc_v2));
+  EXPECT_EQ(Proc("cuMemAlloc", 3010, &status), nullptr);  // the 32-bit CUDA 2.0 ABI is not implemented
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  EXPECT_EQ(Proc("cuStreamGetCaptureInfo", 10010, &status), reinterpret_cast<void*>(&cuStreamGetCaptureInfo));
+  EXPECT_EQ(Proc("cuStreamGetCaptureInfo", 12020, &status), reinterpret_cast<void*>(&cuStreamGetCaptureInfo_v2));
+  EXPECT_EQ(Proc("cuStreamGetCaptureInfo", 13000, &status), reinterpret_cast<void*>(&cuStreamGetCaptureInfo_v3));
+  EXPECT_EQ(Proc("cuEventElapsedTime", 12060, &status), reinterpret_cast<void*>(&cuEventElapsedTime));
+  EXPECT_EQ(Proc("cuEventElapsedTime", 13000, &status), reinterpret_cast<void*>(&cuEventElapsedTime_v2));
+  EXPECT_EQ(Proc("cuCtxPopCurrent", 12000, &status), reinterpret_cast<void*>(&cuCtxPopCurrent_v2));
+  EXPECT_EQ(Proc("cuStreamGetDevice", 12060, &status), nullptr);
+  EXPECT_EQ(status, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+  EXPECT_EQ(Proc("cuMemAllocManaged", 13000, &status), nullptr);
   EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
   EXPECT_EQ(Proc("cuInit_v2", 13000, &status), nullptr);  // base names only
   void* fn = nullptr;

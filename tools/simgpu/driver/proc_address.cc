@@ -1,7 +1,9 @@
 // cuGetProcAddress: resolves a base name and a CUDA version to the exported function of the newest ABI not newer
 // than that version (entry_points.inc), as NVIDIA documents: an unknown name, or one whose oldest ABI is newer
 // than the version asked for, gives CUDA_SUCCESS with a null pointer and the reason in symbolStatus. simgpu
-// implements no per-thread-stream variants, so the per-thread flag resolves to the same functions.
+// implements no per-thread-stream variants (_ptsz, _ptds), so the per-thread flag resolves to the same functions,
+// in which stream 0 still names the legacy stream: a caller that wants the per-thread stream passes
+// CU_STREAM_PER_THREAD.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
