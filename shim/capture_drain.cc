@@ -110,6 +110,7 @@ void CaptureEngine::FinalDrain(std::unique_lock<std::mutex>& lock) {
   records_.TakeAll(&records);
   lock.unlock();
   WriteRecords(&records);
+  WriteEnd();
   if (!sink_failed_ && !sink_->Close()) SinkFailed();
   flushed_cv_.notify_all();
   lock.lock();
@@ -145,12 +146,13 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
   }
   const cudaError_t e = WaitCopy(item.event);
   if (e == cudaErrorNotReady) {
-    Drop(item.seq, "the device had not finished copying this tensor " + std::to_string(config_.exit_wait_ms) +
+    Drop(item.seq, format::DropReason::kExitTimeout, "the device had not finished copying this tensor " + std::to_string(config_.exit_wait_ms) +
                        " ms after exit began (TTRACE_EXIT_WAIT_MS): its stream is still busy or hung");
     return;
   }
   if (e != cudaSuccess) {
-    Drop(item.seq, "waiting for the device-to-host copy failed: " + CudaErrorText(cudart_, e));
+    Drop(item.seq, format::DropReason::kCopyFailed,
+         "waiting for the device-to-host copy failed: " + CudaErrorText(cudart_, e));
     return;
   }
   if (sink_failed_) return;

@@ -20,6 +20,7 @@ namespace ttrace::shim {
 EngineConfig EngineConfigFromOptions(const Options& options) {
   EngineConfig c;
   c.capture_tensors = options.mode == CaptureMode::kFull && options.buffer_mb > 0;
+  c.mode = options.mode == CaptureMode::kFull ? format::CaptureModeId::kFull : format::CaptureModeId::kMeta;
   c.ring_bytes = static_cast<size_t>(options.buffer_mb) << 20;
   c.max_tensor_bytes = static_cast<size_t>(options.max_tensor_mb) << 20;
   c.shuffle = options.shuffle;
@@ -69,25 +70,29 @@ void CaptureEngine::Publish(uint64_t ticket, format::RecordType type, const void
   if (wake) work_cv_.notify_one();
 }
 
-void CaptureEngine::Notice(format::NoticeCode code, uint64_t seq, uint64_t count, const std::string& message) {
+void CaptureEngine::Notice(format::NoticeCode code, uint64_t seq, uint64_t count, const std::string& message,
+                           uint32_t reason) {
   format::NoticeRecord n;
   memset(&n, 0, sizeof n);
   n.code = static_cast<uint32_t>(code);
   n.message_bytes = static_cast<uint32_t>(message.size());
   n.seq = seq;
   n.count = count;
+  n.reason = reason;
   Publish(Reserve(false).ticket, format::RecordType::kNotice, &n, sizeof n, message.data(), message.size());
 }
 
-void CaptureEngine::Drop(uint64_t seq, const std::string& why) {
+void CaptureEngine::Drop(uint64_t seq, format::DropReason reason, const std::string& why) {
   uint64_t count;
+  const uint32_t r = static_cast<uint32_t>(reason) < format::kDropReasons ? static_cast<uint32_t>(reason) : 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     count = ++stats_.dropped;
+    ++stats_.dropped_by_reason[r];
   }
   TTRACE_LOG_ONCE("dropping tensor payloads (first: op %llu, %s); every drop is counted in the trace",
                   static_cast<unsigned long long>(seq), why.c_str());
-  Notice(format::NoticeCode::kPayloadDropped, seq, count, "payload dropped: " + why);
+  Notice(format::NoticeCode::kPayloadDropped, seq, count, "payload dropped: " + why, r);
 }
 
 void CaptureEngine::DisableTensors(const std::string& why) {
@@ -160,20 +165,21 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
   StagingPlan plan;
   if (!PlanStaging(spec, &plan, cudart_->Memcpy2DAsync != nullptr)) return;
   if (plan.packed_bytes > config_.max_tensor_bytes) {
-    Drop(seq, std::to_string(plan.packed_bytes) + " bytes exceed TTRACE_MAX_TENSOR_MB");
+    Drop(seq, format::DropReason::kTooLarge, std::to_string(plan.packed_bytes) + " bytes exceed TTRACE_MAX_TENSOR_MB");
     return;
   }
   if (plan.packed_bytes + sizeof(format::RecordHeader) + sizeof(format::TensorRecord) > format::kMaxFrameBytes) {
-    Drop(seq, std::to_string(plan.packed_bytes) + " bytes exceed the largest record of the trace format");
+    Drop(seq, format::DropReason::kTooLarge,
+         std::to_string(plan.packed_bytes) + " bytes exceed the largest record of the trace format");
     return;
   }
   if (!ring_.CanEverFit(plan.staging_bytes)) {
-    Drop(seq, std::to_string(plan.staging_bytes) + " bytes exceed the ring (TTRACE_BUFFER_MB)");
+    Drop(seq, format::DropReason::kTooLarge, std::to_string(plan.staging_bytes) + " bytes exceed the ring (TTRACE_BUFFER_MB)");
     return;
   }
   const RelaxedCaptureMode relaxed(cudart_);
   if (StreamCapturing(stream)) {
-    Drop(seq, "the stream is capturing a CUDA graph");
+    Drop(seq, format::DropReason::kGraphCapture, "the stream is capturing a CUDA graph");
     return;
   }
   if (!EnsureRing()) return;
@@ -193,7 +199,7 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
     if (!got) {
       const bool stopping = stop_;
       lock.unlock();
-      if (!stopping) Drop(seq, "the ring stayed full for TTRACE_RING_WAIT_MS");
+      if (!stopping) Drop(seq, format::DropReason::kRingFull, "the ring stayed full for TTRACE_RING_WAIT_MS");
       return;
     }
     tensors_.emplace_back();
@@ -242,7 +248,7 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
     item->device = device;
   }
   work_cv_.notify_one();
-  if (e != cudaSuccess) Drop(seq, "device-to-host copy failed: " + CudaErrorText(cudart_, e));
+  if (e != cudaSuccess) Drop(seq, format::DropReason::kCopyFailed, "device-to-host copy failed: " + CudaErrorText(cudart_, e));
   // Copies are in flight with nothing to tell when they end: no ring space may be reused after this.
   if (unfenced) DisableTensors("a device-to-host copy failed and its earlier copies could not be fenced");
 }
@@ -265,8 +271,12 @@ bool CaptureEngine::FlushTargetReachedLocked() const {
 
 void CaptureEngine::Shutdown() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (joined_) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (joined_) {
+      // Another thread is closing (a signal's close racing exit): the stream is not closed until it is done.
+      closed_cv_.wait_for(lock, std::chrono::milliseconds(config_.exit_wait_ms + 2000), [&] { return closed_; });
+      return;
+    }
     stop_ = true;
     joined_ = true;
   }
@@ -280,11 +290,19 @@ void CaptureEngine::Shutdown() {
     std::unique_lock<std::mutex> lock(mu_);
     FinalDrain(lock);
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+  }
+  closed_cv_.notify_all();
 }
 
 CaptureEngine::Stats CaptureEngine::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  Stats s = stats_;
+  s.ops = next_seq_;
+  s.records_dropped = records_dropped_;
+  return s;
 }
 
 }  // namespace ttrace::shim

@@ -49,6 +49,7 @@ namespace ttrace::shim {
 
 struct EngineConfig {
   bool capture_tensors = false;      // TTRACE_MODE=full (and a cudart table given)
+  format::CaptureModeId mode = format::CaptureModeId::kUnknown;  // TTRACE_MODE, for the EndRecord
   size_t ring_bytes = 256u << 20;    // TTRACE_BUFFER_MB; 0: no tensors
   size_t max_tensor_bytes = 128u << 20;
   bool shuffle = true;               // TTRACE_SHUFFLE: byte-shuffled payloads (PayloadKind::kShuffled)
@@ -75,6 +76,9 @@ class CaptureEngine {
     uint64_t tensors = 0;        // tensor records written
     uint64_t tensor_bytes = 0;   // their payload bytes
     uint64_t dropped = 0;        // payloads dropped
+    uint64_t dropped_by_reason[format::kDropReasons] = {};  // by format::DropReason
+    uint64_t ops = 0;            // seq numbers assigned
+    uint64_t records_dropped = 0;  // call records given up (hung calls)
     bool sink_failed = false;
   };
 
@@ -94,9 +98,13 @@ class CaptureEngine {
     Publish(ticket, type, &body, sizeof body);
   }
   // A NoticeRecord about op `seq` (kNoSeq: none), in order with the other records from now on.
-  void Notice(format::NoticeCode code, uint64_t seq, uint64_t count, const std::string& message);
+  void Notice(format::NoticeCode code, uint64_t seq, uint64_t count, const std::string& message,
+              uint32_t reason = 0);
   // Counts a payload of op `seq` as dropped and writes a kPayloadDropped notice; stderr says so once.
-  void Drop(uint64_t seq, const std::string& why);
+  void Drop(uint64_t seq, const std::string& why) { Drop(seq, format::DropReason::kOther, why); }
+  void Drop(uint64_t seq, format::DropReason reason, const std::string& why);
+  // How the stream ends (EndRecord, written by the close): set before Shutdown() by whoever stops the engine.
+  void SetEndReason(format::EndReason reason, int signal);
 
   bool capturing_tensors() const { return tensors_on_.load(std::memory_order_relaxed); }
   // Snapshots `spec` as `stream` will see it at this point (see the header comment). A tensor that is empty or
@@ -107,7 +115,8 @@ class CaptureEngine {
   // that took longer than timeout_ms (a call on another thread still running) or the engine is stopped.
   bool FlushAndWait(int timeout_ms);
   // Stops taking records, writes everything that is ready (a bounded wait for copies in flight), closes the sink
-  // and joins the drain thread. Idempotent; any thread except the drain thread.
+  // and joins the drain thread. Idempotent; any thread except the drain thread. A second caller returns once the
+  // first is done (at most exit_wait_ms + 2 s later).
   void Shutdown();
 
   Stats stats() const;
@@ -143,6 +152,7 @@ class CaptureEngine {
   bool Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
               size_t payload_bytes);
   void SinkFailed();
+  void WriteEnd();  // capture_end.cc: the EndRecord, from FinalDrain just before the sink closes
   bool FlushTargetReachedLocked() const;
 
   const EngineConfig config_;
@@ -172,12 +182,16 @@ class CaptureEngine {
   bool stop_ = false;
   bool started_ = false;
   bool joined_ = false;
+  bool closed_ = false;                 // Shutdown done
+  std::condition_variable closed_cv_;
   Stats stats_;
 
   std::unique_ptr<char[]> payload_;  // drain thread: a packed tensor (not zero-filled on growth)
   size_t payload_capacity_ = 0;
   bool sink_failed_ = false;       // drain thread
   std::atomic<int64_t> exit_deadline_{0};  // Clock ticks; 0 until Shutdown begins
+  std::atomic<uint32_t> end_reason_{static_cast<uint32_t>(format::EndReason::kExit)};
+  std::atomic<int> end_signal_{0};
   std::thread drain_;
 };
 

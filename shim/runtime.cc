@@ -16,6 +16,7 @@
 #include "shim/capture_engine.h"
 #include "shim/cudart_api.h"
 #include "shim/log.h"
+#include "shim/signal_close.h"
 #include "shim/sink.h"
 
 namespace ttrace::shim {
@@ -67,6 +68,20 @@ void AtExit() {
   }
 }
 
+// Runs on signal_close's thread: the stream is closed (with its end record) when the signal will end the process,
+// and only flushed when the application's own handler decides.
+void CloseOnSignal(int signal, bool ending) {
+  CaptureEngine* engine = g_engine.load();
+  if (engine == nullptr || g_forked_child.load()) return;
+  if (!ending) {
+    engine->FlushAndWait(g_options->exit_wait_ms > 0 ? static_cast<int>(g_options->exit_wait_ms) : 0);
+    return;
+  }
+  g_state.store(kDisabled);
+  engine->SetEndReason(format::EndReason::kSignal, signal);
+  engine->Shutdown();
+}
+
 }  // namespace
 
 const Options& GetOptions() {
@@ -116,9 +131,14 @@ CaptureEngine* Engine() {
           missing != nullptr ? missing : "cudaMemcpyAsync");
   }
   engine = new CaptureEngine(config, std::move(sink), cudart);
-  engine->Start();
+  {
+    const BlockCloseSignals blocked;
+    engine->Start();
+  }
   atexit(AtExit);
   g_engine.store(engine, std::memory_order_release);
+  // Shutdown waits up to exit_wait_ms for copies, then up to 1 s for the final drain.
+  InstallSignalClose(CloseOnSignal, static_cast<int>(std::min<int64_t>(options.exit_wait_ms, 60000)) + 2000);
   if (options.verbose > 0)
     Log("recording to %s (TTRACE_MODE=%s%s)", path.c_str(), CaptureModeName(options.mode),
         engine->capturing_tensors() ? "" : ", without tensors");

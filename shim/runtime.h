@@ -6,6 +6,8 @@
 //
 // Exit: an atexit handler registered at that point (so it runs before the vendor libraries' own teardown) drains
 // every record and tensor and closes the stream; calls made after it pass straight through.
+// Signals: SIGTERM and SIGINT close the stream (end record) before the process ends the way it would have, or
+// flush it when the application handles them itself (signal_close.h); installed with the engine.
 // Fork: a child forked after capture started captures nothing (its calls pass straight through; the parent's
 // writer, drain thread and pinned ring are not its own). A child forked before that starts its own stream lazily,
 // named from its own RANK / pid.

@@ -124,7 +124,8 @@ static_assert(sizeof(FrameHeader) == 32, "FrameHeader layout is part of the form
   X(kCollective, 4, CollectiveRecord)   \
   X(kTensor, 5, TensorRecord)           \
   X(kNotice, 6, NoticeRecord)           \
-  X(kGroup, 7, GroupRecord)
+  X(kGroup, 7, GroupRecord)             \
+  X(kEnd, 8, EndRecord)
 enum class RecordType : uint16_t {
 #define TTRACE_RECORD_ENUM(name, id, body) name = id,
   TTRACE_RECORD_TYPES(TTRACE_RECORD_ENUM)
@@ -251,13 +252,69 @@ enum class NoticeCode : uint32_t {
   kRecordDropped = 3,         // a call record was not written: the call had not returned while too many later
                               // records waited behind it (a hung vendor call); count = how many so far
 };
+// Why a tensor payload was dropped (NoticeRecord.reason of a kPayloadDropped notice, EndRecord counts).
+#define TTRACE_DROP_REASONS(X)                                                                      \
+  X(kOther, 0, "other")                       /* see the notice's message */                        \
+  X(kRingFull, 1, "ring full")                /* the ring stayed full for TTRACE_RING_WAIT_MS */    \
+  X(kTooLarge, 2, "too large")                /* TTRACE_MAX_TENSOR_MB, the ring or the frame limit */ \
+  X(kGraphCapture, 3, "graph capture")        /* the stream was capturing a CUDA graph */            \
+  X(kCopyFailed, 4, "copy failed")            /* the device-to-host copy or its wait failed */       \
+  X(kExitTimeout, 5, "exit timeout")          /* not copied TTRACE_EXIT_WAIT_MS after exit began */  \
+  X(kUnsupported, 6, "unsupported type")      /* an operand type with no ttrace dtype */
+enum class DropReason : uint32_t {
+#define TTRACE_DROP_ENUM(name, id, text) name = id,
+  TTRACE_DROP_REASONS(TTRACE_DROP_ENUM)
+#undef TTRACE_DROP_ENUM
+};
+inline constexpr uint32_t kDropReasons = 7;  // ids 0 .. kDropReasons-1
+inline const char* DropReasonName(uint32_t reason) {
+  switch (reason) {
+#define TTRACE_DROP_NAME(name, id, text) \
+  case id:                               \
+    return text;
+    TTRACE_DROP_REASONS(TTRACE_DROP_NAME)
+#undef TTRACE_DROP_NAME
+  }
+  return "other";
+}
+
 struct NoticeRecord {         // followed by message_bytes of UTF-8 text (no NUL)
   uint32_t code;              // NoticeCode
   uint32_t message_bytes;
   uint64_t seq;               // op it concerns, UINT64_MAX when none
   uint64_t count;
+  uint32_t reason;            // DropReason of a kPayloadDropped notice (appended; 0 in older streams)
+  uint32_t reserved;          // 0
 };
-static_assert(sizeof(NoticeRecord) == 24);
+static_assert(sizeof(NoticeRecord) == 32);
+
+// How a stream ended. Written once, as the last record of a stream the writer closed; a stream whose last
+// record is not an EndRecord is incomplete (killed, disk full, ...) whatever frame it stops on. A writer that
+// goes on after writing one (a signal whose handler returned) writes another at its close: only the last record
+// of a stream counts.
+enum class EndReason : uint32_t {
+  kExit = 1,                  // the process exited (atexit) or the engine was shut down
+  kSignal = 2,                // SIGTERM or SIGINT whose default action ends the process; `signal` says which
+};
+enum class CaptureModeId : uint32_t { kUnknown = 0, kMeta = 1, kFull = 2 };
+enum EndFlags : uint32_t {
+  kTensorsOff = 1u << 0,      // the capture was configured without tensors (meta mode, TTRACE_BUFFER_MB=0)
+};
+struct EndRecord {
+  uint32_t reason;            // EndReason
+  int32_t signal;             // signal number for kSignal, else 0
+  uint32_t mode;              // CaptureModeId the stream was written in
+  uint32_t flags;             // EndFlags
+  uint64_t ops;               // seq numbers assigned: ops 0 .. ops-1 were called
+  uint64_t records;           // records in the stream before this one
+  uint64_t tensors;           // tensor records in the stream
+  uint64_t tensor_bytes;      // their payload bytes
+  uint64_t records_dropped;   // call records given up (NoticeCode::kRecordDropped)
+  uint64_t payloads_dropped;  // payloads dropped, all reasons
+  uint64_t dropped[kDropReasons];  // payloads dropped, by DropReason
+  uint64_t t_ns;              // CLOCK_MONOTONIC at the close
+};
+static_assert(sizeof(EndRecord) == 128);
 
 }  // namespace ttrace::format
 
