@@ -1,5 +1,8 @@
 // RunChecks: every check of `ttrace check` over a loaded trace set (GEMM replay on each rank, collectives across
-// ranks), into one CheckReport with its summary filled in and findings ordered.
+// ranks), into one CheckReport with its summary filled in, findings ordered and the evidence that is missing
+// named (report.h: the verdict): streams without their EndRecord or cut inside a frame ("rank 0's stream ends at
+// seq 41 without an end record"), missing ranks, op and tensor records the EndRecord counts but the stream lacks,
+// and ops not checked.
 // Single-threaded; `progress` (may be empty) is called with (ops handled, ops total) as the checks advance.
 #ifndef TTRACE_ANALYZER_CHECK_H_
 #define TTRACE_ANALYZER_CHECK_H_
@@ -7,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "analyzer/gemm_check.h"
 #include "analyzer/report.h"
 #include "analyzer/trace_model.h"
 
@@ -14,7 +18,11 @@ namespace ttrace::analyzer {
 
 using CheckProgress = std::function<void(uint64_t done, uint64_t total)>;
 
-CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress = {});
+struct CheckOptions {
+  uint64_t max_gemm_work = kDefaultMaxGemmWork;  // multiply-adds one GEMM replay may cost (gemm_check.h)
+};
+
+CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress = {}, const CheckOptions& options = {});
 
 }  // namespace ttrace::analyzer
 

@@ -2,6 +2,9 @@
 // would make RunCli depend on process-global state.
 #include "analyzer/cli.h"
 
+#include <unistd.h>
+
+#include <new>
 #include <string>
 #include <vector>
 
@@ -20,24 +23,37 @@ constexpr char kUsage[] =
     "usage: ttrace <command> [args]\n"
     "\n"
     "commands:\n"
-    "  check DIR [--json FILE] [--allow-truncated]\n"
+    "  check DIR [--json FILE] [--allow-incomplete] [--max-memory-mb N] [--max-gemm-work N]\n"
     "      Check every rank stream (*.ttr) in DIR: replay each captured GEMM in FP64 against the\n"
     "      gemm.deterministic error bound, check each all-reduce against all ranks' inputs and for bitwise\n"
-    "      identical outputs. Prints a report; --json FILE also writes it as JSON.\n"
-    "      --allow-truncated  check the complete frames of streams cut short by a killed writer (warns)\n"
+    "      identical outputs. Prints a report; --json FILE also writes it as JSON. The verdict is clean only\n"
+    "      when every op was checked, every rank is present and every stream ends with its end record;\n"
+    "      otherwise incomplete (exit 3), naming what is missing.\n"
+    "      --allow-incomplete  exit 0 on an incomplete verdict (what was checked is accepted)\n"
+    "      --max-memory-mb N   memory the decoded tensors may take (default: half the machine's memory)\n"
+    "      --max-gemm-work N   multiply-adds one GEMM replay may cost (default 2^36); larger: not checked\n"
     "  dump FILE|DIR [--allow-truncated]\n"
     "      Print every record of a stream (or of each stream in DIR), one per line.\n"
     "  --help\n"
     "      This text.\n"
     "\n"
-    "exit status: 0 clean, 1 findings, 2 usage or data error\n"
+    "exit status: 0 clean, 1 findings, 2 usage or data error, 3 incomplete\n"
     "docs: docs/format.md (trace format), docs/error-models.md (bounds)\n";
 
 struct Args {
   std::vector<std::string> positional;
   std::string json;
   bool allow_truncated = false;
+  bool allow_incomplete = false;
+  uint64_t max_memory_mb = 0;  // 0: default
+  uint64_t max_gemm_work = kDefaultMaxGemmWork;
 };
+
+bool ParseCount(const std::string& text, uint64_t* out) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  *out = std::stoull(text);
+  return *out > 0;
+}
 
 // Parses the arguments after the subcommand; returns an error message or "".
 std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args* args) {
@@ -45,6 +61,13 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
     const std::string a = argv[i];
     if (a == "--allow-truncated") {
       args->allow_truncated = true;
+    } else if (json_allowed && a == "--allow-incomplete") {
+      args->allow_incomplete = true;
+    } else if (json_allowed && (a == "--max-memory-mb" || a == "--max-gemm-work")) {
+      if (i + 1 >= argc || !ParseCount(argv[i + 1], a == "--max-memory-mb" ? &args->max_memory_mb
+                                                                            : &args->max_gemm_work))
+        return absl::StrCat(a, " needs a positive integer");
+      ++i;
     } else if (json_allowed && a == "--json") {
       if (i + 1 >= argc) return "--json needs a file name";
       args->json = argv[++i];
@@ -61,6 +84,13 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
   return "";
 }
 
+// Half the physical memory: the decoded tensors are not all the analyzer holds.
+uint64_t DefaultMemoryBudget() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{8} << 30;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2;
+}
+
 int UsageError(std::ostream& err, const std::string& message) {
   err << "ttrace: " << message << "\n" << kUsage;
   return kExitError;
@@ -74,23 +104,38 @@ int DataError(std::ostream& err, const absl::Status& status) {
 int Check(const Args& args, std::ostream& out, std::ostream& err) {
   Progress progress;
   LoadOptions lo;
-  lo.allow_truncated = args.allow_truncated;
+  lo.allow_truncated = true;  // a cut stream is incomplete evidence, not an error (check.h)
+  lo.max_tensor_bytes = args.max_memory_mb > 0 ? args.max_memory_mb << 20 : DefaultMemoryBudget();
   lo.on_file = [&](const std::string& path) { progress.Update("ttrace: reading " + BaseName(path), true); };
   absl::StatusOr<TraceSet> set = LoadTraceDir(args.positional[0], lo);
   progress.Clear();
   if (!set.ok()) return DataError(err, set.status());
   for (const RankTrace& t : set->ranks)
     if (t.truncated) err << "ttrace: warning: " << t.truncation << "; checking the complete frames\n";
-  CheckReport report = RunChecks(*set, [&](uint64_t done, uint64_t total) {
-    progress.Update(absl::StrCat("ttrace: checked ", done, " of ", total, " ops"), done == total);
-  });
+  CheckOptions co;
+  co.max_gemm_work = args.max_gemm_work;
+  CheckReport report = RunChecks(
+      *set,
+      [&](uint64_t done, uint64_t total) {
+        progress.Update(absl::StrCat("ttrace: checked ", done, " of ", total, " ops"), done == total);
+      },
+      co);
   progress.Clear();
   PrintReport(report, out);
   if (!args.json.empty()) {
     absl::Status s = WriteReportJson(report, args.json);
     if (!s.ok()) return DataError(err, s);
   }
-  return report.clean() ? kExitClean : kExitFindings;
+  switch (report.verdict()) {
+    case Verdict::kClean: return kExitClean;
+    case Verdict::kFindings: return kExitFindings;
+    case Verdict::kIncomplete: break;
+  }
+  if (args.allow_incomplete) {
+    err << "ttrace: the verdict is incomplete; accepted (--allow-incomplete)\n";
+    return kExitClean;
+  }
+  return kExitIncomplete;
 }
 
 int Dump(const Args& args, std::ostream& out, std::ostream& err) {
@@ -116,9 +161,23 @@ int Dump(const Args& args, std::ostream& out, std::ostream& err) {
   return kExitClean;
 }
 
+int RunCommand(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
 }  // namespace
 
 int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  try {
+    return RunCommand(argc, argv, out, err);
+  } catch (const std::bad_alloc&) {
+    err << "ttrace: error: out of memory (the trace needs more memory than this machine gives; "
+           "--max-memory-mb bounds what is decoded)\n";
+    return kExitError;
+  }
+}
+
+namespace {
+
+int RunCommand(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   if (argc < 2) return UsageError(err, "missing command");
   const std::string cmd = argv[1];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
@@ -131,5 +190,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
   if (!problem.empty()) return UsageError(err, absl::StrCat(cmd, ": ", problem));
   return cmd == "check" ? Check(args, out, err) : Dump(args, out, err);
 }
+
+}  // namespace
 
 }  // namespace ttrace::analyzer

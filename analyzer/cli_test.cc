@@ -197,7 +197,8 @@ std::string TwoRankTrace(int bad_rank = -1, size_t frame_bytes = 1 << 20) {
 // ---- tests --------------------------------------------------------------------------------------------------
 TEST(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Cli({"--help"}).rc, 0);
-  EXPECT_NE(Cli({"--help"}).out.find("check DIR [--json FILE] [--allow-truncated]"), std::string::npos);
+  EXPECT_NE(Cli({"--help"}).out.find("check DIR [--json FILE] [--allow-incomplete]"), std::string::npos);
+  EXPECT_NE(Cli({"--help"}).out.find("3 incomplete"), std::string::npos);
   EXPECT_EQ(Cli({}).rc, 2);
   EXPECT_EQ(Cli({"frobnicate"}).rc, 2);
   EXPECT_EQ(Cli({"check"}).rc, 2);
@@ -205,6 +206,9 @@ TEST(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Cli({"check", "a", "--bogus"}).rc, 2);
   EXPECT_EQ(Cli({"check", "a", "--json"}).rc, 2);
   EXPECT_EQ(Cli({"dump", "a", "--json", "x"}).rc, 2);
+  EXPECT_EQ(Cli({"check", "a", "--max-memory-mb"}).rc, 2);
+  EXPECT_EQ(Cli({"check", "a", "--max-gemm-work", "0"}).rc, 2);
+  EXPECT_EQ(Cli({"dump", "a", "--allow-incomplete"}).rc, 2);
 }
 
 TEST(CliTest, DataErrorsExitTwoWithOneLine) {
@@ -297,7 +301,10 @@ TEST(CliTest, DumpPrintsOneLinePerRecord) {
   std::string line;
   std::vector<std::string> all;
   while (std::getline(lines, line)) all.push_back(line);
-  ASSERT_EQ(all.size(), 1u + 1 + 3 * 4 + 3);  // header, comm init, 3 x (gemm + 3 tensors), all-reduce + 2 tensors
+  // header, comm init, 3 x (gemm + 3 tensors), all-reduce + 2 tensors, end
+  ASSERT_EQ(all.size(), 1u + 1 + 3 * 4 + 3 + 1);
+  EXPECT_EQ(all.back().rfind("end reason=exit signal=0 mode=full flags=0 ops=4 records=16 tensors=11", 0), 0u)
+      << all.back();
   EXPECT_EQ(all[0].rfind("# rank-1.ttr: rank 1 of 2, job 'cli-job'", 0), 0u) << all[0];
   EXPECT_EQ(all[1].rfind("setup ncclCommInitRank status=0 comm=0x4d comm_rank=1 comm_size=2", 0), 0u) << all[1];
   EXPECT_EQ(all[2].rfind("seq=0 cublasGemmEx status=0 m=2 n=2 k=1 op=NN", 0), 0u) << all[2];
@@ -310,9 +317,10 @@ TEST(CliTest, DumpPrintsOneLinePerRecord) {
   EXPECT_NE(d.out.find("# rank-1.ttr"), std::string::npos);
 }
 
-// Cut a stream at every byte: exit 2 naming the file (or a clean read when the cut falls between frames); with
-// --allow-truncated, every cut after the file header checks the complete frames.
-TEST(CliTest, EveryTruncationFailsCleanly) {
+// Cut a stream at every byte: inside the file header, exit 2 naming the file; after it, whatever frame the cut
+// falls on, the end record is lost: incomplete (exit 3), naming the rank and where its stream ends, and the
+// complete frames are still checked (--allow-incomplete accepts them: exit 0).
+TEST(CliTest, EveryTruncationIsIncompleteOrFailsCleanly) {
   std::string dir = TwoRankTrace(-1, /*frame_bytes=*/200);
   const std::string path = dir + "/rank-1.ttr";
   const std::string whole = ReadAll(path);
@@ -320,23 +328,22 @@ TEST(CliTest, EveryTruncationFailsCleanly) {
   for (size_t cut = 0; cut < whole.size(); ++cut) {
     WriteAll(path, whole.substr(0, cut));
     CliRun r = Cli({"check", dir});
-    if (r.rc != 2) {
-      ++boundaries;  // a cut between frames is a shorter, valid stream
-      EXPECT_TRUE(r.rc == 0 || r.rc == 1) << cut;
+    if (cut < sizeof(format::FileHeader)) {
+      EXPECT_EQ(r.rc, 2) << cut;
+      EXPECT_NE(r.err.find("rank-1.ttr"), std::string::npos) << cut << ": " << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
       continue;
     }
-    EXPECT_NE(r.err.find("rank-1.ttr"), std::string::npos) << cut << ": " << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    CliRun t = Cli({"check", dir, "--allow-truncated"});
-    if (cut < sizeof(format::FileHeader)) {
-      EXPECT_EQ(t.rc, 2) << cut;
-    } else {
-      EXPECT_TRUE(t.rc == 0 || t.rc == 1) << cut << ": " << t.err;
-      EXPECT_NE(t.err.find("warning"), std::string::npos) << cut;
-    }
+    EXPECT_EQ(r.rc, 3) << cut << ": " << r.out << r.err;
+    EXPECT_NE(r.out.find("verdict:     INCOMPLETE"), std::string::npos) << cut;
+    EXPECT_NE(r.out.find("rank 1's stream ends "), std::string::npos) << cut << ": " << r.out;
+    EXPECT_NE(r.out.find("without an end record"), std::string::npos) << cut << ": " << r.out;
+    if (r.out.find("cut inside frame") == std::string::npos) ++boundaries;
+    EXPECT_EQ(Cli({"check", dir, "--allow-incomplete"}).rc, 0) << cut;
   }
   EXPECT_GT(boundaries, 2);  // several frames
   WriteAll(path, whole);
+  EXPECT_EQ(Cli({"check", dir}).rc, 0);
 }
 
 // Flip every byte of a stream: the checksums catch each one.

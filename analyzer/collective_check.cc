@@ -195,7 +195,7 @@ void CheckGroup(std::vector<Member> members, CheckReport* report) {
     if (!m.op->tensor_problem.empty()) return skip("tensor unusable");
     m.send = m.op->tensor(TensorSlot::kSend);
     m.recv = m.op->tensor(TensorSlot::kRecv);
-    if (m.send == nullptr || m.recv == nullptr) return skip("tensors not captured");
+    if (m.send == nullptr || m.recv == nullptr) return skip(m.op->MissingTensorsReason());
     const unsigned __int128 want =
         static_cast<unsigned __int128>(c0.count) * format::DTypeSize(static_cast<uint8_t>(dtype));
     if (m.send->meta.dtype != static_cast<uint8_t>(dtype) || m.recv->meta.dtype != static_cast<uint8_t>(dtype) ||

@@ -128,8 +128,8 @@ TEST(CollectiveCheckTest, CleanForEveryOpAndDtype) {
       for (int n : {2, 3, 4}) {
         AllReduce ar = MakeAllReduce(n, dt, op, 33, rng);
         CheckReport r = Check(WriteTrace(ar, {n}));
-        EXPECT_TRUE(r.clean()) << DTypeName(static_cast<uint8_t>(dt)) << " op " << op << " n " << n << ": "
-                               << (r.clean() ? "" : r.findings()[0].message);
+        EXPECT_TRUE(r.no_findings()) << DTypeName(static_cast<uint8_t>(dt)) << " op " << op << " n " << n << ": "
+                               << (r.no_findings() ? "" : r.findings()[0].message);
         EXPECT_EQ(r.summary().checked.at("allreduce"), static_cast<uint64_t>(n));
       }
     }
@@ -226,7 +226,7 @@ TEST(CollectiveCheckTest, MissingRankOrTensorsIsNotCheckedNotAFinding) {
   Write w{3};
   w.present = 2;
   CheckReport rep = Check(WriteTrace(ar, w));
-  EXPECT_TRUE(rep.clean());
+  EXPECT_TRUE(rep.no_findings());
   EXPECT_EQ(rep.summary().not_checked.at("incomplete collective (ranks missing)"), 2u);
   bool warned = false;
   for (const auto& s : rep.summary().warnings) warned |= s.find("missing: 2") != std::string::npos;
@@ -235,7 +235,7 @@ TEST(CollectiveCheckTest, MissingRankOrTensorsIsNotCheckedNotAFinding) {
   Write d{3};
   d.drop_tensors_rank1 = true;
   rep = Check(WriteTrace(ar, d));
-  EXPECT_TRUE(rep.clean());
+  EXPECT_TRUE(rep.no_findings());
   EXPECT_EQ(rep.summary().not_checked.at("tensors not captured"), 3u);
 }
 
@@ -251,13 +251,31 @@ TEST(CollectiveCheckTest, ConsistentlyWrongOutputIsFoundOnEveryRank) {
   }
 }
 
+// A reduction over one rank returns its input (avg: scaled by 1/1 or divided by 1, both exact): any change, even
+// one ulp, is a finding.
+TEST(CollectiveCheckTest, OneRankReductionsAreExact) {
+  for (int op : {0, 1, 4}) {
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      std::mt19937_64 rng(static_cast<uint64_t>(op) + 40);
+      AllReduce ar = MakeAllReduce(1, dt, op, 16, rng);
+      CheckReport clean = Check(WriteTrace(ar, {1}));
+      EXPECT_EQ(clean.verdict(), Verdict::kClean) << "op " << op;
+      const Write ulp{1, -1, [dt](int, std::string* recv) { testing::FlipBit(recv, dt, 5, 0); }};
+      CheckReport rep = Check(WriteTrace(ar, ulp));
+      ASSERT_EQ(rep.findings().size(), 1u) << "op " << op << " dtype " << static_cast<int>(dt);
+      EXPECT_EQ(rep.findings()[0].model, "exact");
+      EXPECT_EQ(rep.findings()[0].first.index, 5u);
+    }
+  }
+}
+
 TEST(CollectiveCheckTest, ExtremaWithNaNAcceptNaNOrAnInput) {
   AllReduce ar{DType::kF32, 2, {{1, std::nan("")}, {2, 3}}, {2, std::nan("")}};
-  EXPECT_TRUE(Check(WriteTrace(ar, {2})).clean());
+  EXPECT_TRUE(Check(WriteTrace(ar, {2})).no_findings());
   ar.out[1] = 3;  // NaN-ignoring max
-  EXPECT_TRUE(Check(WriteTrace(ar, {2})).clean());
+  EXPECT_TRUE(Check(WriteTrace(ar, {2})).no_findings());
   ar.out[1] = 7;
-  EXPECT_FALSE(Check(WriteTrace(ar, {2})).clean());
+  EXPECT_FALSE(Check(WriteTrace(ar, {2})).no_findings());
 }
 
 TEST(CollectiveCheckTest, ReduceReferenceTerms) {
@@ -280,7 +298,7 @@ TEST(CollectiveCheckTest, CountWhoseByteSizeOverflowsIsAShapeMismatch) {
   Write w{2};
   w.edit = [](int, format::CollectiveRecord* rec) { rec->count = uint64_t{1} << 62; };  // 4·2^62 wraps to 0
   CheckReport rep = Check(WriteTrace(ar, w));
-  EXPECT_TRUE(rep.clean());
+  EXPECT_TRUE(rep.no_findings());
   EXPECT_EQ(rep.summary().not_checked.at("shape mismatch"), 2u);
 }
 
@@ -289,7 +307,7 @@ TEST(CollectiveCheckTest, Int8AverageOverManyRanksDividesByTheRankCount) {
   for (int n : {200, 256}) {  // not representable in int8
     AllReduce ar = MakeAllReduce(n, DType::kI8, 4, 3, rng);
     CheckReport r = Check(WriteTrace(ar, {n}));
-    EXPECT_TRUE(r.clean()) << n << ": " << (r.clean() ? "" : r.findings()[0].message);
+    EXPECT_TRUE(r.no_findings()) << n << ": " << (r.no_findings() ? "" : r.findings()[0].message);
     EXPECT_EQ(r.summary().checked.at("allreduce"), static_cast<uint64_t>(n));
   }
 }

@@ -81,7 +81,21 @@ std::string RecordLine(const RecordView& r) {
       const auto n = r.Body<format::NoticeRecord>();
       return absl::StrCat("notice code=", n.code, " seq=",
                           n.seq == UINT64_MAX ? std::string("none") : std::to_string(n.seq), " count=", n.count,
+                          n.code == static_cast<uint32_t>(format::NoticeCode::kPayloadDropped)
+                              ? absl::StrCat(" reason=", JsonString(format::DropReasonName(n.reason)))
+                              : std::string(),
                           " message=", JsonString(r.payload));
+    }
+    case RecordType::kEnd: {
+      const auto e = r.Body<format::EndRecord>();
+      std::string dropped;
+      for (uint32_t i = 0; i < format::kDropReasons; ++i)
+        if (e.dropped[i] > 0) absl::StrAppend(&dropped, " ", JsonString(format::DropReasonName(i)), "=", e.dropped[i]);
+      return absl::StrCat("end reason=", e.reason == 2 ? "signal" : e.reason == 1 ? "exit" : std::to_string(e.reason),
+                          " signal=", e.signal, " mode=", e.mode == 1 ? "meta" : e.mode == 2 ? "full" : "unknown",
+                          " flags=", e.flags, " ops=", e.ops, " records=", e.records, " tensors=", e.tensors,
+                          " tensor_bytes=", e.tensor_bytes, " records_dropped=", e.records_dropped,
+                          " payloads_dropped=", e.payloads_dropped, dropped, " t_ns=", e.t_ns);
     }
   }
   return absl::StrCat("unknown type=", static_cast<uint16_t>(r.type), " bytes=", r.body.size() + r.payload.size());
@@ -91,8 +105,8 @@ absl::Status DumpStream(const std::string& path, const ReaderOptions& options, s
                         std::string* warning) {
   TTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, options));
   const format::FileHeader& h = reader->header();
-  out << "# " << BaseName(path) << ": rank " << h.rank << " of " << h.world_size << ", job '" << h.job
-      << "', host " << h.host << ", pid " << h.pid << ", format v" << h.version << "\n";
+  out << "# " << BaseName(path) << ": rank " << h.rank << " of " << h.world_size << ", job '" << Printable(h.job)
+      << "', host " << Printable(h.host) << ", pid " << h.pid << ", format v" << h.version << "\n";
   RecordView r;
   while (true) {
     TTRACE_ASSIGN_OR_RETURN(bool more, reader->Next(&r));

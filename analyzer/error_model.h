@@ -109,11 +109,12 @@ struct ReduceElementTerms {
   double prod_scale = 1;  // Π max(1, |x_i|): bounds every partial product
 };
 
-// reduce.deterministic (sum, avg, prod) or exact (max, min) for an all-reduce of n ranks in format `f`.
+// reduce.deterministic (sum, avg, prod) or exact (max, min) for an all-reduce of n ranks in format `f`. Every
+// reduction of one rank is exact: its result is the input (avg scales by 1/1 or divides by 1, both exact).
 class ReduceBound {
  public:
   ReduceBound(const FloatFormat& f, ReduceOp op, int n);
-  bool exact() const { return op_ == ReduceOp::kMax || op_ == ReduceOp::kMin || f_.u == 0; }
+  bool exact() const { return op_ == ReduceOp::kMax || op_ == ReduceOp::kMin || f_.u == 0 || n_ == 1; }
   ErrorModelId model() const { return exact() ? ErrorModelId::kExact : ErrorModelId::kReduceDeterministic; }
   double Bound(const ReduceElementTerms& t) const;
   bool OverflowPossible(const ReduceElementTerms& t) const;

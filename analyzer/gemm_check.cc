@@ -4,6 +4,7 @@
 #include "analyzer/gemm_check.h"
 
 #include <cmath>
+#include <initializer_list>
 
 #include "absl/strings/str_cat.h"
 #include "analyzer/tensor_data.h"
@@ -27,7 +28,15 @@ void ForEachGemmElement(const GemmProblem& p, Fn fn) {
   const size_t c_size = static_cast<size_t>(m * n);
   std::vector<double> op_a(a_size), abs_a(a_size), op_b(b_size), row_a(use_ab ? static_cast<size_t>(m) : 0);
   std::vector<double> acc(static_cast<size_t>(m)), acc_abs(static_cast<size_t>(m));
+  // Every operand shared by all batches: the reference of batch 0 is every batch's (kept, m·n terms).
+  const bool shared = p.batch > 1 && (!use_ab || (p.a.size() <= a_size && p.b.size() <= b_size)) &&
+                      (!use_c || p.c_in.size() <= c_size);
+  std::vector<GemmElementTerms> first_batch(shared ? c_size : 0);
   for (int64_t bt = 0; bt < p.batch; ++bt) {
+    if (shared && bt > 0) {
+      for (size_t x = 0; x < c_size; ++x) fn(static_cast<uint64_t>(bt) * c_size + x, first_batch[x]);
+      continue;
+    }
     if (use_ab) {
       const size_t a_off = p.a.size() > a_size ? bt * a_size : 0;
       const size_t b_off = p.b.size() > b_size ? bt * b_size : 0;
@@ -74,6 +83,7 @@ void ForEachGemmElement(const GemmProblem& p, Fn fn) {
           t.ref += p.beta * c0;
           t.abs_c0 = std::fabs(c0);
         }
+        if (shared) first_batch[static_cast<size_t>(i + j * m)] = t;
         fn(static_cast<uint64_t>(bt * c_size + i + j * m), t);
       }
     }
@@ -90,7 +100,23 @@ double MaxAbs(const std::vector<double>& v) {
   return m;
 }
 
+unsigned __int128 Product(std::initializer_list<uint64_t> factors) {
+  unsigned __int128 p = 1;
+  for (uint64_t f : factors) {
+    p *= f;
+    if (p > UINT64_MAX) return static_cast<unsigned __int128>(UINT64_MAX) + 1;  // saturates past 2^64
+  }
+  return p;
+}
+
 }  // namespace
+
+uint64_t GemmReplayWork(int64_t m, int64_t n, int64_t k, int64_t batch, bool use_ab, bool use_c, bool shared) {
+  auto u = [](int64_t v) { return static_cast<uint64_t>(v < 0 ? 0 : v); };
+  const unsigned __int128 work =
+      Product({shared ? 1 : u(batch), u(m), u(n), use_ab ? u(k) : 1}) + Product({u(batch), u(m), u(n)});
+  return work > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(work);
+}
 
 std::vector<GemmElementTerms> GemmReference(const GemmProblem& p) {
   std::vector<GemmElementTerms> out(static_cast<size_t>(p.m * p.n * p.batch));
@@ -110,7 +136,7 @@ ElementStats ReplayGemm(const GemmProblem& p, const GemmPrecision& precision) {
   return stats;
 }
 
-void CheckGemmOp(int rank, const Op& op, CheckReport* report) {
+void CheckGemmOp(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
   const format::GemmRecord& g = op.gemm;
   const OpName name{rank, op.seq, op.api_name()};
   const std::string where = absl::StrCat("rank ", rank, " seq ", op.seq, " ", name.api, ": ");
@@ -136,7 +162,7 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report) {
   const Tensor* c_in = op.tensor(TensorSlot::kCIn);
   const Tensor* c_out = op.tensor(TensorSlot::kCOut);
   if (c_out == nullptr || (need_ab && (a == nullptr || b == nullptr)) || (need_c && c_in == nullptr))
-    return report->AddNotChecked("tensors not captured");
+    return report->AddNotChecked(op.MissingTensorsReason());
   const int64_t m = g.m, n = g.n, k = g.k, batch = g.batch_count;
   const bool ta = g.transa != 0, tb = g.transb != 0;
   bool shape_ok = m >= 0 && n >= 0 && k >= 0 && batch >= 1 && g.transa <= 2 && g.transb <= 2 &&
@@ -167,6 +193,14 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report) {
     report->Warn(absl::StrCat(where, "k=", k, " is beyond what the error model can bound for ",
                               precision->description, ": not checked"));
     return report->AddNotChecked("no finite error bound");
+  }
+  const bool shared = (!need_ab || (a->meta.batch == 1 && b->meta.batch == 1)) && (!need_c || c_in->meta.batch == 1);
+  const uint64_t work = GemmReplayWork(m, n, k, batch, need_ab, need_c, shared);
+  if (work > max_work) {
+    report->Warn(absl::StrCat(where, "replaying m=", m, " n=", n, " k=", k, " batch=", batch,
+                              shared ? " (operands shared by every batch)" : "", " costs ", FormatCount(work),
+                              " multiply-adds, over the budget of ", FormatCount(max_work), ": not checked"));
+    return report->AddNotChecked("replay over the work budget");
   }
   GemmProblem p;
   p.m = m;

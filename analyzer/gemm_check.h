@@ -37,8 +37,17 @@ std::vector<GemmElementTerms> GemmReference(const GemmProblem& p);
 // compute type makes (precision.in_max), Inf/NaN outputs are not findings.
 ElementStats ReplayGemm(const GemmProblem& p, const GemmPrecision& precision);
 
+// Multiply-adds a replay of `p` performs: the distinct batches (an operand of one batch is shared by all, so
+// when A, B and C0 all are, every batch has the same reference and it is computed once) times m·n·k, plus m·n
+// per batch to compare.
+// `shared`: A and B (when α != 0) and C0 (when β != 0) each hold one batch. Saturates at UINT64_MAX.
+uint64_t GemmReplayWork(int64_t m, int64_t n, int64_t k, int64_t batch, bool use_ab, bool use_c, bool shared);
+// Multiply-adds one GEMM op may cost before it is counted as not checked ("replay over the work budget").
+inline constexpr uint64_t kDefaultMaxGemmWork = uint64_t{1} << 36;
+
 // Checks one GEMM op of `rank` and records the outcome (checked, not checked with a reason, finding) in `report`.
-void CheckGemmOp(int rank, const Op& op, CheckReport* report);
+// The work is computed from the shapes and checked against `max_work` before anything is decoded.
+void CheckGemmOp(int rank, const Op& op, CheckReport* report, uint64_t max_work = kDefaultMaxGemmWork);
 
 }  // namespace ttrace::analyzer
 

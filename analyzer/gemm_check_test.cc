@@ -168,7 +168,7 @@ TEST(GemmCheckTest, CleanTraceIsCleanAndReportsTightness) {
   auto set = LoadTraceDir(tc.dir);
   ASSERT_TRUE(set.ok()) << set.status();
   CheckReport report = RunChecks(*set);
-  EXPECT_TRUE(report.clean()) << report.findings().front().message;
+  EXPECT_TRUE(report.no_findings()) << report.findings().front().message;
   EXPECT_EQ(report.summary().checked.at("gemm"), 24u);
   EXPECT_EQ(report.summary().ops, 24u);
   EXPECT_EQ(report.summary().not_checked_total(), 0u);
@@ -310,7 +310,7 @@ TEST(GemmCheckTest, UncheckableOpsAreCountedNotReported) {
   auto set = LoadTraceDir(dir);
   ASSERT_TRUE(set.ok()) << set.status();
   CheckReport r = RunChecks(*set);
-  EXPECT_TRUE(r.clean());
+  EXPECT_TRUE(r.no_findings());
   auto nc = r.summary().not_checked;
   EXPECT_EQ(nc["tensors not captured"], 2u);
   EXPECT_EQ(nc["call failed"], 1u);
@@ -340,7 +340,7 @@ TEST(GemmCheckTest, EmptyOutputWithHugeBatchCountFinishesAtOnce) {
   auto set = LoadTraceDir(dir);
   ASSERT_TRUE(set.ok()) << set.status();
   CheckReport r = RunChecks(*set);
-  EXPECT_TRUE(r.clean());
+  EXPECT_TRUE(r.no_findings());
   EXPECT_EQ(r.summary().checked.at("gemm"), 1u);
   EXPECT_EQ(r.summary().elements_checked, 0u);
 }
@@ -379,7 +379,7 @@ TEST(GemmCheckTest, DuplicateSeqIsNotCheckedSinceItsTensorsCannotBeAttributed) {
   auto set = LoadTraceDir(dir);
   ASSERT_TRUE(set.ok()) << set.status();
   CheckReport r = RunChecks(*set);
-  EXPECT_TRUE(r.clean()) << (r.clean() ? "" : r.findings()[0].message);
+  EXPECT_TRUE(r.no_findings()) << (r.no_findings() ? "" : r.findings()[0].message);
   EXPECT_EQ(r.summary().checked_total(), 0u);
   EXPECT_EQ(r.summary().not_checked_total(), 1u);
 }
@@ -397,7 +397,7 @@ TEST(GemmCheckTest, AlphaZeroWithHugeKAllocatesNoOperands) {
   auto set = LoadTraceDir(dir);
   ASSERT_TRUE(set.ok()) << set.status();
   CheckReport r = RunChecks(*set);
-  EXPECT_TRUE(r.clean()) << (r.clean() ? "" : r.findings()[0].message);
+  EXPECT_TRUE(r.no_findings()) << (r.no_findings() ? "" : r.findings()[0].message);
   EXPECT_EQ(r.summary().elements_checked, 2u);
 }
 
@@ -435,7 +435,7 @@ TEST(GemmCheckTest, GemmWithoutAFiniteBoundIsNotCountedAsChecked) {
   auto set = LoadTraceDir(dir);
   ASSERT_TRUE(set.ok()) << set.status();
   CheckReport r = RunChecks(*set);
-  EXPECT_TRUE(r.clean());
+  EXPECT_TRUE(r.no_findings());
   EXPECT_EQ(r.summary().checked_total(), 0u);
   EXPECT_EQ(r.summary().not_checked.at("no finite error bound"), 1u);
   bool warned = false;
@@ -464,7 +464,7 @@ TEST(GemmCheckTest, ShuffledPayloadsDecodeToTheirElements) {
     CheckReport r = RunChecks(*set);
     EXPECT_EQ(r.summary().checked.at("gemm"), 1u);
     if (!corrupt) {
-      EXPECT_TRUE(r.clean()) << r.findings()[0].message;
+      EXPECT_TRUE(r.no_findings()) << r.findings()[0].message;
     } else {
       ASSERT_EQ(r.findings().size(), 1u);
       EXPECT_EQ(r.findings()[0].first.index, 5u);
@@ -498,7 +498,7 @@ TEST(GemmCheckTest, DeviceScalarsCapturedByTheShimMakeTheGemmCheckable) {
     ASSERT_TRUE(set.ok()) << set.status();
     CheckReport r = RunChecks(*set);
     if (variant == 0) {
-      EXPECT_TRUE(r.clean()) << r.findings()[0].message;
+      EXPECT_TRUE(r.no_findings()) << r.findings()[0].message;
       EXPECT_EQ(r.summary().checked.at("gemm"), 1u);
     } else if (variant == 1) {
       EXPECT_EQ(r.findings().size(), 1u);
@@ -523,7 +523,7 @@ TEST(GemmCheckTest, ShapeProductsWrappingTo128BitsAreUnusable) {
   auto set = LoadTraceDir(dir);
   ASSERT_TRUE(set.ok()) << set.status();
   CheckReport r = RunChecks(*set);
-  EXPECT_TRUE(r.clean());
+  EXPECT_TRUE(r.no_findings());
   EXPECT_EQ(r.summary().not_checked.at("tensor unusable"), 1u);
 }
 

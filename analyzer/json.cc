@@ -100,7 +100,11 @@ std::string JsonNumber(double v) {
 std::string ReportToJson(const CheckReport& report) {
   const CheckSummary& s = report.summary();
   std::string out = "{\n";
-  absl::StrAppend(&out, "  ", Str("verdict", report.clean() ? "clean" : "findings"), ",\n");
+  absl::StrAppend(&out, "  ", Str("verdict", VerdictName(report.verdict())), ",\n");
+  absl::StrAppend(&out, "  \"incomplete\": [");
+  for (size_t i = 0; i < s.gaps.size(); ++i)
+    absl::StrAppend(&out, i == 0 ? "\n    " : ",\n    ", JsonString(s.gaps[i]));
+  absl::StrAppend(&out, s.gaps.empty() ? "],\n" : "\n  ],\n");
   absl::StrAppend(&out, "  \"findings\": [");
   const auto& findings = report.findings();
   for (size_t i = 0; i < findings.size(); ++i)

@@ -64,7 +64,44 @@ void CheckReport::Warn(const std::string& warning) {
 
 void CheckReport::AddNotChecked(const std::string& reason, uint64_t ops) { summary_.not_checked[reason] += ops; }
 
+const char* VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kClean: return "clean";
+    case Verdict::kFindings: return "findings";
+    case Verdict::kIncomplete: return "incomplete";
+  }
+  return "incomplete";
+}
+
+std::string FormatCount(uint64_t n) {
+  std::string digits = absl::StrCat(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+Verdict CheckReport::verdict() const {
+  if (!findings_.empty()) return Verdict::kFindings;
+  if (!summary_.gaps.empty() || summary_.not_checked_total() > 0 || summary_.checked_total() == 0)
+    return Verdict::kIncomplete;
+  return Verdict::kClean;
+}
+
 void CheckReport::Finish() {
+  const uint64_t not_checked = summary_.not_checked_total();
+  if (not_checked > 0) {
+    std::vector<std::pair<std::string, uint64_t>> reasons(summary_.not_checked.begin(), summary_.not_checked.end());
+    std::stable_sort(reasons.begin(), reasons.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::vector<std::string> parts;
+    for (const auto& [reason, n] : reasons)
+      parts.push_back(reasons.size() == 1 ? reason : absl::StrCat(reason, " ", FormatCount(n)));
+    AddGap(absl::StrCat(FormatCount(not_checked), " of ", FormatCount(summary_.ops),
+                        " ops not checked: ", absl::StrJoin(parts, ", ")));
+  } else if (summary_.checked_total() == 0) {
+    AddGap(summary_.ops == 0 ? "the trace holds no ops: nothing was checked" : "no op was checked");
+  }
   std::stable_sort(findings_.begin(), findings_.end(), [](const Finding& a, const Finding& b) {
     if (a.seq != b.seq) return a.seq < b.seq;
     return a.rank < b.rank;
@@ -81,12 +118,16 @@ std::string FormatNumber(double v) {
 void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows) {
   const CheckSummary& s = report.summary();
   const auto& findings = report.findings();
-  out << "ttrace check " << s.dir << "\n";
+ out << "ttrace check " << s.dir << "\n";
   out << "  job '" << s.job << "', " << s.streams << " stream" << (s.streams == 1 ? "" : "s");
   if (s.world_size >= 0) out << " of world size " << s.world_size;
   out << ", " << s.ops << " ops\n";
+  const Verdict verdict = report.verdict();
   out << "verdict:     "
-      << (findings.empty() ? "CLEAN" : absl::StrCat("FINDINGS (", findings.size(), ")")) << "\n";
+      << (verdict == Verdict::kFindings     ? absl::StrCat("FINDINGS (", findings.size(), ")")
+          : verdict == Verdict::kIncomplete ? std::string("INCOMPLETE (evidence missing, see below)")
+                                            : std::string("CLEAN (every op checked)"))
+      << "\n";
   out << "checked:     " << s.checked_total() << " ops";
   if (!s.checked.empty()) out << " (" << CountsText(s.checked) << ")";
   out << ", " << s.elements_checked << " elements\n";
@@ -130,6 +171,10 @@ void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows) 
     }
     if (findings.size() > max_rows)
       out << "  ... " << findings.size() - max_rows << " more (see --json)\n";
+  }
+  if (!s.gaps.empty()) {
+    out << "\n" << (verdict == Verdict::kIncomplete ? "incomplete:" : "also incomplete:") << "\n";
+    for (const std::string& g : s.gaps) out << "  " << g << "\n";
   }
   if (!s.warnings.empty()) {
     out << "\nwarnings:\n";

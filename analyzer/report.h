@@ -3,7 +3,10 @@
 //
 // Counting contract: every op of every rank ends up exactly once in `checked` (by kind) or `not_checked` (by
 // reason), so checked + not_checked = ops. A finding names the (rank, seq) of the op whose output is wrong.
-// Single-threaded.
+//
+// Verdict (DESIGN.md §4): kFindings when any finding; else kIncomplete when evidence is missing: a gap was added
+// (a stream without its end record, a missing rank, records the capture lost), some op was not checked, or
+// nothing was checked at all; else kClean, a promise that every op of the trace was checked. Single-threaded.
 #ifndef TTRACE_ANALYZER_REPORT_H_
 #define TTRACE_ANALYZER_REPORT_H_
 
@@ -55,6 +58,9 @@ struct Tightness {
   OpName op;                   // where it was reached
 };
 
+enum class Verdict { kClean, kFindings, kIncomplete };
+const char* VerdictName(Verdict verdict);  // "clean", "findings", "incomplete"
+
 struct CheckSummary {
   std::string dir;
   std::string job;
@@ -69,6 +75,7 @@ struct CheckSummary {
   Tightness overall;
   std::vector<std::string> warnings;
   uint64_t warnings_suppressed = 0;
+  std::vector<std::string> gaps;                // why the evidence is incomplete, each complete on its own
 
   uint64_t checked_total() const;
   uint64_t not_checked_total() const;
@@ -83,10 +90,13 @@ class CheckReport {
   // Adds a warning to the summary unless the same text was added before; at most kMaxWarnings are kept.
   void Warn(const std::string& warning);
   static constexpr size_t kMaxWarnings = 50;
-  // Orders findings by (seq, rank): the first is the earliest op number.
+  // Evidence that is missing (one line, names what and how much); makes the verdict incomplete.
+  void AddGap(const std::string& gap) { summary_.gaps.push_back(gap); }
+  // Orders findings by (seq, rank): the first is the earliest op number. Adds the gap of the ops not checked.
   void Finish();
 
-  bool clean() const { return findings_.empty(); }
+  bool no_findings() const { return findings_.empty(); }
+  Verdict verdict() const;
   const std::vector<Finding>& findings() const { return findings_; }
   CheckSummary& summary() { return summary_; }
   const CheckSummary& summary() const { return summary_; }
@@ -102,6 +112,8 @@ void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows =
 
 // "1.25e-06"-style number for reports; "inf"/"nan" spelled out.
 std::string FormatNumber(double v);
+// 4800 -> "4,800".
+std::string FormatCount(uint64_t n);
 
 }  // namespace ttrace::analyzer
 

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cfloat>
 #include <cmath>
@@ -156,14 +157,29 @@ StreamBuilder::~StreamBuilder() { Close(); }
 
 void StreamBuilder::Close() {
   if (writer_ == nullptr) return;
+  if (end_) {
+    format::EndRecord e{};
+    e.reason = static_cast<uint32_t>(format::EndReason::kExit);
+    e.mode = static_cast<uint32_t>(format::CaptureModeId::kFull);
+    e.ops = ops_;
+    e.records = pending_records_;
+    e.tensors = tensors_;
+    writer_->Append(format::RecordType::kEnd, e);
+  }
   std::string error;
   EXPECT_TRUE(writer_->Close(&error)) << error;
   writer_.reset();
 }
 
-void StreamBuilder::Gemm(const format::GemmRecord& g) { writer_->Append(format::RecordType::kGemm, g); }
+void StreamBuilder::Gemm(const format::GemmRecord& g) {
+  ops_ = std::max(ops_, g.seq + 1);
+  ++pending_records_;
+  writer_->Append(format::RecordType::kGemm, g);
+}
 
 void StreamBuilder::Collective(const format::CollectiveRecord& c) {
+  ops_ = std::max(ops_, c.seq + 1);
+  ++pending_records_;
   writer_->Append(format::RecordType::kCollective, c);
 }
 
@@ -173,6 +189,7 @@ void StreamBuilder::CommInit(uint64_t comm_hash, int comm_rank, int comm_size) {
   c.comm_hash = comm_hash;
   c.comm_rank = comm_rank;
   c.comm_size = comm_size;
+  ++pending_records_;
   writer_->Append(format::RecordType::kCommInit, c);
 }
 
@@ -190,11 +207,14 @@ void StreamBuilder::Tensor(uint64_t seq, format::TensorSlot slot, DType dtype, i
   t.cols = cols;
   t.batch = batch;
   t.payload_bytes = bytes.size();
+  ++pending_records_;
+  ++tensors_;
   writer_->Append(format::RecordType::kTensor, t, bytes.data(), bytes.size());
 }
 
 void StreamBuilder::Raw(uint16_t type, const std::string& body, const std::string& payload) {
   std::string all = body + payload;
+  ++pending_records_;
   writer_->Append(static_cast<format::RecordType>(type), all.data(), all.size());
 }
 

@@ -46,10 +46,21 @@ class StreamBuilder {
   void Tensor(uint64_t seq, format::TensorSlot slot, format::DType dtype, int64_t rows, int64_t cols,
               int64_t batch, const std::string& bytes, bool shuffled = false);
   void Raw(uint16_t type, const std::string& body, const std::string& payload = "");
-  void Close();  // flushes; the destructor closes too
+  // Writes the EndRecord the shim writes at a clean close (counts of what was appended), then closes. The
+  // destructor closes too.
+  void Close();
+  // Close() without the EndRecord: the stream of a killed writer.
+  void CloseWithoutEnd() {
+    end_ = false;
+    Close();
+  }
+  void Flush() { writer_->Flush(); }
 
  private:
   std::unique_ptr<store::TraceWriter> writer_;
+  bool end_ = true;
+  uint64_t ops_ = 0, tensors_ = 0;
+  uint64_t pending_records_ = 0;  // records appended, for EndRecord.records
 };
 
 // Records with sensible defaults for tests.

@@ -65,6 +65,77 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+namespace {
+
+// Decodes a tensor record's payload into `tensor` (kShuffled to the kFull layout the checks read), counting its
+// bytes against the load's budget.
+absl::Status DecodeTensor(const RecordView& r, const LoadOptions& options, uint64_t* held, PendingTensor* out) {
+  auto tensor = std::make_unique<Tensor>();
+  tensor->meta = r.Body<format::TensorRecord>();
+  std::string problem = TensorProblem(tensor->meta, r.payload.size());
+  if (problem.empty()) {
+    *held += r.payload.size();
+    if (options.max_tensor_bytes > 0 && *held > options.max_tensor_bytes)
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the tensors of this trace's ops need more than ", options.max_tensor_bytes >> 20,
+          " MiB of memory (the analyzer's memory budget; --max-memory-mb raises it)"));
+    if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled)) {
+      const uint32_t e = format::DTypeSize(tensor->meta.dtype);
+      tensor->data.resize(r.payload.size());
+      format::UnshuffleBytes(r.payload.data(), r.payload.size() / e, e, tensor->data.data());
+      tensor->meta.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFull);
+    } else {
+      tensor->data.assign(r.payload.data(), r.payload.size());
+    }
+  }
+  out->seq = tensor->meta.seq;
+  out->tensor = std::move(tensor);
+  out->problem = std::move(problem);
+  return absl::OkStatus();
+}
+
+std::string MessageOf(const RecordView& r) { return Printable(absl::string_view(r.payload.data(), r.payload.size())); }
+
+// The second pass: the tensors numbered in `wanted` (ascending ordinals among the stream's tensor records), whose
+// op record came after them.
+absl::Status LoadLateTensors(const std::string& path, const LoadOptions& options, const std::vector<uint64_t>& wanted,
+                             uint64_t* held, std::vector<PendingTensor>* tensors) {
+  ReaderOptions ro;
+  ro.allow_truncated = options.allow_truncated;
+  TTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, ro));
+  RecordView r;
+  uint64_t ordinal = 0;
+  size_t next = 0;
+  while (next < wanted.size()) {
+    TTRACE_ASSIGN_OR_RETURN(bool more, reader->Next(&r));
+    if (!more) return absl::DataLossError(absl::StrCat(path, ": the stream changed while it was read"));
+    if (r.type != RecordType::kTensor) continue;
+    if (ordinal++ != wanted[next]) continue;
+    ++next;
+    PendingTensor p;
+    TTRACE_RETURN_IF_ERROR(DecodeTensor(r, options, held, &p));
+    tensors->push_back(std::move(p));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string Printable(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c >= 0x7f) {
+      absl::StrAppend(&out, "\\x", absl::Hex(c, absl::kZeroPad2));
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& options) {
   ReaderOptions ro;
   ro.allow_truncated = options.allow_truncated;
@@ -74,11 +145,15 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
   t.header = reader->header();
   std::map<uint64_t, Op> ops;
   std::vector<PendingTensor> tensors;
+  std::vector<std::pair<uint64_t, uint64_t>> late;  // (ordinal, seq) of tensors read before any op of their seq
+  std::map<uint64_t, std::string> dropped;          // seq -> first drop reason
+  uint64_t held = 0;
   RecordView r;
   while (true) {
     TTRACE_ASSIGN_OR_RETURN(bool more, reader->Next(&r));
     if (!more) break;
     ++t.records;
+    t.ended = r.type == RecordType::kEnd;
     switch (r.type) {
       case RecordType::kGemm:
       case RecordType::kCollective: {
@@ -103,22 +178,15 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
         break;
       }
       case RecordType::kTensor: {
-        auto tensor = std::make_unique<Tensor>();
-        tensor->meta = r.Body<format::TensorRecord>();
-        std::string problem = TensorProblem(tensor->meta, r.payload.size());
-        if (problem.empty()) {
-          if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled)) {
-            // Decoded to the kFull layout the checks read.
-            const uint32_t e = format::DTypeSize(tensor->meta.dtype);
-            tensor->data.resize(r.payload.size());
-            format::UnshuffleBytes(r.payload.data(), r.payload.size() / e, e, tensor->data.data());
-            tensor->meta.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFull);
-          } else {
-            tensor->data.assign(r.payload.data(), r.payload.size());
-          }
+        const uint64_t ordinal = t.tensor_records++;
+        const uint64_t seq = r.Body<format::TensorRecord>().seq;
+        if (ops.count(seq) == 0) {
+          late.emplace_back(ordinal, seq);
+          break;
         }
-        const uint64_t seq = tensor->meta.seq;
-        tensors.push_back({seq, std::move(tensor), std::move(problem)});
+        PendingTensor p;
+        TTRACE_RETURN_IF_ERROR(DecodeTensor(r, options, &held, &p));
+        tensors.push_back(std::move(p));
         break;
       }
       case RecordType::kCommInit:
@@ -127,15 +195,22 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
       case RecordType::kNotice: {
         ++t.notices;
         const auto n = r.Body<format::NoticeRecord>();
-        if (n.code == static_cast<uint32_t>(format::NoticeCode::kPayloadDropped)) ++t.dropped_payloads;
+        if (n.code == static_cast<uint32_t>(format::NoticeCode::kPayloadDropped)) {
+          ++t.dropped_payloads;
+          const std::string why = n.reason != 0 ? format::DropReasonName(n.reason) : MessageOf(r);
+          dropped.emplace(n.seq, absl::StrCat("tensors dropped (", why, ")"));
+        }
         if (n.code == static_cast<uint32_t>(format::NoticeCode::kCaptureDisabled))
-          Warn(&t, absl::StrCat("capture disabled: ", std::string(r.payload.data(), r.payload.size())));
+          Warn(&t, absl::StrCat("capture disabled: ", MessageOf(r)));
         if (n.code == static_cast<uint32_t>(format::NoticeCode::kRecordDropped))
           Warn(&t, absl::StrCat(n.seq == UINT64_MAX ? std::string("a set-up call: ")
                                                     : absl::StrCat("op seq ", n.seq, ": "),
-                                std::string(r.payload.data(), r.payload.size())));
+                                MessageOf(r)));
         break;
       }
+      case RecordType::kEnd:
+        t.end = r.Body<format::EndRecord>();
+        break;
       case RecordType::kCommDestroy:
       case RecordType::kGroup:
         break;
@@ -146,14 +221,18 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
   }
   t.truncated = reader->truncated();
   t.truncation = reader->truncation();
-  uint64_t orphans = 0;
-  for (PendingTensor& p : tensors) {
-    auto it = ops.find(p.seq);
-    if (it == ops.end()) {
-      ++orphans;
-      continue;
+  t.frames = reader->frames_read();
+  std::vector<uint64_t> wanted;
+  for (const auto& [ordinal, seq] : late) {
+    if (ops.count(seq) > 0) {
+      wanted.push_back(ordinal);
+    } else {
+      ++t.orphan_tensors;
     }
-    Op& op = it->second;
+  }
+  if (!wanted.empty()) TTRACE_RETURN_IF_ERROR(LoadLateTensors(path, options, wanted, &held, &tensors));
+  for (PendingTensor& p : tensors) {
+    Op& op = ops.at(p.seq);
     const uint8_t slot = p.tensor->meta.slot;
     if (slot >= op.tensors.size()) {
       Warn(&t, absl::StrCat("seq ", p.seq, ": tensor slot ", slot, " unknown"));
@@ -170,9 +249,22 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
     }
     op.tensors[slot] = std::move(p.tensor);
   }
-  if (orphans > 0) Warn(&t, absl::StrCat(orphans, " tensors belong to no op record"));
+  if (t.orphan_tensors > 0)
+    Warn(&t, absl::StrCat(t.orphan_tensors, " tensors belong to no op record (skipped, not decoded)"));
+  const bool meta = t.ended && t.end.mode == static_cast<uint32_t>(format::CaptureModeId::kMeta);
+  const bool off = t.ended && (t.end.flags & format::kTensorsOff);
   t.ops.reserve(ops.size());
-  for (auto& [seq, op] : ops) t.ops.push_back(std::move(op));
+  for (auto& [seq, op] : ops) {
+    auto d = dropped.find(seq);
+    if (d != dropped.end()) {
+      op.missing_tensors = d->second;
+    } else if (meta) {
+      op.missing_tensors = "tensors not captured (TTRACE_MODE=meta)";
+    } else if (off) {
+      op.missing_tensors = "tensors not captured (tensor capture off)";
+    }
+    t.ops.push_back(std::move(op));
+  }
   return t;
 }
 
@@ -205,13 +297,13 @@ absl::StatusOr<TraceSet> LoadTraceDir(const std::string& dir, const LoadOptions&
     set.ranks.push_back(std::move(t));
   }
   const RankTrace& first = set.ranks.front();
-  set.job = first.header.job;
+  set.job = Printable(first.header.job);
   set.world_size = first.header.world_size;
   for (const RankTrace& t : set.ranks) {
-    if (set.job != t.header.job)
+    if (set.job != Printable(t.header.job))
       return absl::FailedPreconditionError(absl::StrCat("streams of different jobs: ", BaseName(first.path),
                                                         " has job '", set.job, "', ", BaseName(t.path), " has '",
-                                                        t.header.job, "'"));
+                                                        Printable(t.header.job), "'"));
     if (t.header.world_size != set.world_size)
       return absl::FailedPreconditionError(absl::StrCat("inconsistent world size: ", BaseName(first.path), " says ",
                                                         set.world_size, ", ", BaseName(t.path), " says ",
@@ -243,14 +335,15 @@ absl::StatusOr<TraceSet> LoadTraceDir(const std::string& dir, const LoadOptions&
         break;
       } else {
         absl::StrAppend(&missing, missing.empty() ? "" : ",", r);
+        set.missing_ranks.push_back(r);
       }
     }
+    set.missing_rank_count = static_cast<uint64_t>(set.world_size) - set.ranks.size();
     set.warnings.push_back(absl::StrCat(set.ranks.size(), " of ", set.world_size,
                                         " ranks present (missing: ", missing,
                                         "); collectives that span missing ranks are not checked"));
   }
   for (const RankTrace& t : set.ranks) {
-    if (t.truncated) set.warnings.push_back(absl::StrCat("truncated: ", t.truncation));
     set.warnings.insert(set.warnings.end(), t.warnings.begin(), t.warnings.end());
   }
   return set;

@@ -7,8 +7,16 @@
 // - FailedPrecondition: streams of different jobs, duplicate ranks, inconsistent or exceeded world sizes.
 // Problems of the trace's content that leave the rest usable (a duplicated seq, a tensor without its op, a tensor
 // whose size disagrees with its shape) become warnings, and the affected op is reported as not checked.
+// How complete each stream is (its EndRecord, where it stops, what the capture dropped) is recorded for the
+// verdict (check.h), never an error: a stream cut inside a frame is read to its last complete frame when
+// allow_truncated is set.
 //
-// The whole trace is held in memory (payloads included). Single-threaded.
+// Budgets: a tensor that belongs to no op is never decoded (tensors whose op record comes later are read in a
+// second pass over the stream); the decoded tensors of a load are bounded by max_tensor_bytes
+// (ResourceExhausted beyond). Strings from the trace (job, host, notice messages) are made printable: control
+// bytes are escaped, so a trace cannot send terminal escape sequences.
+//
+// The whole trace is held in memory (payloads of ops included). Single-threaded.
 #ifndef TTRACE_ANALYZER_TRACE_MODEL_H_
 #define TTRACE_ANALYZER_TRACE_MODEL_H_
 
@@ -20,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "ttrace/format.h"
 
 namespace ttrace::analyzer {
@@ -39,6 +48,12 @@ struct Op {
   format::CollectiveRecord coll{};  // valid when kind == kCollective
   std::array<std::unique_ptr<Tensor>, 8> tensors;  // by format::TensorSlot; null when not captured
   std::string tensor_problem;       // first reason a captured tensor was unusable, empty when none
+  std::string missing_tensors;      // why tensors may be missing: "tensors dropped (ring full)", ...
+
+  // The not-checked reason of an op whose tensors are missing.
+  std::string MissingTensorsReason() const {
+    return missing_tensors.empty() ? "tensors not captured" : missing_tensors;
+  }
 
   const Tensor* tensor(format::TensorSlot slot) const { return tensors[static_cast<size_t>(slot)].get(); }
   const char* api_name() const { return format::ApiName(api); }
@@ -53,6 +68,11 @@ struct RankTrace {
   uint64_t unknown_records = 0;    // record types this analyzer does not know: skipped
   uint64_t notices = 0;
   uint64_t dropped_payloads = 0;   // NoticeCode::kPayloadDropped events
+  uint64_t tensor_records = 0;
+  uint64_t orphan_tensors = 0;     // tensors of no op record: skipped, not decoded
+  uint32_t frames = 0;             // complete frames read
+  bool ended = false;              // the last record is an EndRecord: the writer closed the stream
+  format::EndRecord end{};         // valid when ended
   bool truncated = false;          // only with allow_truncated
   std::string truncation;
   std::vector<std::string> warnings;
@@ -65,11 +85,14 @@ struct TraceSet {
   std::string job;
   int world_size = -1;              // from the headers, -1 when unknown
   std::vector<RankTrace> ranks;     // ascending rank
+  std::vector<int> missing_ranks;   // ranks below world_size without a stream (at most 17 listed)
+  uint64_t missing_rank_count = 0;
   std::vector<std::string> warnings;
 };
 
 struct LoadOptions {
   bool allow_truncated = false;
+  uint64_t max_tensor_bytes = 0;  // decoded tensor bytes a load may hold in all; 0: no limit
   std::function<void(const std::string& path)> on_file;  // called before each stream is read (progress)
 };
 
@@ -84,6 +107,9 @@ absl::StatusOr<TraceSet> LoadTraceDir(const std::string& dir, const LoadOptions&
 
 // The basename of a path, for messages.
 std::string BaseName(const std::string& path);
+
+// `text` with control bytes (< 0x20, 0x7f) and bytes >= 0x80 escaped as \xNN, backslashes doubled: safe to print.
+std::string Printable(absl::string_view text);
 
 }  // namespace ttrace::analyzer
 

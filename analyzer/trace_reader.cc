@@ -62,6 +62,11 @@ absl::Status TraceReader::Corrupt(const std::string& what) const {
       absl::StrCat(path_, ": corrupt stream at frame ", frames_read_, " (byte ", offset_, "): ", what));
 }
 
+absl::Status TraceReader::CorruptRecord(const std::string& what) const {
+  return absl::DataLossError(absl::StrCat(path_, ": corrupt stream at frame ", frames_read_ - 1, " (byte ",
+                                          frame_offset_, "): ", what));
+}
+
 // Reads the frame at offset_. Returns false at a clean end of stream (or an allowed truncation).
 absl::StatusOr<bool> TraceReader::ReadFrame() {
   FrameHeader fh;
@@ -91,6 +96,7 @@ absl::StatusOr<bool> TraceReader::ReadFrame() {
   size_t n = ZSTD_decompress(frame_.data(), frame_.size(), compressed_.data(), compressed_.size());
   if (ZSTD_isError(n)) return Corrupt(absl::StrCat("zstd: ", ZSTD_getErrorName(n)));
   if (n != fh.uncompressed_size) return Corrupt("decompressed size differs from the frame header");
+  frame_offset_ = offset_;
   offset_ += sizeof fh + fh.compressed_size;
   ++frames_read_;
   pos_ = 0;
@@ -102,21 +108,21 @@ absl::StatusOr<bool> TraceReader::ReadFrame() {
 absl::StatusOr<bool> TraceReader::Next(RecordView* out) {
   while (pos_ >= frame_.size()) {
     if (records_seen_ != frame_records_)
-      return Corrupt(absl::StrCat("frame holds ", records_seen_, " records, header says ", frame_records_));
+      return CorruptRecord(absl::StrCat("frame holds ", records_seen_, " records, header says ", frame_records_));
     absl::StatusOr<bool> more = ReadFrame();
     if (!more.ok() || !*more) return more;
   }
   const size_t left = frame_.size() - pos_;
   RecordHeader rh;
-  if (left < sizeof rh) return Corrupt("record header crosses the frame end");
+  if (left < sizeof rh) return CorruptRecord("record header crosses the frame end");
   memcpy(&rh, frame_.data() + pos_, sizeof rh);
   if (rh.size > left || rh.body_offset < sizeof rh || rh.body_offset > rh.size)
-    return Corrupt(absl::StrCat("record of type ", rh.type, " has an impossible size ", rh.size));
+    return CorruptRecord(absl::StrCat("record of type ", rh.type, " has an impossible size ", rh.size));
   const char* rec = frame_.data() + pos_;
   absl::string_view rest(rec + rh.body_offset, rh.size - rh.body_offset);
   out->type = static_cast<format::RecordType>(rh.type);
   uint64_t payload = PayloadBytes(out->type, rest);
-  if (payload > rest.size()) return Corrupt(absl::StrCat("payload of ", payload, " bytes crosses the record end"));
+  if (payload > rest.size()) return CorruptRecord(absl::StrCat("payload of ", payload, " bytes crosses the record end"));
   out->body = rest.substr(0, rest.size() - payload);
   out->payload = rest.substr(rest.size() - payload);
   pos_ += rh.size;

@@ -72,13 +72,15 @@ class TraceReader {
  private:
   TraceReader(std::string path, FILE* file, const ReaderOptions& options);
   absl::StatusOr<bool> ReadFrame();
-  absl::Status Corrupt(const std::string& what) const;
+  absl::Status Corrupt(const std::string& what) const;        // at the frame about to be read
+  absl::Status CorruptRecord(const std::string& what) const;  // in the frame last read
 
   std::string path_;
   FILE* file_;
   ReaderOptions options_;
   format::FileHeader header_;
   uint64_t offset_ = 0;  // file offset of the next frame
+  uint64_t frame_offset_ = 0;  // file offset of the frame last read
   std::vector<char> compressed_;
   std::vector<char> frame_;
   size_t pos_ = 0;              // next record within frame_

@@ -5,7 +5,7 @@
 // - bit flips injected by simgpu into one GEMM output or one all-reduce result are found at the right
 //   (rank, seq) and nowhere else: always when the flip changes the value by much more than any rounding could
 //   (the oracle below is independent of the analyzer's error model), never at another op;
-// - a rank killed mid-run leaves a trace that reads back to its last complete frame.
+// - a rank killed mid-run leaves a trace that reads back to its last complete frame, and is incomplete.
 #include <cmath>
 #include <map>
 #include <cstring>
@@ -148,7 +148,7 @@ TEST_P(EndToEnd, CleanRunIsCleanAndFullyChecked) {
     TraceSet set = Load(run.trace_dir);
     ASSERT_EQ(set.ranks.size(), static_cast<size_t>(job.ranks));
     CheckReport report = analyzer::RunChecks(set);
-    EXPECT_TRUE(report.clean()) << "tp " << tp << ":\n" << Describe(report);
+    EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean) << "tp " << tp << ":\n" << Describe(report);
     const auto& s = report.summary();
     // Per rank and step: 6 GEMMs and 4 all-reduces (2 on the TP communicator, 2 on the DP one; a communicator
     // of one rank still gets its calls).
@@ -172,7 +172,7 @@ TEST_P(EndToEnd, CleanUnderEveryAccumulationOrder) {
     JobResult run = RunJob("order_" + job.dtype + "_" + std::to_string(order[0]), job);
     ASSERT_EQ(run.exit_code, 0) << order << "\n" << run.output;
     CheckReport report = analyzer::RunChecks(Load(run.trace_dir));
-    EXPECT_TRUE(report.clean()) << order << ":\n" << Describe(report);
+    EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean) << order << ":\n" << Describe(report);
     EXPECT_EQ(report.summary().not_checked_total(), 0u);
     printf("[ measured ] %s SIMGPU_ACCUM=%s: max err/bound %.3g\n", job.dtype.c_str(), order,
            report.summary().overall.max_ratio);
@@ -298,7 +298,12 @@ TEST(EndToEndCrash, KilledRankLeavesReadableTrace) {
   ASSERT_EQ(set.ranks.size(), 1u);
   EXPECT_GT(set.ranks[0].ops.size(), 12u) << "at least a couple of steps were flushed";
   CheckReport report = analyzer::RunChecks(set);
-  EXPECT_TRUE(report.clean()) << Describe(report);
+  EXPECT_TRUE(report.no_findings()) << Describe(report);
+  // Killed: no end record, so the verdict is incomplete whatever frame the stream stops on.
+  EXPECT_FALSE(set.ranks[0].ended);
+  EXPECT_EQ(report.verdict(), analyzer::Verdict::kIncomplete);
+  ASSERT_FALSE(report.summary().gaps.empty());
+  EXPECT_NE(report.summary().gaps[0].find("stream ends at seq "), std::string::npos) << report.summary().gaps[0];
 }
 
 }  // namespace

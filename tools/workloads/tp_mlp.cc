@@ -18,6 +18,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,7 +65,26 @@ struct Options {
   bool bf16 = false;
   float lr = 0.05f;
   std::string rdzv;
+  std::string on_sigterm;  // "": default; "ignore": SIG_IGN; "stop": finish the step and exit 0; "exit7": _exit(7)
 };
+
+volatile sig_atomic_t g_stop = 0;
+void StopHandler(int) { g_stop = 1; }
+void Exit7Handler(int) { _exit(7); }
+
+// What a training script may do with SIGTERM (tests of the shim's close on signals); installed before any CUDA
+// call, as a script's own handlers are.
+void SetSigterm(const std::string& how) {
+  if (how.empty()) return;
+  struct sigaction a;
+  memset(&a, 0, sizeof a);
+  sigemptyset(&a.sa_mask);
+  if (how == "ignore") a.sa_handler = SIG_IGN;
+  else if (how == "stop") a.sa_handler = StopHandler;
+  else if (how == "exit7") a.sa_handler = Exit7Handler;
+  else Die("--on-sigterm", "must be ignore, stop or exit7");
+  sigaction(SIGTERM, &a, nullptr);
+}
 
 int EnvInt(const char* name, int dflt) {
   const char* v = getenv(name);
@@ -90,10 +110,11 @@ Options Parse(int argc, char** argv) {
       if (d != "fp32" && d != "bf16") Die("--dtype", "must be fp32 or bf16");
       o.bf16 = d == "bf16";
     } else if (a == "--rdzv") o.rdzv = next();
+    else if (a == "--on-sigterm") o.on_sigterm = next();
     else {
       fprintf(stderr,
               "usage: tp_mlp [--tp N] [--steps N] [--batch N] [--micro N] [--hidden N] [--ffn N] "
-              "[--dtype fp32|bf16] [--rdzv DIR]\n");
+              "[--dtype fp32|bf16] [--rdzv DIR] [--on-sigterm ignore|stop|exit7]\n");
       exit(2);
     }
   }
@@ -225,6 +246,7 @@ uint64_t Fnv(const std::vector<float>& v, uint64_t h) {
 
 int main(int argc, char** argv) {
   Options o = Parse(argc, argv);
+  SetSigterm(o.on_sigterm);
   const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1);
   if (world % o.tp != 0) Die("--tp", "must divide WORLD_SIZE");
   const int dp = world / o.tp, tp_rank = rank % o.tp, dp_rank = rank / o.tp;
@@ -270,7 +292,7 @@ int main(int argc, char** argv) {
   Upload(w2, s);
   Blas blas(handle, o.bf16);
 
-  for (int step = 0; step < o.steps; ++step) {
+  for (int step = 0; step < o.steps && !g_stop; ++step) {
     g_lcg = 777u + 1000u * static_cast<uint32_t>(step) + static_cast<uint32_t>(dp_rank);
     for (float& v : x.host) v = Rand();
     for (float& v : t.host) v = 0.5f * Rand();

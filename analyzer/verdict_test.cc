@@ -1,0 +1,343 @@
+// The verdict `ttrace check` gives a CI gate: clean only when every op was checked, every rank is present and
+// every stream ends with its end record; otherwise incomplete (exit 3) with what is missing named, or findings
+// (exit 1). And bounded work on crafted traces: tensors of no op are never decoded, a GEMM's replay is priced
+// before it runs, out-of-budget memory is exit 2. Also: strings from a trace cannot reach the terminal raw, and a
+// frame's record-count error names that frame.
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analyzer/check.h"
+#include "analyzer/cli.h"
+#include "analyzer/test_util.h"
+#include "collector/crc32c.h"
+#include "gtest/gtest.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+using format::DType;
+using format::TensorSlot;
+using testing::Encode;
+using testing::StreamBuilder;
+
+struct CliRun {
+  int rc;
+  std::string out, err;
+};
+
+CliRun Cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "ttrace");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int rc = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {rc, out.str(), err.str()};
+}
+
+// One rank's stream of `gemms` exact GEMMs (1·x), seq 0..gemms-1, every operand captured.
+void ExactGemms(StreamBuilder& w, int gemms, int first_seq = 0) {
+  for (int i = 0; i < gemms; ++i) {
+    const uint64_t seq = static_cast<uint64_t>(first_seq + i);
+    w.Gemm(testing::GemmRec(seq, 2, 2, 1, DType::kF32, DType::kF32));
+    w.Tensor(seq, TensorSlot::kA, DType::kF32, 2, 1, 1, Encode(DType::kF32, {1, 2}));
+    w.Tensor(seq, TensorSlot::kB, DType::kF32, 1, 2, 1, Encode(DType::kF32, {3, 4}));
+    w.Tensor(seq, TensorSlot::kCOut, DType::kF32, 2, 2, 1, Encode(DType::kF32, {3, 6, 4, 8}));
+  }
+}
+
+std::string Rank(const std::string& dir, int r) { return dir + "/rank-" + std::to_string(r) + ".ttr"; }
+
+TEST(VerdictTest, CompleteTraceIsCleanAndJsonSaysSo) {
+  const std::string dir = testing::TempDir("verdict");
+  for (int r = 0; r < 2; ++r) {
+    StreamBuilder w(Rank(dir, r), r, 2);
+    ExactGemms(w, 3);
+  }
+  CliRun c = Cli({"check", dir, "--json", dir + "/r.json"});
+  EXPECT_EQ(c.rc, kExitClean) << c.out << c.err;
+  EXPECT_NE(c.out.find("verdict:     CLEAN (every op checked)"), std::string::npos) << c.out;
+  std::ifstream in(dir + "/r.json");
+  const std::string json((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(json.find("\"verdict\": \"clean\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"incomplete\": []"), std::string::npos) << json;
+}
+
+TEST(VerdictTest, HeaderOnlyStreamBesideACompleteRankIsIncomplete) {
+  const std::string dir = testing::TempDir("verdict");
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 2);
+    w.CloseWithoutEnd();
+  }
+  {
+    StreamBuilder w(Rank(dir, 1), 1, 2);
+    ExactGemms(w, 3);
+  }
+  CliRun c = Cli({"check", dir, "--json", dir + "/r.json"});
+  EXPECT_EQ(c.rc, kExitIncomplete) << c.out << c.err;
+  EXPECT_NE(c.out.find("verdict:     INCOMPLETE"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("rank 0's stream ends before its first op, after 0 frames without an end record"),
+            std::string::npos)
+      << c.out;
+  EXPECT_NE(c.out.find("checked:     3 ops"), std::string::npos) << "rank 1 is still checked\n" << c.out;
+  std::ifstream in(dir + "/r.json");
+  const std::string json((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(json.find("\"verdict\": \"incomplete\""), std::string::npos) << json;
+  EXPECT_NE(json.find("rank 0's stream ends before its first op"), std::string::npos) << json;
+  CliRun accepted = Cli({"check", dir, "--allow-incomplete"});
+  EXPECT_EQ(accepted.rc, kExitClean);
+  EXPECT_NE(accepted.out.find("verdict:     INCOMPLETE"), std::string::npos) << "the report still says so";
+}
+
+TEST(VerdictTest, StreamEndingMidRunNamesItsLastSeq) {
+  const std::string dir = testing::TempDir("verdict");
+  StreamBuilder w(Rank(dir, 0), 0, 1);
+  ExactGemms(w, 42);
+  w.CloseWithoutEnd();
+  CliRun c = Cli({"check", dir});
+  EXPECT_EQ(c.rc, kExitIncomplete) << c.out;
+  EXPECT_NE(c.out.find("rank 0's stream ends at seq 41 (cublasGemmEx), after 1 frame without an end record"),
+            std::string::npos)
+      << c.out;
+}
+
+TEST(VerdictTest, MissingRanksDroppedTensorsAndLostRecordsAreNamed) {
+  const std::string dir = testing::TempDir("verdict");
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 3);
+    ExactGemms(w, 2);
+    // seq 2: its tensors were dropped (ring full).
+    w.Gemm(testing::GemmRec(2, 2, 2, 1, DType::kF32, DType::kF32));
+    format::NoticeRecord n{};
+    n.code = static_cast<uint32_t>(format::NoticeCode::kPayloadDropped);
+    n.seq = 2;
+    n.count = 1;
+    n.reason = static_cast<uint32_t>(format::DropReason::kRingFull);
+    const std::string message = "payload dropped: the ring stayed full";
+    n.message_bytes = static_cast<uint32_t>(message.size());
+    w.Raw(static_cast<uint16_t>(format::RecordType::kNotice), std::string(reinterpret_cast<char*>(&n), sizeof n),
+          message);
+  }
+  {
+    StreamBuilder w(Rank(dir, 2), 2, 3);
+    ExactGemms(w, 2);
+  }
+  CliRun c = Cli({"check", dir});
+  EXPECT_EQ(c.rc, kExitIncomplete) << c.out;
+  EXPECT_NE(c.out.find("1 of 3 ranks have no stream (1)"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("1 of 5 ops not checked: tensors dropped (ring full)"), std::string::npos) << c.out;
+}
+
+TEST(VerdictTest, OpsTheEndRecordCountsButTheStreamLacksAreNamed) {
+  const std::string dir = testing::TempDir("verdict");
+  {
+    store::StreamIdentity id;
+    id.rank = 0;
+    id.world_size = 1;
+    std::string error;
+    auto writer = store::TraceWriter::Open(Rank(dir, 0), id, {}, &error);
+    ASSERT_NE(writer, nullptr) << error;
+    format::EndRecord e{};
+    e.reason = static_cast<uint32_t>(format::EndReason::kSignal);
+    e.signal = 15;
+    e.mode = static_cast<uint32_t>(format::CaptureModeId::kMeta);
+    e.ops = 3;
+    e.records = 1;
+    format::GemmRecord g = testing::GemmRec(0, 2, 2, 1, DType::kF32, DType::kF32);
+    writer->Append(format::RecordType::kGemm, g);
+    writer->Append(format::RecordType::kEnd, e);
+    ASSERT_TRUE(writer->Close(&error)) << error;
+  }
+  CliRun c = Cli({"check", dir});
+  EXPECT_EQ(c.rc, kExitIncomplete) << c.out;
+  EXPECT_NE(c.out.find("rank 0: 2 of 3 ops have no call record"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("1 of 1 ops not checked: tensors not captured (TTRACE_MODE=meta)"), std::string::npos)
+      << c.out;
+  EXPECT_NE(c.out.find("rank 0's stream was closed when the process got SIGTERM"), std::string::npos) << c.out;
+}
+
+TEST(VerdictTest, NothingCheckedIsNeverClean) {
+  const std::string dir = testing::TempDir("verdict");
+  { StreamBuilder w(Rank(dir, 0), 0, 1); }
+  CliRun c = Cli({"check", dir});
+  EXPECT_EQ(c.rc, kExitIncomplete) << c.out;
+  EXPECT_NE(c.out.find("the trace holds no ops: nothing was checked"), std::string::npos) << c.out;
+}
+
+TEST(VerdictTest, FindingsWinOverIncomplete) {
+  const std::string dir = testing::TempDir("verdict");
+  StreamBuilder w(Rank(dir, 0), 0, 2);
+  w.Gemm(testing::GemmRec(0, 2, 2, 1, DType::kF32, DType::kF32));
+  w.Tensor(0, TensorSlot::kA, DType::kF32, 2, 1, 1, Encode(DType::kF32, {1, 2}));
+  w.Tensor(0, TensorSlot::kB, DType::kF32, 1, 2, 1, Encode(DType::kF32, {3, 4}));
+  w.Tensor(0, TensorSlot::kCOut, DType::kF32, 2, 2, 1, Encode(DType::kF32, {3, 6, 4, 9}));
+  w.CloseWithoutEnd();
+  CliRun c = Cli({"check", dir});
+  EXPECT_EQ(c.rc, kExitFindings) << c.out;
+  EXPECT_NE(c.out.find("also incomplete:"), std::string::npos) << c.out;
+}
+
+TEST(VerdictTest, TraceStringsReachTheTerminalEscaped) {
+  const std::string dir = testing::TempDir("verdict");
+  const std::string evil = "job\x1b]0;pwned\x07\x1b[2J";
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 1, evil);
+    ExactGemms(w, 1);
+  }
+  CliRun c = Cli({"check", dir});
+  EXPECT_EQ(c.rc, kExitClean) << c.out;
+  EXPECT_EQ(c.out.find('\x1b'), std::string::npos) << c.out;
+  EXPECT_EQ(c.out.find('\x07'), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("job 'job\\x1b]0;pwned\\x07\\x1b[2J'"), std::string::npos) << c.out;
+  CliRun d = Cli({"dump", Rank(dir, 0)});
+  EXPECT_EQ(d.out.find('\x1b'), std::string::npos) << d.out;
+  EXPECT_EQ(Printable("a\\b\x7f\xc3"), "a\\\\b\\x7f\\xc3");
+}
+
+// Rewrites frame 0's record_count (with a valid header checksum): the error names frame 0, not the next one.
+TEST(VerdictTest, RecordCountErrorNamesItsFrame) {
+  const std::string dir = testing::TempDir("verdict");
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 1, "job", /*frame_bytes=*/64);
+    ExactGemms(w, 2);
+  }
+  std::fstream f(Rank(dir, 0), std::ios::in | std::ios::out | std::ios::binary);
+  format::FrameHeader fh;
+  f.seekg(sizeof(format::FileHeader));
+  f.read(reinterpret_cast<char*>(&fh), sizeof fh);
+  ASSERT_EQ(fh.frame_index, 0u);
+  fh.record_count += 1;
+  fh.header_crc = store::Crc32c(&fh, offsetof(format::FrameHeader, header_crc));
+  f.seekp(sizeof(format::FileHeader));
+  f.write(reinterpret_cast<const char*>(&fh), sizeof fh);
+  f.close();
+  CliRun c = Cli({"check", dir});
+  EXPECT_EQ(c.rc, kExitError);
+  EXPECT_NE(c.err.find("corrupt stream at frame 0 (byte 128): frame holds"), std::string::npos) << c.err;
+}
+
+// Runs the ttrace binary; returns its exit code, wall seconds and peak resident memory (MiB).
+struct Measured {
+  int rc;
+  double seconds;
+  double peak_mib;
+};
+Measured RunBinary(const std::vector<std::string>& args) {
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv{const_cast<char*>(TTRACE_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    freopen("/dev/null", "w", stdout);
+    execv(TTRACE_BINARY, argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  wait4(pid, &status, 0, &usage);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), s, usage.ru_maxrss / 1024.0};
+}
+
+// One GEMM with m = n = 1, k = batch = 2^20 whose A and B are shared by every batch (stride 0): 2^40
+// multiply-adds if every batch were replayed, 2^21 when the one distinct batch is. Checked, within seconds.
+TEST(BudgetTest, BroadcastGemmIsReplayedThroughItsDistinctBatches) {
+  const std::string dir = testing::TempDir("budget");
+  const int64_t k = int64_t{1} << 20, batch = int64_t{1} << 20;
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 1);
+    format::GemmRecord g = testing::GemmRec(0, 1, 1, k, DType::kF32, DType::kF32);
+    g.api = static_cast<uint16_t>(format::ApiId::kCublasGemmStridedBatchedEx);
+    g.batch_count = batch;
+    g.stride_a = g.stride_b = 0;
+    g.stride_c = 1;
+    w.Gemm(g);
+    w.Tensor(0, TensorSlot::kA, DType::kF32, 1, k, 1, Encode(DType::kF32, std::vector<double>(k, 1.0)));
+    w.Tensor(0, TensorSlot::kB, DType::kF32, k, 1, 1, Encode(DType::kF32, std::vector<double>(k, 1.0)));
+    w.Tensor(0, TensorSlot::kCOut, DType::kF32, 1, 1, batch,
+             Encode(DType::kF32, std::vector<double>(batch, static_cast<double>(k))));
+  }
+  const Measured m = RunBinary({"check", dir});
+  EXPECT_EQ(m.rc, kExitClean);
+  EXPECT_LT(m.seconds, 20.0);
+  EXPECT_LT(m.peak_mib, 512.0);
+  printf("[ measured ] broadcast GEMM m=n=1 k=batch=2^20: exit %d, %.2f s, peak %.0f MiB\n", m.rc, m.seconds,
+         m.peak_mib);
+  EXPECT_EQ(GemmReplayWork(1, 1, k, batch, true, false, /*shared=*/true), uint64_t{2} << 20);
+  EXPECT_EQ(GemmReplayWork(1, 1, k, batch, true, false, /*shared=*/false), (uint64_t{1} << 40) + (uint64_t{1} << 20));
+  EXPECT_EQ(GemmReplayWork(int64_t{1} << 40, int64_t{1} << 40, 2, 2, true, false, false), UINT64_MAX);
+}
+
+// A GEMM whose replay costs more than --max-gemm-work is not checked, with the reason; nothing is decoded.
+TEST(BudgetTest, GemmOverTheWorkBudgetIsNotChecked) {
+  const std::string dir = testing::TempDir("budget");
+  const int64_t n = 512;
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 1);
+    w.Gemm(testing::GemmRec(0, n, n, n, DType::kF32, DType::kF32));
+    const std::string zeros = Encode(DType::kF32, std::vector<double>(n * n, 0.0));
+    w.Tensor(0, TensorSlot::kA, DType::kF32, n, n, 1, zeros);
+    w.Tensor(0, TensorSlot::kB, DType::kF32, n, n, 1, zeros);
+    w.Tensor(0, TensorSlot::kCOut, DType::kF32, n, n, 1, zeros);
+  }
+  CliRun c = Cli({"check", dir, "--max-gemm-work", "1000000"});
+  EXPECT_EQ(c.rc, kExitIncomplete) << c.out;
+  EXPECT_NE(c.out.find("1 of 1 ops not checked: replay over the work budget"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("costs 134,479,872 multiply-adds, over the budget of 1,000,000"), std::string::npos)
+      << c.out;
+  EXPECT_EQ(Cli({"check", dir}).rc, kExitClean);
+}
+
+// 24 tensors of 200 MiB that belong to no op, in a small stream (zeros compress): skipped without being
+// decoded, in seconds and bounded memory (one frame at a time), instead of 4.8 GB of payload held.
+TEST(BudgetTest, TensorsOfNoOpAreNeverDecoded) {
+  const std::string dir = testing::TempDir("budget");
+  const int64_t elems = int64_t{200} << 18;  // 200 MiB of FP32
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 1, "job", /*frame_bytes=*/1);
+    const std::string zeros(static_cast<size_t>(elems) * 4, '\0');
+    for (int i = 0; i < 24; ++i)
+      w.Tensor(1000 + static_cast<uint64_t>(i), TensorSlot::kCOut, DType::kF32, elems, 1, 1, zeros);
+  }
+  struct stat st {};
+  ASSERT_EQ(stat(Rank(dir, 0).c_str(), &st), 0);
+  const Measured m = RunBinary({"check", dir});
+  EXPECT_EQ(m.rc, kExitIncomplete) << "no op: nothing checked";
+  EXPECT_LT(m.seconds, 30.0);
+  EXPECT_LT(m.peak_mib, 800.0) << "one 200 MiB frame and its compressed bytes at a time";
+  printf("[ measured ] %lld-byte stream of 24 x 200 MiB orphan tensors: exit %d, %.2f s, peak %.0f MiB\n",
+         static_cast<long long>(st.st_size), m.rc, m.seconds, m.peak_mib);
+  CliRun c = Cli({"check", dir});
+  EXPECT_NE(c.out.find("24 tensors belong to no op record (skipped, not decoded)"), std::string::npos) << c.out;
+}
+
+// The same tensors belonging to ops are what the trace is: over --max-memory-mb they are exit 2 with a clear
+// message, before they are all held.
+TEST(BudgetTest, TensorsOverTheMemoryBudgetAreAnError) {
+  const std::string dir = testing::TempDir("budget");
+  const int64_t elems = int64_t{8} << 18;  // 8 MiB of FP32
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 1);
+    const std::string zeros(static_cast<size_t>(elems) * 4, '\0');
+    for (int i = 0; i < 4; ++i) {
+      w.Gemm(testing::GemmRec(static_cast<uint64_t>(i), elems, 1, 1, DType::kF32, DType::kF32));
+      w.Tensor(static_cast<uint64_t>(i), TensorSlot::kCOut, DType::kF32, elems, 1, 1, zeros);
+    }
+  }
+  CliRun c = Cli({"check", dir, "--max-memory-mb", "20"});
+  EXPECT_EQ(c.rc, kExitError) << c.out;
+  EXPECT_NE(c.err.find("need more than 20 MiB of memory"), std::string::npos) << c.err;
+  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
+}
+
+}  // namespace
+}  // namespace ttrace::analyzer
