@@ -75,6 +75,13 @@ Options ParseOptions(const EnvLookup& env, std::vector<std::string>* warnings) {
 #define TTRACE_OPTION(type, member, name, def, doc) Read(env, "TTRACE_" #name, &o.member, warnings);
 #include "shim/options.inc"
 #undef TTRACE_OPTION
+  if (o.zstd_level < 1 || o.zstd_level > 19) {
+    const Options defaults;
+    if (warnings)
+      warnings->push_back("ignoring TTRACE_ZSTD_LEVEL=" + std::to_string(o.zstd_level) +
+                          " (expected a zstd level from 1 to 19); using " + std::to_string(defaults.zstd_level));
+    o.zstd_level = defaults.zstd_level;
+  }
   if (o.job.empty()) {
     const char* run_id = env("TORCHELASTIC_RUN_ID");
     o.job = run_id != nullptr && *run_id != '\0' ? run_id : "default";

@@ -79,6 +79,26 @@ TEST(OptionsTest, BadValuesKeepDefaultsAndWarn) {
   EXPECT_NE(warnings[1].find("meta or full"), std::string::npos) << warnings[1];
 }
 
+// A level outside zstd's 1..19 is reported like any other bad value, whether it parses as an integer (99, 0)
+// or not (-3), and the default is used.
+TEST(OptionsTest, ZstdLevelOutOfRangeWarns) {
+  for (const char* level : {"99", "0", "-3", "20"}) {
+    FakeEnv env;
+    env.vars = {{"TTRACE_ZSTD_LEVEL", level}};
+    std::vector<std::string> warnings;
+    Options o = ParseOptions(env.lookup(), &warnings);
+    EXPECT_EQ(o.zstd_level, 3) << level;
+    ASSERT_EQ(warnings.size(), 1u) << level;
+    EXPECT_NE(warnings[0].find(std::string("ignoring TTRACE_ZSTD_LEVEL=") + level), std::string::npos)
+        << warnings[0];
+  }
+  FakeEnv env;
+  env.vars = {{"TTRACE_ZSTD_LEVEL", "19"}};
+  std::vector<std::string> warnings;
+  EXPECT_EQ(ParseOptions(env.lookup(), &warnings).zstd_level, 19);
+  EXPECT_TRUE(warnings.empty());
+}
+
 TEST(OptionsTest, EmptyValueMeansUnset) {
   FakeEnv env;
   env.vars = {{"TTRACE_MODE", ""}, {"TTRACE_JOB", ""}};
