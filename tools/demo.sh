@@ -69,5 +69,6 @@ if [ $clean_rc = 0 ] && [ $fault_rc = 1 ] &&
   ttrace_log "demo OK: clean run clean; injected fault caught at (rank $fault_rank, seq $expect_seq)"
 else
   ttrace_log "demo FAILED: clean exit $clean_rc (want 0), fault exit $fault_rc (want 1), expected (rank $fault_rank, seq $expect_seq)"
+  ttrace_log "(exit 3 = incomplete: evidence missing, the report above says what; 2 = usage or data error)"
   exit 1
 fi
