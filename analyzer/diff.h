@@ -1,0 +1,73 @@
+// `ttrace diff REF_DIR CAND_DIR`: a candidate run compared op by op with a trusted reference run of the same
+// program (docs/diff.md).
+//
+// Two modes, chosen from the traces:
+// - bitwise (same layout): both runs have the same world size and, rank by rank, the same op signatures
+//   (align.h SameSignature). Every operand is compared byte for byte; the first op, in (seq, rank) order, whose
+//   inputs agree and whose output does not diverged inside it; one whose inputs already differ diverged between
+//   ops, after the last op of that rank whose outputs matched.
+// - sharded: the reference has one rank. Each candidate rank's ops are aligned with the reference's (align.h),
+//   each aligned GEMM's split is inferred (shard.h) or taken from the mapping, shards are merged into full
+//   tensors and compared with the reference op's under named thresholds:
+//     diff.propagation  a GEMM's output (or the all-reduce that sums its partial outputs) against the reference:
+//                       |Ĉ_c − C_r| ≤ |α|(|A_c−A_r|·|B_c| + |A_r|·|B_c−B_r|) + |β||C0_c−C0_r| + the
+//                       gemm.deterministic bounds of the reference and of every candidate shard (+ the
+//                       reduce.deterministic bound of the all-reduce), elementwise: "inside" when exceeded;
+//     diff.between      an input operand against the reference's: relative Frobenius error ≤ 2·(largest relative
+//                       error of the outputs compared before it) + ε of its type: "between" when exceeded.
+//   Errors are also given in units of the dtype's ε (relative Frobenius error / ε, as TTrace reports them).
+//   Data-parallel runs that average gradients (ncclAvg, PyTorch DDP's convention) compute per-rank gradients
+//   scaled by the data-parallel size: an input operand may match the reference scaled by the size of a
+//   communicator that averages; the scale is named in the finding's detail and carried to the output.
+// Whatever cannot be aligned or compared is counted not checked with its reason and makes the verdict
+// incomplete (report.h); findings make it "findings". Single-threaded, no I/O.
+#ifndef TTRACE_ANALYZER_DIFF_H_
+#define TTRACE_ANALYZER_DIFF_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "analyzer/report.h"
+#include "analyzer/shard.h"
+#include "analyzer/trace_model.h"
+
+namespace ttrace::analyzer {
+
+struct DiffOptions {
+  int64_t max_gap = 64;   // alignment band and reorder window, in ops
+  SplitMapping mapping;   // splits by reference seq, overriding inference
+};
+
+// The first divergent op (DESIGN.md §4 "first_divergence").
+struct Divergence {
+  bool valid = false;
+  OpName op;                  // the candidate op (the shard with the worst error)
+  int64_t ref_seq = -1;       // the reference op it was compared with
+  std::string operand;        // "A", "B", "C", "C0", "send", "recv"
+  std::string kind;           // "inside" | "between"
+  bool has_last_matching = false;
+  OpName last_matching;       // the last op whose output matched, before it (same rank in bitwise mode)
+  double err_eps = 0;         // relative Frobenius error / ε of the operand's type
+  double ratio = 0;           // error over threshold at the worst element (or normwise for "between")
+  double threshold = 0;
+  std::string model;          // "bitwise", "diff.propagation", "diff.between"
+};
+
+struct DiffResult {
+  std::string mode;           // "bitwise" | "sharded"
+  CheckReport report;         // findings (checks "diff.inside", "diff.between"), counts, gaps
+  Divergence first;
+};
+
+DiffResult RunDiff(const TraceSet& ref, const TraceSet& cand, const DiffOptions& options = {});
+
+// ReportToJson (json.h) with "first_divergence" filled: {"rank", "seq", "api", "operand", "kind", "ref_seq",
+// "err_eps", "ratio", "threshold", "model", "last_matching": {"rank", "seq", "api"} | null}, and "mode".
+std::string DiffToJson(const DiffResult& result);
+// PrintReport plus the mode and the first divergence.
+void PrintDiff(const DiffResult& result, std::ostream& out);
+
+}  // namespace ttrace::analyzer
+
+#endif  // TTRACE_ANALYZER_DIFF_H_

@@ -1,0 +1,448 @@
+// Ops are compared in reference order, so "the outputs compared before" an input (diff.between) are those of
+// earlier reference ops. A GEMM whose inner dimension is split (row-parallel, or a weight gradient over a
+// data-parallel batch split) is compared by the FP64 sum of its partial outputs; the all-reduce that sums them
+// in the candidate is linked to it (the first later collective on the same rank whose input equals the GEMM's
+// output, else the first with its element count) and compared with the reference under the GEMM's bound plus
+// the reduction's. Everything is recomputed in FP64 from the captured tensors; nothing is shared with simgpu.
+#include "analyzer/diff_sharded.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "analyzer/align.h"
+#include "analyzer/gemm_check.h"
+#include "analyzer/tensor_data.h"
+
+namespace ttrace::analyzer {
+
+using format::DType;
+using format::TensorSlot;
+
+double RelFrobenius(const std::vector<double>& got, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < ref.size() && i < got.size(); ++i) {
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  if (den == 0) return num == 0 ? 0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(num / den);
+}
+
+double Epsilon(DType dtype) { return 2 * FormatOf(dtype).u; }
+
+namespace {
+
+struct Shard {
+  int rank = -1;
+  const Op* op = nullptr;
+  LogicalGemm g;
+  int cm = 0, cn = 0, ck = 0;
+};
+
+// What a linked all-reduce needs from its GEMM, over the full m x n output.
+struct GemmOutcome {
+  GemmSplit split;
+  int64_t m = 0, n = 0, bm = 0, bn = 0;
+  double scale = 1;
+  std::vector<double> bound, abs_partials, partial_sum;
+  OpName name;
+};
+
+struct Link {
+  int64_t gemm_ref = -1;
+  const Op* gemm = nullptr;
+  bool same_data = false;
+};
+
+class Sharded {
+ public:
+  Sharded(const TraceSet& ref, const TraceSet& cand, const DiffOptions& o, DiffResult* out)
+      : ref_(ref), cand_(cand), opt_(o), out_(out), comms_(cand) {
+    for (uint64_t h : comms_.AvgComms()) scales_.push_back(comms_.SizeOf(h));
+  }
+  void Run();
+
+ private:
+  std::vector<std::pair<int, const Op*>> ShardsOf(size_t i) const;
+  void CompareGemm(size_t i, const Op& rop);
+  void CompareReduce(size_t i, const Op& rop);
+  void LinkOutputs(size_t i, const std::vector<Shard>& shards);
+  void Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
+            const std::string& kind, double rel, double eps, double ratio, double threshold, const std::string& model,
+            const std::string& message, const std::string& detail);
+  double BestScale(const std::vector<double>& x, const std::vector<double>& r, double* rel) const;
+
+  const TraceSet& ref_;
+  const TraceSet& cand_;
+  const DiffOptions& opt_;
+  DiffResult* out_;
+  CheckReport& rep() { return out_->report; }
+  CommLayout comms_;
+  std::vector<double> scales_;
+  std::vector<RankAlignment> align_;
+  std::map<size_t, GemmOutcome> outcomes_;
+  std::map<std::pair<int, const Op*>, Link> links_;
+  double max_out_rel_ = 0;
+  bool has_last_ = false;
+  OpName last_;
+};
+
+double Sharded::BestScale(const std::vector<double>& x, const std::vector<double>& r, double* rel) const {
+  double best = 1;
+  *rel = RelFrobenius(x, r);
+  for (double s : scales_) {
+    std::vector<double> y(x);
+    for (double& v : y) v /= s;
+    const double e = RelFrobenius(y, r);
+    if (e < *rel) {
+      *rel = e;
+      best = s;
+    }
+  }
+  return best;
+}
+
+void Sharded::Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
+                   const std::string& kind, double rel, double eps, double ratio, double threshold,
+                   const std::string& model, const std::string& message, const std::string& detail) {
+  Finding f;
+  f.check = check;
+  f.rank = op.rank;
+  f.seq = op.seq;
+  f.api = op.api;
+  f.model = model;
+  f.max_rel_err = rel;
+  f.ratio = ratio;
+  f.threshold = threshold;
+  f.message = absl::StrCat(kind, " divergence at ", operand, " (reference seq ", rop.seq, "): ", message,
+                           "; error ", FormatNumber(rel / eps), " eps");
+  f.detail = detail;
+  rep().AddFinding(f);
+  Divergence& d = out_->first;
+  if (d.valid) return;
+  d = Divergence{true, op, static_cast<int64_t>(rop.seq), operand, kind, has_last_, last_, rel / eps, ratio,
+                 threshold, model};
+}
+
+std::vector<std::pair<int, const Op*>> Sharded::ShardsOf(size_t i) const {
+  std::vector<std::pair<int, const Op*>> s;
+  for (size_t r = 0; r < cand_.ranks.size(); ++r) {
+    const int64_t j = align_[r].cand_of_ref[i];
+    if (j >= 0) s.emplace_back(cand_.ranks[r].rank(), &cand_.ranks[r].ops[static_cast<size_t>(j)]);
+  }
+  return s;
+}
+
+void Sharded::Run() {
+  const std::vector<Op>& rops = ref_.ranks[0].ops;
+  std::vector<std::string> unaligned;
+  uint64_t unaligned_n = 0;
+  for (const RankTrace& r : cand_.ranks) {
+    align_.push_back(AlignOps(rops, r.ops, opt_.max_gap));
+    for (size_t j = 0; j < r.ops.size(); ++j)
+      if (align_.back().ref_of_cand[j] < 0) {
+        ++unaligned_n;
+        if (unaligned.size() < 5)
+          unaligned.push_back(absl::StrCat("rank ", r.rank(), " seq ", r.ops[j].seq, " ", SignatureText(r.ops[j])));
+      }
+  }
+  uint64_t ref_unaligned = 0;
+  for (size_t i = 0; i < rops.size(); ++i) {
+    if (ShardsOf(i).empty()) {
+      ++ref_unaligned;
+      if (unaligned.size() < 5)
+        unaligned.push_back(absl::StrCat("reference seq ", rops[i].seq, " ", SignatureText(rops[i])));
+      rep().AddNotChecked("reference op not aligned");
+      continue;
+    }
+    if (rops[i].kind == OpKind::kGemm) CompareGemm(i, rops[i]);
+    else if (rops[i].api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce)) CompareReduce(i, rops[i]);
+    else rep().AddNotChecked("no diff rule for this API");
+  }
+  if (unaligned_n > 0) rep().AddNotChecked("candidate op not aligned", unaligned_n);
+  if (unaligned_n + ref_unaligned > 0)
+    rep().AddGap(absl::StrCat(unaligned_n, " candidate and ", ref_unaligned,
+                              " reference ops could not be aligned (first: ", absl::StrJoin(unaligned, "; "), ")"));
+}
+
+namespace {
+
+GemmProblem ProblemOf(const LogicalGemm& g) {
+  GemmProblem p;
+  p.m = g.m;
+  p.n = g.n;
+  p.k = g.k;
+  p.alpha = g.alpha;
+  p.beta = g.beta;
+  p.a = g.a;
+  p.b = g.b;
+  p.c_in = g.c_in;
+  return p;
+}
+
+// Merges the blocks of one operand: rows split pr ways by coordinate `ri`, columns pc ways by `ci`. False when a
+// block is missing.
+template <typename RowCoord, typename ColCoord, typename Data>
+bool Merge(const std::vector<Shard>& shards, int64_t rows, int64_t cols, int pr, int pc, RowCoord ri, ColCoord ci,
+           Data data, std::vector<double>* full) {
+  full->assign(static_cast<size_t>(rows * pr * cols * pc), 0);
+  std::vector<bool> seen(static_cast<size_t>(pr * pc), false);
+  for (const Shard& s : shards) {
+    const int bi = ri(s), bj = ci(s);
+    if (seen[static_cast<size_t>(bi + bj * pr)]) continue;
+    seen[static_cast<size_t>(bi + bj * pr)] = true;
+    PlaceBlock(data(s), rows, cols, bi, bj, pr, full);
+  }
+  for (bool b : seen)
+    if (!b) return false;
+  return true;
+}
+
+}  // namespace
+
+void Sharded::CompareGemm(size_t i, const Op& rop) {
+  absl::StatusOr<LogicalGemm> r = DecodeLogicalGemm(rop);
+  if (!r.ok()) return rep().AddNotChecked(absl::StrCat("reference: ", r.status().message()));
+  if (r->beta != 0) return rep().AddNotChecked("beta != 0 in a sharded GEMM");
+  std::vector<Shard> shards;
+  for (const auto& [rank, op] : ShardsOf(i)) {
+    absl::StatusOr<LogicalGemm> g = DecodeLogicalGemm(*op);
+    if (!g.ok()) return rep().AddNotChecked(std::string(g.status().message()));
+    if (!shards.empty() && (g->m != shards[0].g.m || g->n != shards[0].g.n || g->k != shards[0].g.k))
+      return rep().AddNotChecked("shards of different shapes");
+    shards.push_back(Shard{rank, op, std::move(*g)});
+  }
+  const GemmShape rs{r->m, r->n, r->k, 1}, cs{shards[0].g.m, shards[0].g.n, shards[0].g.k, 1};
+  std::vector<GemmSplit> splits;
+  auto mapped = opt_.mapping.find(rop.seq);
+  if (mapped != opt_.mapping.end()) splits.push_back(mapped->second);
+  else splits = CandidateSplits(rs, cs, comms_, shards[0].rank);
+  // The assignment of communicators to dimensions that reproduces the reference's inputs best.
+  double best_score = std::numeric_limits<double>::infinity();
+  GemmSplit split;
+  std::vector<double> a, b;
+  double sa = 1, sb = 1, rel_a = 0, rel_b = 0;
+  for (const GemmSplit& s : splits) {
+    bool ok = true;
+    for (Shard& sh : shards) ok = ok && ShardCoords(s, comms_, sh.rank, &sh.cm, &sh.cn, &sh.ck);
+    std::vector<double> ma, mb;
+    if (!ok || !Merge(shards, cs.m, cs.k, s.m.factor, s.k.factor, [](const Shard& x) { return x.cm; },
+                      [](const Shard& x) { return x.ck; }, [](const Shard& x) -> const auto& { return x.g.a; }, &ma) ||
+        !Merge(shards, cs.k, cs.n, s.k.factor, s.n.factor, [](const Shard& x) { return x.ck; },
+               [](const Shard& x) { return x.cn; }, [](const Shard& x) -> const auto& { return x.g.b; }, &mb))
+      continue;
+    double ea, eb;
+    const double ta = BestScale(ma, r->a, &ea), tb = BestScale(mb, r->b, &eb);
+    if (ea + eb < best_score) {
+      best_score = ea + eb;
+      split = s;
+      a = std::move(ma);
+      b = std::move(mb);
+      sa = ta;
+      sb = tb;
+      rel_a = ea;
+      rel_b = eb;
+    }
+  }
+  if (a.empty() && r->m * r->k > 0) return rep().AddNotChecked("no shard layout fits");
+  for (Shard& sh : shards) ShardCoords(split, comms_, sh.rank, &sh.cm, &sh.cn, &sh.ck);
+  for (double& v : a) v /= sa;
+  for (double& v : b) v /= sb;
+  const OpName name{shards[0].rank, shards[0].op->seq, shards[0].op->api_name()};
+  const double eps_in = Epsilon(r->ab_type), eps_out = Epsilon(r->c_type);
+  std::string detail = absl::StrCat(SplitText(split), " (", split.source, ")");
+  if (sa != 1 || sb != 1)
+    absl::StrAppend(&detail, "; inputs scaled by ", sa, " and ", sb, " (gradients of an averaging data-parallel run)");
+  const double tau = 2 * max_out_rel_ + eps_in;
+  bool between = false;
+  for (const auto& [operand, rel] : {std::pair<const char*, double>{"A", rel_a}, {"B", rel_b}}) {
+    if (between || rel <= tau) continue;
+    between = true;
+    Find("diff.between", name, rop, operand, "between", rel, eps_in, rel / tau, tau, "diff.between",
+         absl::StrCat("input ", operand, " differs from the reference's by ", FormatNumber(rel),
+                      " (relative Frobenius) > ", FormatNumber(tau), " = 2 x the largest output error before + eps"),
+         detail);
+  }
+  const int64_t m = r->m, n = r->n, k = r->k;
+  std::vector<double> prop(static_cast<size_t>(m * n), 0);
+  std::vector<double> da(a.size());
+  for (size_t x = 0; x < a.size(); ++x) da[x] = std::fabs(a[x] - r->a[x]);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t l = 0; l < k; ++l) {
+      const double bc = std::fabs(b[l + j * k]), db = std::fabs(b[l + j * k] - r->b[l + j * k]);
+      for (int64_t x = 0; x < m; ++x) prop[x + j * m] += da[x + l * m] * bc + std::fabs(r->a[x + l * m]) * db;
+    }
+  GemmOutcome oc;
+  oc.split = split;
+  oc.m = m;
+  oc.n = n;
+  oc.bm = cs.m;
+  oc.bn = cs.n;
+  oc.scale = sa * sb;
+  oc.name = name;
+  oc.bound.assign(prop.size(), 0);
+  oc.abs_partials.assign(prop.size(), 0);
+  oc.partial_sum.assign(prop.size(), 0);
+  const std::vector<GemmElementTerms> rt = GemmReference(ProblemOf(*r));
+  const GemmBound rb(r->precision, k, r->alpha, r->beta);
+  for (size_t x = 0; x < prop.size(); ++x) {
+    oc.bound[x] = std::fabs(r->alpha) * prop[x] + rb.Bound(rt[x]);
+  }
+  std::map<std::tuple<int, int, int>, bool> done;
+  for (const Shard& s : shards) {
+    if (!done.emplace(std::make_tuple(s.cm, s.cn, s.ck), true).second) continue;
+    const std::vector<GemmElementTerms> st = GemmReference(ProblemOf(s.g));
+    const GemmBound sbd(s.g.precision, s.g.k, s.g.alpha, s.g.beta);
+    for (int64_t j = 0; j < cs.n; ++j)
+      for (int64_t x = 0; x < cs.m; ++x) {
+        const size_t local = static_cast<size_t>(x + j * cs.m);
+        const size_t full = static_cast<size_t>((s.cm * cs.m + x) + (s.cn * cs.n + j) * m);
+        oc.bound[full] += sbd.Bound(st[local]) / oc.scale;
+        oc.partial_sum[full] += s.g.c[local];
+        oc.abs_partials[full] += std::fabs(s.g.c[local]);
+      }
+  }
+  ElementStats stats;
+  std::vector<double> got(prop.size());
+  for (size_t x = 0; x < got.size(); ++x) {
+    got[x] = oc.partial_sum[x] / oc.scale;
+    stats.Add(x, got[x], r->c[x], oc.bound[x], false);
+  }
+  const double rel_c = RelFrobenius(got, r->c);
+  rep().AddChecked("diff.gemm", name, stats, stats.violations == 0);
+  if (stats.violations > 0) {
+    const int64_t row = static_cast<int64_t>(stats.worst_index % static_cast<uint64_t>(m));
+    const int64_t col = static_cast<int64_t>(stats.worst_index / static_cast<uint64_t>(m));
+    OpName at = name;
+    for (const Shard& s : shards)
+      if (s.cm == row / cs.m && s.cn == col / cs.n) {
+        at = {s.rank, s.op->seq, s.op->api_name()};
+        break;
+      }
+    Find("diff.inside", at, rop, split.k.factor > 1 ? "C (sum of partial outputs)" : "C", "inside", rel_c, eps_out,
+         stats.worst_ratio, stats.worst_bound, "diff.propagation",
+         absl::StrCat(stats.violations, " of ", stats.elements, " elements differ from the reference beyond what the ",
+                      "input differences and round-off allow; worst at row ", row, " col ", col),
+         detail);
+  } else if (!between) {
+    has_last_ = true;
+    last_ = name;
+  }
+  max_out_rel_ = std::max(max_out_rel_, rel_c);
+  outcomes_[i] = std::move(oc);
+  LinkOutputs(i, shards);
+}
+
+void Sharded::LinkOutputs(size_t i, const std::vector<Shard>& shards) {
+  for (const Shard& s : shards) {
+    const RankTrace* rt = nullptr;
+    for (const RankTrace& r : cand_.ranks)
+      if (r.rank() == s.rank) rt = &r;
+    const Tensor* c = s.op->tensor(TensorSlot::kCOut);
+    const size_t start = static_cast<size_t>(s.op - rt->ops.data()) + 1;
+    const Op* by_count = nullptr;
+    bool linked = false;
+    for (size_t j = start; j < rt->ops.size() && j < start + static_cast<size_t>(opt_.max_gap) && !linked; ++j) {
+      const Op& op = rt->ops[j];
+      if (op.kind != OpKind::kCollective || op.coll.count != static_cast<uint64_t>(s.g.m * s.g.n)) continue;
+      auto taken = links_.find({s.rank, &op});
+      if (taken != links_.end() && taken->second.same_data) continue;
+      const Tensor* send = op.tensor(TensorSlot::kSend);
+      if (c != nullptr && send != nullptr && send->data == c->data) {
+        links_[{s.rank, &op}] = Link{static_cast<int64_t>(i), s.op, true};
+        linked = true;
+      } else if (by_count == nullptr && taken == links_.end()) {
+        by_count = &op;
+      }
+    }
+    if (!linked && by_count != nullptr) links_[{s.rank, by_count}] = Link{static_cast<int64_t>(i), s.op, false};
+  }
+}
+
+void Sharded::CompareReduce(size_t i, const Op& rop) {
+  const std::vector<std::pair<int, const Op*>> shards = ShardsOf(i);
+  int64_t g = -1;
+  for (const auto& [rank, op] : shards) {
+    auto it = links_.find({rank, op});
+    if (it == links_.end() || (g >= 0 && it->second.gemm_ref != g))
+      return rep().AddNotChecked("all-reduce not fed by an aligned GEMM");
+    g = it->second.gemm_ref;
+  }
+  const GemmOutcome& oc = outcomes_.at(static_cast<size_t>(g));
+  const Tensor* rrecv = rop.tensor(TensorSlot::kRecv);
+  if (rop.coll.comm_size != 1 || rrecv == nullptr || rop.coll.count != static_cast<uint64_t>(oc.m * oc.n))
+    return rep().AddNotChecked("reference all-reduce not comparable");
+  const std::vector<double> ref = DecodeAll(static_cast<DType>(rrecv->meta.dtype), rrecv->data);
+  const DType dt = DTypeFromNccl(shards[0].second->coll.nccl_dtype);
+  const double eps = Epsilon(dt);
+  std::vector<double> got(ref.size(), 0);
+  std::vector<bool> seen(static_cast<size_t>(oc.split.m.factor * oc.split.n.factor), false);
+  const Op& c0 = *shards[0].second;
+  const int p = c0.coll.comm_size;
+  const bool avg = c0.coll.red_op == 4;
+  const double scale = oc.scale / (avg ? p : 1);
+  std::string detail = absl::StrCat("reduces partial outputs of reference seq ", ref_.ranks[0].ops[g].seq,
+                                    " split ", SplitText(oc.split), "; red_op ", c0.coll.red_op);
+  if (c0.coll.red_op != 0 && c0.coll.red_op != 4) absl::StrAppend(&detail, " (partial outputs are summed: sum needed)");
+  if (oc.split.k.factor > 1 && c0.coll.comm_hash != oc.split.k.comm)
+    absl::StrAppend(&detail, "; reduces over comm 0x", absl::Hex(c0.coll.comm_hash), ", the inner dimension is split over 0x",
+                    absl::Hex(oc.split.k.comm));
+  OpName name{shards[0].first, c0.seq, c0.api_name()};
+  for (const auto& [rank, op] : shards) {
+    const Link& link = links_.at({rank, op});
+    const Tensor* recv = op->tensor(TensorSlot::kRecv);
+    const Tensor* send = op->tensor(TensorSlot::kSend);
+    const Tensor* c = link.gemm->tensor(TensorSlot::kCOut);
+    if (recv == nullptr) return rep().AddNotChecked(op->MissingTensorsReason());
+    if (!link.same_data && send != nullptr && c != nullptr && send->meta.dtype == c->meta.dtype) {
+      const std::vector<double> sv = DecodeAll(dt, send->data), cv = DecodeAll(dt, c->data);
+      const double rel = RelFrobenius(sv, cv);
+      Find("diff.between", {rank, op->seq, op->api_name()}, rop, "send", "between", rel, eps,
+           std::numeric_limits<double>::infinity(), 0, "diff.between",
+           absl::StrCat("its input is not the output of rank ", rank, " seq ", link.gemm->seq,
+                        " that it reduces (relative difference ", FormatNumber(rel), ")"),
+           detail);
+    }
+    int cm = 0, cn = 0, ck = 0;
+    if (!ShardCoords(oc.split, comms_, rank, &cm, &cn, &ck)) return rep().AddNotChecked("shard coordinates unknown");
+    if (seen[static_cast<size_t>(cm + cn * oc.split.m.factor)]) continue;
+    seen[static_cast<size_t>(cm + cn * oc.split.m.factor)] = true;
+    PlaceBlock(DecodeAll(static_cast<DType>(recv->meta.dtype), recv->data), oc.bm, oc.bn, cm, cn, oc.split.m.factor,
+               &got);
+  }
+  for (bool b : seen)
+    if (!b) return rep().AddNotChecked("all-reduce shards missing");
+  const ReduceBound rb(FormatOf(dt), avg ? ReduceOp::kAvg : ReduceOp::kSum, p);
+  ElementStats stats;
+  for (size_t x = 0; x < got.size(); ++x) {
+    got[x] /= scale;
+    const double sum = oc.partial_sum[x];
+    const double b = oc.bound[x] + rb.Bound({avg ? sum / p : sum, oc.abs_partials[x]}) / scale;
+    stats.Add(x, got[x], ref[x], b, false);
+  }
+  const double rel = RelFrobenius(got, ref);
+  rep().AddChecked("diff.allreduce", name, stats, stats.violations == 0);
+  if (stats.violations > 0) {
+    Find("diff.inside", name, rop, "recv", "inside", rel, eps, stats.worst_ratio, stats.worst_bound,
+         "diff.propagation",
+         absl::StrCat(stats.violations, " of ", stats.elements, " elements differ from the reference beyond the ",
+                      "bound of the GEMM it reduces plus the reduction's"),
+         detail);
+  } else {
+    has_last_ = true;
+    last_ = name;
+  }
+  max_out_rel_ = std::max(max_out_rel_, rel);
+}
+
+}  // namespace
+
+void RunShardedDiff(const TraceSet& ref, const TraceSet& cand, const DiffOptions& options, DiffResult* out) {
+  Sharded(ref, cand, options, out).Run();
+}
+
+}  // namespace ttrace::analyzer

@@ -1,0 +1,230 @@
+// ttrace diff on synthetic traces written with the real TraceWriter: a one-rank reference against a two-rank
+// tensor-parallel candidate (a column-parallel GEMM, a row-parallel GEMM, the all-reduce of its partial sums),
+// and same-layout bitwise comparisons.
+#include "analyzer/diff.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analyzer/align.h"
+#include "analyzer/test_util.h"
+#include "gtest/gtest.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+using format::DType;
+using format::TensorSlot;
+using testing::Encode;
+using testing::StreamBuilder;
+
+constexpr uint64_t kRefComm = 0x1111, kTpComm = 0x2222;
+constexpr int64_t kM = 8, kN = 6, kK = 5, kP = 4;
+
+using Mat = std::vector<double>;
+
+// Column-major rows x cols, FP32 accumulation in order.
+Mat MatMul(const Mat& a, const Mat& b, int64_t m, int64_t k, int64_t n) {
+  Mat c(static_cast<size_t>(m * n));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) {
+      float s = 0;
+      for (int64_t l = 0; l < k; ++l) s += static_cast<float>(a[i + l * m]) * static_cast<float>(b[l + j * k]);
+      c[i + j * m] = s;
+    }
+  return c;
+}
+
+Mat Block(const Mat& x, int64_t rows, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  Mat out;
+  for (int64_t j = c0; j < c1; ++j)
+    for (int64_t i = r0; i < r1; ++i) out.push_back(x[i + j * rows]);
+  return out;
+}
+
+Mat Random(size_t n, int seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  Mat v(n);
+  for (double& x : v) x = d(g);
+  return v;
+}
+
+struct Faults {
+  double allreduce_scale = 1;   // candidate rank 0's all-reduce result scaled
+  double gemm2_b_scale = 1;     // candidate rank 1's GEMM2 input scaled (host code between ops)
+  bool extra_op = false;        // candidate rank 0 issues an extra GEMM the reference has not
+};
+
+void WriteGemm(StreamBuilder* s, uint64_t seq, const Mat& a, const Mat& b, const Mat& c, int64_t m, int64_t k,
+               int64_t n) {
+  s->Gemm(testing::GemmRec(seq, m, n, k, DType::kF32, DType::kF32));
+  s->Tensor(seq, TensorSlot::kA, DType::kF32, m, k, 1, Encode(DType::kF32, a));
+  s->Tensor(seq, TensorSlot::kB, DType::kF32, k, n, 1, Encode(DType::kF32, b));
+  s->Tensor(seq, TensorSlot::kCOut, DType::kF32, m, n, 1, Encode(DType::kF32, c));
+}
+
+void WriteAllReduce(StreamBuilder* s, uint64_t seq, uint64_t comm, int rank, int size, const Mat& in,
+                    const Mat& out, int64_t rows, int64_t cols) {
+  s->Collective(testing::AllReduceRec(seq, comm, 0, rank, size, DType::kF32, in.size()));
+  s->Tensor(seq, TensorSlot::kSend, DType::kF32, static_cast<int64_t>(in.size()), 1, 1, Encode(DType::kF32, in));
+  s->Tensor(seq, TensorSlot::kRecv, DType::kF32, static_cast<int64_t>(out.size()), 1, 1, Encode(DType::kF32, out));
+  (void)rows;
+  (void)cols;
+}
+
+// Reference: C1 = A1·B1 (m x n), C2 = A2·C1 (p x n), all-reduce(C2) on one rank.
+std::string WriteReference() {
+  const std::string dir = testing::TempDir("diff_ref");
+  const Mat a1 = Random(kM * kK, 1), b1 = Random(kK * kN, 2), a2 = Random(kP * kM, 3);
+  const Mat c1 = MatMul(a1, b1, kM, kK, kN), c2 = MatMul(a2, c1, kP, kM, kN);
+  StreamBuilder s(dir + "/rank-0.ttr", 0, 1);
+  s.CommInit(kRefComm, 0, 1);
+  WriteGemm(&s, 0, a1, b1, c1, kM, kK, kN);
+  WriteGemm(&s, 1, a2, c1, c2, kP, kM, kN);
+  WriteAllReduce(&s, 2, kRefComm, 0, 1, c2, c2, kP, kN);
+  return dir;
+}
+
+// Candidate, TP = 2: rank r holds rows r of A1 (column-parallel) and columns r of A2 (row-parallel).
+std::string WriteCandidate(const std::string& name, const Faults& f = {}) {
+  const std::string dir = testing::TempDir(name);
+  const Mat a1 = Random(kM * kK, 1), b1 = Random(kK * kN, 2), a2 = Random(kP * kM, 3);
+  const int64_t h = kM / 2;
+  Mat partial[2], c1r[2];
+  for (int r = 0; r < 2; ++r) {
+    c1r[r] = MatMul(Block(a1, kM, r * h, (r + 1) * h, 0, kK), b1, h, kK, kN);
+    if (r == 1)
+      for (double& v : c1r[r]) v = static_cast<float>(v * f.gemm2_b_scale);
+    partial[r] = MatMul(Block(a2, kP, 0, kP, r * h, (r + 1) * h), c1r[r], kP, h, kN);
+  }
+  Mat sum(partial[0].size());
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = static_cast<float>(partial[0][i] + partial[1][i]);
+  for (int r = 0; r < 2; ++r) {
+    StreamBuilder s(dir + "/rank-" + std::to_string(r) + ".ttr", r, 2);
+    s.CommInit(kTpComm, r, 2);
+    uint64_t seq = 0;
+    const Mat c1 = MatMul(Block(a1, kM, r * h, (r + 1) * h, 0, kK), b1, h, kK, kN);
+    WriteGemm(&s, seq++, Block(a1, kM, r * h, (r + 1) * h, 0, kK), b1, c1, h, kK, kN);
+    if (f.extra_op && r == 0) WriteGemm(&s, seq++, b1, b1, MatMul(b1, b1, 1, 1, 1), 1, 1, 1);
+    WriteGemm(&s, seq++, Block(a2, kP, 0, kP, r * h, (r + 1) * h), c1r[r], partial[r], kP, h, kN);
+    Mat out = sum;
+    if (r == 0)
+      for (double& v : out) v *= f.allreduce_scale;
+    WriteAllReduce(&s, seq++, kTpComm, r, 2, partial[r], out, kP, kN);
+  }
+  return dir;
+}
+
+TraceSet Load(const std::string& dir) {
+  absl::StatusOr<TraceSet> s = LoadTraceDir(dir);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? std::move(*s) : TraceSet{};
+}
+
+std::string Findings(const DiffResult& r) {
+  std::string s;
+  for (const Finding& f : r.report.findings())
+    s += "(" + std::to_string(f.rank) + "," + std::to_string(f.seq) + ") " + f.message + " | " + f.detail + "\n";
+  for (const std::string& g : r.report.summary().gaps) s += "gap: " + g + "\n";
+  for (const auto& [k, v] : r.report.summary().not_checked) s += "not checked: " + k + "\n";
+  return s;
+}
+
+TEST(DiffSharded, CleanTensorParallelRunIsClean) {
+  const TraceSet ref = Load(WriteReference()), cand = Load(WriteCandidate("diff_clean"));
+  const DiffResult r = RunDiff(ref, cand);
+  EXPECT_EQ(r.mode, "sharded");
+  EXPECT_EQ(r.report.verdict(), Verdict::kClean) << Findings(r);
+  EXPECT_FALSE(r.first.valid);
+  EXPECT_EQ(r.report.summary().checked.at("diff.gemm"), 2u);
+  EXPECT_EQ(r.report.summary().checked.at("diff.allreduce"), 1u);
+  EXPECT_NE(DiffToJson(r).find("\"first_divergence\": null"), std::string::npos);
+}
+
+TEST(DiffSharded, WrongAllReduceIsInsideIt) {
+  Faults f;
+  f.allreduce_scale = 2;
+  const DiffResult r = RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_ar", f)));
+  ASSERT_EQ(r.report.verdict(), Verdict::kFindings) << Findings(r);
+  ASSERT_TRUE(r.first.valid);
+  EXPECT_EQ(r.first.kind, "inside");
+  EXPECT_EQ(r.first.ref_seq, 2);
+  EXPECT_EQ(r.first.operand, "recv");
+  EXPECT_GT(r.first.ratio, 10);
+  EXPECT_TRUE(r.first.has_last_matching);
+  EXPECT_EQ(r.first.last_matching.seq, 1u);
+  const std::string json = DiffToJson(r);
+  EXPECT_NE(json.find("\"kind\": \"inside\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"last_matching\": {\"rank\": 0, \"seq\": 1"), std::string::npos) << json;
+}
+
+TEST(DiffSharded, ChangedInputIsBetweenOps) {
+  Faults f;
+  f.gemm2_b_scale = 1.01;
+  const DiffResult r = RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_between", f)));
+  ASSERT_TRUE(r.first.valid) << Findings(r);
+  EXPECT_EQ(r.first.kind, "between");
+  EXPECT_EQ(r.first.ref_seq, 1);
+  EXPECT_EQ(r.first.operand, "B");
+  EXPECT_EQ(r.first.op.rank, 0);
+  EXPECT_EQ(r.first.last_matching.seq, 0u);
+  EXPECT_GT(r.first.err_eps, 1000);
+}
+
+TEST(DiffSharded, ExtraOpIsNotAlignedAndIncomplete) {
+  Faults f;
+  f.extra_op = true;
+  const DiffResult r = RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_extra", f)));
+  EXPECT_EQ(r.report.verdict(), Verdict::kIncomplete) << Findings(r);
+  EXPECT_EQ(r.report.summary().checked.at("diff.gemm"), 2u) << Findings(r);
+  ASSERT_FALSE(r.report.summary().gaps.empty());
+  EXPECT_NE(r.report.summary().gaps[0].find("rank 0 seq 1"), std::string::npos) << r.report.summary().gaps[0];
+}
+
+TEST(DiffBitwise, SameRunTwiceIsCleanAndFlipsAreLocalized) {
+  const std::string a = WriteCandidate("diff_bw_a");
+  const TraceSet ref = Load(a);
+  DiffResult r = RunDiff(ref, Load(a));
+  EXPECT_EQ(r.mode, "bitwise");
+  EXPECT_EQ(r.report.verdict(), Verdict::kClean) << Findings(r);
+  Faults f;
+  f.allreduce_scale = 2;
+  r = RunDiff(ref, Load(WriteCandidate("diff_bw_b", f)));
+  ASSERT_TRUE(r.first.valid);
+  EXPECT_EQ(r.first.kind, "inside");
+  EXPECT_EQ(r.first.op.seq, 2u);
+  EXPECT_EQ(r.first.operand, "recv");
+  f = {};
+  f.gemm2_b_scale = 2;
+  r = RunDiff(ref, Load(WriteCandidate("diff_bw_c", f)));
+  ASSERT_TRUE(r.first.valid);
+  EXPECT_EQ(r.first.kind, "between");
+  EXPECT_EQ(r.first.op.rank, 1);
+  EXPECT_EQ(r.first.op.seq, 1u);
+  EXPECT_EQ(r.first.operand, "B");
+  ASSERT_TRUE(r.first.has_last_matching);
+  EXPECT_EQ(r.first.last_matching.seq, 0u);
+}
+
+TEST(DiffAlign, SkipsExtraAndMissingOps) {
+  const TraceSet ref = Load(WriteReference()), cand = Load(WriteCandidate("diff_align", Faults{1, 1, true}));
+  const RankAlignment al = AlignOps(ref.ranks[0].ops, cand.ranks[0].ops);
+  EXPECT_EQ(al.ref_of_cand, (std::vector<int64_t>{0, -1, 1, 2}));
+  EXPECT_EQ(al.cand_of_ref, (std::vector<int64_t>{0, 2, 3}));
+}
+
+TEST(DiffMapping, ParsesAndRejects) {
+  absl::StatusOr<SplitMapping> m = ParseSplitMapping("# comment\nop 4 m=2@0x2222 k=2@1111\n\nop 7\n");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->at(4).m.factor, 2);
+  EXPECT_EQ(m->at(4).m.comm, 0x2222u);
+  EXPECT_EQ(m->at(4).k.comm, 0x1111u);
+  EXPECT_EQ(m->at(7).n.factor, 1);
+  EXPECT_FALSE(ParseSplitMapping("op x").ok());
+  EXPECT_FALSE(ParseSplitMapping("op 1 q=2@1").ok());
+}
+
+}  // namespace
+}  // namespace ttrace::analyzer

@@ -1,0 +1,238 @@
+// Decoding applies op() once so every later comparison works on plain m x k, k x n and m x n matrices; folding a
+// shared-A batch into n makes micro-batched first layers comparable across different micro-batch sizes.
+#include "analyzer/shard.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "analyzer/tensor_data.h"
+
+namespace ttrace::analyzer {
+
+using format::DType;
+using format::TensorSlot;
+
+namespace {
+
+bool Scalar(const Tensor* t, double* out) {
+  if (t == nullptr || t->meta.rows != 1 || t->meta.cols != 1 || t->meta.batch != 1) return false;
+  const std::vector<double> v = DecodeAll(static_cast<DType>(t->meta.dtype), t->data);
+  if (v.size() != 1) return false;
+  *out = v[0];
+  return true;
+}
+
+// op(X) of every batch of a stored operand (rows x cols per batch as stored), columns appended batch after batch.
+std::vector<double> OpFolded(const std::vector<double>& x, int64_t rows, int64_t cols, int64_t batch, bool trans) {
+  if (!trans) return x;
+  std::vector<double> out(x.size());
+  const int64_t per = rows * cols;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t i = 0; i < rows; ++i) out[b * per + j + i * cols] = x[b * per + i + j * rows];
+  return out;
+}
+
+}  // namespace
+
+GemmShape LogicalShape(const format::GemmRecord& g) {
+  GemmShape s{g.m, g.n, g.k, std::max<int64_t>(g.batch_count, 1)};
+  if (s.batch > 1 && g.stride_a == 0) {
+    s.n *= s.batch;
+    s.batch = 1;
+  }
+  return s;
+}
+
+absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op) {
+  const format::GemmRecord& g = op.gemm;
+  if (g.status != 0) return absl::FailedPreconditionError("call failed");
+  if (!op.tensor_problem.empty()) return absl::FailedPreconditionError("tensor unusable");
+  LogicalGemm L;
+  L.alpha = g.alpha;
+  L.beta = g.beta;
+  if ((g.flags & format::kScalarsUnknown) &&
+      (!Scalar(op.tensor(TensorSlot::kAlpha), &L.alpha) || !Scalar(op.tensor(TensorSlot::kBeta), &L.beta)))
+    return absl::FailedPreconditionError("alpha/beta on device");
+  const Tensor* a = op.tensor(TensorSlot::kA);
+  const Tensor* b = op.tensor(TensorSlot::kB);
+  const Tensor* c = op.tensor(TensorSlot::kCOut);
+  const Tensor* c0 = op.tensor(TensorSlot::kCIn);
+  if (a == nullptr || b == nullptr || c == nullptr || (L.beta != 0 && c0 == nullptr))
+    return absl::FailedPreconditionError(op.MissingTensorsReason());
+  const int64_t batch = std::max<int64_t>(g.batch_count, 1);
+  if (batch > 1 && a->meta.batch != 1) return absl::FailedPreconditionError("batched GEMM with per-batch A");
+  const bool ta = g.transa != 0, tb = g.transb != 0;
+  if (a->meta.rows != (ta ? g.k : g.m) || a->meta.cols != (ta ? g.m : g.k) || b->meta.rows != (tb ? g.n : g.k) ||
+      b->meta.cols != (tb ? g.k : g.n) || c->meta.rows != g.m || c->meta.cols != g.n || c->meta.batch != batch ||
+      (b->meta.batch != batch && b->meta.batch != 1))
+    return absl::FailedPreconditionError("shape mismatch");
+  L.ab_type = static_cast<DType>(a->meta.dtype);
+  L.c_type = static_cast<DType>(c->meta.dtype);
+  absl::StatusOr<GemmPrecision> p = ResolveGemmPrecision(g.api, g.compute_type, g.math_mode, L.ab_type,
+                                                         static_cast<DType>(b->meta.dtype), L.c_type);
+  if (!p.ok()) return absl::FailedPreconditionError("no error model");
+  L.precision = *p;
+  L.m = g.m;
+  L.k = g.k;
+  L.n = g.n * batch;
+  L.a = OpFolded(DecodeAll(L.ab_type, a->data), a->meta.rows, a->meta.cols, 1, ta);
+  std::vector<double> bv = DecodeAll(static_cast<DType>(b->meta.dtype), b->data);
+  if (b->meta.batch == 1 && batch > 1) {
+    std::vector<double> rep;
+    for (int64_t i = 0; i < batch; ++i) rep.insert(rep.end(), bv.begin(), bv.end());
+    bv = std::move(rep);
+  }
+  L.b = OpFolded(bv, b->meta.rows, b->meta.cols, batch, tb);
+  L.c = DecodeAll(L.c_type, c->data);
+  if (L.beta != 0) {
+    L.c_in = DecodeAll(static_cast<DType>(c0->meta.dtype), c0->data);
+    if (c0->meta.batch == 1 && batch > 1) {
+      std::vector<double> rep;
+      for (int64_t i = 0; i < batch; ++i) rep.insert(rep.end(), L.c_in.begin(), L.c_in.end());
+      L.c_in = std::move(rep);
+    }
+  }
+  if (L.a.size() != static_cast<size_t>(L.m * L.k) || L.b.size() != static_cast<size_t>(L.k * L.n) ||
+      L.c.size() != static_cast<size_t>(L.m * L.n) || (L.beta != 0 && L.c_in.size() != L.c.size()))
+    return absl::FailedPreconditionError("shape mismatch");
+  return L;
+}
+
+CommLayout::CommLayout(const TraceSet& set) {
+  for (const RankTrace& r : set.ranks)
+    for (const Op& op : r.ops) {
+      if (op.kind != OpKind::kCollective) continue;
+      auto& v = by_rank_[r.rank()];
+      const uint64_t h = op.coll.comm_hash;
+      if (std::none_of(v.begin(), v.end(), [&](const auto& e) { return e.first == h; }))
+        v.emplace_back(h, op.coll.comm_rank);
+      size_[h] = op.coll.comm_size;
+      if (op.coll.red_op == 4 && op.coll.comm_size > 1 && std::find(avg_.begin(), avg_.end(), h) == avg_.end())
+        avg_.push_back(h);
+    }
+}
+
+int CommLayout::CoordOf(int rank, uint64_t comm) const {
+  auto it = by_rank_.find(rank);
+  if (it == by_rank_.end()) return -1;
+  for (const auto& [h, r] : it->second)
+    if (h == comm) return r;
+  return -1;
+}
+
+int CommLayout::SizeOf(uint64_t comm) const {
+  auto it = size_.find(comm);
+  return it == size_.end() ? 0 : it->second;
+}
+
+std::vector<uint64_t> CommLayout::CommsOf(int rank) const {
+  std::vector<uint64_t> out;
+  auto it = by_rank_.find(rank);
+  if (it != by_rank_.end())
+    for (const auto& e : it->second) out.push_back(e.first);
+  return out;
+}
+
+std::vector<uint64_t> CommLayout::AvgComms() const { return avg_; }
+
+std::string SplitText(const GemmSplit& s) {
+  std::vector<std::string> parts;
+  for (const auto& [name, d] : {std::pair<const char*, DimSplit>{"m", s.m}, {"n", s.n}, {"k", s.k}})
+    if (d.factor > 1) parts.push_back(absl::StrCat(name, "/", d.factor, " by comm 0x", absl::Hex(d.comm)));
+  return parts.empty() ? "not split" : absl::StrJoin(parts, ", ");
+}
+
+std::vector<GemmSplit> CandidateSplits(const GemmShape& ref, const GemmShape& cand, const CommLayout& comms,
+                                       int rank) {
+  auto factor = [](int64_t r, int64_t c) -> int { return c > 0 && r % c == 0 ? static_cast<int>(r / c) : 0; };
+  const int fm = factor(ref.m, cand.m), fn = factor(ref.n, cand.n), fk = factor(ref.k, cand.k);
+  if (fm == 0 || fn == 0 || fk == 0 || ref.batch != cand.batch) return {};
+  std::vector<uint64_t> options = comms.CommsOf(rank);
+  auto choices = [&](int f) {
+    std::vector<uint64_t> out;
+    if (f == 1) return std::vector<uint64_t>{0};
+    for (uint64_t h : options)
+      if (comms.SizeOf(h) == f) out.push_back(h);
+    return out;
+  };
+  std::vector<GemmSplit> out;
+  for (uint64_t cm : choices(fm))
+    for (uint64_t cn : choices(fn))
+      for (uint64_t ck : choices(fk)) {
+        if ((cm && (cm == cn || cm == ck)) || (cn && cn == ck)) continue;
+        GemmSplit s;
+        s.m = {fm, cm};
+        s.n = {fn, cn};
+        s.k = {fk, ck};
+        out.push_back(s);
+      }
+  return out;
+}
+
+bool ShardCoords(const GemmSplit& split, const CommLayout& comms, int rank, int* cm, int* cn, int* ck) {
+  auto coord = [&](const DimSplit& d, int* out) {
+    *out = d.factor > 1 ? comms.CoordOf(rank, d.comm) : 0;
+    return *out >= 0 && *out < d.factor;
+  };
+  return coord(split.m, cm) && coord(split.n, cn) && coord(split.k, ck);
+}
+
+void PlaceBlock(const std::vector<double>& block, int64_t rows, int64_t cols, int bi, int bj, int pr,
+                std::vector<double>* full) {
+  const int64_t full_rows = rows * pr;
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rows; ++i) (*full)[(bi * rows + i) + (bj * cols + j) * full_rows] = block[i + j * rows];
+}
+
+absl::StatusOr<SplitMapping> ParseSplitMapping(const std::string& text) {
+  SplitMapping out;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    line = line.substr(0, line.find('#'));
+    std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    if (words.empty()) continue;
+    auto bad = [&](const std::string& why) {
+      return absl::InvalidArgumentError(absl::StrCat("mapping line ", line_no, ": ", why));
+    };
+    uint64_t seq = 0;
+    if (words.size() < 2 || words[0] != "op" || !absl::SimpleAtoi(words[1], &seq))
+      return bad("expected: op REF_SEQ [m|n|k=FACTOR@COMM_HASH] ...");
+    GemmSplit s;
+    s.source = "mapping";
+    for (size_t i = 2; i < words.size(); ++i) {
+      std::vector<std::string> kv = absl::StrSplit(words[i], absl::MaxSplits('=', 1));
+      std::vector<std::string> fc = absl::StrSplit(kv.size() == 2 ? kv[1] : "", absl::MaxSplits('@', 1));
+      DimSplit d;
+      std::string hex = fc.size() == 2 ? fc[1] : "";
+      if (hex.rfind("0x", 0) == 0) hex = hex.substr(2);
+      if (kv.size() != 2 || fc.size() != 2 || !absl::SimpleAtoi(fc[0], &d.factor) || d.factor < 1 ||
+          !absl::SimpleHexAtoi(hex, &d.comm))
+        return bad(absl::StrCat("bad split '", words[i], "' (DIM=FACTOR@COMM_HASH)"));
+      if (kv[0] == "m") s.m = d;
+      else if (kv[0] == "n") s.n = d;
+      else if (kv[0] == "k") s.k = d;
+      else return bad(absl::StrCat("unknown dimension '", kv[0], "'"));
+    }
+    out[seq] = s;
+  }
+  return out;
+}
+
+absl::StatusOr<SplitMapping> ReadSplitMapping(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the mapping file"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  absl::StatusOr<SplitMapping> m = ParseSplitMapping(ss.str());
+  if (!m.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", m.status().message()));
+  return m;
+}
+
+}  // namespace ttrace::analyzer

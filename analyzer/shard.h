@@ -1,0 +1,95 @@
+// Shards of a distributed run, as `ttrace diff` sees them: each captured GEMM decoded into its logical operands,
+// the communicators each rank belongs to, how a candidate GEMM is split across them relative to the reference
+// GEMM, and the merge of shards into full tensors.
+//
+// A split is a factor per GEMM dimension (m, n: the output's rows and columns; k: the inner dimension) and the
+// communicator whose ranks hold the slices, in comm_rank order (slice i of a dimension is on the member with
+// comm_rank i). Column- and row-parallel linears and data-parallel batch splits are all of this form: in cuBLAS's
+// column-major view of a row-major Y = X·W, m is the output features, n the batch rows and k the input features,
+// so a column-parallel linear splits m, a row-parallel one k (its partial outputs are summed by the all-reduce
+// that follows) and a data-parallel batch split n (or k, for weight gradients, summed by the gradient
+// reduction). Ranks that hold the same slices are replicas; the lowest one is used.
+//
+// Mapping files (docs/diff.md) override inference per reference op. Pure functions over a loaded TraceSet;
+// single-threaded.
+#ifndef TTRACE_ANALYZER_SHARD_H_
+#define TTRACE_ANALYZER_SHARD_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "analyzer/error_model.h"
+#include "analyzer/trace_model.h"
+
+namespace ttrace::analyzer {
+
+// A GEMM's logical operands, dense column-major FP64: op(A) m x k, op(B) k x n, C m x n. A strided-batched GEMM
+// whose A is shared by every batch (stride 0) is the one GEMM C = op(A)·[op(B_0) ... op(B_b-1)] with n·batch
+// columns.
+struct LogicalGemm {
+  int64_t m = 0, n = 0, k = 0;
+  double alpha = 1, beta = 0;
+  format::DType ab_type = format::DType::kInvalid, c_type = format::DType::kInvalid;
+  GemmPrecision precision;
+  std::vector<double> a, b, c_in, c;  // c_in empty when beta == 0
+};
+
+// The logical shape without decoding (n folded as above); batch > 1 left when A is not shared.
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+};
+GemmShape LogicalShape(const format::GemmRecord& g);
+
+// Decodes a GEMM op. FailedPrecondition (the reason) when it cannot be compared: tensors missing or unusable,
+// per-batch A, unknown scalars, no error model.
+absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op);
+
+// Communicators of a trace set, from its collective records.
+class CommLayout {
+ public:
+  explicit CommLayout(const TraceSet& set);
+  int CoordOf(int rank, uint64_t comm) const;     // comm_rank of `rank`, -1 when not a member
+  int SizeOf(uint64_t comm) const;                // 0 when unknown
+  std::vector<uint64_t> CommsOf(int rank) const;  // in order of first use
+  // Comms of size > 1 on which some rank issued an all-reduce with ncclAvg.
+  std::vector<uint64_t> AvgComms() const;
+
+ private:
+  std::map<int, std::vector<std::pair<uint64_t, int>>> by_rank_;
+  std::map<uint64_t, int> size_;
+  std::vector<uint64_t> avg_;
+};
+
+struct DimSplit {
+  int factor = 1;
+  uint64_t comm = 0;  // 0 when factor == 1
+};
+struct GemmSplit {
+  DimSplit m, n, k;
+  std::string source = "inferred";  // or "mapping"
+};
+std::string SplitText(const GemmSplit& s);  // "m/2 by comm 0x1a2b, k/2 by comm 0x3c4d"
+
+// Every assignment of `rank`'s communicators to the factors by which `cand` divides `ref` (distinct comms,
+// sizes equal to the factors). Empty when a dimension does not divide or no communicator fits.
+std::vector<GemmSplit> CandidateSplits(const GemmShape& ref, const GemmShape& cand, const CommLayout& comms,
+                                       int rank);
+
+// A shard's coordinate along each dimension of `split` (0 where not split), or false when `rank` is not a member.
+bool ShardCoords(const GemmSplit& split, const CommLayout& comms, int rank, int* cm, int* cn, int* ck);
+
+// Places block (bi, bj) of `rows` x `cols` into a full (rows·pr) x (cols·pc) column-major matrix.
+void PlaceBlock(const std::vector<double>& block, int64_t rows, int64_t cols, int bi, int bj, int pr,
+                std::vector<double>* full);
+
+// A mapping file: per reference op seq, the split to use (docs/diff.md).
+using SplitMapping = std::map<uint64_t, GemmSplit>;
+absl::StatusOr<SplitMapping> ParseSplitMapping(const std::string& text);
+absl::StatusOr<SplitMapping> ReadSplitMapping(const std::string& path);
+
+}  // namespace ttrace::analyzer
+
+#endif  // TTRACE_ANALYZER_SHARD_H_
