@@ -223,7 +223,16 @@ TEST_F(CaptureEngineTest, RecordsInSeqOrderAndTensorsPacked) {
   std::vector<Read> meta;
   for (const Read& r : all)
     if (r.type != RecordType::kTensor) meta.push_back(r);
-  ASSERT_EQ(meta.size(), 3u);
+  // The stream ends with the EndRecord, whose counts are what precedes it.
+  ASSERT_EQ(meta.size(), 4u);
+  ASSERT_EQ(meta.back().type, RecordType::kEnd);
+  const auto end = meta.back().As<format::EndRecord>();
+  EXPECT_EQ(end.reason, static_cast<uint32_t>(format::EndReason::kExit));
+  EXPECT_EQ(end.ops, 2u);
+  EXPECT_EQ(end.records, all.size() - 1);
+  EXPECT_EQ(end.tensors, all.size() - meta.size());
+  EXPECT_EQ(end.payloads_dropped, 0u);
+  meta.pop_back();
   EXPECT_EQ(meta[0].As<format::GemmRecord>().seq, 0u);
   EXPECT_EQ(meta[0].As<format::GemmRecord>().m, 10);
   EXPECT_EQ(meta[1].type, RecordType::kGroup);

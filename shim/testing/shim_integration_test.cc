@@ -69,7 +69,8 @@ std::vector<DumpEntry> ReadTrace(const std::string& path, format::FileHeader* he
 std::vector<DumpEntry> Select(const std::vector<DumpEntry>& all, bool tensors) {
   std::vector<DumpEntry> out;
   for (const DumpEntry& e : all)
-    if ((e.type == RecordType::kTensor) == tensors && e.type != RecordType::kNotice) out.push_back(e);
+    if ((e.type == RecordType::kTensor) == tensors && e.type != RecordType::kNotice && e.type != RecordType::kEnd)
+      out.push_back(e);
   return out;
 }
 
