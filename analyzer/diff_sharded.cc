@@ -219,7 +219,10 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
   const GemmShape rs{r->m, r->n, r->k, 1}, cs{shards[0].g.m, shards[0].g.n, shards[0].g.k, 1};
   std::vector<GemmSplit> splits;
   auto mapped = opt_.mapping.find(rop.seq);
-  if (mapped != opt_.mapping.end()) splits.push_back(mapped->second);
+  if (mapped != opt_.mapping.end()) {
+    GemmSplit s = mapped->second;
+    if (ResolveRoles(comms_, shards[0].rank, &s)) splits.push_back(s);
+  }
   else splits = CandidateSplits(rs, cs, comms_, shards[0].rank);
   // The assignment of communicators to dimensions that reproduces the reference's inputs best.
   double best_score = std::numeric_limits<double>::infinity();

@@ -66,7 +66,8 @@ absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op) {
   if (a == nullptr || b == nullptr || c == nullptr || (L.beta != 0 && c0 == nullptr))
     return absl::FailedPreconditionError(op.MissingTensorsReason());
   const int64_t batch = std::max<int64_t>(g.batch_count, 1);
-  if (batch > 1 && a->meta.batch != 1) return absl::FailedPreconditionError("batched GEMM with per-batch A");
+  if (batch > 1 && a->meta.batch != 1 && g.stride_a != 0)
+    return absl::FailedPreconditionError("batched GEMM with per-batch A");
   const bool ta = g.transa != 0, tb = g.transb != 0;
   if (a->meta.rows != (ta ? g.k : g.m) || a->meta.cols != (ta ? g.m : g.k) || b->meta.rows != (tb ? g.n : g.k) ||
       b->meta.cols != (tb ? g.k : g.n) || c->meta.rows != g.m || c->meta.cols != g.n || c->meta.batch != batch ||
@@ -81,7 +82,9 @@ absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op) {
   L.m = g.m;
   L.k = g.k;
   L.n = g.n * batch;
-  L.a = OpFolded(DecodeAll(L.ab_type, a->data), a->meta.rows, a->meta.cols, 1, ta);
+  std::vector<double> av = DecodeAll(L.ab_type, a->data);
+  av.resize(static_cast<size_t>(a->meta.rows * a->meta.cols));  // stride 0: every batch's A is the first
+  L.a = OpFolded(av, a->meta.rows, a->meta.cols, 1, ta);
   std::vector<double> bv = DecodeAll(static_cast<DType>(b->meta.dtype), b->data);
   if (b->meta.batch == 1 && batch > 1) {
     std::vector<double> rep;
@@ -170,14 +173,30 @@ std::vector<GemmSplit> CandidateSplits(const GemmShape& ref, const GemmShape& ca
         s.m = {fm, cm};
         s.n = {fn, cn};
         s.k = {fk, ck};
-        out.push_back(s);
+        if (ResolveRoles(comms, rank, &s)) out.push_back(s);
       }
   return out;
 }
 
+bool ResolveRoles(const CommLayout& comms, int rank, GemmSplit* split) {
+  const std::vector<uint64_t> mine = comms.CommsOf(rank);
+  for (DimSplit* d : {&split->m, &split->n, &split->k}) {
+    if (d->factor == 1) continue;
+    auto it = std::find(mine.begin(), mine.end(), d->comm);
+    if (it == mine.end()) return false;
+    d->role = static_cast<int>(it - mine.begin());
+  }
+  return true;
+}
+
 bool ShardCoords(const GemmSplit& split, const CommLayout& comms, int rank, int* cm, int* cn, int* ck) {
+  const std::vector<uint64_t> mine = comms.CommsOf(rank);
   auto coord = [&](const DimSplit& d, int* out) {
-    *out = d.factor > 1 ? comms.CoordOf(rank, d.comm) : 0;
+    *out = 0;
+    if (d.factor == 1) return true;
+    if (d.role < 0 || d.role >= static_cast<int>(mine.size())) return false;
+    const uint64_t h = mine[static_cast<size_t>(d.role)];
+    *out = comms.SizeOf(h) == d.factor ? comms.CoordOf(rank, h) : -1;
     return *out >= 0 && *out < d.factor;
   };
   return coord(split.m, cm) && coord(split.n, cn) && coord(split.k, ck);

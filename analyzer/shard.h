@@ -63,9 +63,13 @@ class CommLayout {
   std::vector<uint64_t> avg_;
 };
 
+// A communicator is named by its hash on one rank; other ranks use the communicator in the same role: the one they
+// first used in the same position (rank 0's first, second, ... communicator), e.g. the TP group of their own DP
+// replica.
 struct DimSplit {
   int factor = 1;
   uint64_t comm = 0;  // 0 when factor == 1
+  int role = -1;      // index of `comm` among the naming rank's communicators in order of first use
 };
 struct GemmSplit {
   DimSplit m, n, k;
@@ -84,6 +88,9 @@ bool ShardCoords(const GemmSplit& split, const CommLayout& comms, int rank, int*
 // Places block (bi, bj) of `rows` x `cols` into a full (rows·pr) x (cols·pc) column-major matrix.
 void PlaceBlock(const std::vector<double>& block, int64_t rows, int64_t cols, int bi, int bj, int pr,
                 std::vector<double>* full);
+
+// Sets each split dimension's role from its comm as `rank` sees it; false when `rank` does not use that comm.
+bool ResolveRoles(const CommLayout& comms, int rank, GemmSplit* split);
 
 // A mapping file: per reference op seq, the split to use (docs/diff.md).
 using SplitMapping = std::map<uint64_t, GemmSplit>;

@@ -1,0 +1,115 @@
+// ttrace diff end to end: tools/workloads/tp_mlp on simgpu under libttrace.so, a world-size-1 reference against
+// TP 2, DP 2 and TP 2 x DP 2 candidates (same seed, same global batch of 32), FP32 and BF16, the candidates under
+// several SIMGPU_ACCUM orders. Clean runs must diff clean with every op compared; each --bug must be found at the
+// op where it first shows. The largest clean err/bound and the bugs' err/threshold are printed (tightness).
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "analyzer/diff.h"
+#include "analyzer/trace_model.h"
+#include "gtest/gtest.h"
+#include "tests/e2e_util.h"
+
+namespace ttrace::e2e {
+namespace {
+
+using analyzer::DiffResult;
+using analyzer::Verdict;
+
+struct Layout {
+  const char* name;
+  int ranks, tp;
+};
+constexpr Layout kLayouts[] = {{"tp2", 2, 2}, {"dp2", 2, 1}, {"tp2dp2", 4, 2}};
+constexpr int kGlobalBatch = 32;
+
+std::string RunTpMlp(const std::string& name, int ranks, int tp, const std::string& dtype, const std::string& accum,
+                const std::string& bug) {
+  const std::string dir = TempDir() + "/" + name, b = BuildDir();
+  const int batch = kGlobalBatch * tp / ranks;
+  std::string cmd = "rm -rf '" + dir + "' && env LD_LIBRARY_PATH=" + b + "/simgpu/lib TTRACE_DIR='" + dir +
+                    "' LD_PRELOAD=" + b + "/lib/libttrace.so " + (accum.empty() ? "" : "SIMGPU_ACCUM=" + accum) +
+                    " " + b + "/bin/simrun -n " + std::to_string(ranks) + " -- " + b + "/bin/tp_mlp --tp " +
+                    std::to_string(tp) + " --steps 2 --batch " + std::to_string(batch) + " --dtype " + dtype +
+                    " --rdzv '" + dir + ".rdzv'" + (bug.empty() ? "" : " --bug " + bug);
+  std::string out;
+  EXPECT_EQ(Shell(cmd, &out), 0) << cmd << "\n" << out;
+  return dir;
+}
+
+DiffResult Diff(const std::string& ref, const std::string& cand) {
+  auto r = analyzer::LoadTraceDir(ref), c = analyzer::LoadTraceDir(cand);
+  EXPECT_TRUE(r.ok() && c.ok());
+  if (!r.ok() || !c.ok()) return {};
+  return analyzer::RunDiff(*r, *c);
+}
+
+std::string Describe(const DiffResult& d) {
+  std::string s;
+  for (const auto& f : d.report.findings())
+    s += "  (" + std::to_string(f.rank) + ", " + std::to_string(f.seq) + ") " + f.message + " | " + f.detail + "\n";
+  for (const auto& g : d.report.summary().gaps) s += "  gap: " + g + "\n";
+  return s;
+}
+
+class DiffE2e : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DiffE2e, CleanRunsDiffCleanUnderEveryAccumulationOrder) {
+  const std::string dtype = GetParam();
+  const std::string ref = RunTpMlp("ref_" + dtype, 1, 1, dtype, "", "");
+  double worst = 0;
+  for (const Layout& l : kLayouts)
+    for (const char* accum : {"sequential", "pairwise", "splitk:4", "random:7"}) {
+      const std::string tag = std::string(l.name) + "_" + dtype + "_" + accum;
+      const DiffResult d = Diff(ref, RunTpMlp("clean_" + tag, l.ranks, l.tp, dtype, accum, ""));
+      EXPECT_EQ(d.mode, "sharded");
+      EXPECT_EQ(d.report.verdict(), Verdict::kClean) << tag << "\n" << Describe(d);
+      EXPECT_EQ(d.report.summary().not_checked_total(), 0u) << tag;
+      const double ratio = d.report.summary().overall.max_ratio;
+      printf("clean %-28s max err/bound %.3g\n", tag.c_str(), ratio);
+      worst = std::max(worst, ratio);
+    }
+  printf("clean %s: largest err/bound %.3g\n", dtype.c_str(), worst);
+  EXPECT_LT(worst, 1.0);
+  EXPECT_GT(worst, 1e-3) << "the bound is far looser than the round-off it must cover";
+}
+
+struct BugCase {
+  const char* bug;
+  int64_t ref_seq;
+  const char* kind;
+  const char* operand;
+};
+constexpr BugCase kBugs[] = {
+    {"grad-scale-twice", 5, "between", "A"},  // dZ1 doubled on the host: first read by the dW1 GEMM
+    {"wrong-reduce-op", 2, "inside", "recv"},  // the row-parallel output reduced with max
+    {"wrong-split", 0, "between", "A"},        // W1 sharded along the wrong dimension
+    {"missing-allreduce", 3, "between", "A"},  // dY computed from a partial Y: first read by the dW2 GEMM
+};
+
+TEST_P(DiffE2e, BugsAreFoundWhereTheyFirstShow) {
+  const std::string dtype = GetParam();
+  const std::string ref = RunTpMlp("bugref_" + dtype, 1, 1, dtype, "", "");
+  for (const Layout& l : kLayouts) {
+    if (l.tp == 1) continue;
+    for (const BugCase& b : kBugs) {
+      const std::string tag = std::string(l.name) + "_" + dtype + "_" + b.bug;
+      const DiffResult d = Diff(ref, RunTpMlp("bug_" + tag, l.ranks, l.tp, dtype, "random:3", b.bug));
+      EXPECT_EQ(d.report.verdict(), Verdict::kFindings) << tag << "\n" << Describe(d);
+      ASSERT_TRUE(d.first.valid) << tag;
+      EXPECT_EQ(d.first.ref_seq, b.ref_seq) << tag << "\n" << Describe(d);
+      EXPECT_EQ(d.first.kind, b.kind) << tag << "\n" << Describe(d);
+      EXPECT_EQ(d.first.operand, b.operand) << tag << "\n" << Describe(d);
+      EXPECT_GT(d.first.ratio, 4) << tag;
+      printf("bug   %-36s first %s at ref seq %lld (%s), %.3g eps, err/threshold %.3g\n", tag.c_str(),
+             d.first.kind.c_str(), static_cast<long long>(d.first.ref_seq), d.first.operand.c_str(),
+             d.first.err_eps, d.first.ratio);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, DiffE2e, ::testing::Values("fp32", "bf16"));
+
+}  // namespace
+}  // namespace ttrace::e2e
