@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analyzer/check.h"
+#include "analyzer/diff_cli.h"
 #include "analyzer/dump.h"
 #include "analyzer/json.h"
 #include "analyzer/progress.h"
@@ -32,6 +33,7 @@ constexpr char kUsage[] =
     "      --allow-incomplete  exit 0 on an incomplete verdict (what was checked is accepted)\n"
     "      --max-memory-mb N   memory the decoded tensors may take (default: half the machine's memory)\n"
     "      --max-gemm-work N   multiply-adds one GEMM replay may cost (default 2^36); larger: not checked\n"
+    TTRACE_DIFF_USAGE
     "  dump FILE|DIR [--allow-truncated]\n"
     "      Print every record of a stream (or of each stream in DIR), one per line.\n"
     "  --help\n"
@@ -184,6 +186,7 @@ int RunCommand(int argc, const char* const* argv, std::ostream& out, std::ostrea
     out << kUsage;
     return kExitClean;
   }
+  if (cmd == "diff") return RunDiffCommand(argc, argv, out, err);
   if (cmd != "check" && cmd != "dump") return UsageError(err, absl::StrCat("unknown command '", cmd, "'"));
   Args args;
   std::string problem = ParseArgs(argc, argv, cmd == "check", &args);

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -65,6 +66,7 @@ struct Options {
   bool bf16 = false;
   float lr = 0.05f;
   std::string rdzv;
+  std::string bug;         // "": none; grad-scale-twice, wrong-reduce-op, wrong-split, missing-allreduce
   std::string on_sigterm;  // "": default; "ignore": SIG_IGN; "stop": finish the step and exit 0; "exit7": _exit(7)
 };
 
@@ -111,13 +113,17 @@ Options Parse(int argc, char** argv) {
       o.bf16 = d == "bf16";
     } else if (a == "--rdzv") o.rdzv = next();
     else if (a == "--on-sigterm") o.on_sigterm = next();
+    else if (a == "--bug") o.bug = next();
     else {
       fprintf(stderr,
               "usage: tp_mlp [--tp N] [--steps N] [--batch N] [--micro N] [--hidden N] [--ffn N] "
-              "[--dtype fp32|bf16] [--rdzv DIR] [--on-sigterm ignore|stop|exit7]\n");
+              "[--dtype fp32|bf16] [--rdzv DIR] [--on-sigterm ignore|stop|exit7] [--bug NAME]\n");
       exit(2);
     }
   }
+  if (!o.bug.empty() && o.bug != "grad-scale-twice" && o.bug != "wrong-reduce-op" && o.bug != "wrong-split" &&
+      o.bug != "missing-allreduce")
+    Die("--bug", "must be grad-scale-twice, wrong-reduce-op, wrong-split or missing-allreduce");
   if (o.tp < 1 || o.ffn % o.tp != 0 || o.micro < 1 || o.batch % o.micro != 0) Die("options", "inconsistent sizes");
   return o;
 }
@@ -281,7 +287,12 @@ int main(int argc, char** argv) {
   for (int i = 0; i < h; ++i)
     for (int j = 0; j < o.ffn; ++j) {
       float v = Rand() * s1;
-      if (j / f == tp_rank) w1.host[static_cast<size_t>(i) * f + j % f] = v;
+      const size_t flat = static_cast<size_t>(i) * o.ffn + j;  // --bug wrong-split: a row block, reshaped
+      if (o.bug == "wrong-split" && o.tp > 1) {
+        if (flat / w1.host.size() == static_cast<size_t>(tp_rank)) w1.host[flat % w1.host.size()] = v;
+      } else if (j / f == tp_rank) {
+        w1.host[static_cast<size_t>(i) * f + j % f] = v;
+      }
     }
   for (int i = 0; i < o.ffn; ++i)
     for (int j = 0; j < h; ++j) {
@@ -293,9 +304,13 @@ int main(int argc, char** argv) {
   Blas blas(handle, o.bf16);
 
   for (int step = 0; step < o.steps && !g_stop; ++step) {
-    g_lcg = 777u + 1000u * static_cast<uint32_t>(step) + static_cast<uint32_t>(dp_rank);
-    for (float& v : x.host) v = Rand();
-    for (float& v : t.host) v = 0.5f * Rand();
+    // The global batch is drawn whatever the layout; this DP rank takes its rows (world size 1 is the reference).
+    g_lcg = 777u + 1000u * static_cast<uint32_t>(step);
+    std::vector<float> gx(x.host.size() * dp), gt(t.host.size() * dp);
+    for (float& v : gx) v = Rand();
+    for (float& v : gt) v = 0.5f * Rand();
+    std::copy(gx.begin() + x.host.size() * dp_rank, gx.begin() + x.host.size() * (dp_rank + 1), x.host.begin());
+    std::copy(gt.begin() + t.host.size() * dp_rank, gt.begin() + t.host.size() * (dp_rank + 1), t.host.begin());
     Upload(x, s);
     // Forward.
     blas.MatMulMicro(x, w1, z1, o.micro);
@@ -303,7 +318,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < z1.host.size(); ++i) a1.host[i] = z1.host[i] > 0 ? z1.host[i] : 0.0f;
     Upload(a1, s);
     blas.MatMul(false, false, a1, w2, y);
-    AllReduce(y, ncclSum, tp_comm, s);
+    if (o.bug != "missing-allreduce") AllReduce(y, o.bug == "wrong-reduce-op" ? ncclMax : ncclSum, tp_comm, s);
     Download(y, s);
     double loss = 0;
     for (size_t i = 0; i < y.host.size(); ++i) {
@@ -316,7 +331,8 @@ int main(int argc, char** argv) {
     blas.MatMul(true, false, a1, dy, dw2);
     blas.MatMul(false, true, dy, w2, da1);
     Download(da1, s);
-    for (size_t i = 0; i < da1.host.size(); ++i) a1.host[i] = z1.host[i] > 0 ? da1.host[i] : 0.0f;  // dZ1
+    const float grad_scale = o.bug == "grad-scale-twice" ? 2.0f : 1.0f;  // scaled by the TP size a second time
+    for (size_t i = 0; i < da1.host.size(); ++i) a1.host[i] = z1.host[i] > 0 ? grad_scale * da1.host[i] : 0.0f;  // dZ1
     Upload(a1, s);
     blas.MatMul(true, false, x, a1, dw1);
     blas.MatMul(false, true, a1, w1, dx);
