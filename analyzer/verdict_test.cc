@@ -230,7 +230,9 @@ struct Measured {
   double seconds;
   double peak_mib;
 };
-Measured RunBinary(const std::vector<std::string>& args) {
+// `address_space_mib` > 0 limits the child's address space (RLIMIT_AS); stderr goes to `err_path` when given.
+Measured RunBinary(const std::vector<std::string>& args, uint64_t address_space_mib = 0,
+                   const std::string& err_path = "") {
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
   if (pid == 0) {
@@ -238,6 +240,11 @@ Measured RunBinary(const std::vector<std::string>& args) {
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     freopen("/dev/null", "w", stdout);
+    if (!err_path.empty()) freopen(err_path.c_str(), "w", stderr);
+    if (address_space_mib > 0) {
+      const struct rlimit limit = {address_space_mib << 20, address_space_mib << 20};
+      setrlimit(RLIMIT_AS, &limit);
+    }
     execv(TTRACE_BINARY, argv.data());
     _exit(127);
   }
@@ -337,6 +344,27 @@ TEST(BudgetTest, TensorsOverTheMemoryBudgetAreAnError) {
   EXPECT_EQ(c.rc, kExitError) << c.out;
   EXPECT_NE(c.err.find("need more than 20 MiB of memory"), std::string::npos) << c.err;
   EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
+}
+
+// Out of memory (here: a 300 MiB address space for four 64 MiB tensors of ops) is exit 2 with one clear line,
+// never an abort.
+TEST(BudgetTest, OutOfMemoryIsExitTwo) {
+  const std::string dir = testing::TempDir("budget");
+  const int64_t elems = int64_t{16} << 20;
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 1);
+    const std::string zeros(static_cast<size_t>(elems) * 4, '\0');
+    for (int i = 0; i < 4; ++i) {
+      w.Gemm(testing::GemmRec(static_cast<uint64_t>(i), elems, 1, 1, DType::kF32, DType::kF32));
+      w.Tensor(static_cast<uint64_t>(i), TensorSlot::kCOut, DType::kF32, elems, 1, 1, zeros);
+    }
+  }
+  const Measured m = RunBinary({"check", dir}, /*address_space_mib=*/300, dir + "/err.txt");
+  EXPECT_EQ(m.rc, kExitError);
+  std::ifstream in(dir + "/err.txt");
+  const std::string err((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(err.rfind("ttrace: error: out of memory", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
 }  // namespace
