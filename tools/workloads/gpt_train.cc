@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 namespace ttrace::workloads::gpt {
 namespace {
@@ -94,10 +95,10 @@ double Trainer::Step(int step) {
     } else {
       DevBuf in = dev_.Alloc(rows);
       dev_.Recv(comms_.pp, in, prev);
-      x = dev_.Download(in);
+      std::vector<float> received = dev_.Download(in);
       // pp-stale-microbatch: the stage computes on the buffer of the previous micro-batch's activations.
-      if (c_.bug(Bug::kPpStaleMicrobatch) && m > 0) std::swap(x, last_received);
-      last_received = dev_.Download(in);
+      x = c_.bug(Bug::kPpStaleMicrobatch) && m > 0 ? last_received : received;
+      last_received = std::move(received);
     }
     for (int l = 0; l < layers; ++l) x = LayerForward(run_, model_.layers[model_.first_layer + l], x, caches[m][l]);
     if (model_.last_stage) loss += HeadForward(run_, model_, x, targets[m], grad_scale, heads[m]);
