@@ -13,7 +13,7 @@
 namespace ttrace::shim {
 
 void CaptureEngine::DrainLoop() {
-  const RelaxedCaptureMode relaxed(cudart_);
+  const RelaxedCaptureMode relaxed(driver_);
   const auto interval = std::chrono::milliseconds(config_.flush_ms);
   Clock::time_point next_flush = Clock::now() + interval;
   std::unique_lock<std::mutex> lock(mu_);
@@ -44,7 +44,7 @@ void CaptureEngine::DrainLoop() {
     WriteRecords(&records);
     if (tensor_ready) {
       WriteTensor(item);
-      if (item.event != nullptr && item.device < 0) cudart_->EventDestroy(item.event);
+      if (item.event != nullptr && item.ctx == nullptr) driver_->EventDestroy(item.event);
     }
     if ((requested || tick) && !sink_failed_ && !sink_->Flush()) SinkFailed();
     lock.lock();
@@ -52,7 +52,7 @@ void CaptureEngine::DrainLoop() {
       tensors_.pop_front();
       ring_.ReleaseOldest();
       ++tensors_done_;
-      if (item.event != nullptr && item.device >= 0) event_pool_.emplace_back(item.device, item.event);
+      if (item.event != nullptr && item.ctx != nullptr) event_pool_.emplace_back(item.ctx, item.event);
       space_cv_.notify_all();
     }
     if (requested || tick) next_flush = Clock::now() + interval;
@@ -88,7 +88,7 @@ void CaptureEngine::RecordDropped(uint64_t ticket) {
 // Runs with `lock` held, after stop_: waits a bounded time for copies still being enqueued by other threads,
 // writes what is left (records in ticket order, skipping calls that never returned), and closes the sink.
 void CaptureEngine::FinalDrain(std::unique_lock<std::mutex>& lock) {
-  const RelaxedCaptureMode relaxed(cudart_);
+  const RelaxedCaptureMode relaxed(driver_);
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(1);
   auto copying = [this] {
     for (const TensorItem& t : tensors_)
@@ -122,15 +122,15 @@ void CaptureEngine::WriteRecords(std::vector<QueuedRecord>* records) {
   records->clear();
 }
 
-// Polls rather than blocking in cudaEventSynchronize, which could not be given up: 50 us sleeps doubling to 2 ms
+// Polls rather than blocking in cuEventSynchronize, which could not be given up: 50 us sleeps doubling to 2 ms
 // (a copy already done costs one query; one still running is noticed within 2 ms of its end).
-cudaError_t CaptureEngine::WaitCopy(cudaEvent_t event) {
+CUresult CaptureEngine::WaitCopy(CUevent event) {
   auto pause = std::chrono::microseconds(50);
   while (true) {
-    const cudaError_t e = cudart_->EventQuery(event);
-    if (e != cudaErrorNotReady) return e;
+    const CUresult e = driver_->EventQuery(event);
+    if (e != CUDA_ERROR_NOT_READY) return e;
     const int64_t deadline = exit_deadline_.load(std::memory_order_relaxed);
-    if (deadline != 0 && Clock::now().time_since_epoch().count() >= deadline) return cudaErrorNotReady;
+    if (deadline != 0 && Clock::now().time_since_epoch().count() >= deadline) return CUDA_ERROR_NOT_READY;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2000));
   }
@@ -144,15 +144,15 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
     if (item.event != nullptr) WaitCopy(item.event);
     return;
   }
-  const cudaError_t e = WaitCopy(item.event);
-  if (e == cudaErrorNotReady) {
+  const CUresult e = WaitCopy(item.event);
+  if (e == CUDA_ERROR_NOT_READY) {
     Drop(item.seq, format::DropReason::kExitTimeout, "the device had not finished copying this tensor " + std::to_string(config_.exit_wait_ms) +
                        " ms after exit began (TTRACE_EXIT_WAIT_MS): its stream is still busy or hung");
     return;
   }
-  if (e != cudaSuccess) {
+  if (e != CUDA_SUCCESS) {
     Drop(item.seq, format::DropReason::kCopyFailed,
-         "waiting for the device-to-host copy failed: " + CudaErrorText(cudart_, e));
+         "waiting for the device-to-host copy failed: " + CudaErrorText(driver_, e));
     return;
   }
   if (sink_failed_) return;

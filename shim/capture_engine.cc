@@ -7,8 +7,8 @@
 //   their ring space is waited for.
 // - Nothing here calls CUDA while holding mu_: a thread whose copy or event call blocks on the GPU never stalls the
 //   drain thread or another capturing thread.
-// - The application's cudaGetLastError state is left as it was: a failed copy of ours is cleared when the
-//   application had no pending error (we cannot restore one it had).
+// - Everything goes through the driver API (driver_api.h), which leaves the application's cudaGetLastError state
+//   alone: no error of ours reaches the application.
 #include "shim/capture_engine.h"
 
 #include <cstring>
@@ -30,12 +30,12 @@ EngineConfig EngineConfigFromOptions(const Options& options) {
   return c;
 }
 
-CaptureEngine::CaptureEngine(const EngineConfig& config, std::unique_ptr<Sink> sink, const CudartApi* cudart)
+CaptureEngine::CaptureEngine(const EngineConfig& config, std::unique_ptr<Sink> sink, const DriverApi* driver)
     : config_(config),
-      cudart_(cudart),
+      driver_(driver),
       sink_(std::move(sink)),
       sink_name_(sink_ ? sink_->name() : ""),
-      tensors_on_(config.capture_tensors && cudart != nullptr && config.ring_bytes > 0),
+      tensors_on_(config.capture_tensors && driver != nullptr && config.ring_bytes > 0),
       ring_(config.ring_bytes) {}
 
 CaptureEngine::~CaptureEngine() { Shutdown(); }
@@ -106,64 +106,80 @@ bool CaptureEngine::EnsureRing() {
   std::lock_guard<std::mutex> lock(ring_init_mu_);
   if (ring_tried_) return ring_base_ != nullptr;
   ring_tried_ = true;
-  const RelaxedCaptureMode relaxed(cudart_);
   void* p = nullptr;
-  const cudaError_t prior = cudart_->PeekAtLastError();
-  const cudaError_t e = cudart_->HostAlloc(&p, config_.ring_bytes, cudaHostAllocPortable);
-  if (e != cudaSuccess || p == nullptr) {
-    if (prior == cudaSuccess) cudart_->GetLastError();
+  const CUresult e = driver_->MemHostAlloc(&p, config_.ring_bytes, CU_MEMHOSTALLOC_PORTABLE);
+  if (e != CUDA_SUCCESS || p == nullptr) {
     DisableTensors("cannot allocate the " + std::to_string(config_.ring_bytes >> 20) +
-                   " MiB pinned ring (TTRACE_BUFFER_MB): " + CudaErrorText(cudart_, e));
+                   " MiB pinned ring (TTRACE_BUFFER_MB): " + CudaErrorText(driver_, e));
     return false;
   }
   ring_base_ = static_cast<char*>(p);
   return true;
 }
 
-bool CaptureEngine::StreamCapturing(cudaStream_t stream) {
-  if (cudart_->StreamIsCapturing == nullptr) return false;
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  const cudaError_t prior = cudart_->PeekAtLastError();
-  const cudaError_t e = cudart_->StreamIsCapturing(stream, &status);
-  if (e != cudaSuccess && prior == cudaSuccess) cudart_->GetLastError();
-  return e != cudaSuccess || status != cudaStreamCaptureStatusNone;
+bool CaptureEngine::StreamCapturing(CUstream stream) {
+  if (driver_->StreamIsCapturing == nullptr) return false;
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUresult e = driver_->StreamIsCapturing(stream, &status);
+  return e != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-cudaEvent_t CaptureEngine::AcquireEvent(int device) {
-  if (device >= 0) {
+CUevent CaptureEngine::AcquireEvent(CUcontext ctx) {
+  if (ctx != nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < event_pool_.size(); ++i) {
-      if (event_pool_[i].first == device) {
-        cudaEvent_t e = event_pool_[i].second;
+      if (event_pool_[i].first == ctx) {
+        CUevent e = event_pool_[i].second;
         event_pool_[i] = event_pool_.back();
         event_pool_.pop_back();
         return e;
       }
     }
   }
-  cudaEvent_t e = nullptr;
-  if (cudart_->EventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return nullptr;
+  CUevent e = nullptr;
+  if (driver_->EventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return nullptr;
   return e;
 }
 
-// The device of `stream` (the current one for the legacy and per-thread streams), made current while we enqueue
-// on it: cudaEventRecord needs an event of the stream's device. -1 when unknown.
-int CaptureEngine::EnterStreamDevice(cudaStream_t stream, int* previous) {
-  *previous = -1;
-  int current = -1, device = -1;
-  if (cudart_->GetDevice == nullptr || cudart_->GetDevice(&current) != cudaSuccess) return -1;
-  if (cudart_->StreamGetDevice == nullptr || cudart_->SetDevice == nullptr ||
-      cudart_->StreamGetDevice(stream, &device) != cudaSuccess || device == current)
-    return current;
-  if (cudart_->SetDevice(device) != cudaSuccess) return -1;
-  *previous = current;
-  return device;
-}
+namespace {
 
-void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const TensorSpec& spec) {
+// Makes the context of `stream` current on the calling thread for its lifetime (pushed only when another one is
+// current): cuEventRecord needs an event of the stream's context, and the ring is allocated in it. ctx() is that
+// context, nullptr when unknown (the current one is used then, and events are not pooled).
+class StreamContext {
+ public:
+  StreamContext(const DriverApi* driver, CUstream stream) : driver_(driver) {
+    if (driver->StreamGetCtx == nullptr || driver->StreamGetCtx(stream, &ctx_) != CUDA_SUCCESS) {
+      ctx_ = nullptr;
+      return;
+    }
+    CUcontext current = nullptr;
+    if (driver->CtxGetCurrent == nullptr || driver->CtxGetCurrent(&current) != CUDA_SUCCESS) current = nullptr;
+    if (ctx_ == current) return;
+    pushed_ = driver->CtxPushCurrent != nullptr && driver->CtxPopCurrent != nullptr &&
+              driver->CtxPushCurrent(ctx_) == CUDA_SUCCESS;
+    if (!pushed_) ctx_ = nullptr;
+  }
+  ~StreamContext() {
+    CUcontext popped;
+    if (pushed_) driver_->CtxPopCurrent(&popped);
+  }
+  StreamContext(const StreamContext&) = delete;
+  StreamContext& operator=(const StreamContext&) = delete;
+  CUcontext ctx() const { return ctx_; }
+
+ private:
+  const DriverApi* driver_;
+  CUcontext ctx_ = nullptr;
+  bool pushed_ = false;
+};
+
+}  // namespace
+
+void CaptureEngine::CaptureTensor(uint64_t seq, CUstream stream, const TensorSpec& spec) {
   if (!capturing_tensors()) return;
   StagingPlan plan;
-  if (!PlanStaging(spec, &plan, cudart_->Memcpy2DAsync != nullptr)) return;
+  if (!PlanStaging(spec, &plan, driver_->Memcpy2DAsync != nullptr)) return;
   if (plan.packed_bytes > config_.max_tensor_bytes) {
     Drop(seq, format::DropReason::kTooLarge, std::to_string(plan.packed_bytes) + " bytes exceed TTRACE_MAX_TENSOR_MB");
     return;
@@ -177,11 +193,12 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
     Drop(seq, format::DropReason::kTooLarge, std::to_string(plan.staging_bytes) + " bytes exceed the ring (TTRACE_BUFFER_MB)");
     return;
   }
-  const RelaxedCaptureMode relaxed(cudart_);
+  const RelaxedCaptureMode relaxed(driver_);
   if (StreamCapturing(stream)) {
     Drop(seq, format::DropReason::kGraphCapture, "the stream is capturing a CUDA graph");
     return;
   }
+  const StreamContext context(driver_, stream);
   if (!EnsureRing()) return;
 
   TensorItem* item = nullptr;
@@ -211,44 +228,47 @@ void CaptureEngine::CaptureTensor(uint64_t seq, cudaStream_t stream, const Tenso
     ++tensors_pushed_;
   }
 
-  const cudaError_t prior = cudart_->PeekAtLastError();
-  int previous_device;
-  const int device = EnterStreamDevice(stream, &previous_device);
-  cudaError_t e = cudaSuccess;
+  CUresult e = CUDA_SUCCESS;
   const char* src = static_cast<const char*>(spec.ptr);
   uint64_t queued = 0;
-  for (uint64_t c = 0; c < plan.copies && e == cudaSuccess; ++c) {
+  for (uint64_t c = 0; c < plan.copies && e == CUDA_SUCCESS; ++c) {
     const char* from = src + static_cast<int64_t>(c) * plan.copy_src_stride * plan.elem_bytes;
     char* to = ring_base_ + offset + c * plan.copy_bytes;
     if (plan.pitched) {
-      const size_t width = static_cast<size_t>(spec.rows) * plan.elem_bytes;
-      e = cudart_->Memcpy2DAsync(to, width, from, static_cast<size_t>(spec.ld) * plan.elem_bytes, width,
-                                 static_cast<size_t>(spec.cols), cudaMemcpyDeviceToHost, stream);
+      CUDA_MEMCPY2D copy;
+      memset(&copy, 0, sizeof copy);
+      copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+      copy.srcDevice = reinterpret_cast<CUdeviceptr>(from);
+      copy.srcPitch = static_cast<size_t>(spec.ld) * plan.elem_bytes;
+      copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+      copy.dstHost = to;
+      copy.dstPitch = static_cast<size_t>(spec.rows) * plan.elem_bytes;
+      copy.WidthInBytes = copy.dstPitch;
+      copy.Height = static_cast<size_t>(spec.cols);
+      e = driver_->Memcpy2DAsync(&copy, stream);
     } else {
-      e = cudart_->MemcpyAsync(to, from, plan.copy_bytes, cudaMemcpyDeviceToHost, stream);
+      e = driver_->MemcpyDtoHAsync(to, reinterpret_cast<CUdeviceptr>(from), plan.copy_bytes, stream);
     }
-    if (e == cudaSuccess) ++queued;
+    if (e == CUDA_SUCCESS) ++queued;
   }
   // The event marks the end of every queued copy, also when a later copy failed: the drain hands the ring space
   // back only after it, since a queued copy may still be writing there.
-  cudaEvent_t event = nullptr;
+  CUevent event = nullptr;
   bool unfenced = false;
   if (queued > 0) {
-    event = AcquireEvent(device);
-    const cudaError_t r = event == nullptr ? cudaErrorUnknown : cudart_->EventRecord(event, stream);
-    if (e == cudaSuccess) e = r;
-    unfenced = r != cudaSuccess && queued < plan.copies;
+    event = AcquireEvent(context.ctx());
+    const CUresult r = event == nullptr ? CUDA_ERROR_UNKNOWN : driver_->EventRecord(event, stream);
+    if (e == CUDA_SUCCESS) e = r;
+    unfenced = r != CUDA_SUCCESS && queued < plan.copies;
   }
-  if (previous_device >= 0) cudart_->SetDevice(previous_device);
-  if (e != cudaSuccess && prior == cudaSuccess) cudart_->GetLastError();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    item->state = e == cudaSuccess ? CopyState::kReady : CopyState::kFailed;
+    item->state = e == CUDA_SUCCESS ? CopyState::kReady : CopyState::kFailed;
     item->event = event;
-    item->device = device;
+    item->ctx = context.ctx();
   }
   work_cv_.notify_one();
-  if (e != cudaSuccess) Drop(seq, format::DropReason::kCopyFailed, "device-to-host copy failed: " + CudaErrorText(cudart_, e));
+  if (e != CUDA_SUCCESS) Drop(seq, format::DropReason::kCopyFailed, "device-to-host copy failed: " + CudaErrorText(driver_, e));
   // Copies are in flight with nothing to tell when they end: no ring space may be reused after this.
   if (unfenced) DisableTensors("a device-to-host copy failed and its earlier copies could not be fenced");
 }

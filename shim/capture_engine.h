@@ -4,10 +4,10 @@
 // per process in host call order; DESIGN.md §4) and Publish() when the vendor call has returned. Records reach
 // the sink in Reserve() order (RecordQueue), so op records are in seq order, within flush_ms of their call.
 //
-// Tensors. CaptureTensor() enqueues, on the op's own stream, cudaMemcpyAsync device-to-host into a bounded pinned
+// Tensors. CaptureTensor() enqueues, on the op's own stream, cuMemcpyDtoHAsync into a bounded pinned
 // ring (allocated once, at the first capture) and records an event after it: the copy sees exactly what the stream
 // has done before it, and the application's streams are never synchronized. The drain thread waits for the
-// event (polling cudaEventQuery on our own event, so that the wait can end), packs the staged region densely
+// event (polling cuEventQuery on our own event, so that the wait can end), packs the staged region densely
 // (tensor_pack.h) and writes a TensorRecord. Tensor records follow their op's record in no fixed order: readers
 // join by seq. At exit the wait is bounded by exit_wait_ms: a copy the device has not finished by then (a stream
 // still busy, or hung, as a collective whose peer died is) loses its payload with a notice, and the process exits.
@@ -20,7 +20,7 @@
 //
 // Threads. Reserve, Publish, Notice, Drop, CaptureTensor: any thread (CaptureTensor on the thread that issues the
 // op, since it enqueues on the op's stream). The drain thread, started by Start(), is the only user of the sink
-// until Shutdown() has joined it. The engine owns its sink; the cudart table is borrowed (static storage).
+// until Shutdown() has joined it. The engine owns its sink; the driver table is borrowed (static storage).
 #ifndef TTRACE_SHIM_CAPTURE_ENGINE_H_
 #define TTRACE_SHIM_CAPTURE_ENGINE_H_
 
@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "shim/byte_ring.h"
-#include "shim/cudart_api.h"
+#include "shim/driver_api.h"
 #include "shim/record_queue.h"
 #include "shim/sink.h"
 #include "shim/tensor_pack.h"
@@ -48,7 +48,7 @@
 namespace ttrace::shim {
 
 struct EngineConfig {
-  bool capture_tensors = false;      // TTRACE_MODE=full (and a cudart table given)
+  bool capture_tensors = false;      // TTRACE_MODE=full (and a driver table given)
   format::CaptureModeId mode = format::CaptureModeId::kUnknown;  // TTRACE_MODE, for the EndRecord
   size_t ring_bytes = 256u << 20;    // TTRACE_BUFFER_MB; 0: no tensors
   size_t max_tensor_bytes = 128u << 20;
@@ -82,8 +82,8 @@ class CaptureEngine {
     bool sink_failed = false;
   };
 
-  // `sink` must not be null. `cudart` may be null: then no tensors are captured. Starts no thread.
-  CaptureEngine(const EngineConfig& config, std::unique_ptr<Sink> sink, const CudartApi* cudart);
+  // `sink` must not be null. `driver` may be null: then no tensors are captured. Starts no thread.
+  CaptureEngine(const EngineConfig& config, std::unique_ptr<Sink> sink, const DriverApi* driver);
   ~CaptureEngine();  // Shutdown()
   CaptureEngine(const CaptureEngine&) = delete;
   CaptureEngine& operator=(const CaptureEngine&) = delete;
@@ -109,7 +109,7 @@ class CaptureEngine {
   bool capturing_tensors() const { return tensors_on_.load(std::memory_order_relaxed); }
   // Snapshots `spec` as `stream` will see it at this point (see the header comment). A tensor that is empty or
   // malformed (tensor_pack.h: PlanStaging) is skipped silently: the vendor call rejects it anyway.
-  void CaptureTensor(uint64_t seq, cudaStream_t stream, const TensorSpec& spec);
+  void CaptureTensor(uint64_t seq, CUstream stream, const TensorSpec& spec);  // a cudaStream_t is a CUstream
 
   // Waits until everything reserved and captured before this call is written, then flushes the sink. False when
   // that took longer than timeout_ms (a call on another thread still running) or the engine is stopped.
@@ -131,24 +131,23 @@ class CaptureEngine {
     TensorSpec spec;
     StagingPlan plan;
     size_t offset = 0;
-    cudaEvent_t event = nullptr;
-    int device = -1;
+    CUevent event = nullptr;
+    CUcontext ctx = nullptr;  // the event's context (pooled per context); nullptr: unknown, destroyed after use
     CopyState state = CopyState::kCopying;
   };
 
   bool EnsureRing();
-  bool StreamCapturing(cudaStream_t stream);
-  cudaEvent_t AcquireEvent(int device);
-  int EnterStreamDevice(cudaStream_t stream, int* previous);
+  bool StreamCapturing(CUstream stream);
+  CUevent AcquireEvent(CUcontext ctx);
   void DisableTensors(const std::string& why);
   void DrainLoop();
   void FinalDrain(std::unique_lock<std::mutex>& lock);
   void WriteRecords(std::vector<QueuedRecord>* records);
   void WriteTensor(const TensorItem& item);
   void RecordDropped(uint64_t ticket);
-  // Waits for one of our copy events: cudaSuccess, the copy's error, or cudaErrorNotReady when exit began and
+  // Waits for one of our copy events: CUDA_SUCCESS, the copy's error, or CUDA_ERROR_NOT_READY when exit began and
   // exit_wait_ms has passed since.
-  cudaError_t WaitCopy(cudaEvent_t event);
+  CUresult WaitCopy(CUevent event);
   bool Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
               size_t payload_bytes);
   void SinkFailed();
@@ -156,7 +155,7 @@ class CaptureEngine {
   bool FlushTargetReachedLocked() const;
 
   const EngineConfig config_;
-  const CudartApi* const cudart_;
+  const DriverApi* const driver_;
   std::unique_ptr<Sink> sink_;  // drain thread only (then Shutdown)
   const std::string sink_name_;
   std::atomic<bool> tensors_on_;
@@ -176,7 +175,7 @@ class CaptureEngine {
   std::deque<TensorItem> tensors_;      // ring order
   ByteRing ring_;
   uint64_t tensors_pushed_ = 0, tensors_done_ = 0;
-  std::vector<std::pair<int, cudaEvent_t>> event_pool_;
+  std::vector<std::pair<CUcontext, CUevent>> event_pool_;
   uint64_t flush_requested_ = 0, flush_done_ = 0;
   uint64_t flush_target_ticket_ = 0, flush_target_tensors_ = 0;
   bool stop_ = false;

@@ -1,4 +1,4 @@
-// CaptureEngine against a fake cudart (host memcpy, gateable events) and the real file sink, read back with the
+// CaptureEngine against a fake driver (host memcpy, gateable events) and the real file sink, read back with the
 // analyzer's TraceReader.
 #include "shim/capture_engine.h"
 
@@ -21,81 +21,76 @@ namespace {
 
 using format::RecordType;
 
-// ---- fake cudart -----------------------------------------------------------------------------------------------
-thread_local cudaError_t t_last_error = cudaSuccess;
+// ---- fake driver -----------------------------------------------------------------------------------------------
 std::mutex g_gate_mu;
 std::condition_variable g_gate_cv;
 bool g_gate_open = true;
 std::atomic<int> g_memcpy_calls{0};
 std::atomic<bool> g_host_alloc_fails{false};
-const void* g_poisoned = nullptr;  // MemcpyAsync from here fails
+const void* g_poisoned = nullptr;  // copies from here fail
 
-cudaError_t FakeMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t) {
+const void* Ptr(CUdeviceptr p) { return reinterpret_cast<const void*>(p); }
+
+CUresult FakeMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream) {
   ++g_memcpy_calls;
-  if (kind != cudaMemcpyDeviceToHost) return t_last_error = cudaErrorInvalidMemcpyDirection;
-  if (src == g_poisoned) return t_last_error = cudaErrorInvalidValue;
-  memcpy(dst, src, n);
-  return cudaSuccess;
+  if (Ptr(src) == g_poisoned) return CUDA_ERROR_INVALID_VALUE;
+  memcpy(dst, Ptr(src), n);
+  return CUDA_SUCCESS;
 }
 std::atomic<int> g_memcpy2d_calls{0};
-cudaError_t FakeMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
-                              cudaMemcpyKind kind, cudaStream_t) {
+CUresult FakeMemcpy2DAsync(const CUDA_MEMCPY2D* c, CUstream) {
   ++g_memcpy2d_calls;
-  if (kind != cudaMemcpyDeviceToHost || width > dpitch || width > spitch) return t_last_error = cudaErrorInvalidValue;
-  for (size_t r = 0; r < height; ++r)
-    memcpy(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
-  return cudaSuccess;
+  if (c->srcMemoryType != CU_MEMORYTYPE_DEVICE || c->dstMemoryType != CU_MEMORYTYPE_HOST ||
+      c->WidthInBytes > c->dstPitch || c->WidthInBytes > c->srcPitch || c->srcXInBytes != 0 || c->srcY != 0 ||
+      c->dstXInBytes != 0 || c->dstY != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t r = 0; r < c->Height; ++r)
+    memcpy(static_cast<char*>(c->dstHost) + r * c->dstPitch,
+           static_cast<const char*>(Ptr(c->srcDevice)) + r * c->srcPitch, c->WidthInBytes);
+  return CUDA_SUCCESS;
 }
-cudaError_t FakeHostAlloc(void** p, size_t n, unsigned) {
-  if (g_host_alloc_fails) return t_last_error = cudaErrorMemoryAllocation;
+CUresult FakeMemHostAlloc(void** p, size_t n, unsigned) {
+  if (g_host_alloc_fails) return CUDA_ERROR_OUT_OF_MEMORY;
   *p = malloc(n);
-  return cudaSuccess;
+  return CUDA_SUCCESS;
 }
-cudaError_t FakeFreeHost(void* p) {
+CUresult FakeMemFreeHost(void* p) {
   free(p);
-  return cudaSuccess;
+  return CUDA_SUCCESS;
 }
-cudaError_t FakeEventCreate(cudaEvent_t* e, unsigned) {
-  *e = reinterpret_cast<cudaEvent_t>(new int(0));
-  return cudaSuccess;
+CUresult FakeEventCreate(CUevent* e, unsigned) {
+  *e = reinterpret_cast<CUevent>(new int(0));
+  return CUDA_SUCCESS;
 }
 std::atomic<int> g_event_records{0}, g_event_syncs{0};
-cudaError_t FakeEventRecord(cudaEvent_t, cudaStream_t) {
+CUresult FakeEventRecord(CUevent, CUstream) {
   ++g_event_records;
-  return cudaSuccess;
+  return CUDA_SUCCESS;
 }
 // Events complete while the gate is open; g_event_syncs counts the queries.
-cudaError_t FakeEventQuery(cudaEvent_t) {
+CUresult FakeEventQuery(CUevent) {
   ++g_event_syncs;
   std::lock_guard<std::mutex> lock(g_gate_mu);
-  return g_gate_open ? cudaSuccess : cudaErrorNotReady;
+  return g_gate_open ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
-cudaError_t FakeEventDestroy(cudaEvent_t e) {
+CUresult FakeEventDestroy(CUevent e) {
   delete reinterpret_cast<int*>(e);
-  return cudaSuccess;
+  return CUDA_SUCCESS;
 }
-cudaError_t FakeGetLastError() {
-  cudaError_t e = t_last_error;
-  t_last_error = cudaSuccess;
-  return e;
-}
-cudaError_t FakePeekAtLastError() { return t_last_error; }
 
-CudartApi FakeCudart() {
-  CudartApi api{};
-  api.MemcpyAsync = FakeMemcpyAsync;
-  api.HostAlloc = FakeHostAlloc;
-  api.FreeHost = FakeFreeHost;
-  api.EventCreateWithFlags = FakeEventCreate;
+DriverApi FakeDriver() {
+  DriverApi api{};
+  api.MemcpyDtoHAsync = FakeMemcpyDtoHAsync;
+  api.MemHostAlloc = FakeMemHostAlloc;
+  api.MemFreeHost = FakeMemFreeHost;
+  api.EventCreate = FakeEventCreate;
   api.EventRecord = FakeEventRecord;
   api.EventQuery = FakeEventQuery;
   api.EventDestroy = FakeEventDestroy;
-  api.GetLastError = FakeGetLastError;
-  api.PeekAtLastError = FakePeekAtLastError;
   api.Memcpy2DAsync = FakeMemcpy2DAsync;
   return api;
 }
-const CudartApi kFakeCudart = FakeCudart();
+const DriverApi kFakeDriver = FakeDriver();
 
 void SetGate(bool open) {
   std::lock_guard<std::mutex> lock(g_gate_mu);
@@ -160,13 +155,13 @@ class CaptureEngineTest : public ::testing::Test {
     unlink(path_.c_str());
     rmdir(dir_.c_str());
   }
-  std::unique_ptr<CaptureEngine> Make(EngineConfig config, const CudartApi* cudart = &kFakeCudart) {
+  std::unique_ptr<CaptureEngine> Make(EngineConfig config, const DriverApi* driver = &kFakeDriver) {
     std::string error;
     store::StreamIdentity id;
     id.rank = 0;
     auto sink = OpenFileSink(path_, id, &error);
     EXPECT_NE(sink, nullptr) << error;
-    auto engine = std::make_unique<CaptureEngine>(config, std::move(sink), cudart);
+    auto engine = std::make_unique<CaptureEngine>(config, std::move(sink), driver);
     engine->Start();
     return engine;
   }
@@ -306,13 +301,11 @@ TEST_F(CaptureEngineTest, OversizedTensorDroppedWithoutCopy) {
   EXPECT_NE(notices[0].payload.find("TTRACE_MAX_TENSOR_MB"), std::string::npos);
 }
 
-TEST_F(CaptureEngineTest, FailedCopyDropsAndClearsItsOwnError) {
+TEST_F(CaptureEngineTest, FailedCopyDropsOnlyItsPayload) {
   auto engine = Make(Full());
   std::vector<float> m(64);
   g_poisoned = m.data();
-  t_last_error = cudaSuccess;
   engine->CaptureTensor(3, nullptr, Matrix(m, 8, 8, 8, format::TensorSlot::kSend));
-  EXPECT_EQ(FakePeekAtLastError(), cudaSuccess) << "the application must not see our failed copy";
   g_poisoned = nullptr;
   std::vector<float> ok(64, 2.0f);
   engine->CaptureTensor(4, nullptr, Matrix(ok, 8, 8, 8, format::TensorSlot::kRecv));
@@ -414,7 +407,6 @@ TEST_F(CaptureEngineTest, PartlyFailedCopyIsFencedBeforeItsSpaceIsReused) {
   spec.batch = 2;
   spec.batch_stride = 1000;  // far apart: one copy per batch
   g_poisoned = m.data() + 1000;
-  t_last_error = cudaSuccess;
   const int records_before = g_event_records, syncs_before = g_event_syncs;
   engine->CaptureTensor(5, nullptr, spec);
   g_poisoned = nullptr;
@@ -444,7 +436,7 @@ TEST_F(CaptureEngineTest, PinnedAllocationFailureTurnsTensorsOffOnly) {
   EXPECT_EQ(notices[0].As<format::NoticeRecord>().code, static_cast<uint32_t>(format::NoticeCode::kCaptureDisabled));
 }
 
-TEST_F(CaptureEngineTest, MetaModeAndMissingCudartCaptureNoTensors) {
+TEST_F(CaptureEngineTest, MetaModeAndMissingDriverCaptureNoTensors) {
   EngineConfig meta = Full();
   meta.capture_tensors = false;
   auto engine = Make(meta);
@@ -455,8 +447,8 @@ TEST_F(CaptureEngineTest, MetaModeAndMissingCudartCaptureNoTensors) {
   EXPECT_EQ(g_memcpy_calls, before);
   engine->Shutdown();
   std::string error;
-  auto no_cudart = std::make_unique<CaptureEngine>(Full(), OpenFileSink(path_, {}, &error), nullptr);
-  EXPECT_FALSE(no_cudart->capturing_tensors());
+  auto no_driver = std::make_unique<CaptureEngine>(Full(), OpenFileSink(path_, {}, &error), nullptr);
+  EXPECT_FALSE(no_driver->capturing_tensors());
 }
 
 TEST_F(CaptureEngineTest, FlushAndWaitMakesRecordsReadableWhileRunning) {
@@ -528,7 +520,7 @@ TEST_F(CaptureEngineTest, SinkFailureIsReportedOnce) {
     ++failures;
     why = w;
   };
-  CaptureEngine engine(c, std::make_unique<FailingSink>(), &kFakeCudart);
+  CaptureEngine engine(c, std::make_unique<FailingSink>(), &kFakeDriver);
   engine.Start();
   for (int i = 0; i < 3; ++i) {
     const CaptureEngine::Slot s = engine.Reserve(true);

@@ -18,6 +18,9 @@
 #include "shim/runtime.h"
 #include "shim/tensor_pack.h"
 
+#define TTRACE_LIBRARY kCublas
+#define TTRACE_UNRESOLVED_STATUS CUBLAS_STATUS_NOT_INITIALIZED
+
 namespace ttrace::shim {
 namespace {
 
@@ -89,6 +92,7 @@ double ReadScalar(const void* p, Scalar type) {
 }
 
 struct GemmCall {
+  int version;  // the caller's cuBLAS version (interception.h: vendor_version), whose helpers read the handle
   cublasHandle_t handle;
   format::GemmRecord rec;
   const void* alpha;
@@ -97,10 +101,11 @@ struct GemmCall {
   bool device_scalars = false;  // CUBLAS_POINTER_MODE_DEVICE: alpha and beta are device pointers
 };
 
-GemmCall NewGemm(format::ApiId api, cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
-                 int64_t m, int64_t n, int64_t k, const void* alpha, const void* beta, Scalar scalar) {
+GemmCall NewGemm(int version, format::ApiId api, cublasHandle_t handle, cublasOperation_t transa,
+                 cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const void* alpha, const void* beta, Scalar scalar) {
   GemmCall c;
   memset(&c.rec, 0, sizeof c.rec);
+  c.version = version;
   c.handle = handle;
   c.alpha = alpha;
   c.beta = beta;
@@ -139,14 +144,14 @@ bool ReadHandleState(GemmCall* c, cudaStream_t* stream) {
   using GetMathMode = decltype(&::cublasGetMathMode);
   format::GemmRecord& r = c->rec;
   r.flags |= format::kScalarsUnknown;
-  auto get_stream = reinterpret_cast<GetStream>(g_get_stream.Get());
+  auto get_stream = reinterpret_cast<GetStream>(g_get_stream.Get(c->version));
   if (get_stream == nullptr || get_stream(c->handle, stream) != CUBLAS_STATUS_SUCCESS) return false;
   r.stream = reinterpret_cast<uint64_t>(*stream);
   cublasMath_t math;
-  auto get_math = reinterpret_cast<GetMathMode>(g_get_math_mode.Get());
+  auto get_math = reinterpret_cast<GetMathMode>(g_get_math_mode.Get(c->version));
   if (get_math != nullptr && get_math(c->handle, &math) == CUBLAS_STATUS_SUCCESS) r.math_mode = math;
   cublasPointerMode_t mode;
-  auto get_mode = reinterpret_cast<GetPointerMode>(g_get_pointer_mode.Get());
+  auto get_mode = reinterpret_cast<GetPointerMode>(g_get_pointer_mode.Get(c->version));
   const bool mode_known = get_mode != nullptr && get_mode(c->handle, &mode) == CUBLAS_STATUS_SUCCESS;
   c->device_scalars = mode_known && mode == CUBLAS_POINTER_MODE_DEVICE;
   if (mode_known && mode == CUBLAS_POINTER_MODE_HOST && c->alpha != nullptr && c->beta != nullptr &&
@@ -274,37 +279,15 @@ using ttrace::shim::SetBatches;
 using ttrace::shim::SetOperands;
 using ttrace::shim::TraceGemm;
 
-TTRACE_INTERCEPTOR(cublasStatus_t, cublasSgemm_v2, cublasHandle_t handle, cublasOperation_t transa,
-                   cublasOperation_t transb, int m, int n, int k, const float* alpha, const float* A, int lda,
-                   const float* B, int ldb, const float* beta, float* C, int ldc) {
-  TTRACE_ENTER(cublasSgemm_v2, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, lda, B,
-               ldb, beta, C, ldc);
-  GemmCall c = NewGemm(ApiId::kCublasSgemm, handle, transa, transb, m, n, k, alpha, beta, Scalar::kF32);
-  SetOperands(&c, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F);
-  return TraceGemm(&c, [&] { return REAL(cublasSgemm_v2)(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb,
-                                                         beta, C, ldc); });
-}
-
-TTRACE_INTERCEPTOR(cublasStatus_t, cublasSgemm_v2_64, cublasHandle_t handle, cublasOperation_t transa,
-                   cublasOperation_t transb, int64_t m, int64_t n, int64_t k, const float* alpha, const float* A,
-                   int64_t lda, const float* B, int64_t ldb, const float* beta, float* C, int64_t ldc) {
-  TTRACE_ENTER(cublasSgemm_v2_64, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, lda,
-               B, ldb, beta, C, ldc);
-  GemmCall c = NewGemm(ApiId::kCublasSgemm64, handle, transa, transb, m, n, k, alpha, beta, Scalar::kF32);
-  SetOperands(&c, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F);
-  return TraceGemm(&c, [&] { return REAL(cublasSgemm_v2_64)(handle, transa, transb, m, n, k, alpha, A, lda, B,
-                                                            ldb, beta, C, ldc); });
-}
-
 // The typed entry points: one macro per family, the only differences being the scalar type, the CUDA data type
 // and the compute type recorded (the analyzer derives the effective one from the api and the math mode).
 #define TTRACE_TYPED_GEMM(name, id, Int, T, cuda_type, compute, scalar)                                          \
-  TTRACE_INTERCEPTOR(cublasStatus_t, name, cublasHandle_t handle, cublasOperation_t transa,                    \
-                     cublasOperation_t transb, Int m, Int n, Int k, const T* alpha, const T* A, Int lda,        \
-                     const T* B, Int ldb, const T* beta, T* C, Int ldc) {                                      \
-    TTRACE_ENTER(name, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, lda, B, ldb,  \
-                 beta, C, ldc);                                                                                \
-    GemmCall c = NewGemm(ApiId::id, handle, transa, transb, m, n, k, alpha, beta, scalar);                     \
+  TTRACE_INTERCEPTOR(cublasStatus_t, name,                                                                     \
+                     (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, Int m, Int n,  \
+                      Int k, const T* alpha, const T* A, Int lda, const T* B, Int ldb, const T* beta, T* C,     \
+                      Int ldc),                                                                                \
+                     (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)) {                 \
+    GemmCall c = NewGemm(vendor_version, ApiId::id, handle, transa, transb, m, n, k, alpha, beta, scalar);     \
     SetOperands(&c, A, cuda_type, lda, B, cuda_type, ldb, C, cuda_type, ldc, compute);                         \
     return TraceGemm(&c, [&] {                                                                                 \
       return REAL(name)(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);                  \
@@ -312,13 +295,14 @@ TTRACE_INTERCEPTOR(cublasStatus_t, cublasSgemm_v2_64, cublasHandle_t handle, cub
   }
 
 #define TTRACE_TYPED_GEMM_STRIDED(name, id, Int, T, cuda_type, compute, scalar)                                  \
-  TTRACE_INTERCEPTOR(cublasStatus_t, name, cublasHandle_t handle, cublasOperation_t transa,                    \
-                     cublasOperation_t transb, Int m, Int n, Int k, const T* alpha, const T* A, Int lda,        \
-                     long long int strideA, const T* B, Int ldb, long long int strideB, const T* beta, T* C,    \
-                     Int ldc, long long int strideC, Int batchCount) {                                         \
-    TTRACE_ENTER(name, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, lda, strideA, \
-                 B, ldb, strideB, beta, C, ldc, strideC, batchCount);                                          \
-    GemmCall c = NewGemm(ApiId::id, handle, transa, transb, m, n, k, alpha, beta, scalar);                     \
+  TTRACE_INTERCEPTOR(cublasStatus_t, name,                                                                     \
+                     (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, Int m, Int n,  \
+                      Int k, const T* alpha, const T* A, Int lda, long long int strideA, const T* B, Int ldb,   \
+                      long long int strideB, const T* beta, T* C, Int ldc, long long int strideC,               \
+                      Int batchCount),                                                                         \
+                     (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc,   \
+                      strideC, batchCount)) {                                                                  \
+    GemmCall c = NewGemm(vendor_version, ApiId::id, handle, transa, transb, m, n, k, alpha, beta, scalar);     \
     SetOperands(&c, A, cuda_type, lda, B, cuda_type, ldb, C, cuda_type, ldc, compute);                         \
     SetBatches(&c, batchCount, strideA, strideB, strideC);                                                     \
     return TraceGemm(&c, [&] {                                                                                 \
@@ -327,6 +311,8 @@ TTRACE_INTERCEPTOR(cublasStatus_t, cublasSgemm_v2_64, cublasHandle_t handle, cub
     });                                                                                                        \
   }
 
+TTRACE_TYPED_GEMM(cublasSgemm_v2, kCublasSgemm, int, float, CUDA_R_32F, CUBLAS_COMPUTE_32F, Scalar::kF32)
+TTRACE_TYPED_GEMM(cublasSgemm_v2_64, kCublasSgemm64, int64_t, float, CUDA_R_32F, CUBLAS_COMPUTE_32F, Scalar::kF32)
 TTRACE_TYPED_GEMM(cublasDgemm_v2, kCublasDgemm, int, double, CUDA_R_64F, CUBLAS_COMPUTE_64F, Scalar::kF64)
 TTRACE_TYPED_GEMM(cublasDgemm_v2_64, kCublasDgemm64, int64_t, double, CUDA_R_64F, CUBLAS_COMPUTE_64F, Scalar::kF64)
 TTRACE_TYPED_GEMM(cublasHgemm, kCublasHgemm, int, __half, CUDA_R_16F, CUBLAS_COMPUTE_16F, Scalar::kF16)
@@ -346,14 +332,15 @@ TTRACE_TYPED_GEMM_STRIDED(cublasHgemmStridedBatched_64, kCublasHgemmStridedBatch
 
 // cublasGemmEx and cublasGemmStridedBatchedEx, in their int and _64 forms: types and compute type as passed.
 #define TTRACE_GEMM_EX(name, id, Int)                                                                          \
-  TTRACE_INTERCEPTOR(cublasStatus_t, name, cublasHandle_t handle, cublasOperation_t transa,                    \
-                     cublasOperation_t transb, Int m, Int n, Int k, const void* alpha, const void* A,           \
-                     cudaDataType Atype, Int lda, const void* B, cudaDataType Btype, Int ldb, const void* beta, \
-                     void* C, cudaDataType Ctype, Int ldc, cublasComputeType_t computeType,                    \
-                     cublasGemmAlgo_t algo) {                                                                  \
-    TTRACE_ENTER(name, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, \
-                 Btype, ldb, beta, C, Ctype, ldc, computeType, algo);                                          \
-    GemmCall c = NewGemm(ApiId::id, handle, transa, transb, m, n, k, alpha, beta, ScalarOf(computeType));      \
+  TTRACE_INTERCEPTOR(cublasStatus_t, name,                                                                     \
+                     (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, Int m, Int n,  \
+                      Int k, const void* alpha, const void* A, cudaDataType Atype, Int lda, const void* B,      \
+                      cudaDataType Btype, Int ldb, const void* beta, void* C, cudaDataType Ctype, Int ldc,      \
+                      cublasComputeType_t computeType, cublasGemmAlgo_t algo),                                 \
+                     (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,     \
+                      ldc, computeType, algo)) {                                                               \
+    GemmCall c = NewGemm(vendor_version, ApiId::id, handle, transa, transb, m, n, k, alpha, beta,              \
+                         ScalarOf(computeType));                                                               \
     SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);                                 \
     return TraceGemm(&c, [&] {                                                                                 \
       return REAL(name)(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,  \
@@ -362,15 +349,16 @@ TTRACE_TYPED_GEMM_STRIDED(cublasHgemmStridedBatched_64, kCublasHgemmStridedBatch
   }
 
 #define TTRACE_GEMM_STRIDED_EX(name, id, Int)                                                                  \
-  TTRACE_INTERCEPTOR(cublasStatus_t, name, cublasHandle_t handle, cublasOperation_t transa,                    \
-                     cublasOperation_t transb, Int m, Int n, Int k, const void* alpha, const void* A,           \
-                     cudaDataType Atype, Int lda, long long int strideA, const void* B, cudaDataType Btype,     \
-                     Int ldb, long long int strideB, const void* beta, void* C, cudaDataType Ctype, Int ldc,    \
-                     long long int strideC, Int batchCount, cublasComputeType_t computeType,                   \
-                     cublasGemmAlgo_t algo) {                                                                  \
-    TTRACE_ENTER(name, CUBLAS_STATUS_NOT_INITIALIZED, handle, transa, transb, m, n, k, alpha, A, Atype, lda,    \
-                 strideA, B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo); \
-    GemmCall c = NewGemm(ApiId::id, handle, transa, transb, m, n, k, alpha, beta, ScalarOf(computeType));      \
+  TTRACE_INTERCEPTOR(cublasStatus_t, name,                                                                     \
+                     (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, Int m, Int n,  \
+                      Int k, const void* alpha, const void* A, cudaDataType Atype, Int lda,                    \
+                      long long int strideA, const void* B, cudaDataType Btype, Int ldb, long long int strideB, \
+                      const void* beta, void* C, cudaDataType Ctype, Int ldc, long long int strideC,            \
+                      Int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo),                 \
+                     (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB,   \
+                      beta, C, Ctype, ldc, strideC, batchCount, computeType, algo)) {                          \
+    GemmCall c = NewGemm(vendor_version, ApiId::id, handle, transa, transb, m, n, k, alpha, beta,              \
+                         ScalarOf(computeType));                                                               \
     SetOperands(&c, A, Atype, lda, B, Btype, ldb, C, Ctype, ldc, computeType);                                 \
     SetBatches(&c, batchCount, strideA, strideB, strideC);                                                     \
     return TraceGemm(&c, [&] {                                                                                 \

@@ -12,47 +12,50 @@
 namespace ttrace::shim {
 namespace {
 
-struct VendorLibrary {
-  const char* soname;
-  const char* version_node;  // nullptr: the library's symbols are unversioned
-  const char* prefix;        // NCCL: the strong pnccl* alias
-};
+// NCCL's ncclX are weak aliases of the strong pncclX (DESIGN.md §5): asking for the strong one finds NCCL's
+// definition, never an interposer's.
+const char* Prefix(format::Library library) { return library == format::Library::kNccl ? "p" : ""; }
 
-VendorLibrary Vendor(format::Library library) {
-  switch (library) {
-    case format::Library::kCublas:
-      return {"libcublas.so.13", "libcublas.so.13", ""};
-    case format::Library::kCublasLt:
-      return {"libcublasLt.so.13", "libcublasLt.so.13", ""};
-    case format::Library::kCudnn:
-      return {"libcudnn.so.9", nullptr, ""};
-    case format::Library::kNccl:
-      return {"libnccl.so.2", nullptr, "p"};
-  }
-  return {nullptr, nullptr, ""};
+void* Lookup(void* handle, const char* name, const char* version_node) {
+  return version_node != nullptr ? dlvsym(handle, name, version_node) : dlsym(handle, name);
 }
 
-// A versioned library is asked for its own version node only, so that another major version loaded in the same
-// process (libcublas.so.12 beside .13) is never called through a wrapper written for this one.
-void* Lookup(void* handle, const std::string& name, const char* version_node) {
-  if (version_node != nullptr) return dlvsym(handle, name.c_str(), version_node);
-  return dlsym(handle, name.c_str());
+// The library's sonames, the caller's version first.
+int Sonames(format::Library library, int version, const char* out[kMaxVendorVersions]) {
+  int n = 0;
+  if (const char* own = VendorSoname(library, version)) out[n++] = own;
+  for (int i = 0; i < kMaxVendorVersions; ++i) {
+    const char* s = VendorSoname(library, i);
+    if (i != version && s != nullptr) out[n++] = s;
+  }
+  return n;
 }
 
 thread_local int t_interceptor_depth = 0;
 
 }  // namespace
 
-void* ResolveVendorSymbol(format::Library library, const char* symbol) {
-  const VendorLibrary v = Vendor(library);
-  if (v.soname == nullptr) return nullptr;
-  const std::string name = std::string(v.prefix) + symbol;
-  if (void* fn = Lookup(RTLD_NEXT, name, v.version_node)) return fn;
-  void* handle = dlopen(v.soname, RTLD_LAZY | RTLD_NOLOAD);
-  if (handle == nullptr) return nullptr;
-  void* fn = Lookup(handle, name, v.version_node);
-  dlclose(handle);  // drops the reference RTLD_NOLOAD added; the library stays loaded by its owner
-  return fn;
+void* ResolveVendorSymbol(format::Library library, const char* symbol, int version) {
+  if (version < 0 || version >= kMaxVendorVersions) return nullptr;
+  const char* sonames[kMaxVendorVersions];
+  const int n = Sonames(library, version, sonames);
+  if (n == 0) return nullptr;
+  const bool versioned = VendorVersioned(library);
+  const std::string name = std::string(Prefix(library)) + symbol;
+  if (versioned) {
+    for (int i = 0; i < n; ++i)
+      if (void* fn = Lookup(RTLD_NEXT, name.c_str(), sonames[i])) return fn;
+  }
+  if (void* fn = Lookup(RTLD_NEXT, name.c_str(), nullptr)) return fn;
+  for (int i = 0; i < n; ++i) {
+    void* handle = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    void* fn = versioned ? Lookup(handle, name.c_str(), sonames[i]) : nullptr;
+    if (fn == nullptr) fn = Lookup(handle, name.c_str(), nullptr);
+    dlclose(handle);  // drops the reference RTLD_NOLOAD added; the library stays loaded by its owner
+    if (fn != nullptr) return fn;
+  }
+  return nullptr;
 }
 
 void ReportUnresolved(const char* symbol) {

@@ -35,6 +35,9 @@
 #include "shim/runtime.h"
 #include "shim/tensor_pack.h"
 
+#define TTRACE_LIBRARY kNccl
+#define TTRACE_UNRESOLVED_STATUS ncclInternalError
+
 namespace ttrace::shim {
 namespace {
 
@@ -230,21 +233,21 @@ using ttrace::shim::t_deferred;
 using ttrace::shim::t_group_depth;
 using ttrace::shim::TensorSpec;
 
-TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  TTRACE_ENTER(ncclCommInitRank, ncclInternalError, comm, nranks, commId, rank);
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitRank, (ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank),
+                   (comm, nranks, commId, rank)) {
   return ttrace::shim::TraceInitRank(ApiId::kNcclCommInitRank, comm, nranks, commId, rank,
                                      [&] { return REAL(ncclCommInitRank)(comm, nranks, commId, rank); });
 }
 
-TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId commId,
-                   int rank, ncclConfig_t* config) {
-  TTRACE_ENTER(ncclCommInitRankConfig, ncclInternalError, comm, nranks, commId, rank, config);
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitRankConfig,
+                   (ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config),
+                   (comm, nranks, commId, rank, config)) {
   return ttrace::shim::TraceInitRank(ApiId::kNcclCommInitRankConfig, comm, nranks, commId, rank,
                                      [&] { return REAL(ncclCommInitRankConfig)(comm, nranks, commId, rank, config); });
 }
 
-TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, const int* devlist) {
-  TTRACE_ENTER(ncclCommInitAll, ncclInternalError, comm, ndev, devlist);
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitAll, (ncclComm_t* comm, int ndev, const int* devlist),
+                   (comm, ndev, devlist)) {
   CaptureEngine* engine = Engine();
   if (engine == nullptr) return REAL(ncclCommInitAll)(comm, ndev, devlist);
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
@@ -270,24 +273,22 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitAll, ncclComm_t* comm, int ndev, co
   return status;
 }
 
-TTRACE_INTERCEPTOR(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
-  TTRACE_ENTER(ncclCommDestroy, ncclInternalError, comm);
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommDestroy, (ncclComm_t comm), (comm)) {
   return ttrace::shim::TraceCommEnd(ApiId::kNcclCommDestroy, comm, [&] { return REAL(ncclCommDestroy)(comm); });
 }
 
-TTRACE_INTERCEPTOR(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
-  TTRACE_ENTER(ncclCommAbort, ncclInternalError, comm);
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommAbort, (ncclComm_t comm), (comm)) {
   return ttrace::shim::TraceCommEnd(ApiId::kNcclCommAbort, comm, [&] { return REAL(ncclCommAbort)(comm); });
 }
 
-TTRACE_INTERCEPTOR(ncclResult_t, ncclCommFinalize, ncclComm_t comm) {
-  TTRACE_ENTER(ncclCommFinalize, ncclInternalError, comm);
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommFinalize, (ncclComm_t comm), (comm)) {
   return ttrace::shim::TraceCommEnd(ApiId::kNcclCommFinalize, comm, [&] { return REAL(ncclCommFinalize)(comm); });
 }
 
-TTRACE_INTERCEPTOR(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff, size_t count,
-                   ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  TTRACE_ENTER(ncclAllReduce, ncclInternalError, sendbuff, recvbuff, count, datatype, op, comm, stream);
+TTRACE_INTERCEPTOR(ncclResult_t, ncclAllReduce,
+                   (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                    ncclComm_t comm, cudaStream_t stream),
+                   (sendbuff, recvbuff, count, datatype, op, comm, stream)) {
   CaptureEngine* engine = Engine();
   if (engine == nullptr) return REAL(ncclAllReduce)(sendbuff, recvbuff, count, datatype, op, comm, stream);
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/true);
@@ -340,8 +341,7 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recv
   return status;
 }
 
-TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupStart) {
-  TTRACE_ENTER(ncclGroupStart, ncclInternalError);
+TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupStart, (), ()) {
   CaptureEngine* engine = Engine();
   if (engine == nullptr) return REAL(ncclGroupStart)();
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
@@ -352,8 +352,7 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupStart) {
   return status;
 }
 
-TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupEnd) {
-  TTRACE_ENTER(ncclGroupEnd, ncclInternalError);
+TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupEnd, (), ()) {
   CaptureEngine* engine = Engine();
   if (engine == nullptr) return REAL(ncclGroupEnd)();
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
@@ -374,8 +373,8 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclGroupEnd) {
   return status;
 }
 
-TTRACE_INTERCEPTOR(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError) {
-  TTRACE_ENTER(ncclCommGetAsyncError, ncclInternalError, comm, asyncError);
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t* asyncError),
+                   (comm, asyncError)) {
   const ncclResult_t status = REAL(ncclCommGetAsyncError)(comm, asyncError);
   CaptureEngine* engine = Engine();
   if (engine == nullptr || status != ncclSuccess || asyncError == nullptr || *asyncError == ncclInProgress)

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "shim/capture_engine.h"
-#include "shim/cudart_api.h"
+#include "shim/driver_api.h"
 #include "shim/log.h"
 #include "shim/signal_close.h"
 #include "shim/sink.h"
@@ -122,15 +122,15 @@ CaptureEngine* Engine() {
   }
   EngineConfig config = EngineConfigFromOptions(options);
   config.on_failure = [](const std::string& why) { DisableCapture(why); };
-  const CudartApi* cudart = nullptr;
+  const DriverApi* driver = nullptr;
   if (config.capture_tensors) {
     const char* missing = nullptr;
-    cudart = ApplicationCudart(&missing);
-    if (cudart == nullptr)
-      Log("the application's libcudart.so.13 is not loaded (%s not found): recording calls without tensors",
-          missing != nullptr ? missing : "cudaMemcpyAsync");
+    driver = ProcessDriver(&missing);
+    if (driver == nullptr)
+      Log("the CUDA driver (libcuda.so.1) cannot be used (%s not found): recording calls without tensors",
+          missing != nullptr ? missing : "cuMemcpyDtoHAsync");
   }
-  engine = new CaptureEngine(config, std::move(sink), cudart);
+  engine = new CaptureEngine(config, std::move(sink), driver);
   {
     const BlockCloseSignals blocked;
     engine->Start();

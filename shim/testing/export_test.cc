@@ -6,11 +6,16 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "shim/interception.h"
 #include "shim/testing/process.h"
 #include "ttrace/format.h"
 
 namespace ttrace::shim::testing {
 namespace {
+
+using ::ttrace::shim::kMaxVendorVersions;
+using ::ttrace::shim::VendorSoname;
+using ::ttrace::shim::VendorVersioned;
 
 const std::string kShim = TTRACE_SHIM_LIB;
 
@@ -20,19 +25,39 @@ std::string Tool(const std::vector<std::string>& argv) {
   return r.out;
 }
 
-TEST(ShimExportTest, ExportsExactlyTheApiList) {
-  std::set<std::string> exported;
+// Every apis.inc symbol of a library with version nodes is exported once per node, the current major as the
+// default version (@@); the others once, as the default version of node TTRACE. The version definitions
+// themselves show as absolute symbols.
+TEST(ShimExportTest, ExportsExactlyTheApiListPerVersionNode) {
+  std::set<std::string> exported, nodes;
   std::istringstream in(Tool({"/usr/bin/nm", "-D", "--defined-only", kShim}));
   for (std::string line; std::getline(in, line);) {
     std::istringstream fields(line);
     std::string addr, type, name;
     fields >> addr >> type >> name;
+    if (type == "A") {
+      nodes.insert(name);
+      continue;
+    }
     EXPECT_EQ(type, "T") << line;
     exported.insert(name);
   }
-  std::set<std::string> listed;
-  for (const format::ApiInfo& api : format::kApis) listed.insert(api.symbol);
+  std::set<std::string> listed, listed_nodes = {"TTRACE"};
+  for (const format::ApiInfo& api : format::kApis) {
+    if (!VendorVersioned(api.library)) {
+      listed.insert(std::string(api.symbol) + "@@TTRACE");
+      continue;
+    }
+    for (int v = 0; v < kMaxVendorVersions; ++v) {
+      const char* node = VendorSoname(api.library, v);
+      if (node == nullptr) continue;
+      listed.insert(std::string(api.symbol) + (v == 0 ? "@@" : "@") + node);
+      listed_nodes.insert(node);
+    }
+  }
   EXPECT_EQ(exported, listed);
+  EXPECT_EQ(nodes, listed_nodes);
+  EXPECT_NE(listed.count("cublasGemmEx@libcublas.so.12"), 0u);  // the list itself says what we rely on
 }
 
 TEST(ShimExportTest, NeedsNoCudaLibrary) {

@@ -58,6 +58,27 @@ TEST(ResolveTest, FindsLibrariesLoadedLocally) {
   EXPECT_EQ(lazy.Get(), lazy.Get());
 }
 
+// The caller's version node comes first; a wrapper whose own major is not loaded finds the other one.
+TEST(ResolveTest, EachVersionNodeResolvesToItsOwnMajor) {
+  void* standin = dlopen((std::string(TTRACE_CUBLAS12_DIR) + "/libcublas.so.12").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(standin, nullptr) << dlerror();
+  void* gemm12 = dlvsym(standin, "cublasGemmEx", "libcublas.so.12");
+  ASSERT_NE(gemm12, nullptr);
+  void* cublas13 = dlopen((kSimgpu + "/libcublas.so.13").c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(cublas13, nullptr) << dlerror();
+  void* gemm13 = dlvsym(cublas13, "cublasGemmEx", "libcublas.so.13");
+  EXPECT_EQ(ResolveVendorSymbol(format::Library::kCublas, "cublasGemmEx", 1), gemm12);
+  EXPECT_EQ(ResolveVendorSymbol(format::Library::kCublas, "cublasGemmEx", 0), gemm13);
+  // Only in cuBLAS 13 (the stand-in has no _64 forms): the cuBLAS 12 wrapper still finds a definition.
+  EXPECT_EQ(ResolveVendorSymbol(format::Library::kCublas, "cublasGemmEx_64", 1),
+            dlvsym(cublas13, "cublasGemmEx_64", "libcublas.so.13"));
+  EXPECT_EQ(ResolveVendorSymbol(format::Library::kCublas, "cublasGemmEx", 2), nullptr) << "no third version";
+  LazySymbol lazy(format::Library::kCublas, "cublasGemmEx");
+  EXPECT_EQ(lazy.Get(1), gemm12);
+  EXPECT_EQ(lazy.Get(0), gemm13);
+  EXPECT_EQ(lazy.Get(kMaxVendorVersions), nullptr);
+}
+
 TEST(ResolveTest, ApiListLookupsAtCompileTime) {
   static_assert(ApiIndex("cublasGemmEx") >= 0);
   static_assert(ApiIndex("cublasSgemm") < 0, "header names are not exported names");

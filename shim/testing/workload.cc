@@ -35,13 +35,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "kernels/dtype.h"
 #include "shim/testing/dump.h"
+#include "shim/testing/rendezvous.h"
 #include "ttrace/format.h"
 
 namespace {
@@ -260,20 +260,8 @@ ncclResult_t Nccl(ncclResult_t r, ncclComm_t comm, const char* what) {
 
 ncclUniqueId Rendezvous(const std::string& dir, int rank) {
   ncclUniqueId id;
-  const std::string path = dir + "/nccl-id";
-  if (rank == 0) {
-    CHECK_NCCL(ncclGetUniqueId(&id));
-    const std::string tmp = path + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof id.internal);
-    if (rename(tmp.c_str(), path.c_str()) != 0) Die("rename", errno);
-    return id;
-  }
-  for (int i = 0; i < 6000; ++i) {
-    std::ifstream in(path, std::ios::binary);
-    if (in && in.read(id.internal, sizeof id.internal)) return id;
-    usleep(10000);
-  }
-  Die("waiting for the NCCL unique id", 0);
+  if (!ttrace::shim::testing::ExchangeUniqueId(dir, rank, &id)) Die("the NCCL unique id exchange", 0);
+  return id;
 }
 
 int RunRanks(const std::string& rdzv, int scale, int iters, bool fork_child, bool kill_after_destroy, bool timed,
