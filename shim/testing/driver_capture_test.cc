@@ -93,6 +93,7 @@ void ExpectCapturedAndClean(const std::string& program, const std::string& extra
   ASSERT_TRUE(report.no_findings()) << report.findings()[0].message;
   EXPECT_EQ(report.summary().checked.at("gemm"), 2 * gemms);
   EXPECT_EQ(report.summary().not_checked_total(), 0u);
+  EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
 }
 
 TEST(DriverCaptureTest, ProgramWithoutCudartIsCapturedThroughTheDriver) {
@@ -109,22 +110,26 @@ TEST(DriverCaptureTest, BothMajorsInOneProcessEachReachTheirOwnLibrary) {
   ExpectCapturedAndClean(TTRACE_DRIVER_WORKLOAD12, "--both-majors", 3, 2);
 }
 
-// A flipped bit in GEMM 1 (the GemmEx) of rank 1 is found at that op, through the cuBLAS 12 path.
-TEST(DriverCaptureTest, FaultInACublas12GemmIsFoundAtItsOp) {
-  ScratchDir scratch;
-  const std::string traces = scratch / "traces";
-  const Job job = RunJob(scratch, "fault", TTRACE_DRIVER_WORKLOAD12, 2, traces,
-                         {{"SIMGPU_FAULT", "gemm:rank=1:call=1:elem=5:bit=27"}});
-  ASSERT_EQ(job.result.exit_code, 0) << job.result.err;
-  auto set = analyzer::LoadTraceDir(traces);
-  ASSERT_TRUE(set.ok()) << set.status();
-  const analyzer::CheckReport report = analyzer::RunChecks(*set);
-  ASSERT_FALSE(report.no_findings());
-  const analyzer::Finding& f = report.findings()[0];
-  EXPECT_EQ(f.rank, 1);
-  EXPECT_EQ(f.seq, 1u);
-  EXPECT_EQ(f.api, "cublasGemmEx");
-  EXPECT_EQ(f.first.index, 5u);
+// A flipped bit in GEMM 1 (the GemmEx) of rank 1 is found at that op and element, in the program bound to cuBLAS 13
+// and in the one bound to cuBLAS 12.
+TEST(DriverCaptureTest, FaultInAGemmIsFoundAtItsOp) {
+  for (const std::string program : {TTRACE_DRIVER_WORKLOAD, TTRACE_DRIVER_WORKLOAD12}) {
+    ScratchDir scratch;
+    const std::string traces = scratch / "traces";
+    const Job job =
+        RunJob(scratch, "fault", program, 2, traces, {{"SIMGPU_FAULT", "gemm:rank=1:call=1:elem=5:bit=27"}});
+    ASSERT_EQ(job.result.exit_code, 0) << job.result.err;
+    auto set = analyzer::LoadTraceDir(traces);
+    ASSERT_TRUE(set.ok()) << set.status();
+    const analyzer::CheckReport report = analyzer::RunChecks(*set);
+    ASSERT_EQ(report.findings().size(), 1u) << program;
+    const analyzer::Finding& f = report.findings()[0];
+    EXPECT_EQ(f.check, "gemm.replay") << program;
+    EXPECT_EQ(f.rank, 1) << program;
+    EXPECT_EQ(f.seq, 1u) << program;
+    EXPECT_EQ(f.api, "cublasGemmEx") << program;
+    EXPECT_EQ(f.first.index, 5u) << program;
+  }
 }
 
 }  // namespace
