@@ -4,8 +4,10 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -178,6 +180,46 @@ TEST(DriverInterop, CudaSetDeviceReplacesTheTopOfTheContextStack) {
   EXPECT_EQ(device, 0);  // the context beneath, current before the push
   ASSERT_EQ(cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
   EXPECT_EQ(ctx, c0);
+}
+
+// cuLaunchHostFunc: runs after the stream's earlier work, in order; on a capturing stream it becomes a host node
+// that runs at every launch of the graph, and not at capture.
+TEST(DriverInterop, HostFunctionsRunInStreamOrderAndAtEveryGraphLaunch) {
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  EXPECT_EQ(cuLaunchHostFunc(s, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+  struct Log {
+    std::vector<int> order;
+    int next = 0;
+  } log;
+  auto note = [](void* p) {
+    auto* l = static_cast<Log*>(p);
+    l->order.push_back(l->next++);
+  };
+  Gate gate;
+  ASSERT_EQ(cudaLaunchHostFunc(s, Gate::WaitFn, &gate), cudaSuccess);
+  ASSERT_EQ(cuLaunchHostFunc(s, note, &log), CUDA_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(log.order.empty()) << "ran before the stream's earlier work";
+  gate.Open();
+  ASSERT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_EQ(log.order.size(), 1u);
+
+  ASSERT_EQ(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(cuLaunchHostFunc(s, note, &log), CUDA_SUCCESS);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  EXPECT_EQ(log.order.size(), 1u) << "a captured host function must not run at capture";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_EQ(log.order, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
 }  // namespace

@@ -162,6 +162,16 @@ CUresult cuStreamQuery(CUstream hStream) {
   return simgpu::StreamIdle(s) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
+// A host function runs in stream order on the stream's worker (it must not call CUDA, as NVIDIA documents); on a
+// capturing stream it becomes a host node of the graph and runs at each launch.
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
+  if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  simgpu::Stream* s = nullptr;
+  CUresult r = simgpu::driver::Resolve(hStream, &s);
+  if (r != CUDA_SUCCESS) return r;
+  return ToResult(simgpu::Enqueue(s, [fn, userData] { fn(userData); }));
+}
+
 // The special handles answer for the current context, as NVIDIA documents (CUDA_ERROR_INVALID_CONTEXT without
 // one); a created stream for the context it was created in.
 CUresult cuStreamGetCtx(CUstream hStream, CUcontext* pctx) {
