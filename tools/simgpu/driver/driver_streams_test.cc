@@ -284,4 +284,42 @@ TEST(DriverStreams, CaptureRecordsWorkAndRefusesWhatCannotBeCaptured) {
   EXPECT_EQ(cuMemFree_v2(b), CUDA_SUCCESS);
 }
 
+// A graph captured through the driver, instantiated and launched through the driver: each launch runs the
+// captured work (a memset and a host node) again, in stream order; bad handles and flags are refused.
+TEST(DriverStreams, CapturedGraphsInstantiateAndLaunch) {
+  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  CUcontext ctx = Primary(0);
+  ASSERT_EQ(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  CUstream s = nullptr;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUdeviceptr d = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&d, 64), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD32_v2(d, 0, 16), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  int launches = 0;
+  ASSERT_EQ(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD32Async(d, 7, 16, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuLaunchHostFunc(s, [](void* n) { ++*static_cast<int*>(n); }, &launches), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(cuStreamEndCapture(s, &graph), CUDA_SUCCESS);
+  EXPECT_EQ(launches, 0);
+  CUgraphExec exec = nullptr;
+  EXPECT_EQ(cuGraphInstantiateWithFlags(nullptr, graph, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuGraphInstantiateWithFlags(&exec, graph, 1ull << 40), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuGraphInstantiateWithFlags(&exec, graph, CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH),
+            CUDA_ERROR_NOT_SUPPORTED);
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
+  EXPECT_EQ(static_cast<uint32_t*>(reinterpret_cast<void*>(d))[15], 0u) << "capture ran the work";
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_EQ(launches, 3);
+  EXPECT_EQ(static_cast<uint32_t*>(reinterpret_cast<void*>(d))[15], 7u);
+  EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuGraphLaunch(exec, s), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuGraphDestroy(graph), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(d), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+}
+
 }  // namespace
