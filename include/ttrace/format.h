@@ -125,7 +125,8 @@ static_assert(sizeof(FrameHeader) == 32, "FrameHeader layout is part of the form
   X(kTensor, 5, TensorRecord)           \
   X(kNotice, 6, NoticeRecord)           \
   X(kGroup, 7, GroupRecord)             \
-  X(kEnd, 8, EndRecord)
+  X(kEnd, 8, EndRecord)                 \
+  X(kLtMatmul, 9, LtMatmulRecord)
 enum class RecordType : uint16_t {
 #define TTRACE_RECORD_ENUM(name, id, body) name = id,
   TTRACE_RECORD_TYPES(TTRACE_RECORD_ENUM)
@@ -201,6 +202,55 @@ struct GemmRecord {
 enum GemmFlags : uint32_t { kScalarsUnknown = 1u << 0 };  // device pointer mode: alpha/beta not read on host
 static_assert(sizeof(GemmRecord) == 184);
 
+// One matrix layout of a cublasLtMatmul call (cublasLtMatrixLayout_t, read with its getter at the call).
+struct LtLayout {
+  int32_t type;               // cudaDataType_t (CUBLASLT_MATRIX_LAYOUT_TYPE)
+  int32_t order;              // cublasLtOrder_t: 0 COL, 1 ROW, others tiled
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t batch_count;
+  int32_t reserved;           // 0
+  int64_t batch_stride;       // STRIDED_BATCH_OFFSET, elements
+};
+static_assert(sizeof(LtLayout) == 48);
+
+// A cublasLtMatmul: D = epilogue(alpha * op(A) * op(B) + beta * C) per batch, with FP8 scales
+// (D = scale_d * epilogue(alpha * scale_a * scale_b * op(A) op(B) + beta * scale_c * C)). Descriptor values as the
+// getters answered at the call; docs/format.md gives every field.
+struct LtMatmulRecord {
+  uint64_t seq;
+  uint16_t api;               // ApiId
+  uint8_t transa, transb;     // cublasOperation_t (TRANSA, TRANSB)
+  int32_t status;             // cublasStatus_t returned to the application
+  int64_t m, n, k;            // m = rows(D), n = cols(D), k = cols(op(A)); derived from the layouts
+  int32_t compute_type;       // cublasComputeType_t (COMPUTE_TYPE)
+  int32_t scale_type;         // cudaDataType_t (SCALE_TYPE): the type of alpha and beta
+  int32_t pointer_mode;       // cublasLtPointerMode_t
+  uint32_t epilogue;          // cublasLtEpilogue_t
+  uint32_t flags;             // LtFlags
+  int32_t bias_type;          // BIAS_DATA_TYPE as read: -1 = cuBLASLt's default
+  int32_t aux_type;           // EPILOGUE_AUX_DATA_TYPE as read: -1 = D's type
+  int32_t a_scale_mode, b_scale_mode;  // cublasLtMatmulMatrixScale_t (A_SCALE_MODE, B_SCALE_MODE)
+  int32_t reserved0;          // 0
+  LtLayout a, b, c, d;
+  double alpha, beta;         // real parts, valid when !(flags & kLtScalarsUnknown)
+  uint64_t bias_ptr;          // BIAS_POINTER
+  int64_t bias_batch_stride;  // elements
+  uint64_t aux_ptr;           // EPILOGUE_AUX_POINTER
+  int64_t aux_ld, aux_batch_stride;  // elements
+  uint64_t a_scale_ptr, b_scale_ptr, c_scale_ptr, d_scale_ptr;  // device pointers, 0 = none (scale 1)
+  uint64_t amax_d_ptr, aux_scale_ptr, aux_amax_ptr;
+  uint64_t handle, stream;    // cublasLtHandle_t, cudaStream_t values
+  uint64_t a_ptr, b_ptr, c_ptr, d_ptr;  // device addresses
+  uint64_t t_ns;
+};
+enum LtFlags : uint32_t {
+  kLtScalarsUnknown = 1u << 0,   // alpha/beta not read on the host (device pointer mode, or not readable)
+  kLtFastAccum = 1u << 1,        // FAST_ACCUM was set
+  kLtDescUnreadable = 1u << 2,   // a getter failed: fields it answers are zero/default, operands not captured
+};
+static_assert(sizeof(LtMatmulRecord) == 440);
+
 // An NCCL collective or point-to-point call.
 struct CollectiveRecord {
   uint64_t seq;
@@ -228,7 +278,17 @@ enum class TensorSlot : uint8_t {
   kCOut = 3,                  // GEMM result
   kSend = 4, kRecv = 5,       // collective input (before) and output (after)
   kAlpha = 6, kBeta = 7,      // GEMM scalars in device pointer mode: 1x1x1 in the scalar type, as read by the call
+  // cuBLASLt (LtMatmulRecord): kA, kB, kCIn as above and kCOut for D; the epilogue's and FP8's operands:
+  kBias = 8,                  // bias vector read by the bias epilogues (before)
+  kAuxIn = 9,                 // epilogue aux read by DGELU / DRELU (before)
+  kAuxOut = 10,               // epilogue aux written by GELU_AUX / RELU_AUX (after)
+  kBiasGrad = 11,             // bias gradient written by the BGRAD epilogues (after)
+  kScaleA = 12, kScaleB = 13, kScaleC = 14, kScaleD = 15,  // FP8 scales (before): 1x1, or a vector (OUTER_VEC)
+  kAmaxD = 16,                // amax of D before scale_D (after), 1x1 FP32
+  kAuxScale = 17,             // scale of the aux output (before), 1x1 FP32
+  kAuxAmax = 18,              // amax of the aux output before its scale (after), 1x1 FP32
 };
+inline constexpr uint32_t kTensorSlots = 19;  // slots 0 .. kTensorSlots-1
 enum class PayloadKind : uint8_t {
   kFull = 0,                  // every element, dense: rows x cols column-major (ld = rows), batches back to back
   kShuffled = 1,              // the kFull bytes, byte-shuffled by element size (byte_shuffle.h)
@@ -251,13 +311,19 @@ enum class NoticeCode : uint32_t {
   kCaptureDisabled = 2,       // capture stopped for an API after an internal error
   kRecordDropped = 3,         // a call record was not written: the call had not returned while too many later
                               // records waited behind it (a hung vendor call); count = how many so far
+  kGraphCaptured = 4,         // op `seq` was called while its stream captured a CUDA graph: it did not run, its
+                              // record is the template of the graph's node; its operands are captured at each
+                              // launch, as an op with a new seq (kGraphReplay)
+  kGraphReplay = 5,           // op `seq` is one launch of the graph node captured as op `count` (kGraphCaptured);
+                              // its seq is taken when the launch runs on the device, not in host call order
 };
 // Why a tensor payload was dropped (NoticeRecord.reason of a kPayloadDropped notice, EndRecord counts).
 #define TTRACE_DROP_REASONS(X)                                                                      \
   X(kOther, 0, "other")                       /* see the notice's message */                        \
   X(kRingFull, 1, "ring full")                /* the ring stayed full for TTRACE_RING_WAIT_MS */    \
   X(kTooLarge, 2, "too large")                /* TTRACE_MAX_TENSOR_MB, the ring or the frame limit */ \
-  X(kGraphCapture, 3, "graph capture")        /* the stream was capturing a CUDA graph */            \
+  X(kGraphCapture, 3, "graph capture")        /* a CUDA graph's operand: capture invalidated, no host \
+                                                 nodes, or TTRACE_GRAPH_MB exhausted */              \
   X(kCopyFailed, 4, "copy failed")            /* the device-to-host copy or its wait failed */       \
   X(kExitTimeout, 5, "exit timeout")          /* not copied TTRACE_EXIT_WAIT_MS after exit began */  \
   X(kUnsupported, 6, "unsupported type")      /* an operand type with no ttrace dtype */
