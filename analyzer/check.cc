@@ -42,8 +42,9 @@ void AddStreamGaps(const RankTrace& t, CheckReport* report) {
     report->Warn(absl::StrCat(who, "'s stream was closed when the process got ",
                               name != nullptr ? std::string(name) : absl::StrCat("signal ", e.signal)));
   }
-  if (t.ops.size() < e.ops) {
-    report->AddGap(absl::StrCat(who, ": ", FormatCount(e.ops - t.ops.size()), " of ", FormatCount(e.ops),
+  if (t.ops.size() + t.graph_templates < e.ops) {
+    report->AddGap(absl::StrCat(who, ": ", FormatCount(e.ops - t.ops.size() - t.graph_templates), " of ",
+                                FormatCount(e.ops),
                                 " ops have no call record (calls that had not returned when the stream closed)"));
   }
   if (t.tensor_records < e.tensors) {
@@ -78,6 +79,9 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
     s.ops += t.ops.size();
     s.unknown_records += t.unknown_records;
     AddStreamGaps(t, &report);
+    if (t.graph_templates > 0)
+      report.Warn(absl::StrCat(RankName(t), ": ", t.graph_templates,
+                               " calls were captured into CUDA graphs; each launch of them is checked as an op"));
     if (t.dropped_payloads > 0)
       report.Warn(absl::StrCat(RankName(t), ": the capture dropped ", t.dropped_payloads,
                                " tensors (their ops are not checked)"));

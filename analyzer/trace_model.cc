@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -147,6 +148,7 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
   std::vector<PendingTensor> tensors;
   std::vector<std::pair<uint64_t, uint64_t>> late;  // (ordinal, seq) of tensors read before any op of their seq
   std::map<uint64_t, std::string> dropped;          // seq -> first drop reason
+  std::set<uint64_t> templates;                      // seqs of CUDA graph templates (kGraphCaptured)
   uint64_t held = 0;
   RecordView r;
   while (true) {
@@ -200,6 +202,7 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
           const std::string why = n.reason != 0 ? format::DropReasonName(n.reason) : MessageOf(r);
           dropped.emplace(n.seq, absl::StrCat("tensors dropped (", why, ")"));
         }
+        if (n.code == static_cast<uint32_t>(format::NoticeCode::kGraphCaptured)) templates.insert(n.seq);
         if (n.code == static_cast<uint32_t>(format::NoticeCode::kCaptureDisabled))
           Warn(&t, absl::StrCat("capture disabled: ", MessageOf(r)));
         if (n.code == static_cast<uint32_t>(format::NoticeCode::kRecordDropped))
@@ -255,6 +258,10 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
   const bool off = t.ended && (t.end.flags & format::kTensorsOff);
   t.ops.reserve(ops.size());
   for (auto& [seq, op] : ops) {
+    if (templates.count(seq) != 0) {
+      ++t.graph_templates;
+      continue;
+    }
     auto d = dropped.find(seq);
     if (d != dropped.end()) {
       op.missing_tensors = d->second;

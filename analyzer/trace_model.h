@@ -70,6 +70,8 @@ struct RankTrace {
   uint64_t dropped_payloads = 0;   // NoticeCode::kPayloadDropped events
   uint64_t tensor_records = 0;
   uint64_t orphan_tensors = 0;     // tensors of no op record: skipped, not decoded
+  uint64_t graph_templates = 0;    // op records made while a CUDA graph was captured (NoticeCode::kGraphCaptured):
+                                   // they did not run, so they are not in `ops`; their launches are
   uint32_t frames = 0;             // complete frames read
   bool ended = false;              // the last record is an EndRecord: the writer closed the stream
   format::EndRecord end{};         // valid when ended

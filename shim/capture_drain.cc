@@ -50,7 +50,10 @@ void CaptureEngine::DrainLoop() {
     lock.lock();
     if (tensor_ready) {
       tensors_.pop_front();
-      ring_.ReleaseOldest();
+      if (item.owned)
+        graph_bytes_used_ -= item.plan.staging_bytes;
+      else
+        ring_.ReleaseOldest();
       ++tensors_done_;
       if (item.event != nullptr && item.ctx != nullptr) event_pool_.emplace_back(item.ctx, item.event);
       space_cv_.notify_all();
@@ -144,7 +147,7 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
     if (item.event != nullptr) WaitCopy(item.event);
     return;
   }
-  const CUresult e = WaitCopy(item.event);
+  const CUresult e = item.owned ? CUDA_SUCCESS : WaitCopy(item.event);
   if (e == CUDA_ERROR_NOT_READY) {
     Drop(item.seq, format::DropReason::kExitTimeout, "the device had not finished copying this tensor " + std::to_string(config_.exit_wait_ms) +
                        " ms after exit began (TTRACE_EXIT_WAIT_MS): its stream is still busy or hung");
@@ -157,7 +160,7 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
   }
   if (sink_failed_) return;
   // Staged data that is already dense (ld == rows, batches back to back) is written straight from the ring.
-  const char* staged = ring_base_ + item.offset;
+  const char* staged = item.owned ? item.owned->data() : ring_base_ + item.offset;
   const size_t bytes = item.plan.packed_bytes;
   const char* payload = staged;
   // Elements wider than a byte are byte-shuffled (PayloadKind::kShuffled, TTRACE_SHUFFLE): packed first when the

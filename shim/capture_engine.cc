@@ -23,6 +23,7 @@ EngineConfig EngineConfigFromOptions(const Options& options) {
   c.mode = options.mode == CaptureMode::kFull ? format::CaptureModeId::kFull : format::CaptureModeId::kMeta;
   c.ring_bytes = static_cast<size_t>(options.buffer_mb) << 20;
   c.max_tensor_bytes = static_cast<size_t>(options.max_tensor_mb) << 20;
+  c.graph_bytes = static_cast<size_t>(options.graph_mb) << 20;
   c.shuffle = options.shuffle;
   c.ring_wait_ms = static_cast<int>(options.ring_wait_ms);
   c.flush_ms = options.flush_ms > 0 ? static_cast<int>(options.flush_ms) : 1;
@@ -63,6 +64,10 @@ void CaptureEngine::Publish(uint64_t ticket, format::RecordType type, const void
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!graph_ops_.empty()) {
+      auto op = running_ops_.find(ticket);
+      if (op != running_ops_.end()) NoteGraphRecord(op->second, type, r.body);
+    }
     running_ops_.erase(ticket);
     if (!records_.Put(ticket, std::move(r))) return;
     wake = records_.waiting() >= kRecordsPerWake;
@@ -117,11 +122,12 @@ bool CaptureEngine::EnsureRing() {
   return true;
 }
 
-bool CaptureEngine::StreamCapturing(CUstream stream) {
-  if (driver_->StreamIsCapturing == nullptr) return false;
+CUstreamCaptureStatus CaptureEngine::StreamCapture(CUstream stream) {
+  if (driver_->StreamIsCapturing == nullptr) return CU_STREAM_CAPTURE_STATUS_NONE;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-  const CUresult e = driver_->StreamIsCapturing(stream, &status);
-  return e != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
+  // An error (a stream we cannot ask about) is treated as an invalidated capture: nothing is enqueued on it.
+  if (driver_->StreamIsCapturing(stream, &status) != CUDA_SUCCESS) return CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  return status;
 }
 
 CUevent CaptureEngine::AcquireEvent(CUcontext ctx) {
@@ -194,11 +200,22 @@ void CaptureEngine::CaptureTensor(uint64_t seq, CUstream stream, const TensorSpe
     return;
   }
   const RelaxedCaptureMode relaxed(driver_);
-  if (StreamCapturing(stream)) {
-    Drop(seq, format::DropReason::kGraphCapture, "the stream is capturing a CUDA graph");
+  const CUstreamCaptureStatus capture = StreamCapture(stream);
+  const StreamContext context(driver_, stream);
+  const bool collective = spec.slot == format::TensorSlot::kSend || spec.slot == format::TensorSlot::kRecv;
+  if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && !collective) {
+    CaptureInGraph(seq, stream, spec, plan);
     return;
   }
-  const StreamContext context(driver_, stream);
+  if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+    // A launch would need a fresh per-communicator index on every rank to be matched; not done yet.
+    Drop(seq, format::DropReason::kGraphCapture, "collectives captured into CUDA graphs are not snapshotted yet");
+    return;
+  }
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+    Drop(seq, format::DropReason::kGraphCapture, "the stream's CUDA graph capture is invalidated");
+    return;
+  }
   if (!EnsureRing()) return;
 
   TensorItem* item = nullptr;

@@ -11,6 +11,13 @@
 // (tensor_pack.h) and writes a TensorRecord. Tensor records follow their op's record in no fixed order: readers
 // join by seq. At exit the wait is bounded by exit_wait_ms: a copy the device has not finished by then (a stream
 // still busy, or hung, as a collective whose peer died is) loses its payload with a notice, and the process exits.
+// CUDA graphs (capture_graph.cc). A call made while its stream captures a graph does not run: its record is the
+// template of a graph node (a kGraphCaptured notice says so). Its operands are copied, inside the graph, into
+// pinned staging owned by that node, followed by a host node; at each launch the host node hands the staged data
+// to the drain as a new op (a fresh seq, the template's record, a kGraphReplay notice naming the template).
+// Staging and the backlog of launched data not yet written share the graph_bytes budget; over it, payloads are
+// dropped with a notice. Launches of one executable graph run in order (as CUDA documents), which is what ties a
+// node's input and output snapshots of one launch to one seq.
 // When the ring is full a call waits up to ring_wait_ms, then drops the payload: it is counted, a NoticeRecord
 // says which op lost it, and stderr says so once.
 //
@@ -52,6 +59,7 @@ struct EngineConfig {
   format::CaptureModeId mode = format::CaptureModeId::kUnknown;  // TTRACE_MODE, for the EndRecord
   size_t ring_bytes = 256u << 20;    // TTRACE_BUFFER_MB; 0: no tensors
   size_t max_tensor_bytes = 128u << 20;
+  size_t graph_bytes = 256u << 20;   // TTRACE_GRAPH_MB: graph staging plus launched data not yet written
   bool shuffle = true;               // TTRACE_SHUFFLE: byte-shuffled payloads (PayloadKind::kShuffled)
   int ring_wait_ms = 200;
   int flush_ms = 1000;
@@ -79,6 +87,7 @@ class CaptureEngine {
     uint64_t dropped_by_reason[format::kDropReasons] = {};  // by format::DropReason
     uint64_t ops = 0;            // seq numbers assigned
     uint64_t records_dropped = 0;  // call records given up (hung calls)
+    uint64_t graph_launches = 0;   // graph node launches whose operands reached the drain
     bool sink_failed = false;
   };
 
@@ -124,6 +133,8 @@ class CaptureEngine {
 
  private:
   using Clock = std::chrono::steady_clock;
+  struct GraphOp;
+  struct GraphTensor;
   static constexpr size_t kRecordsPerWake = 64;
   enum class CopyState { kCopying, kReady, kFailed };
   struct TensorItem {
@@ -134,10 +145,17 @@ class CaptureEngine {
     CUevent event = nullptr;
     CUcontext ctx = nullptr;  // the event's context (pooled per context); nullptr: unknown, destroyed after use
     CopyState state = CopyState::kCopying;
+    std::shared_ptr<std::vector<char>> owned;  // graph launches: the staged bytes, outside the ring
   };
 
   bool EnsureRing();
-  bool StreamCapturing(CUstream stream);
+  // capture_graph.cc
+  void CaptureInGraph(uint64_t seq, CUstream stream, const TensorSpec& spec, const StagingPlan& plan);
+  void NoteGraphRecord(uint64_t seq, format::RecordType type, const std::string& body);  // with mu_ held
+  static void GraphHostFn(void* tensor);
+  void Launched(GraphTensor* tensor);
+  bool ReserveGraphBytes(size_t bytes);
+  CUstreamCaptureStatus StreamCapture(CUstream stream);
   CUevent AcquireEvent(CUcontext ctx);
   void DisableTensors(const std::string& why);
   void DrainLoop();
@@ -176,6 +194,8 @@ class CaptureEngine {
   ByteRing ring_;
   uint64_t tensors_pushed_ = 0, tensors_done_ = 0;
   std::vector<std::pair<CUcontext, CUevent>> event_pool_;
+  std::map<uint64_t, GraphOp*> graph_ops_;  // capture-time seq -> template; never freed (graphs may outlive us)
+  std::atomic<size_t> graph_bytes_used_{0};
   uint64_t flush_requested_ = 0, flush_done_ = 0;
   uint64_t flush_target_ticket_ = 0, flush_target_tensors_ = 0;
   bool stop_ = false;

@@ -29,7 +29,8 @@ namespace ttrace::shim {
 // capture at all; optional ones (nullptr when absent): graph-capture detection, the stream's context (made
 // current while we enqueue on the stream: events must belong to it), messages, the calling thread's capture mode
 // (our calls run relaxed so that they never invalidate a global-mode graph capture the application has open),
-// pitched copies of thin slices of wide matrices (tensor_pack.h; without it the whole region is copied).
+// pitched copies of thin slices of wide matrices (tensor_pack.h; without it the whole region is copied), host
+// nodes in CUDA graphs (without it, ops in graphs lose their payloads).
 #define TTRACE_DRIVER_FUNCTIONS(X)                                                                   \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2", true)                         \
   X(MemHostAlloc, cuMemHostAlloc, 2020, "cuMemHostAlloc", true)                                      \
@@ -46,7 +47,8 @@ namespace ttrace::shim {
   X(GetErrorName, cuGetErrorName, 6000, "cuGetErrorName", false)                                     \
   X(ThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, 10010,                       \
     "cuThreadExchangeStreamCaptureMode", false)                                                      \
-  X(Memcpy2DAsync, cuMemcpy2DAsync, 3020, "cuMemcpy2DAsync_v2", false)
+  X(Memcpy2DAsync, cuMemcpy2DAsync, 3020, "cuMemcpy2DAsync_v2", false)                               \
+  X(LaunchHostFunc, cuLaunchHostFunc, 10000, "cuLaunchHostFunc", false)
 
 struct DriverApi {
 #define TTRACE_DRIVER_MEMBER(member, name, version, exported, required) PFN_##name##_v##version member;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,72 @@ TEST(DriverCaptureTest, FaultInAGemmIsFoundAtItsOp) {
     EXPECT_EQ(f.api, "cublasGemmEx") << program;
     EXPECT_EQ(f.first.index, 5u) << program;
   }
+}
+
+// GEMMs captured into a CUDA graph (seq 3 and 4) and launched three times with new inputs: the templates are
+// marked and carry no tensors; each launch is an op of its own (seqs 5..10, in launch order) whose record is the
+// template's and whose operands are the launch's; results are unchanged by the shim and `ttrace check` checks
+// every launch. A bit flipped in the GemmEx output of every launch (the fault matches the captured call, which
+// every launch replays) is found at each launch's op.
+TEST(DriverCaptureTest, GraphLaunchesAreCapturedAsOps) {
+  ScratchDir scratch;
+  const Job plain = RunJob(scratch, "plain", TTRACE_DRIVER_WORKLOAD, 2, "", {}, "--graph 3");
+  ASSERT_EQ(plain.result.exit_code, 0) << plain.result.err;
+  const std::string traces = scratch / "traces";
+  const Job traced = RunJob(scratch, "traced", TTRACE_DRIVER_WORKLOAD, 2, traces, {}, "--graph 3");
+  ASSERT_EQ(traced.result.exit_code, 0) << traced.result.err;
+  for (int r = 0; r < 2; ++r) {
+    const std::string where = "rank " + std::to_string(r);
+    const auto want = TensorsByKey(traced.dumps[r]);
+    ASSERT_EQ(want.size(), TensorsByKey(plain.dumps[r]).size()) << where;
+    for (const auto& [key, entry] : want)
+      EXPECT_TRUE(TensorsByKey(plain.dumps[r]).at(key).payload == entry.payload) << where << " seq " << key.first;
+    const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-" + std::to_string(r) + ".ttr");
+    ExpectSameTensors(want, TensorsByKey(trace));
+    std::map<uint64_t, uint64_t> launches;  // launch seq -> template seq
+    std::set<uint64_t> templates;
+    for (const DumpEntry& n : Notices(trace)) {
+      const auto notice = n.As<format::NoticeRecord>();
+      if (notice.code == static_cast<uint32_t>(format::NoticeCode::kGraphCaptured)) templates.insert(notice.seq);
+      else if (notice.code == static_cast<uint32_t>(format::NoticeCode::kGraphReplay))
+        launches[notice.seq] = notice.count;
+      else
+        ADD_FAILURE() << where << ": unexpected notice " << n.payload;
+    }
+    EXPECT_EQ(templates, (std::set<uint64_t>{3, 4})) << where;
+    EXPECT_EQ(launches, (std::map<uint64_t, uint64_t>{{5, 3}, {6, 4}, {7, 3}, {8, 4}, {9, 3}, {10, 4}})) << where;
+    const std::vector<format::GemmRecord> gemms = Gemms(trace);
+    ASSERT_EQ(gemms.size(), 2u + 2u + 6u) << where;
+    for (const format::GemmRecord& g : gemms) {
+      if (g.seq < 3) continue;
+      const format::GemmRecord& tmpl = gemms[2 + (g.seq - 3) % 2];  // seq 3 or 4, in record order
+      EXPECT_EQ(g.api, tmpl.api) << where << " seq " << g.seq;
+      EXPECT_EQ(g.c_ptr, tmpl.c_ptr) << where << " seq " << g.seq;
+    }
+  }
+  auto set = analyzer::LoadTraceDir(traces);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const analyzer::CheckReport report = analyzer::RunChecks(*set);
+  ASSERT_TRUE(report.no_findings()) << report.findings()[0].message;
+  EXPECT_EQ(report.summary().checked.at("gemm"), 2u * (2 + 6));
+  EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
+
+  // GEMM call 3 is the captured GemmEx (calls 0, 1 before the graph, 2 the captured Sgemm).
+  const std::string faulty = scratch / "faulty";
+  const Job fault = RunJob(scratch, "fault", TTRACE_DRIVER_WORKLOAD, 2, faulty,
+                           {{"SIMGPU_FAULT", "gemm:rank=0:call=3:elem=2:bit=29"}}, "--graph 3");
+  ASSERT_EQ(fault.result.exit_code, 0) << fault.result.err;
+  auto bad = analyzer::LoadTraceDir(faulty);
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  const analyzer::CheckReport found = analyzer::RunChecks(*bad);
+  std::set<uint64_t> seqs;
+  for (const analyzer::Finding& f : found.findings()) {
+    EXPECT_EQ(f.rank, 0);
+    EXPECT_EQ(f.api, "cublasGemmEx");
+    EXPECT_EQ(f.first.index, 2u);
+    seqs.insert(f.seq);
+  }
+  EXPECT_EQ(seqs, (std::set<uint64_t>{6, 8, 10}));
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 // cuBLAS 13 (shim_driver_workload), and against a stand-in libcublas.so.12 (shim_driver_workload12), so that its
 // GEMMs bind to the cuBLAS 12 version node as a CUDA 12 program's do.
 //
-//   shim_driver_workload --rdzv DIR [--dump FILE] [--both-majors]      one rank (RANK, WORLD_SIZE, LOCAL_RANK)
+//   shim_driver_workload --rdzv DIR [--dump FILE] [--both-majors | --graph N]   one rank (RANK, WORLD_SIZE, ...)
 //
 // seq 0 Sgemm NN (lda padded), 1 GemmEx BF16 x BF16 -> FP32 TN with beta 0.5, 2 all-reduce sum (out of place) of
 // GEMM 0's C; --both-majors: 3 an Sgemm through cuBLAS 13's entry point (libcublas.so.13 loaded RTLD_GLOBAL, then
 // dlvsym(RTLD_DEFAULT, "cublasSgemm_v2", "libcublas.so.13"), as a second library linked against cuBLAS 13 would
-// bind it) in the same process.
+// bind it) in the same process. --graph N: instead, seq 3 (an Sgemm) and 4 (a GemmEx with beta 0.5) are captured
+// into a CUDA graph on the stream (they do not run), which is launched N times with new A values uploaded before
+// each launch; launch L's GEMMs are the ops 5 + 2L and 6 + 2L (the shim numbers graph launches as they run).
 // --dump writes the tensors the program saw (dump.h); stdout says "cudart_loaded=0|1 standin_calls=N".
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -114,7 +116,44 @@ bool CudartLoaded() {
   return false;
 }
 
-int Run(const std::string& rdzv, bool both_majors) {
+// seq 3 and 4 into a graph, launched `launches` times (see the header comment).
+void RunGraph(cublasHandle_t h, CUstream s, Matrix& a, const Matrix& b, const Matrix& a2, const Matrix& b2,
+              uint32_t salt, int launches) {
+  const int m = static_cast<int>(a.rows), k = static_cast<int>(a.cols), n = static_cast<int>(b.cols);
+  Matrix c4 = Make(DType::kF32, m, n, m, salt + 20), c5 = Make(DType::kF32, m, n, m, salt + 21);
+  const float one = 1.0f, zero = 0.0f, half = 0.5f;
+  CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CHECK_CUBLAS(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, static_cast<const float*>(a.Ptr()), a.ld,
+                           static_cast<const float*>(b.Ptr()), b.ld, &zero, static_cast<float*>(c4.Ptr()), c4.ld));
+  CHECK_CUBLAS(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, a2.Ptr(), CUDA_R_16BF, a2.ld, b2.Ptr(),
+                            CUDA_R_16BF, b2.ld, &half, c5.Ptr(), CUDA_R_32F, c5.ld, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+  CUgraph graph;
+  CHECK_CU(cuStreamEndCapture(s, &graph));
+  CUgraphExec exec;
+  CHECK_CU(cuGraphInstantiate(&exec, graph, 0));
+  for (int launch = 0; launch < launches; ++launch) {
+    const uint64_t seq = 5 + 2 * static_cast<uint64_t>(launch);
+    Matrix fresh = Make(DType::kF32, a.rows, a.cols, a.ld, salt + 30 + static_cast<uint32_t>(launch));
+    a.host = fresh.host;
+    a.Upload();
+    CHECK_CU(cuMemFree(fresh.dev));
+    c5.Expect(seq + 1, TensorSlot::kCIn);
+    CHECK_CU(cuGraphLaunch(exec, s));
+    c4.Download(s);
+    c5.Download(s);
+    a.Expect(seq, TensorSlot::kA);
+    b.Expect(seq, TensorSlot::kB);
+    c4.Expect(seq, TensorSlot::kCOut);
+    a2.Expect(seq + 1, TensorSlot::kA);
+    b2.Expect(seq + 1, TensorSlot::kB);
+    c5.Expect(seq + 1, TensorSlot::kCOut);
+  }
+  CHECK_CU(cuGraphExecDestroy(exec));
+  CHECK_CU(cuGraphDestroy(graph));
+}
+
+int Run(const std::string& rdzv, bool both_majors, int graph_launches) {
   const int rank = EnvInt("RANK", 0), world = EnvInt("WORLD_SIZE", 1), local = EnvInt("LOCAL_RANK", 0);
   CHECK_CU(cuInit(0));
   CUdevice device;
@@ -168,6 +207,7 @@ int Run(const std::string& rdzv, bool both_majors) {
   send.Expect(2, TensorSlot::kSend);
   r.Expect(2, TensorSlot::kRecv);
 
+  if (graph_launches > 0) RunGraph(h, s, a, b, a2, b2, salt, graph_launches);
   if (both_majors) {
     // seq 3: the cuBLAS 13 entry point, in the same process, C3 = 2 A B.
     // A library linked against cuBLAS 13 beside this program's cuBLAS 12: libcublas.so.13 in the global scope.
@@ -199,23 +239,26 @@ int Run(const std::string& rdzv, bool both_majors) {
 int main(int argc, char** argv) {
   std::string rdzv, dump;
   bool both_majors = false;
+  int graph_launches = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--both-majors") {
       both_majors = true;
+    } else if (arg == "--graph" && i + 1 < argc) {
+      graph_launches = atoi(argv[++i]);
     } else if ((arg == "--rdzv" || arg == "--dump") && i + 1 < argc) {
       (arg == "--rdzv" ? rdzv : dump) = argv[++i];
     } else {
-      fprintf(stderr, "usage: shim_driver_workload --rdzv DIR [--dump FILE] [--both-majors]\n");
+      fprintf(stderr, "usage: shim_driver_workload --rdzv DIR [--dump FILE] [--both-majors | --graph N]\n");
       return 2;
     }
   }
-  if (rdzv.empty()) {
-    fprintf(stderr, "usage: shim_driver_workload --rdzv DIR [--dump FILE] [--both-majors]\n");
+  if (rdzv.empty() || (both_majors && graph_launches > 0)) {
+    fprintf(stderr, "usage: shim_driver_workload --rdzv DIR [--dump FILE] [--both-majors | --graph N]\n");
     return 2;
   }
   if (!dump.empty() && (g_dump = fopen(dump.c_str(), "wb")) == nullptr) Die("opening the dump", 0);
-  const int rc = Run(rdzv, both_majors);
+  const int rc = Run(rdzv, both_majors, graph_launches);
   if (g_dump != nullptr) fclose(g_dump);
   return rc;
 }
