@@ -164,6 +164,14 @@ std::string DiffToJson(const DiffResult& result) {
 void PrintDiff(const DiffResult& result, std::ostream& out) {
   out << "ttrace diff (" << result.mode << " mode)\n";
   PrintReport(result.report, out);
+  const CalibrationUse& c = result.calibration;
+  if (c.used)
+    out << "calibration: " << c.operands << " input operands judged by diff.calibrated (K = "
+        << FormatNumber(c.multiple) << "); largest err/threshold " << FormatNumber(c.max_ratio)
+        << (c.operands > 0 ? absl::StrCat(" (", FormatNumber(c.max_ratio_err_eps), " eps) at rank ",
+                                          c.max_ratio_op.rank, " seq ", c.max_ratio_op.seq, " ", c.max_ratio_op.api)
+                           : std::string())
+        << "\n";
   const Divergence& d = result.first;
   if (!d.valid) return;
   out << "first divergence: " << d.kind << " rank " << d.op.rank << " seq " << d.op.seq << " " << d.op.api

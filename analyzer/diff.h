@@ -14,7 +14,10 @@
 //                       gemm.deterministic bounds of the reference and of every candidate shard (+ the
 //                       reduce.deterministic bound of the all-reduce), elementwise: "inside" when exceeded;
 //     diff.between      an input operand against the reference's: relative Frobenius error ≤ 2·(largest relative
-//                       error of the outputs compared before it) + ε of its type: "between" when exceeded.
+//                       error of the outputs compared before it) + ε of its type: "between" when exceeded;
+//     diff.calibrated   with a calibration run (diff_calibrate.h), an input operand's relative Frobenius error
+//                       ≤ K·(the calibration run's spread at that operand) + u; the smaller of this and
+//                       diff.between judges the operand.
 //   Errors are also given in units of the dtype's ε (relative Frobenius error / ε, as TTrace reports them).
 //   Data-parallel runs that average gradients (ncclAvg, PyTorch DDP's convention) compute per-rank gradients
 //   scaled by the data-parallel size: an input operand may match the reference scaled by the size of a
@@ -28,6 +31,7 @@
 #include <ostream>
 #include <string>
 
+#include "analyzer/diff_calibrate.h"
 #include "analyzer/report.h"
 #include "analyzer/shard.h"
 #include "analyzer/trace_model.h"
@@ -37,6 +41,9 @@ namespace ttrace::analyzer {
 struct DiffOptions {
   int64_t max_gap = 64;   // alignment band and reorder window, in ops
   SplitMapping mapping;   // splits by reference seq, overriding inference
+  // diff_calibrate.h: spreads of a calibration run against the reference (not owned; may be null), and K.
+  const Calibration* calibration = nullptr;
+  double calibration_multiple = kCalibrationMultiple;
 };
 
 // The first divergent op (DESIGN.md §4 "first_divergence").
@@ -51,13 +58,24 @@ struct Divergence {
   double err_eps = 0;         // relative Frobenius error / ε of the operand's type
   double ratio = 0;           // error over threshold at the worst element (or normwise for "between")
   double threshold = 0;
-  std::string model;          // "bitwise", "diff.propagation", "diff.between"
+  std::string model;          // "bitwise", "diff.propagation", "diff.between", "diff.calibrated"
+};
+
+// How the calibrated threshold fared on the operands it judged (sharded mode with a calibration).
+struct CalibrationUse {
+  bool used = false;
+  double multiple = 0;
+  uint64_t operands = 0;      // input operands judged by diff.calibrated
+  double max_ratio = 0;       // largest rel_F / (K·s + u) over them
+  double max_ratio_err_eps = 0;
+  OpName max_ratio_op;
 };
 
 struct DiffResult {
   std::string mode;           // "bitwise" | "sharded"
   CheckReport report;         // findings (checks "diff.inside", "diff.between"), counts, gaps
   Divergence first;
+  CalibrationUse calibration;
 };
 
 DiffResult RunDiff(const TraceSet& ref, const TraceSet& cand, const DiffOptions& options = {});

@@ -28,16 +28,22 @@ int Error(std::ostream& err, const absl::Status& s) {
 
 int RunDiffCommand(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   std::vector<std::string> dirs;
-  std::string json, mapping;
+  std::string json, mapping, calibrate;
   bool allow_incomplete = false;
   DiffOptions options;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--json" || a == "--mapping" || a == "--max-gap") {
+    if (a == "--json" || a == "--mapping" || a == "--max-gap" || a == "--calibrate" ||
+        a == "--calibration-multiple") {
       if (i + 1 >= argc) return Usage(err, a + " needs a value");
       const std::string v = argv[++i];
       if (a == "--json") json = v;
       else if (a == "--mapping") mapping = v;
+      else if (a == "--calibrate") calibrate = v;
+      else if (a == "--calibration-multiple") {
+        if (!absl::SimpleAtod(v, &options.calibration_multiple) || !(options.calibration_multiple > 0))
+          return Usage(err, "--calibration-multiple needs a positive number");
+      }
       else if (!absl::SimpleAtoi(v, &options.max_gap) || options.max_gap < 0)
         return Usage(err, "--max-gap needs a non-negative integer");
     } else if (a == "--allow-incomplete") {
@@ -60,6 +66,15 @@ int RunDiffCommand(int argc, const char* const* argv, std::ostream& out, std::os
   if (!ref.ok()) return Error(err, ref.status());
   absl::StatusOr<TraceSet> cand = LoadTraceDir(dirs[1], lo);
   if (!cand.ok()) return Error(err, cand.status());
+  Calibration calibration;
+  if (!calibrate.empty()) {
+    absl::StatusOr<TraceSet> clean = LoadTraceDir(calibrate, lo);
+    if (!clean.ok()) return Error(err, clean.status());
+    absl::StatusOr<Calibration> c = MeasureCalibration(*ref, *clean, options.max_gap);
+    if (!c.ok()) return Error(err, c.status());
+    calibration = std::move(*c);
+    options.calibration = &calibration;
+  }
   const DiffResult result = RunDiff(*ref, *cand, options);
   PrintDiff(result, out);
   if (!json.empty()) {

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/align.h"
+#include "analyzer/diff_calibrate.h"
 #include "analyzer/gemm_check.h"
 #include "analyzer/tensor_data.h"
 
@@ -63,6 +64,8 @@ class Sharded {
   Sharded(const TraceSet& ref, const TraceSet& cand, const DiffOptions& o, DiffResult* out)
       : ref_(ref), cand_(cand), opt_(o), out_(out), comms_(cand) {
     for (uint64_t h : comms_.AvgComms()) scales_.push_back(comms_.SizeOf(h));
+    out_->calibration.used = o.calibration != nullptr;
+    out_->calibration.multiple = o.calibration_multiple;
   }
   void Run();
 
@@ -75,6 +78,7 @@ class Sharded {
             const std::string& kind, double rel, double eps, double ratio, double threshold, const std::string& model,
             const std::string& message, const std::string& detail);
   double BestScale(const std::vector<double>& x, const std::vector<double>& r, double* rel) const;
+  void NoteCalibrated(const OpName& op, double ratio, double err_eps);
 
   const TraceSet& ref_;
   const TraceSet& cand_;
@@ -104,6 +108,15 @@ double Sharded::BestScale(const std::vector<double>& x, const std::vector<double
     }
   }
   return best;
+}
+
+void Sharded::NoteCalibrated(const OpName& op, double ratio, double err_eps) {
+  CalibrationUse& c = out_->calibration;
+  ++c.operands;
+  if (ratio <= c.max_ratio) return;
+  c.max_ratio = ratio;
+  c.max_ratio_err_eps = err_eps;
+  c.max_ratio_op = op;
 }
 
 void Sharded::Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
@@ -260,14 +273,29 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
   std::string detail = absl::StrCat(SplitText(split), " (", split.source, ")");
   if (sa != 1 || sb != 1)
     absl::StrAppend(&detail, "; inputs scaled by ", sa, " and ", sb, " (gradients of an averaging data-parallel run)");
-  const double tau = 2 * max_out_rel_ + eps_in;
+  const double tau_between = 2 * max_out_rel_ + eps_in;
+  const OperandSpread* spread = opt_.calibration != nullptr ? &opt_.calibration->spread[i] : nullptr;
   bool between = false;
   for (const auto& [operand, rel] : {std::pair<const char*, double>{"A", rel_a}, {"B", rel_b}}) {
+    double tau = tau_between;
+    std::string model = "diff.between", why = "2 x the largest output error before + eps";
+    const double s = spread == nullptr ? -1 : operand[0] == 'A' ? spread->a : spread->b;
+    if (s >= 0) {
+      const double cal = CalibratedThreshold(opt_.calibration_multiple, s, eps_in / 2);
+      NoteCalibrated(name, rel / cal, rel / eps_in);
+      if (cal < tau) {
+        tau = cal;
+        model = "diff.calibrated";
+        why = absl::StrCat(FormatNumber(opt_.calibration_multiple), " x the calibration run's spread (",
+                           FormatNumber(s / eps_in), " eps) + u");
+      }
+    }
     if (between || rel <= tau) continue;
     between = true;
-    Find("diff.between", name, rop, operand, "between", rel, eps_in, rel / tau, tau, "diff.between",
+    Find("diff.between", name, rop, operand, "between", rel, eps_in, rel / tau, tau, model,
          absl::StrCat("input ", operand, " differs from the reference's by ", FormatNumber(rel),
-                      " (relative Frobenius) > ", FormatNumber(tau), " = 2 x the largest output error before + eps"),
+                      " (relative Frobenius) > ", FormatNumber(tau), " (", FormatNumber(tau / eps_in), " eps) = ",
+                      why),
          detail);
   }
   const int64_t m = r->m, n = r->n, k = r->k;

@@ -208,6 +208,46 @@ TEST(DiffBitwise, SameRunTwiceIsCleanAndFlipsAreLocalized) {
   EXPECT_EQ(r.first.last_matching.seq, 0u);
 }
 
+TEST(DiffCalibrate, MeasuresGemmOperandSpreadsOfAOneRankRun) {
+  const TraceSet ref = Load(WriteReference());
+  absl::StatusOr<Calibration> c = MeasureCalibration(ref, Load(WriteReference()), 64);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->spread.size(), 3u);
+  EXPECT_EQ(c->measured, 2u);
+  EXPECT_EQ(c->unaligned, 0u);
+  EXPECT_EQ(c->spread[0].a, 0);
+  EXPECT_EQ(c->spread[1].c, 0);
+  EXPECT_LT(c->spread[2].a, 0) << "an all-reduce has no GEMM operands";
+  const absl::StatusOr<Calibration> bad = MeasureCalibration(ref, Load(WriteCandidate("diff_cal_2")), 64);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_DOUBLE_EQ(CalibratedThreshold(8, 1e-3, 0x1p-8), 8e-3 + 0x1p-8);
+}
+
+TEST(DiffCalibrate, ThresholdIsTheSmallerOfCalibratedAndBetween) {
+  // The calibration run equals the reference: spread 0, so diff.calibrated allows an input u = 6e-8 (FP32) and
+  // diff.between eps = 1.2e-7 (the outputs before agree exactly). GEMM2's input drifts by about 2.8e-7: both are
+  // exceeded, and the finding names the smaller threshold's model.
+  const TraceSet ref = Load(WriteReference());
+  absl::StatusOr<Calibration> c = MeasureCalibration(ref, Load(WriteReference()), 64);
+  ASSERT_TRUE(c.ok());
+  Faults f;
+  f.gemm2_b_scale = 1 + 4e-7;
+  const TraceSet cand = Load(WriteCandidate("diff_cal_drift", f));
+  DiffOptions o;
+  o.calibration = &*c;
+  const DiffResult r = RunDiff(ref, cand, o);
+  ASSERT_TRUE(r.first.valid) << Findings(r);
+  EXPECT_EQ(r.first.operand, "B");
+  EXPECT_EQ(r.first.model, "diff.calibrated");
+  EXPECT_NEAR(r.first.threshold, 0x1p-24, 1e-12);
+  EXPECT_TRUE(r.calibration.used);
+  EXPECT_GT(r.calibration.operands, 0u);
+  const DiffResult plain = RunDiff(ref, cand);
+  ASSERT_TRUE(plain.first.valid);
+  EXPECT_EQ(plain.first.model, "diff.between");
+  EXPECT_FALSE(plain.calibration.used);
+}
+
 TEST(DiffAlign, SkipsExtraAndMissingOps) {
   const TraceSet ref = Load(WriteReference()), cand = Load(WriteCandidate("diff_align", Faults{1, 1, true}));
   const RankAlignment al = AlignOps(ref.ranks[0].ops, cand.ranks[0].ops);

@@ -12,6 +12,8 @@
 // Element-wise work runs on the host (this program has no kernels of its own); GEMMs run in --dtype
 // (fp32: cublasSgemm_v2, bf16: cublasGemmEx with FP32 compute); the first layer uses cublasGemmStridedBatchedEx.
 // Communicators are created with ncclCommInitRank; unique ids travel through files in --rdzv DIR.
+// --perturb SEED makes the calibration run of `ttrace diff --calibrate` (docs/diff.md): the reference program with
+// its inputs moved by one rounding.
 //
 // Output: one line per step from rank 0 (loss), and at the end one line per rank with an FNV-1a hash of its
 // final weights ("rank R weights HASH"), so runs can be compared bit for bit.
@@ -66,7 +68,9 @@ struct Options {
   bool bf16 = false;
   float lr = 0.05f;
   std::string rdzv;
-  std::string bug;         // "": none; grad-scale-twice, wrong-reduce-op, wrong-split, missing-allreduce
+  std::string bug;         // "": none; grad-scale-twice, wrong-reduce-op, wrong-split, missing-allreduce,
+                           // grad-doubled-after-reduce (the DP-averaged weight gradient doubled on every rank)
+  uint32_t perturb = 0;    // nonzero: each input element times (1 + u·r), r uniform in [-1, 1) from this seed
   std::string on_sigterm;  // "": default; "ignore": SIG_IGN; "stop": finish the step and exit 0; "exit7": _exit(7)
 };
 
@@ -107,6 +111,8 @@ Options Parse(int argc, char** argv) {
     else if (a == "--micro") o.micro = atoi(next());
     else if (a == "--hidden") o.hidden = atoi(next());
     else if (a == "--ffn") o.ffn = atoi(next());
+    else if (a == "--lr") o.lr = static_cast<float>(atof(next()));
+    else if (a == "--perturb") o.perturb = static_cast<uint32_t>(strtoul(next(), nullptr, 10));
     else if (a == "--dtype") {
       std::string d = next();
       if (d != "fp32" && d != "bf16") Die("--dtype", "must be fp32 or bf16");
@@ -117,13 +123,14 @@ Options Parse(int argc, char** argv) {
     else {
       fprintf(stderr,
               "usage: tp_mlp [--tp N] [--steps N] [--batch N] [--micro N] [--hidden N] [--ffn N] "
-              "[--dtype fp32|bf16] [--rdzv DIR] [--on-sigterm ignore|stop|exit7] [--bug NAME]\n");
+              "[--lr X] [--perturb SEED] [--dtype fp32|bf16] [--rdzv DIR] [--on-sigterm ignore|stop|exit7] [--bug NAME]\n");
       exit(2);
     }
   }
   if (!o.bug.empty() && o.bug != "grad-scale-twice" && o.bug != "wrong-reduce-op" && o.bug != "wrong-split" &&
-      o.bug != "missing-allreduce")
-    Die("--bug", "must be grad-scale-twice, wrong-reduce-op, wrong-split or missing-allreduce");
+      o.bug != "missing-allreduce" && o.bug != "grad-doubled-after-reduce")
+    Die("--bug", "must be grad-scale-twice, wrong-reduce-op, wrong-split, missing-allreduce or "
+                 "grad-doubled-after-reduce");
   if (o.tp < 1 || o.ffn % o.tp != 0 || o.micro < 1 || o.batch % o.micro != 0) Die("options", "inconsistent sizes");
   return o;
 }
@@ -309,6 +316,15 @@ int main(int argc, char** argv) {
     std::vector<float> gx(x.host.size() * dp), gt(t.host.size() * dp);
     for (float& v : gx) v = Rand();
     for (float& v : gt) v = 0.5f * Rand();
+    if (o.perturb != 0) {
+      // --perturb: the calibration run of `ttrace diff --calibrate`, inputs moved by one rounding (u of the GEMM
+      // dtype) from an independent stream, so the data and weights drawn above stay those of the reference.
+      const uint32_t saved = g_lcg;
+      g_lcg = o.perturb + 7919u * static_cast<uint32_t>(step);
+      const double u = o.bf16 ? 0x1p-8 : 0x1p-24;
+      for (float& v : gx) v = static_cast<float>(v * (1.0 + u * Rand()));
+      g_lcg = saved;
+    }
     std::copy(gx.begin() + x.host.size() * dp_rank, gx.begin() + x.host.size() * (dp_rank + 1), x.host.begin());
     std::copy(gt.begin() + t.host.size() * dp_rank, gt.begin() + t.host.size() * (dp_rank + 1), t.host.begin());
     Upload(x, s);
@@ -343,8 +359,11 @@ int main(int argc, char** argv) {
     std::vector<float> m1 = w1.host, m2 = w2.host;
     Download(dw1, s);
     Download(dw2, s);
-    for (size_t i = 0; i < m1.size(); ++i) w1.host[i] = m1[i] - o.lr * dw1.host[i];
-    for (size_t i = 0; i < m2.size(); ++i) w2.host[i] = m2[i] - o.lr * dw2.host[i];
+    // --bug grad-doubled-after-reduce: every rank doubles the averaged gradient after the last reduction, so the
+    // ranks stay consistent and every captured op computes what its inputs imply; only the weights drift.
+    const float update = o.lr * (o.bug == "grad-doubled-after-reduce" ? 2.0f : 1.0f);
+    for (size_t i = 0; i < m1.size(); ++i) w1.host[i] = m1[i] - update * dw1.host[i];
+    for (size_t i = 0; i < m2.size(); ++i) w2.host[i] = m2[i] - update * dw2.host[i];
     Upload(w1, s);
     Upload(w2, s);
     if (rank == 0) printf("step %d loss %.6f\n", step, loss);
