@@ -8,6 +8,7 @@
 #include "analyzer/align.h"
 #include "analyzer/diff_sharded.h"
 #include "analyzer/json.h"
+#include "analyzer/tensor_data.h"
 
 namespace ttrace::analyzer {
 
@@ -43,6 +44,20 @@ const char* FirstDifference(const Op& a, const Op& b, const TensorSlot* slots, s
     if (x != nullptr && y != nullptr && x->data != y->data) return SlotName(slots[i]);
   }
   return nullptr;
+}
+
+// max |a − b| over the elements of the slot named `name` (0 when not decodable as numbers).
+double SlotMaxAbs(const Op& a, const Op& b, const char* name) {
+  std::vector<TensorSlot> slots(std::begin(kInputs), std::end(kInputs));
+  slots.insert(slots.end(), std::begin(kOutputs), std::end(kOutputs));
+  for (const TensorSlot slot : slots) {
+    if (std::string(SlotName(slot)) != name) continue;
+    const Tensor *x = a.tensor(slot), *y = b.tensor(slot);
+    if (x == nullptr || y == nullptr || x->meta.dtype != y->meta.dtype) return 0;
+    const format::DType dt = static_cast<format::DType>(x->meta.dtype);
+    return MaxAbsDiff(DecodeAll(dt, y->data), DecodeAll(dt, x->data));
+  }
+  return 0;
 }
 
 void RunBitwise(const TraceSet& ref, const TraceSet& cand, DiffResult* out) {
@@ -85,6 +100,7 @@ void RunBitwise(const TraceSet& ref, const TraceSet& cand, DiffResult* out) {
       f.seq = name.seq;
       f.api = name.api;
       f.model = "bitwise";
+      f.max_abs_err = SlotMaxAbs(a, b, inside ? outp : in);
       f.message = inside ? absl::StrCat("inside divergence: inputs identical to the reference's, output ", outp,
                                         " differs (same layout: bitwise comparison)")
                          : absl::StrCat("between divergence: input ", in, " already differs from the reference's",
@@ -105,10 +121,6 @@ void RunBitwise(const TraceSet& ref, const TraceSet& cand, DiffResult* out) {
         d.ratio = std::numeric_limits<double>::infinity();
       }
     }
-}
-
-std::string OpJson(const OpName& op) {
-  return absl::StrCat("{\"rank\": ", op.rank, ", \"seq\": ", op.seq, ", \"api\": ", JsonString(op.api), "}");
 }
 
 }  // namespace
@@ -144,21 +156,7 @@ DiffResult RunDiff(const TraceSet& ref, const TraceSet& cand, const DiffOptions&
 }
 
 std::string DiffToJson(const DiffResult& result) {
-  std::string json = ReportToJson(result.report);
-  const Divergence& d = result.first;
-  std::string fd = "null";
-  if (d.valid)
-    fd = absl::StrCat("{\"rank\": ", d.op.rank, ", \"seq\": ", d.op.seq, ", \"api\": ", JsonString(d.op.api),
-                      ", \"operand\": ", JsonString(d.operand), ", \"kind\": ", JsonString(d.kind),
-                      ", \"ref_seq\": ", d.ref_seq, ", \"err_eps\": ", JsonNumber(d.err_eps),
-                      ", \"ratio\": ", JsonNumber(d.ratio), ", \"threshold\": ", JsonNumber(d.threshold),
-                      ", \"model\": ", JsonString(d.model), ", \"last_matching\": ",
-                      d.has_last_matching ? OpJson(d.last_matching) : "null", "}");
-  const std::string key = "\"first_divergence\": null";
-  const size_t at = json.find(key);
-  if (at != std::string::npos)
-    json.replace(at, key.size(), absl::StrCat("\"mode\": ", JsonString(result.mode), ",\n  \"first_divergence\": ", fd));
-  return json;
+  return ReportToJson(result.report, &result.first, result.mode);
 }
 
 void PrintDiff(const DiffResult& result, std::ostream& out) {

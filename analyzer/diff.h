@@ -46,21 +46,6 @@ struct DiffOptions {
   double calibration_multiple = kCalibrationMultiple;
 };
 
-// The first divergent op (DESIGN.md §4 "first_divergence").
-struct Divergence {
-  bool valid = false;
-  OpName op;                  // the candidate op (the shard with the worst error)
-  int64_t ref_seq = -1;       // the reference op it was compared with
-  std::string operand;        // "A", "B", "C", "C0", "send", "recv"
-  std::string kind;           // "inside" | "between"
-  bool has_last_matching = false;
-  OpName last_matching;       // the last op whose output matched, before it (same rank in bitwise mode)
-  double err_eps = 0;         // relative Frobenius error / ε of the operand's type
-  double ratio = 0;           // error over threshold at the worst element (or normwise for "between")
-  double threshold = 0;
-  std::string model;          // "bitwise", "diff.propagation", "diff.between", "diff.calibrated"
-};
-
 // How the calibrated threshold fared on the operands it judged (sharded mode with a calibration).
 struct CalibrationUse {
   bool used = false;
@@ -80,8 +65,7 @@ struct DiffResult {
 
 DiffResult RunDiff(const TraceSet& ref, const TraceSet& cand, const DiffOptions& options = {});
 
-// ReportToJson (json.h) with "first_divergence" filled: {"rank", "seq", "api", "operand", "kind", "ref_seq",
-// "err_eps", "ratio", "threshold", "model", "last_matching": {"rank", "seq", "api"} | null}, and "mode".
+// ReportToJson (json.h) with "mode" and "first_divergence" filled.
 std::string DiffToJson(const DiffResult& result);
 // PrintReport plus the mode and the first divergence.
 void PrintDiff(const DiffResult& result, std::ostream& out);

@@ -35,6 +35,12 @@ double RelFrobenius(const std::vector<double>& got, const std::vector<double>& r
 
 double Epsilon(DType dtype) { return 2 * FormatOf(dtype).u; }
 
+double MaxAbsDiff(const std::vector<double>& got, const std::vector<double>& ref) {
+  double m = 0;
+  for (size_t i = 0; i < ref.size() && i < got.size(); ++i) m = std::max(m, std::fabs(got[i] - ref[i]));
+  return m;
+}
+
 namespace {
 
 struct Shard {
@@ -75,7 +81,7 @@ class Sharded {
   void CompareReduce(size_t i, const Op& rop);
   void LinkOutputs(size_t i, const std::vector<Shard>& shards);
   void Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
-            const std::string& kind, double rel, double eps, double ratio, double threshold, const std::string& model,
+            const std::string& kind, double rel, double abs, double eps, double ratio, double threshold, const std::string& model,
             const std::string& message, const std::string& detail);
   double BestScale(const std::vector<double>& x, const std::vector<double>& r, double* rel) const;
   void NoteCalibrated(const OpName& op, double ratio, double err_eps);
@@ -120,7 +126,7 @@ void Sharded::NoteCalibrated(const OpName& op, double ratio, double err_eps) {
 }
 
 void Sharded::Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
-                   const std::string& kind, double rel, double eps, double ratio, double threshold,
+                   const std::string& kind, double rel, double abs, double eps, double ratio, double threshold,
                    const std::string& model, const std::string& message, const std::string& detail) {
   Finding f;
   f.check = check;
@@ -128,6 +134,7 @@ void Sharded::Find(const std::string& check, const OpName& op, const Op& rop, co
   f.seq = op.seq;
   f.api = op.api;
   f.model = model;
+  f.max_abs_err = abs;
   f.max_rel_err = rel;
   f.ratio = ratio;
   f.threshold = threshold;
@@ -292,7 +299,8 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
     }
     if (between || rel <= tau) continue;
     between = true;
-    Find("diff.between", name, rop, operand, "between", rel, eps_in, rel / tau, tau, model,
+    Find("diff.between", name, rop, operand, "between", rel,
+         MaxAbsDiff(operand[0] == 'A' ? a : b, operand[0] == 'A' ? r->a : r->b), eps_in, rel / tau, tau, model,
          absl::StrCat("input ", operand, " differs from the reference's by ", FormatNumber(rel),
                       " (relative Frobenius) > ", FormatNumber(tau), " (", FormatNumber(tau / eps_in), " eps) = ",
                       why),
@@ -354,7 +362,7 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
         at = {s.rank, s.op->seq, s.op->api_name()};
         break;
       }
-    Find("diff.inside", at, rop, split.k.factor > 1 ? "C (sum of partial outputs)" : "C", "inside", rel_c, eps_out,
+    Find("diff.inside", at, rop, split.k.factor > 1 ? "C (sum of partial outputs)" : "C", "inside", rel_c, stats.max_abs_err, eps_out,
          stats.worst_ratio, stats.worst_bound, "diff.propagation",
          absl::StrCat(stats.violations, " of ", stats.elements, " elements differ from the reference beyond what the ",
                       "input differences and round-off allow; worst at row ", row, " col ", col),
@@ -432,7 +440,7 @@ void Sharded::CompareReduce(size_t i, const Op& rop) {
     if (!link.same_data && send != nullptr && c != nullptr && send->meta.dtype == c->meta.dtype) {
       const std::vector<double> sv = DecodeAll(dt, send->data), cv = DecodeAll(dt, c->data);
       const double rel = RelFrobenius(sv, cv);
-      Find("diff.between", {rank, op->seq, op->api_name()}, rop, "send", "between", rel, eps,
+      Find("diff.between", {rank, op->seq, op->api_name()}, rop, "send", "between", rel, MaxAbsDiff(sv, cv), eps,
            std::numeric_limits<double>::infinity(), 0, "diff.between",
            absl::StrCat("its input is not the output of rank ", rank, " seq ", link.gemm->seq,
                         " that it reduces (relative difference ", FormatNumber(rel), ")"),
@@ -458,7 +466,7 @@ void Sharded::CompareReduce(size_t i, const Op& rop) {
   const double rel = RelFrobenius(got, ref);
   rep().AddChecked("diff.allreduce", name, stats, stats.violations == 0);
   if (stats.violations > 0) {
-    Find("diff.inside", name, rop, "recv", "inside", rel, eps, stats.worst_ratio, stats.worst_bound,
+    Find("diff.inside", name, rop, "recv", "inside", rel, stats.max_abs_err, eps, stats.worst_ratio, stats.worst_bound,
          "diff.propagation",
          absl::StrCat(stats.violations, " of ", stats.elements, " elements differ from the reference beyond the ",
                       "bound of the GEMM it reduces plus the reduction's"),

@@ -11,6 +11,8 @@ void RunShardedDiff(const TraceSet& ref, const TraceSet& cand, const DiffOptions
 
 // Relative Frobenius error ||got − ref|| / ||ref|| (0 when both are zero, +Inf when only ref is).
 double RelFrobenius(const std::vector<double>& got, const std::vector<double>& ref);
+// max |got − ref| over the common elements (std::max: a NaN difference is skipped; RelFrobenius shows it).
+double MaxAbsDiff(const std::vector<double>& got, const std::vector<double>& ref);
 // ε of a storage type: twice its unit roundoff (FP32 2^-23, BF16 2^-7).
 double Epsilon(format::DType dtype);
 

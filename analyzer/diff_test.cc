@@ -158,6 +158,11 @@ TEST(DiffSharded, WrongAllReduceIsInsideIt) {
   const std::string json = DiffToJson(r);
   EXPECT_NE(json.find("\"kind\": \"inside\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"last_matching\": {\"rank\": 0, \"seq\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"mode\": \"sharded\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"model\": \"diff.propagation\", \"last_matching\""), std::string::npos) << json;
+  ASSERT_FALSE(r.report.findings().empty());
+  EXPECT_GT(r.report.findings()[0].max_abs_err, 0);
+  EXPECT_EQ(json.find("\"max_abs_err\": 0,"), std::string::npos) << json;
 }
 
 TEST(DiffSharded, ChangedInputIsBetweenOps) {
@@ -206,6 +211,8 @@ TEST(DiffBitwise, SameRunTwiceIsCleanAndFlipsAreLocalized) {
   EXPECT_EQ(r.first.operand, "B");
   ASSERT_TRUE(r.first.has_last_matching);
   EXPECT_EQ(r.first.last_matching.seq, 0u);
+  ASSERT_FALSE(r.report.findings().empty());
+  EXPECT_GT(r.report.findings()[0].max_abs_err, 0) << "bitwise findings give the largest difference too";
 }
 
 TEST(DiffCalibrate, MeasuresGemmOperandSpreadsOfAOneRankRun) {

@@ -64,6 +64,19 @@ std::string TightnessJson(const Tightness& t) {
                       Int("seq", t.op.seq), ", ", Int("rank", t.op.rank), "}}");
 }
 
+std::string OpJson(const OpName& op) {
+  return absl::StrCat("{", Int("rank", op.rank), ", ", Int("seq", op.seq), ", ", Str("api", op.api), "}");
+}
+
+std::string DivergenceJson(const Divergence* d) {
+  if (d == nullptr || !d->valid) return "null";
+  return absl::StrCat("{", Int("rank", d->op.rank), ", ", Int("seq", d->op.seq), ", ", Str("api", d->op.api), ", ",
+                      Str("operand", d->operand), ", ", Str("kind", d->kind), ", ", Int("ref_seq", d->ref_seq), ", ",
+                      Num("err_eps", d->err_eps), ", ", Num("ratio", d->ratio), ", ",
+                      Num("threshold", d->threshold), ", ", Str("model", d->model), ", \"last_matching\": ",
+                      d->has_last_matching ? OpJson(d->last_matching) : "null", "}");
+}
+
 }  // namespace
 
 std::string JsonString(absl::string_view s) {
@@ -97,10 +110,11 @@ std::string JsonNumber(double v) {
   return absl::StrFormat("%.17g", v);
 }
 
-std::string ReportToJson(const CheckReport& report) {
+std::string ReportToJson(const CheckReport& report, const Divergence* divergence, absl::string_view mode) {
   const CheckSummary& s = report.summary();
   std::string out = "{\n";
   absl::StrAppend(&out, "  ", Str("verdict", VerdictName(report.verdict())), ",\n");
+  if (!mode.empty()) absl::StrAppend(&out, "  ", Str("mode", mode), ",\n");
   absl::StrAppend(&out, "  \"incomplete\": [");
   for (size_t i = 0; i < s.gaps.size(); ++i)
     absl::StrAppend(&out, i == 0 ? "\n    " : ",\n    ", JsonString(s.gaps[i]));
@@ -110,7 +124,7 @@ std::string ReportToJson(const CheckReport& report) {
   for (size_t i = 0; i < findings.size(); ++i)
     absl::StrAppend(&out, i == 0 ? "\n" : ",\n", "    ", FindingJson(findings[i]));
   absl::StrAppend(&out, findings.empty() ? "],\n" : "\n  ],\n");
-  absl::StrAppend(&out, "  \"first_divergence\": null,\n");
+  absl::StrAppend(&out, "  \"first_divergence\": ", DivergenceJson(divergence), ",\n");
   absl::StrAppend(&out, "  \"summary\": {\n");
   absl::StrAppend(&out, "    ", Str("dir", s.dir), ",\n");
   absl::StrAppend(&out, "    ", Str("job", s.job), ",\n");

@@ -52,6 +52,21 @@ struct OpName {
   std::string api;
 };
 
+// The first divergent op of `ttrace diff` (diff.h; DESIGN.md §4 "first_divergence"); `ttrace check` has none.
+struct Divergence {
+  bool valid = false;
+  OpName op;                  // the candidate op (the shard with the worst error)
+  int64_t ref_seq = -1;       // the reference op it was compared with
+  std::string operand;        // "A", "B", "C", "C0", "send", "recv"
+  std::string kind;           // "inside" | "between"
+  bool has_last_matching = false;
+  OpName last_matching;       // the last op whose output matched, before it (same rank in bitwise mode)
+  double err_eps = 0;         // relative Frobenius error / ε of the operand's type
+  double ratio = 0;           // error over threshold at the worst element (or normwise for "between")
+  double threshold = 0;
+  std::string model;          // "bitwise", "diff.propagation", "diff.between", "diff.calibrated"
+};
+
 struct Tightness {
   bool valid = false;
   double max_ratio = 0;        // max err/bound over clean checked ops of this kind
