@@ -64,13 +64,14 @@ std::string TightnessJson(const Tightness& t) {
                       Int("seq", t.op.seq), ", ", Int("rank", t.op.rank), "}}");
 }
 
+// "seq" before "rank", as in TightnessJson, so that grepping a finding's "rank": R, "seq": S never matches.
 std::string OpJson(const OpName& op) {
-  return absl::StrCat("{", Int("rank", op.rank), ", ", Int("seq", op.seq), ", ", Str("api", op.api), "}");
+  return absl::StrCat("{", Int("seq", op.seq), ", ", Int("rank", op.rank), ", ", Str("api", op.api), "}");
 }
 
 std::string DivergenceJson(const Divergence* d) {
   if (d == nullptr || !d->valid) return "null";
-  return absl::StrCat("{", Int("rank", d->op.rank), ", ", Int("seq", d->op.seq), ", ", Str("api", d->op.api), ", ",
+  return absl::StrCat("{", Int("seq", d->op.seq), ", ", Int("rank", d->op.rank), ", ", Str("api", d->op.api), ", ",
                       Str("operand", d->operand), ", ", Str("kind", d->kind), ", ", Int("ref_seq", d->ref_seq), ", ",
                       Num("err_eps", d->err_eps), ", ", Num("ratio", d->ratio), ", ",
                       Num("threshold", d->threshold), ", ", Str("model", d->model), ", \"last_matching\": ",

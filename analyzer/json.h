@@ -3,9 +3,9 @@
 //   {"verdict": "clean"|"findings",
 //    "findings": [{"check", "rank", "seq", "api", "message", "max_abs_err", "max_rel_err", "threshold",
 //                  "ratio", "model", "elements", "violations", "first_violation": {...}|null, "detail"}, ...],
-//    "first_divergence": null | {"rank", "seq", "api", "operand", "kind": "inside"|"between", "ref_seq",
+//    "first_divergence": null | {"seq", "rank", "api", "operand", "kind": "inside"|"between", "ref_seq",
 //                                "err_eps", "ratio", "threshold", "model",
-//                                "last_matching": {"rank", "seq", "api"}|null},
+//                                "last_matching": {"seq", "rank", "api"}|null},
 //    "summary": {...}}
 // `ttrace diff` adds "mode" after "verdict" and fills "first_divergence" (docs/diff.md).
 //
