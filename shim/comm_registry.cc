@@ -23,23 +23,60 @@ uint64_t InitAllHash(uint32_t pid, uint64_t call_number) {
 
 void CommRegistry::Add(uint64_t handle, const CommInfo& info) {
   std::lock_guard<std::mutex> lock(mu_);
-  comms_[handle] = Entry{info, 0};
+  comms_[handle] = Entry{info};
+}
+
+uint64_t SplitHash(uint64_t parent_hash, uint64_t split_number, int32_t color) {
+  unsigned char bytes[20];
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(parent_hash >> (8 * i));
+  for (int i = 0; i < 8; ++i) bytes[8 + i] = static_cast<unsigned char>(split_number >> (8 * i));
+  for (int i = 0; i < 4; ++i) bytes[16 + i] = static_cast<unsigned char>(static_cast<uint32_t>(color) >> (8 * i));
+  return Fnv1a64(bytes, sizeof bytes);
+}
+
+// `lock` holds mu_; it is released while `describe` runs.
+CommRegistry::Entry& CommRegistry::FindOrAdd(std::unique_lock<std::mutex>& lock, uint64_t handle,
+                                             const std::function<CommInfo()>& describe) {
+  auto it = comms_.find(handle);
+  if (it != comms_.end()) return it->second;
+  lock.unlock();
+  const CommInfo info = describe();
+  lock.lock();
+  return comms_.emplace(handle, Entry{info}).first->second;
 }
 
 CommInfo CommRegistry::NextOp(uint64_t handle, const std::function<CommInfo()>& describe, uint64_t* op_index) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = comms_.find(handle);
-    if (it != comms_.end()) {
-      *op_index = it->second.next_op++;
-      return it->second.info;
-    }
-  }
-  const CommInfo info = describe();
-  std::lock_guard<std::mutex> lock(mu_);
-  Entry& e = comms_.emplace(handle, Entry{info, 0}).first->second;
+  std::unique_lock<std::mutex> lock(mu_);
+  Entry& e = FindOrAdd(lock, handle, describe);
   *op_index = e.next_op++;
   return e.info;
+}
+
+CommInfo CommRegistry::NextP2p(uint64_t handle, const std::function<CommInfo()>& describe, int32_t peer, bool send,
+                               uint64_t* op_index) {
+  std::unique_lock<std::mutex> lock(mu_);
+  Entry& e = FindOrAdd(lock, handle, describe);
+  *op_index = e.next_p2p[static_cast<int64_t>(peer) * 2 + (send ? 1 : 0)]++;
+  return e.info;
+}
+
+void CommRegistry::Complete(uint64_t handle, const CommInfo& described) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = comms_.find(handle);
+  if (it == comms_.end()) return;
+  CommInfo& info = it->second.info;
+  if (info.rank < 0) info.rank = described.rank;
+  if (info.size < 0) info.size = described.size;
+  if (info.device < 0) info.device = described.device;
+}
+
+bool CommRegistry::NextSplit(uint64_t parent, CommInfo* info, uint64_t* split_number) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = comms_.find(parent);
+  if (it == comms_.end()) return false;
+  *info = it->second.info;
+  *split_number = it->second.next_split++;
+  return true;
 }
 
 bool CommRegistry::Remove(uint64_t handle, CommInfo* info) {

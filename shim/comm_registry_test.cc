@@ -66,5 +66,46 @@ TEST(CommRegistryTest, UnknownCommunicatorIsDescribedOnceAndCounted) {
   EXPECT_EQ(reg.NextInitAll(), 1u);
 }
 
+TEST(CommRegistryTest, PointToPointIsCountedPerPeerAndDirectionApartFromCollectives) {
+  CommRegistry reg;
+  reg.Add(0x1000, CommInfo{11, 0, 4, 0});
+  auto describe = [] { return CommInfo{}; };
+  uint64_t i;
+  reg.NextP2p(0x1000, describe, 1, /*send=*/true, &i);
+  EXPECT_EQ(i, 0u);
+  reg.NextP2p(0x1000, describe, 1, /*send=*/true, &i);
+  EXPECT_EQ(i, 1u);
+  reg.NextP2p(0x1000, describe, 1, /*send=*/false, &i);
+  EXPECT_EQ(i, 0u);
+  reg.NextP2p(0x1000, describe, 2, /*send=*/true, &i);
+  EXPECT_EQ(i, 0u);
+  reg.NextOp(0x1000, describe, &i);
+  EXPECT_EQ(i, 0u) << "point-to-point calls do not advance the collective index";
+}
+
+TEST(CommRegistryTest, SplitsAreNumberedPerParentAndHashedWithTheColor) {
+  CommRegistry reg;
+  reg.Add(0x1000, CommInfo{11, 0, 4, 0});
+  CommInfo parent;
+  uint64_t n;
+  EXPECT_FALSE(reg.NextSplit(0x2000, &parent, &n));
+  ASSERT_TRUE(reg.NextSplit(0x1000, &parent, &n));
+  EXPECT_EQ(parent.hash, 11u);
+  EXPECT_EQ(n, 0u);
+  ASSERT_TRUE(reg.NextSplit(0x1000, &parent, &n));
+  EXPECT_EQ(n, 1u);
+  EXPECT_EQ(SplitHash(11, 0, 1), SplitHash(11, 0, 1));
+  EXPECT_NE(SplitHash(11, 0, 1), SplitHash(11, 0, 2));
+  EXPECT_NE(SplitHash(11, 0, 1), SplitHash(11, 1, 1));
+  EXPECT_NE(SplitHash(11, 0, 1), SplitHash(12, 0, 1));
+  reg.Add(0x3000, CommInfo{SplitHash(11, 0, 1), -1, -1, -1});
+  reg.Complete(0x3000, CommInfo{0, 1, 2, 0});
+  CommInfo child;
+  ASSERT_TRUE(reg.Find(0x3000, &child));
+  EXPECT_EQ(child.hash, SplitHash(11, 0, 1));
+  EXPECT_EQ(child.rank, 1);
+  EXPECT_EQ(child.size, 2);
+}
+
 }  // namespace
 }  // namespace ttrace::shim
