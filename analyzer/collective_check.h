@@ -1,13 +1,19 @@
-// All-reduce checks across ranks. Records with equal (comm_hash, comm_op_index) on different ranks are one
+// Checks of every NCCL collective and point-to-point call across ranks, one generic check driven by the semantics
+// table (ttrace/collectives.h). Records with equal (comm_hash, comm_op_index) on different ranks are one
 // collective call; for each such group:
-// - arguments: every member has the same api, count, dtype, op and communicator size; a member that disagrees
-//   with the majority is a finding ("allreduce.args");
-// - values: every member's output against the FP64 reduction of all members' inputs, within reduce.deterministic
-//   (sum, avg, prod) or exactly (max, min, integer types) ("allreduce.bound");
-// - identity: all members' outputs bitwise identical ("allreduce.identical").
+// - arguments: every member has the same api, count, dtype, op, root and communicator size; a member that
+//   disagrees with the majority is a finding ("<check>.args", e.g. "allgather.args");
+// - values, for every member with an output: reductions (all-reduce, reduce-scatter, reduce) against the FP64
+//   reduction of all members' inputs, within reduce.deterministic (sum, avg, prod) or exactly (max, min, integer
+//   types, one rank) ("allreduce.bound", "reducescatter.bound", "reduce.bound"); copies (all-gather, gather,
+//   broadcast, scatter, all-to-all) bitwise equal to the input elements they copy ("allgather.exact", ...);
+// - identity, where NCCL makes outputs bitwise identical on all ranks (all-reduce; for all-gather and broadcast it
+//   follows from exactness): "allreduce.identical".
+// Sends and receives pair in order per (communicator, sender, receiver): the k-th receive at b from a must hold
+// exactly the count, dtype and bytes of the k-th send from a to b ("sendrecv.match", the receiver's finding).
 // Attribution names only the member whose output is wrong: with 3+ members, those outside a strict majority of
-// identical outputs (and any member violating the bound); otherwise those violating the bound, or, when none
-// does, the member farthest from the FP64 reference (sum of |err|).
+// identical outputs (and any member violating the check); otherwise those violating it, or, when none does, the
+// member farthest from the FP64 reference (sum of |err|).
 // Groups missing a member, or a member's tensors, are counted as not checked.
 // Single-threaded.
 #ifndef TTRACE_ANALYZER_COLLECTIVE_CHECK_H_
