@@ -1,0 +1,100 @@
+#!/bin/bash
+# Evaluates `ttrace diff` on the gpt workload (tools/workloads/gpt) on simgpu under libttrace.so: the world-size-1
+# reference per dtype, clean runs of each layout under several SIMGPU_ACCUM orders, and each --bug where it can
+# occur, each diffed against the reference. Prints one table per dtype (bug x layout: detected, first divergent op
+# as "kind REF_SEQ api operand", error / threshold and the threshold's model), then per dtype the largest clean
+# error/threshold (the diff's tightness) and, per bug, the smallest error/threshold where detected.
+#
+#   tools/eval_diff.sh [BUILD_DIR]     (default build; needs ttrace, ttrace_shim, gpt, simrun and simgpu built)
+# Environment: EVAL_LAYOUTS ("tp2 dp2 tp2dp2 tp4" by default: what the shim captures in full today, i.e. GEMMs and
+# all-reduces; sp/pp/dist-opt layouts need all-gather, reduce-scatter and send/recv), EVAL_BUGS (subset),
+# EVAL_ORDERS (clean runs' SIMGPU_ACCUM orders, default "sequential pairwise splitk:4 random:7"), EVAL_ARGS (extra
+# gpt flags), EVAL_KEEP=1 keeps the traces (their directory is printed).
+set -u
+build=$(cd "${1:-build}" && pwd) || exit 2
+for f in "$build/bin/gpt" "$build/bin/simrun" "$build/bin/ttrace" "$build/lib/libttrace.so" \
+         "$build/simgpu/lib/libnccl.so.2"; do
+  [ -e "$f" ] || { echo "eval_diff: $f missing; build ttrace ttrace_shim gpt simrun and simgpu" >&2; exit 2; }
+done
+work=$(mktemp -d /tmp/eval_diff.XXXXXX)
+if [ "${EVAL_KEEP:-0}" = 1 ]; then echo "traces in $work"; else trap 'rm -rf "$work"' EXIT; fi
+bugs=${EVAL_BUGS:-"sp-layernorm-grad-not-reduced replicated-weight-unsynced grad-scaled-twice loss-not-scaled-by-dp
+  allgather-wrong-order column-split-wrong-dim rowparallel-reduce-max grad-allreduce-on-tp-comm
+  optimizer-before-reduce embedding-grad-race causal-mask-shifted pp-stale-microbatch"}
+layouts=${EVAL_LAYOUTS:-"tp2 dp2 tp2dp2 tp4"}
+orders=${EVAL_ORDERS:-"sequential pairwise splitk:4 random:7"}
+extra=${EVAL_ARGS:-}
+
+# trace NAME WORLD ACCUM ARGS...: runs gpt under the shim into $work/NAME; prints "inactive" when the bug has no
+# effect in this layout, "FAIL" when the run failed.
+trace() {
+  local name=$1 world=$2 accum=$3 out
+  shift 3
+  rm -rf "$work/$name"
+  out=$(env LD_LIBRARY_PATH="$build/simgpu/lib" TTRACE_DIR="$work/$name" LD_PRELOAD="$build/lib/libttrace.so" \
+        ${accum:+SIMGPU_ACCUM=$accum} "$build/bin/simrun" -n "$world" -- "$build/bin/gpt" $extra "$@" \
+        --rdzv "$work/$name.rdzv" 2>&1) || { echo FAIL; echo "$out" >"$work/$name.log"; return; }
+  grep -q "inactive in this layout" <<<"$out" && echo inactive
+}
+
+# cell REF CAND: one table cell from `ttrace diff REF CAND --json`: "clean r=RATIO", "incomplete", or
+# "FOUND kind ref_seq api operand r=RATIO model".
+cell() {
+  "$build/bin/ttrace" diff "$1" "$2" --json "$2.json" >"$2.txt" 2>&1
+  python3 - "$2.json" <<'PY'
+import json, sys
+try:
+    j = json.load(open(sys.argv[1]))
+except Exception:
+    print("ERROR"); sys.exit()
+d, t = j.get("first_divergence"), j["summary"].get("tightness") or {}
+nc = j["summary"].get("not_checked_total", 0)
+if j["verdict"] == "findings" and d:
+    print("FOUND %s@%d:%s:%s %.3g %s" % (d["kind"], d["ref_seq"], d["api"].replace("cublas", "").replace("nccl", ""),
+                                         d["operand"].split()[0], d["ratio"] if d["ratio"] is not None else float("inf"),
+                                         d["model"]))
+else:
+    print("%s %.3g nc=%d" % (j["verdict"], t.get("max_ratio", 0) or 0, nc))
+PY
+}
+
+start=$SECONDS
+for dtype in fp32 bf16; do
+  ref="ref-$dtype"
+  r=$(trace "$ref" 1 "" --dtype "$dtype")
+  [ "$r" = FAIL ] && { echo "eval_diff: the $dtype reference run failed ($work/$ref.log)" >&2; exit 1; }
+  printf '\n== %s: gpt under the shim against the 1-rank reference (ttrace diff) ==\n' "$dtype"
+  printf '%-30s %-8s %s\n' case layout "result (FOUND kind@ref_seq:api:operand err/threshold model | verdict max-err/threshold)"
+  for l in $layouts; do
+    tp=1 dp=1
+    [[ $l =~ tp([0-9]+) ]] && tp=${BASH_REMATCH[1]}
+    [[ $l =~ dp([0-9]+) ]] && dp=${BASH_REMATCH[1]}
+    args=(--tp "$tp" --dp "$dp" --dtype "$dtype")
+    world=$((tp * dp))
+    for o in $orders; do
+      name="clean-$dtype-$l-${o/:/_}"
+      r=$(trace "$name" "$world" "$o" "${args[@]}")
+      [ "$r" = FAIL ] && { printf '%-30s %-8s FAIL\n' "clean $o" "$l"; continue; }
+      c=$(cell "$work/$ref" "$work/$name")
+      printf '%-30s %-8s %s\n' "clean $o" "$l" "$c"
+      echo "clean $dtype $c" >>"$work/summary"
+    done
+    for b in $bugs; do
+      name="bug-$dtype-$l-$b"
+      r=$(trace "$name" "$world" random:3 "${args[@]}" --bug "$b")
+      if [ "$r" = inactive ]; then printf '%-30s %-8s -\n' "$b" "$l"; continue; fi
+      [ "$r" = FAIL ] && { printf '%-30s %-8s FAIL\n' "$b" "$l"; continue; }
+      c=$(cell "$work/$ref" "$work/$name")
+      printf '%-30s %-8s %s\n' "$b" "$l" "$c"
+      echo "$b $dtype $c" >>"$work/summary"
+    done
+  done
+done
+echo
+awk '{ k = $1 " " $2 }
+     $1 == "clean" { n[k]++; if ($3 == "clean") ok[k]++; v = ($3 == "FOUND") ? $5 : $4; if (v + 0 > mx[k]) mx[k] = v + 0 }
+     $1 != "clean" { m[k]++; if ($3 == "FOUND") { f[k]++; if (!(k in mn) || $5 + 0 < mn[k]) mn[k] = $5 + 0 } }
+     END { for (k in n) printf "%-40s %d/%d clean, largest clean err/threshold %.3g\n", k, ok[k], n[k], mx[k];
+           for (k in m) printf "%-40s detected %d/%d, smallest err/threshold %s\n", k, f[k], m[k],
+                               (k in mn) ? sprintf("%.3g", mn[k]) : "-" }' "$work/summary" | sort
+echo "run time $((SECONDS - start)) s"
