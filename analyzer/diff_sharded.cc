@@ -207,15 +207,16 @@ GemmProblem ProblemOf(const LogicalGemm& g) {
 // Merges the blocks of one operand: rows split pr ways by coordinate `ri`, columns pc ways by `ci`. False when a
 // block is missing.
 template <typename RowCoord, typename ColCoord, typename Data>
-bool Merge(const std::vector<Shard>& shards, int64_t rows, int64_t cols, int pr, int pc, RowCoord ri, ColCoord ci,
-           Data data, std::vector<double>* full) {
+bool Merge(const std::vector<Shard>& shards, int64_t rows, int64_t cols, const DimSplit& rs, const DimSplit& cs,
+           RowCoord ri, ColCoord ci, Data data, std::vector<double>* full) {
+  const int pr = rs.factor, pc = cs.factor;
   full->assign(static_cast<size_t>(rows * pr * cols * pc), 0);
   std::vector<bool> seen(static_cast<size_t>(pr * pc), false);
   for (const Shard& s : shards) {
     const int bi = ri(s), bj = ci(s);
     if (seen[static_cast<size_t>(bi + bj * pr)]) continue;
     seen[static_cast<size_t>(bi + bj * pr)] = true;
-    PlaceBlock(data(s), rows, cols, bi, bj, pr, full);
+    PlaceBlock(data(s), rows, cols, bi, bj, rs, cs, full);
   }
   for (bool b : seen)
     if (!b) return false;
@@ -253,9 +254,9 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
     bool ok = true;
     for (Shard& sh : shards) ok = ok && ShardCoords(s, comms_, sh.rank, &sh.cm, &sh.cn, &sh.ck);
     std::vector<double> ma, mb;
-    if (!ok || !Merge(shards, cs.m, cs.k, s.m.factor, s.k.factor, [](const Shard& x) { return x.cm; },
+    if (!ok || !Merge(shards, cs.m, cs.k, s.m, s.k, [](const Shard& x) { return x.cm; },
                       [](const Shard& x) { return x.ck; }, [](const Shard& x) -> const auto& { return x.g.a; }, &ma) ||
-        !Merge(shards, cs.k, cs.n, s.k.factor, s.n.factor, [](const Shard& x) { return x.ck; },
+        !Merge(shards, cs.k, cs.n, s.k, s.n, [](const Shard& x) { return x.ck; },
                [](const Shard& x) { return x.cn; }, [](const Shard& x) -> const auto& { return x.g.b; }, &mb))
       continue;
     double ea, eb;
@@ -339,7 +340,8 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
     for (int64_t j = 0; j < cs.n; ++j)
       for (int64_t x = 0; x < cs.m; ++x) {
         const size_t local = static_cast<size_t>(x + j * cs.m);
-        const size_t full = static_cast<size_t>((s.cm * cs.m + x) + (s.cn * cs.n + j) * m);
+        const size_t full =
+            static_cast<size_t>(FullIndex(split.m, cs.m, s.cm, x) + FullIndex(split.n, cs.n, s.cn, j) * m);
         oc.bound[full] += sbd.Bound(st[local]) / oc.scale;
         oc.partial_sum[full] += s.g.c[local];
         oc.abs_partials[full] += std::fabs(s.g.c[local]);
@@ -358,7 +360,7 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
     const int64_t col = static_cast<int64_t>(stats.worst_index / static_cast<uint64_t>(m));
     OpName at = name;
     for (const Shard& s : shards)
-      if (s.cm == row / cs.m && s.cn == col / cs.n) {
+      if (s.cm == CoordOfFull(split.m, cs.m, row) && s.cn == CoordOfFull(split.n, cs.n, col)) {
         at = {s.rank, s.op->seq, s.op->api_name()};
         break;
       }
@@ -450,8 +452,8 @@ void Sharded::CompareReduce(size_t i, const Op& rop) {
     if (!ShardCoords(oc.split, comms_, rank, &cm, &cn, &ck)) return rep().AddNotChecked("shard coordinates unknown");
     if (seen[static_cast<size_t>(cm + cn * oc.split.m.factor)]) continue;
     seen[static_cast<size_t>(cm + cn * oc.split.m.factor)] = true;
-    PlaceBlock(DecodeAll(static_cast<DType>(recv->meta.dtype), recv->data), oc.bm, oc.bn, cm, cn, oc.split.m.factor,
-               &got);
+    PlaceBlock(DecodeAll(static_cast<DType>(recv->meta.dtype), recv->data), oc.bm, oc.bn, cm, cn, oc.split.m,
+               oc.split.n, &got);
   }
   for (bool b : seen)
     if (!b) return rep().AddNotChecked("all-reduce shards missing");

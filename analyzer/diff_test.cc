@@ -262,6 +262,24 @@ TEST(DiffAlign, SkipsExtraAndMissingOps) {
   EXPECT_EQ(al.cand_of_ref, (std::vector<int64_t>{0, 2, 3}));
 }
 
+TEST(DiffShard, GroupedSplitsInterleaveSlices) {
+  // A fused QKV weight of 6 columns [q0 q1 | k0 k1 | v0 v1] split 2 ways by heads: slice 1 holds q1 k1 v1.
+  DimSplit d;
+  d.factor = 2;
+  d.groups = 3;
+  EXPECT_EQ(FullIndex(d, 3, 1, 0), 1);
+  EXPECT_EQ(FullIndex(d, 3, 1, 1), 3);
+  EXPECT_EQ(FullIndex(d, 3, 1, 2), 5);
+  EXPECT_EQ(CoordOfFull(d, 3, 4), 0);
+  EXPECT_EQ(CoordOfFull(d, 3, 5), 1);
+  std::vector<double> full(6, 0);
+  PlaceBlock({10, 11, 12}, 1, 3, 0, 1, DimSplit{}, d, &full);
+  EXPECT_EQ(full, (std::vector<double>{0, 10, 0, 11, 0, 12}));
+  GemmShape ref{4, 6, 2, 1}, cand{4, 3, 2, 1};
+  CommLayout none((TraceSet{}));
+  EXPECT_TRUE(CandidateSplits(ref, cand, none, 0).empty()) << "no communicator of size 2";
+}
+
 TEST(DiffMapping, ParsesAndRejects) {
   absl::StatusOr<SplitMapping> m = ParseSplitMapping("# comment\nop 4 m=2@0x2222 k=2@1111\n\nop 7\n");
   ASSERT_TRUE(m.ok()) << m.status();

@@ -147,7 +147,9 @@ std::vector<uint64_t> CommLayout::AvgComms() const { return avg_; }
 std::string SplitText(const GemmSplit& s) {
   std::vector<std::string> parts;
   for (const auto& [name, d] : {std::pair<const char*, DimSplit>{"m", s.m}, {"n", s.n}, {"k", s.k}})
-    if (d.factor > 1) parts.push_back(absl::StrCat(name, "/", d.factor, " by comm 0x", absl::Hex(d.comm)));
+    if (d.factor > 1)
+      parts.push_back(absl::StrCat(name, "/", d.factor, " by comm 0x", absl::Hex(d.comm),
+                                   d.groups > 1 ? absl::StrCat(" in ", d.groups, " groups") : std::string()));
   return parts.empty() ? "not split" : absl::StrJoin(parts, ", ");
 }
 
@@ -164,6 +166,13 @@ std::vector<GemmSplit> CandidateSplits(const GemmShape& ref, const GemmShape& ca
       if (comms.SizeOf(h) == f) out.push_back(h);
     return out;
   };
+  auto groups = [](int f, int64_t len) {
+    std::vector<int64_t> g{1};
+    if (f > 1)
+      for (int64_t d = 2; d <= len; ++d)
+        if (len % d == 0) g.push_back(d);
+    return g;
+  };
   std::vector<GemmSplit> out;
   for (uint64_t cm : choices(fm))
     for (uint64_t cn : choices(fn))
@@ -173,9 +182,32 @@ std::vector<GemmSplit> CandidateSplits(const GemmShape& ref, const GemmShape& ca
         s.m = {fm, cm};
         s.n = {fn, cn};
         s.k = {fk, ck};
-        if (ResolveRoles(comms, rank, &s)) out.push_back(s);
+        if (!ResolveRoles(comms, rank, &s)) continue;
+        for (int64_t gm : groups(fm, cand.m))
+          for (int64_t gn : groups(fn, cand.n))
+            for (int64_t gk : groups(fk, cand.k)) {
+              if (out.size() >= kMaxSplits) return out;
+              GemmSplit g = s;
+              g.m.groups = gm;
+              g.n.groups = gn;
+              g.k.groups = gk;
+              out.push_back(g);
+            }
       }
+  std::stable_sort(out.begin(), out.end(), [](const GemmSplit& a, const GemmSplit& b) {
+    return a.m.groups * a.n.groups * a.k.groups < b.m.groups * b.n.groups * b.k.groups;
+  });
   return out;
+}
+
+int64_t FullIndex(const DimSplit& d, int64_t len, int coord, int64_t x) {
+  const int64_t b = len / d.groups;
+  return (x / b) * (d.factor * b) + coord * b + x % b;
+}
+
+int CoordOfFull(const DimSplit& d, int64_t len, int64_t f) {
+  const int64_t b = len / d.groups;
+  return static_cast<int>((f % (d.factor * b)) / b);
 }
 
 bool ResolveRoles(const CommLayout& comms, int rank, GemmSplit* split) {
@@ -202,11 +234,13 @@ bool ShardCoords(const GemmSplit& split, const CommLayout& comms, int rank, int*
   return coord(split.m, cm) && coord(split.n, cn) && coord(split.k, ck);
 }
 
-void PlaceBlock(const std::vector<double>& block, int64_t rows, int64_t cols, int bi, int bj, int pr,
-                std::vector<double>* full) {
-  const int64_t full_rows = rows * pr;
-  for (int64_t j = 0; j < cols; ++j)
-    for (int64_t i = 0; i < rows; ++i) (*full)[(bi * rows + i) + (bj * cols + j) * full_rows] = block[i + j * rows];
+void PlaceBlock(const std::vector<double>& block, int64_t rows, int64_t cols, int bi, int bj, const DimSplit& rs,
+                const DimSplit& cs, std::vector<double>* full) {
+  const int64_t full_rows = rows * rs.factor;
+  for (int64_t j = 0; j < cols; ++j) {
+    const int64_t fj = FullIndex(cs, cols, bj, j);
+    for (int64_t i = 0; i < rows; ++i) (*full)[FullIndex(rs, rows, bi, i) + fj * full_rows] = block[i + j * rows];
+  }
 }
 
 absl::StatusOr<SplitMapping> ParseSplitMapping(const std::string& text) {

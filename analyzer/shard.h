@@ -66,11 +66,18 @@ class CommLayout {
 // A communicator is named by its hash on one rank; other ranks use the communicator in the same role: the one they
 // first used in the same position (rank 0's first, second, ... communicator), e.g. the TP group of their own DP
 // replica.
+// A split dimension may be grouped: the reference dimension is `groups` equal blocks, each split `factor` ways, and
+// slice i holds part i of every block, in block order (a fused QKV weight cut by heads: 3 groups; tokens ordered
+// position-major, t = s·batch + b, under a batch split: one group per position).
 struct DimSplit {
   int factor = 1;
   uint64_t comm = 0;  // 0 when factor == 1
   int role = -1;      // index of `comm` among the naming rank's communicators in order of first use
+  int64_t groups = 1;
 };
+// The full index of local index x (of `len`) on the slice at `coord`, and the slice holding full index f.
+int64_t FullIndex(const DimSplit& d, int64_t len, int coord, int64_t x);
+int CoordOfFull(const DimSplit& d, int64_t len, int64_t f);
 struct GemmSplit {
   DimSplit m, n, k;
   std::string source = "inferred";  // or "mapping"
@@ -78,16 +85,19 @@ struct GemmSplit {
 std::string SplitText(const GemmSplit& s);  // "m/2 by comm 0x1a2b, k/2 by comm 0x3c4d"
 
 // Every assignment of `rank`'s communicators to the factors by which `cand` divides `ref` (distinct comms,
-// sizes equal to the factors). Empty when a dimension does not divide or no communicator fits.
+// sizes equal to the factors), each split dimension with every group count dividing its local length (at most
+// kMaxSplits in all, fewest groups first). Empty when a dimension does not divide or no communicator fits.
+inline constexpr size_t kMaxSplits = 4096;
 std::vector<GemmSplit> CandidateSplits(const GemmShape& ref, const GemmShape& cand, const CommLayout& comms,
                                        int rank);
 
 // A shard's coordinate along each dimension of `split` (0 where not split), or false when `rank` is not a member.
 bool ShardCoords(const GemmSplit& split, const CommLayout& comms, int rank, int* cm, int* cn, int* ck);
 
-// Places block (bi, bj) of `rows` x `cols` into a full (rows·pr) x (cols·pc) column-major matrix.
-void PlaceBlock(const std::vector<double>& block, int64_t rows, int64_t cols, int bi, int bj, int pr,
-                std::vector<double>* full);
+// Places block (bi, bj) of `rows` x `cols` into the full (rows·rs.factor) x (cols·cs.factor) column-major matrix
+// whose rows are split by `rs` and columns by `cs`.
+void PlaceBlock(const std::vector<double>& block, int64_t rows, int64_t cols, int bi, int bj, const DimSplit& rs,
+                const DimSplit& cs, std::vector<double>* full);
 
 // Sets each split dimension's role from its comm as `rank` sees it; false when `rank` does not use that comm.
 bool ResolveRoles(const CommLayout& comms, int rank, GemmSplit* split);
