@@ -22,6 +22,7 @@
 // forms, cublasGemmEx_64 and cublasGemmStridedBatchedEx_64.
 // --hang-at-exit: afterwards blocks its stream for 10 minutes (a host function, as a collective waiting for a dead
 // peer would), queues one more Sgemm behind it and returns from main without synchronizing.
+// --collectives: instead, every NCCL collective and point-to-point call (RunCollectives says which, in order).
 // Built against the real headers and linked to the toolkit's shared libraries, like any application.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -35,6 +36,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -609,13 +612,219 @@ int RunInitAll(int ndev) {
   return 0;
 }
 
+
+// ---- --collectives ------------------------------------------------------------------------------------------
+
+fmt::CollectiveRecord CollExpect(uint64_t seq, fmt::ApiId api, ncclComm_t comm, int rank, int size, uint64_t index,
+                                 int red_op, int root_or_peer, ncclDataType_t dtype, uint64_t count,
+                                 const void* send, const void* recv, cudaStream_t s, bool in_group) {
+  fmt::CollectiveRecord r;
+  memset(&r, 0, sizeof r);
+  r.seq = seq;
+  r.api = static_cast<uint16_t>(api);
+  r.red_op = red_op < 0 ? 0xff : static_cast<uint8_t>(red_op);
+  r.in_group = in_group;
+  r.comm_handle = reinterpret_cast<uint64_t>(comm);
+  r.comm_rank = rank;
+  r.comm_size = size;
+  r.nccl_dtype = dtype;
+  r.root_or_peer = root_or_peer;
+  r.count = count;
+  r.comm_op_index = index;
+  r.sendbuff = reinterpret_cast<uint64_t>(send);
+  r.recvbuff = reinterpret_cast<uint64_t>(recv);
+  r.stream = reinterpret_cast<uint64_t>(s);
+  return r;
+}
+
+// Elements [offset, offset + n) of a vector tensor, as a vector tensor of its own (host bytes copied now).
+Tensor Slice(const Tensor& t, int64_t offset, int64_t n) {
+  Tensor v;
+  v.dtype = t.dtype;
+  v.rows = v.ld = n;
+  v.cols = 1;
+  v.host.assign(t.host.begin() + offset * static_cast<int64_t>(t.Elem()),
+                t.host.begin() + (offset + n) * static_cast<int64_t>(t.Elem()));
+  v.dev = static_cast<char*>(t.dev) + offset * static_cast<int64_t>(t.Elem());
+  return v;
+}
+
+// Every collective and point-to-point call on every rank (at least 2), out of place and in place, outside and
+// inside a group, and on a split communicator; the dump has what each rank's buffers held before (inputs) and
+// after (outputs), only the buffers NCCL reads or writes on that rank. World communicator, in order (seq =
+// position; coll = simgpu's SIMGPU_FAULT call number on every rank):
+//   0 all-gather (coll 0), 1 all-gather in place, 2 reduce-scatter sum (coll 2), 3 reduce-scatter in place,
+//   4 broadcast root 1 (coll 4), 5 broadcast in place root 0, 6 bcast root n-1, 7 reduce sum root 0, 8 reduce max
+//   in place root n-1, 9 all-to-all, 10 gather root 1, 11 scatter root 0, 12 all-reduce BF16;
+//   group { 13 all-gather BF16, 14 reduce-scatter avg, 15 send to rank+1, 16 receive from rank-1 };
+//   group { 17 send to rank-1, 18 receive from rank+1 };
+// then ncclCommSplit(color rank % 2, key -rank) and on the child 19 all-reduce sum, 20 all-gather.
+int RunCollectives(const std::string& rdzv) {
+  const int rank = EnvInt("RANK", 0), n = EnvInt("WORLD_SIZE", 1), device = EnvInt("LOCAL_RANK", 0);
+  if (n < 2) Die("--collectives needs 2 or more ranks", n);
+  CHECK_CUDA(cudaSetDevice(device));
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ncclComm_t world;
+  CHECK_NCCL(ncclCommInitRank(&world, n, Rendezvous(rdzv, rank), rank));
+  ExpectCommInit(fmt::ApiId::kNcclCommInitRank, world, rank, n, device);
+  const int64_t c = 7, nc = c * n;
+  const uint32_t salt = 7000u * static_cast<uint32_t>(rank);
+  uint64_t seq = 0, index = 0;
+  std::vector<uint64_t> p2p_index(2 * static_cast<size_t>(n), 0);  // [peer * 2 + send]
+  using A = fmt::ApiId;
+  // One call: `in` is what the rank's send buffer held (empty tensor: none), `out` its receive buffer (downloaded
+  // after the call or group, then dumped by Finish).
+  struct Pending {
+    uint64_t seq;
+    Tensor* out;
+    int64_t offset, n;
+  };
+  std::vector<Pending> outputs;
+  auto call = [&](ncclComm_t comm, int crank, int csize, uint64_t* idx, A api, int red_op, int param,
+                  ncclDataType_t dt, int64_t count, const Tensor* in, int64_t in_off, int64_t in_n, Tensor* out,
+                  int64_t out_off, int64_t out_n, const void* sendbuff, const void* recvbuff, bool in_group,
+                  const std::function<ncclResult_t()>& nccl) {
+    if (in != nullptr && in_n > 0) ExpectTensor(seq, TensorSlot::kSend, Slice(*in, in_off, in_n));
+    CHECK_NCCL(nccl());
+    const bool p2p = api == A::kNcclSend || api == A::kNcclRecv;
+    uint64_t* counter = p2p ? &p2p_index[static_cast<size_t>(param) * 2 + (api == A::kNcclSend)] : idx;
+    Expect(RecordType::kCollective, CollExpect(seq, api, comm, crank, csize, (*counter)++, red_op, param, dt,
+                                               static_cast<uint64_t>(count), sendbuff, recvbuff, s, in_group));
+    if (out != nullptr && out_n > 0) outputs.push_back({seq, out, out_off, out_n});
+    ++seq;
+  };
+  auto finish = [&] {
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    for (const Pending& p : outputs) {
+      p.out->Download(s);
+      ExpectTensor(p.seq, TensorSlot::kRecv, Slice(*p.out, p.offset, p.n));
+    }
+    outputs.clear();
+  };
+  std::vector<std::unique_ptr<Tensor>> keep;
+  auto vec = [&](DType dt, int64_t elems, uint32_t k, bool upload = true) {
+    keep.push_back(std::make_unique<Tensor>(Make(dt, elems, 1, elems, salt + k)));
+    if (upload) keep.back()->Upload(s);
+    return keep.back().get();
+  };
+  const int root1 = 1 % n, last = n - 1, next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  const ncclDataType_t f32 = ncclFloat32;
+  auto W = [&](A api, int red_op, int param, ncclDataType_t dt, int64_t count, const Tensor* in, int64_t in_off,
+               int64_t in_n, Tensor* out, int64_t out_off, int64_t out_n, const void* sb, const void* rb,
+               bool grouped, const std::function<ncclResult_t()>& nccl) {
+    call(world, rank, n, &index, api, red_op, param, dt, count, in, in_off, in_n, out, out_off, out_n, sb, rb,
+         grouped, nccl);
+    if (!grouped) finish();
+  };
+  {  // 0, 1: all-gather, out of place and in place
+    Tensor *a = vec(DType::kF32, c, 1), *b = vec(DType::kF32, nc, 2, false), *g = vec(DType::kF32, nc, 3);
+    W(A::kNcclAllGather, -1, -1, f32, c, a, 0, c, b, 0, nc, a->dev, b->dev, false,
+      [&] { return ncclAllGather(a->dev, b->dev, c, f32, world, s); });
+    float* mine = static_cast<float*>(g->dev) + rank * c;
+    W(A::kNcclAllGather, -1, -1, f32, c, g, rank * c, c, g, 0, nc, mine, g->dev, false,
+      [&] { return ncclAllGather(mine, g->dev, c, f32, world, s); });
+  }
+  {  // 2, 3: reduce-scatter, out of place and in place
+    Tensor *a = vec(DType::kF32, nc, 4), *b = vec(DType::kF32, c, 5, false), *h = vec(DType::kF32, nc, 6);
+    W(A::kNcclReduceScatter, ncclSum, -1, f32, c, a, 0, nc, b, 0, c, a->dev, b->dev, false,
+      [&] { return ncclReduceScatter(a->dev, b->dev, c, f32, ncclSum, world, s); });
+    float* mine = static_cast<float*>(h->dev) + rank * c;
+    W(A::kNcclReduceScatter, ncclSum, -1, f32, c, h, 0, nc, h, rank * c, c, h->dev, mine, false,
+      [&] { return ncclReduceScatter(h->dev, mine, c, f32, ncclSum, world, s); });
+  }
+  {  // 4, 5, 6: broadcast out of place and in place, bcast
+    Tensor *a = vec(DType::kF32, c, 7), *b = vec(DType::kF32, c, 8, false), *k = vec(DType::kF32, c, 9);
+    Tensor* m = vec(DType::kF32, c, 10);
+    W(A::kNcclBroadcast, -1, root1, f32, c, rank == root1 ? a : nullptr, 0, c, b, 0, c, a->dev, b->dev, false,
+      [&] { return ncclBroadcast(a->dev, b->dev, c, f32, root1, world, s); });
+    W(A::kNcclBroadcast, -1, 0, f32, c, rank == 0 ? k : nullptr, 0, c, k, 0, c, k->dev, k->dev, false,
+      [&] { return ncclBroadcast(k->dev, k->dev, c, f32, 0, world, s); });
+    W(A::kNcclBcast, -1, last, f32, c, rank == last ? m : nullptr, 0, c, m, 0, c, m->dev, m->dev, false,
+      [&] { return ncclBcast(m->dev, c, f32, last, world, s); });
+  }
+  {  // 7, 8: reduce out of place (sum, root 0) and in place (max, root n-1)
+    Tensor *a = vec(DType::kF32, c, 11), *b = vec(DType::kF32, c, 12, false), *k = vec(DType::kF32, c, 13);
+    W(A::kNcclReduce, ncclSum, 0, f32, c, a, 0, c, rank == 0 ? b : nullptr, 0, c, a->dev, b->dev, false,
+      [&] { return ncclReduce(a->dev, b->dev, c, f32, ncclSum, 0, world, s); });
+    W(A::kNcclReduce, ncclMax, last, f32, c, k, 0, c, rank == last ? k : nullptr, 0, c, k->dev, k->dev, false,
+      [&] { return ncclReduce(k->dev, k->dev, c, f32, ncclMax, last, world, s); });
+  }
+  {  // 9, 10, 11: all-to-all, gather, scatter
+    Tensor *a = vec(DType::kF32, nc, 14), *b = vec(DType::kF32, nc, 15, false);
+    W(A::kNcclAlltoAll, -1, -1, f32, c, a, 0, nc, b, 0, nc, a->dev, b->dev, false,
+      [&] { return ncclAlltoAll(a->dev, b->dev, c, f32, world, s); });
+    Tensor *g = vec(DType::kF32, c, 16), *h = vec(DType::kF32, nc, 17, false);
+    W(A::kNcclGather, -1, root1, f32, c, g, 0, c, rank == root1 ? h : nullptr, 0, nc, g->dev, h->dev, false,
+      [&] { return ncclGather(g->dev, h->dev, c, f32, root1, world, s); });
+    Tensor *x = vec(DType::kF32, nc, 18), *y = vec(DType::kF32, c, 19, false);
+    W(A::kNcclScatter, -1, 0, f32, c, rank == 0 ? x : nullptr, 0, nc, y, 0, c, x->dev, y->dev, false,
+      [&] { return ncclScatter(x->dev, y->dev, c, f32, 0, world, s); });
+  }
+  {  // 12: all-reduce BF16
+    Tensor *a = vec(DType::kBF16, 33, 20), *b = vec(DType::kBF16, 33, 21, false);
+    W(A::kNcclAllReduce, ncclSum, -1, ncclBfloat16, 33, a, 0, 33, b, 0, 33, a->dev, b->dev, false,
+      [&] { return ncclAllReduce(a->dev, b->dev, 33, ncclBfloat16, ncclSum, world, s); });
+  }
+  {  // 13-16 in one group, 17-18 in another
+    Tensor *a = vec(DType::kBF16, c, 22), *b = vec(DType::kBF16, nc, 23, false);
+    Tensor *x = vec(DType::kF32, nc, 24), *y = vec(DType::kF32, c, 25, false);
+    Tensor *p = vec(DType::kF32, 9, 26), *q = vec(DType::kF32, 9, 27, false);
+    CHECK_NCCL(ncclGroupStart());
+    ExpectGroup(fmt::ApiId::kNcclGroupStart, 1);
+    W(A::kNcclAllGather, -1, -1, ncclBfloat16, c, a, 0, c, b, 0, nc, a->dev, b->dev, true,
+      [&] { return ncclAllGather(a->dev, b->dev, c, ncclBfloat16, world, s); });
+    W(A::kNcclReduceScatter, ncclAvg, -1, f32, c, x, 0, nc, y, 0, c, x->dev, y->dev, true,
+      [&] { return ncclReduceScatter(x->dev, y->dev, c, f32, ncclAvg, world, s); });
+    W(A::kNcclSend, -1, next, f32, 9, p, 0, 9, nullptr, 0, 0, p->dev, nullptr, true,
+      [&] { return ncclSend(p->dev, 9, f32, next, world, s); });
+    W(A::kNcclRecv, -1, prev, f32, 9, nullptr, 0, 0, q, 0, 9, nullptr, q->dev, true,
+      [&] { return ncclRecv(q->dev, 9, f32, prev, world, s); });
+    CHECK_NCCL(ncclGroupEnd());
+    ExpectGroup(fmt::ApiId::kNcclGroupEnd, 0);
+    finish();
+    Tensor *u = vec(DType::kF32, 5, 28), *v = vec(DType::kF32, 5, 29, false);
+    CHECK_NCCL(ncclGroupStart());
+    ExpectGroup(fmt::ApiId::kNcclGroupStart, 1);
+    W(A::kNcclSend, -1, prev, f32, 5, u, 0, 5, nullptr, 0, 0, u->dev, nullptr, true,
+      [&] { return ncclSend(u->dev, 5, f32, prev, world, s); });
+    W(A::kNcclRecv, -1, next, f32, 5, nullptr, 0, 0, v, 0, 5, nullptr, v->dev, true,
+      [&] { return ncclRecv(v->dev, 5, f32, next, world, s); });
+    CHECK_NCCL(ncclGroupEnd());
+    ExpectGroup(fmt::ApiId::kNcclGroupEnd, 0);
+    finish();
+  }
+  // A split: colors rank % 2, keys -rank (the child orders its ranks backwards).
+  ncclComm_t child;
+  CHECK_NCCL(ncclCommSplit(world, rank % 2, -rank, &child, nullptr));
+  const int csize = (n - rank % 2 + 1) / 2;
+  int crank = 0;
+  for (int r = rank + 2; r < n; r += 2) ++crank;  // same color, larger rank: smaller key
+  ExpectCommInit(fmt::ApiId::kNcclCommSplit, child, crank, csize, device);
+  {
+    uint64_t cindex = 0;
+    Tensor *a = vec(DType::kF32, 12, 30), *b = vec(DType::kF32, 12, 31, false);
+    call(child, crank, csize, &cindex, A::kNcclAllReduce, ncclSum, -1, f32, 12, a, 0, 12, b, 0, 12, a->dev, b->dev,
+         false, [&] { return ncclAllReduce(a->dev, b->dev, 12, f32, ncclSum, child, s); });
+    finish();
+    Tensor *g = vec(DType::kF32, 4, 32), *h = vec(DType::kF32, 4 * csize, 33, false);
+    call(child, crank, csize, &cindex, A::kNcclAllGather, -1, -1, f32, 4, g, 0, 4, h, 0, 4 * csize, g->dev,
+         h->dev, false, [&] { return ncclAllGather(g->dev, h->dev, 4, f32, child, s); });
+    finish();
+  }
+  CHECK_NCCL(ncclCommDestroy(child));
+  ExpectCommDestroy(child);
+  CHECK_NCCL(ncclCommDestroy(world));
+  ExpectCommDestroy(world);
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string rdzv, dump;
   int scale = 1, iters = 1, init_all = 0;
   bool fork_child = false, kill_after_destroy = false, timed = false, hang_at_exit = false, nonblocking = false;
-  bool abort_pending = false, typed_gemms = false;
+  bool abort_pending = false, typed_gemms = false, collectives = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -634,11 +843,13 @@ int main(int argc, char** argv) {
     else if (arg == "--nonblocking") nonblocking = true;
     else if (arg == "--abort-pending") abort_pending = nonblocking = true;
     else if (arg == "--typed-gemms") typed_gemms = true;
+    else if (arg == "--collectives") collectives = true;
     else Die(("unknown argument " + arg).c_str(), 0);
   }
   if (!dump.empty() && (g_dump = fopen(dump.c_str(), "wb")) == nullptr) Die("opening the dump", errno);
-  const int rc = init_all > 0  ? RunInitAll(init_all)
-                 : rdzv.empty() ? 2
+  const int rc = init_all > 0              ? RunInitAll(init_all)
+                 : rdzv.empty()             ? 2
+                 : collectives              ? RunCollectives(rdzv)
                                 : RunRanks(rdzv, scale, iters, fork_child, kill_after_destroy, timed, hang_at_exit,
                                            nonblocking, abort_pending, typed_gemms);
   if (rc == 2) fprintf(stderr, "usage: shim_workload --rdzv DIR | --init-all N [--dump FILE] ...\n");
