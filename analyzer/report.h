@@ -28,7 +28,7 @@ struct ElementDetail {
 };
 
 struct Finding {
-  std::string check;           // "gemm.replay", "allreduce.bound", "allreduce.identical", "allreduce.args"
+  std::string check;           // "gemm.replay", "allreduce.bound", "allgather.exact", "sendrecv.match", ... (collective_check.h)
   int rank = -1;
   uint64_t seq = 0;
   std::string api;
@@ -82,7 +82,7 @@ struct CheckSummary {
   int world_size = -1;
   int streams = 0;
   uint64_t ops = 0;
-  std::map<std::string, uint64_t> checked;      // by kind: "gemm", "allreduce"
+  std::map<std::string, uint64_t> checked;      // by kind: "gemm", "allreduce", "allgather", "sendrecv", ...
   std::map<std::string, uint64_t> not_checked;  // by reason
   uint64_t elements_checked = 0;
   uint64_t unknown_records = 0;                 // skipped record types
