@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "analyzer/gemm_check.h"
+#include "analyzer/lt_check.h"
 #include "analyzer/report.h"
 #include "analyzer/trace_model.h"
 
@@ -20,6 +21,7 @@ using CheckProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 struct CheckOptions {
   uint64_t max_gemm_work = kDefaultMaxGemmWork;  // multiply-adds one GEMM replay may cost (gemm_check.h)
+  LtModelParams lt;                               // parameters of ltmatmul.deterministic (lt_check.h)
 };
 
 CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress = {}, const CheckOptions& options = {});

@@ -17,8 +17,10 @@ using format::RecordType;
 namespace {
 
 const char* SlotName(uint8_t slot) {
-  static const char* const kNames[] = {"A", "B", "C_in", "C_out", "send", "recv", "alpha", "beta"};
-  return slot < 8 ? kNames[slot] : "?";
+  static const char* const kNames[] = {"A",       "B",       "C_in",    "C_out",  "send",   "recv",   "alpha",
+                                       "beta",    "bias",    "aux_in",  "aux_out", "bias_grad", "scale_a",
+                                       "scale_b", "scale_c", "scale_d", "amax_d", "aux_scale", "aux_amax"};
+  return slot < format::kTensorSlots ? kNames[slot] : "?";
 }
 
 std::string GemmLine(const format::GemmRecord& g) {
@@ -32,6 +34,24 @@ std::string GemmLine(const format::GemmRecord& g) {
                                           : absl::StrCat(" alpha=", FormatNumber(g.alpha), " beta=",
                                                          FormatNumber(g.beta)),
       " stream=0x", absl::Hex(g.stream), " t_ns=", g.t_ns);
+}
+
+std::string LtLayoutText(const format::LtLayout& l) {
+  return absl::StrCat(CudaTypeName(l.type), ":", l.order == 0 ? "col" : l.order == 1 ? "row" : std::to_string(l.order),
+                      ":", l.rows, "x", l.cols, ":ld", l.ld, ":b", l.batch_count, ":s", l.batch_stride);
+}
+
+std::string LtMatmulLine(const format::LtMatmulRecord& r) {
+  auto op = [](uint8_t t) { return t <= 2 ? std::string(1, "NTC"[t]) : std::to_string(t); };
+  return absl::StrCat(
+      "seq=", r.seq, " ", format::ApiName(r.api), " status=", r.status, " m=", r.m, " n=", r.n, " k=", r.k,
+      " op=", op(r.transa), op(r.transb), " A=", LtLayoutText(r.a), " B=", LtLayoutText(r.b), " C=", LtLayoutText(r.c),
+      " D=", LtLayoutText(r.d), " compute=", r.compute_type, " scale_type=", r.scale_type, " epilogue=", r.epilogue,
+      " flags=", r.flags, " bias_type=", r.bias_type, " aux_type=", r.aux_type, " aux_ld=", r.aux_ld,
+      " scale_modes=", r.a_scale_mode, ",", r.b_scale_mode,
+      (r.flags & format::kLtScalarsUnknown) ? std::string(" alpha=? beta=?")
+                                            : absl::StrCat(" alpha=", FormatNumber(r.alpha), " beta=", FormatNumber(r.beta)),
+      " stream=0x", absl::Hex(r.stream), " t_ns=", r.t_ns);
 }
 
 std::string CollectiveLine(const format::CollectiveRecord& c) {
@@ -52,6 +72,8 @@ std::string RecordLine(const RecordView& r) {
       return GemmLine(r.Body<format::GemmRecord>());
     case RecordType::kCollective:
       return CollectiveLine(r.Body<format::CollectiveRecord>());
+    case RecordType::kLtMatmul:
+      return LtMatmulLine(r.Body<format::LtMatmulRecord>());
     case RecordType::kTensor: {
       const auto t = r.Body<format::TensorRecord>();
       const std::string kind = t.payload_kind == 0   ? std::string("full")

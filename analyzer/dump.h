@@ -1,7 +1,7 @@
 // `ttrace dump`: every record of a stream as one line of text, for people and for scripts (tools/demo.sh reads
 // it). Line shapes, fields separated by single spaces:
 //   seq=N <api> key=value ...              an op record (GEMM, collective): field 2 is the API symbol
-//   tensor seq=N slot=<A|B|C_in|C_out|send|recv> kind=full dtype=<f32|...> shape=RxCxB bytes=N
+//   tensor seq=N slot=<A|B|C_in|C_out|send|recv|alpha|beta|bias|aux_in|aux_out|bias_grad|scale_a|...> kind=full dtype=<f32|...> shape=RxCxB bytes=N
 //   setup <api> status=N ...               communicator and group calls
 //   notice code=N seq=N count=N message="..."
 //   unknown type=N bytes=N                 a record type this build does not know

@@ -196,7 +196,7 @@ GemmBound::GemmBound(const GemmPrecision& p, int64_t k, double alpha, double bet
   // With α = 0 the device forms β·C0 only (A and B are not read, as BLAS specifies) and so does the replay: no
   // k-term sum on either side.
   const double terms = alpha == 0 ? 0 : k_;
-  const double roundings = p_.products_per_term * terms + 2;
+  const double roundings = p_.products_per_term * terms + 2 + p_.extra_roundings;
   theta_acc_ = Theta(p_.acc.u, roundings);
   theta_ref_ = Theta(kU64, terms + 3);
   eta_count_ = 2 * roundings;

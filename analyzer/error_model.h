@@ -24,6 +24,9 @@ namespace ttrace::analyzer {
 #define TTRACE_ERROR_MODELS(X)                                                                            \
   X(kGemmDeterministic, "gemm.deterministic",                                                             \
     "|C^-C| <= (1+u_out)(g_{pk+2}(u_acc)(|a||A||B|+|b||C0|) + input conversion) + u_out|C| + underflow") \
+  X(kLtMatmulDeterministic, "ltmatmul.deterministic",                                                     \
+    "gemm.deterministic before the epilogue, then bias, activation (Lipschitz x error + evaluation), scales, "  \
+    "output rounding; FP8 accumulation precision a parameter")                                            \
   X(kReduceDeterministic, "reduce.deterministic",                                                         \
     "sum/avg/prod over n ranks: g_{n-1}(u)*sum|x_i| + u|s| + underflow (avg, prod: see docs)")           \
   X(kExact, "exact", "result must equal the reference exactly (max, min, integer types)")
@@ -64,6 +67,7 @@ struct GemmPrecision {
   double in_max = 0;               // inputs above this overflow in that conversion; 0 when none
   double u_out = 0, eta_out = 0;   // conversion of the accumulator to C's type; 0 when C is not narrower
   double out_max = 0;              // overflow threshold of C's type
+  double extra_roundings = 0;      // roundings on top of pk+2 (cuBLASLt's FP8 scale products)
 };
 
 // Resolves the record's compute type and math mode and the operand types into a GemmPrecision. Unimplemented,

@@ -158,9 +158,15 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
     t.ended = r.type == RecordType::kEnd;
     switch (r.type) {
       case RecordType::kGemm:
-      case RecordType::kCollective: {
+      case RecordType::kCollective:
+      case RecordType::kLtMatmul: {
         Op op;
-        if (r.type == RecordType::kGemm) {
+        if (r.type == RecordType::kLtMatmul) {
+          op.kind = OpKind::kLtMatmul;
+          op.lt = r.Body<format::LtMatmulRecord>();
+          op.seq = op.lt.seq;
+          op.api = op.lt.api;
+        } else if (r.type == RecordType::kGemm) {
           op.kind = OpKind::kGemm;
           op.gemm = r.Body<format::GemmRecord>();
           op.seq = op.gemm.seq;

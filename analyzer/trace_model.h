@@ -38,7 +38,7 @@ struct Tensor {
   std::string data;  // payload bytes in the kFull layout (kShuffled payloads are decoded on load), size checked
 };
 
-enum class OpKind : uint8_t { kGemm, kCollective };
+enum class OpKind : uint8_t { kGemm, kCollective, kLtMatmul };
 
 struct Op {
   uint64_t seq = 0;
@@ -46,7 +46,8 @@ struct Op {
   uint16_t api = 0;
   format::GemmRecord gemm{};        // valid when kind == kGemm
   format::CollectiveRecord coll{};  // valid when kind == kCollective
-  std::array<std::unique_ptr<Tensor>, 8> tensors;  // by format::TensorSlot; null when not captured
+  format::LtMatmulRecord lt{};      // valid when kind == kLtMatmul
+  std::array<std::unique_ptr<Tensor>, format::kTensorSlots> tensors;  // by format::TensorSlot; null when not captured
   std::string tensor_problem;       // first reason a captured tensor was unusable, empty when none
   std::string missing_tensors;      // why tensors may be missing: "tensors dropped (ring full)", ...
 
