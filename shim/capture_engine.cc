@@ -182,6 +182,33 @@ class StreamContext {
 
 }  // namespace
 
+CUresult CaptureEngine::EnqueueCopies(const TensorSpec& spec, const StagingPlan& plan, char* staging, CUstream stream,
+                                      uint64_t* queued) {
+  CUresult e = CUDA_SUCCESS;
+  const char* src = static_cast<const char*>(spec.ptr);
+  for (uint64_t c = 0; c < plan.copies && e == CUDA_SUCCESS; ++c) {
+    const char* from = src + static_cast<int64_t>(c) * plan.copy_src_stride * plan.elem_bytes;
+    char* to = staging + c * plan.copy_bytes;
+    if (plan.pitched) {
+      CUDA_MEMCPY2D copy;
+      memset(&copy, 0, sizeof copy);
+      copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+      copy.srcDevice = reinterpret_cast<CUdeviceptr>(from);
+      copy.srcPitch = static_cast<size_t>(spec.ld) * plan.elem_bytes;
+      copy.dstMemoryType = CU_MEMORYTYPE_HOST;
+      copy.dstHost = to;
+      copy.dstPitch = static_cast<size_t>(spec.rows) * plan.elem_bytes;
+      copy.WidthInBytes = copy.dstPitch;
+      copy.Height = static_cast<size_t>(spec.cols);
+      e = driver_->Memcpy2DAsync(&copy, stream);
+    } else {
+      e = driver_->MemcpyDtoHAsync(to, reinterpret_cast<CUdeviceptr>(from), plan.copy_bytes, stream);
+    }
+    if (e == CUDA_SUCCESS) ++*queued;
+  }
+  return e;
+}
+
 void CaptureEngine::CaptureTensor(uint64_t seq, CUstream stream, const TensorSpec& spec) {
   if (!capturing_tensors()) return;
   StagingPlan plan;
@@ -245,29 +272,8 @@ void CaptureEngine::CaptureTensor(uint64_t seq, CUstream stream, const TensorSpe
     ++tensors_pushed_;
   }
 
-  CUresult e = CUDA_SUCCESS;
-  const char* src = static_cast<const char*>(spec.ptr);
   uint64_t queued = 0;
-  for (uint64_t c = 0; c < plan.copies && e == CUDA_SUCCESS; ++c) {
-    const char* from = src + static_cast<int64_t>(c) * plan.copy_src_stride * plan.elem_bytes;
-    char* to = ring_base_ + offset + c * plan.copy_bytes;
-    if (plan.pitched) {
-      CUDA_MEMCPY2D copy;
-      memset(&copy, 0, sizeof copy);
-      copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-      copy.srcDevice = reinterpret_cast<CUdeviceptr>(from);
-      copy.srcPitch = static_cast<size_t>(spec.ld) * plan.elem_bytes;
-      copy.dstMemoryType = CU_MEMORYTYPE_HOST;
-      copy.dstHost = to;
-      copy.dstPitch = static_cast<size_t>(spec.rows) * plan.elem_bytes;
-      copy.WidthInBytes = copy.dstPitch;
-      copy.Height = static_cast<size_t>(spec.cols);
-      e = driver_->Memcpy2DAsync(&copy, stream);
-    } else {
-      e = driver_->MemcpyDtoHAsync(to, reinterpret_cast<CUdeviceptr>(from), plan.copy_bytes, stream);
-    }
-    if (e == CUDA_SUCCESS) ++queued;
-  }
+  CUresult e = EnqueueCopies(spec, plan, ring_base_ + offset, stream, &queued);
   // The event marks the end of every queued copy, also when a later copy failed: the drain hands the ring space
   // back only after it, since a queued copy may still be writing there.
   CUevent event = nullptr;

@@ -149,6 +149,10 @@ class CaptureEngine {
   };
 
   bool EnsureRing();
+  // The device-to-host copies of `spec` into `staging` on `stream` (plan.copies of them, or pitched); *queued
+  // counts those enqueued. The first failure's status, else CUDA_SUCCESS.
+  CUresult EnqueueCopies(const TensorSpec& spec, const StagingPlan& plan, char* staging, CUstream stream,
+                         uint64_t* queued);
   // capture_graph.cc
   void CaptureInGraph(uint64_t seq, CUstream stream, const TensorSpec& spec, const StagingPlan& plan);
   void NoteGraphRecord(uint64_t seq, format::RecordType type, const std::string& body);  // with mu_ held

@@ -79,27 +79,8 @@ void CaptureEngine::CaptureInGraph(uint64_t seq, CUstream stream, const TensorSp
     Notice(format::NoticeCode::kGraphCaptured, seq, 0,
            "captured into a CUDA graph: operands are captured at each launch, as ops with new seqs");
   // The copies and the host node become graph nodes, in stream order after the op's earlier work.
-  CUresult e = CUDA_SUCCESS;
-  const char* src = static_cast<const char*>(spec.ptr);
-  for (uint64_t c = 0; c < plan.copies && e == CUDA_SUCCESS; ++c) {
-    const char* from = src + static_cast<int64_t>(c) * plan.copy_src_stride * plan.elem_bytes;
-    char* to = tensor->staging + c * plan.copy_bytes;
-    if (plan.pitched) {
-      CUDA_MEMCPY2D copy;
-      memset(&copy, 0, sizeof copy);
-      copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-      copy.srcDevice = reinterpret_cast<CUdeviceptr>(from);
-      copy.srcPitch = static_cast<size_t>(spec.ld) * plan.elem_bytes;
-      copy.dstMemoryType = CU_MEMORYTYPE_HOST;
-      copy.dstHost = to;
-      copy.dstPitch = static_cast<size_t>(spec.rows) * plan.elem_bytes;
-      copy.WidthInBytes = copy.dstPitch;
-      copy.Height = static_cast<size_t>(spec.cols);
-      e = driver_->Memcpy2DAsync(&copy, stream);
-    } else {
-      e = driver_->MemcpyDtoHAsync(to, reinterpret_cast<CUdeviceptr>(from), plan.copy_bytes, stream);
-    }
-  }
+  uint64_t queued = 0;
+  CUresult e = EnqueueCopies(spec, plan, tensor->staging, stream, &queued);
   // The op's first host node in the graph starts each launch (`first` is read at launch, never at capture).
   if (e == CUDA_SUCCESS) {
     {
