@@ -26,7 +26,7 @@ bool Compatible(const Op& ref, const Op& cand) {
         r.transb != c.transb)
       return false;
     const GemmShape rs = LogicalShape(r), cs = LogicalShape(c);
-    return rs.batch == cs.batch && Divides(rs.m, cs.m) && Divides(rs.n, cs.n) && Divides(rs.k, cs.k);
+    return Divides(rs.batch, cs.batch) && Divides(rs.m, cs.m) && Divides(rs.n, cs.n) && Divides(rs.k, cs.k);
   }
   const format::CollectiveRecord &r = ref.coll, &c = cand.coll;
   return r.api == c.api && r.nccl_dtype == c.nccl_dtype && Divides(r.count, c.count);

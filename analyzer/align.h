@@ -1,8 +1,8 @@
 // Alignment of one candidate rank's op sequence with the reference's, for `ttrace diff`.
 //
 // Two ops may align when their signatures are compatible: same kind; GEMMs with the same operand and output types
-// and transposes, each logical dimension of the reference a multiple of the candidate's (sharding), the same
-// batch structure; collectives with the same API and element type and a reference count that is a multiple of
+// and transposes, each logical dimension of the reference a multiple of the candidate's (sharding; the batch of
+// a GEMM with per-entry A too: heads and samples split over ranks); collectives with the same API and element type and a reference count that is a multiple of
 // the candidate's (the reduction op may differ: a wrong reduction op is a finding, not a missing op).
 // The alignment maximizes the number of aligned ops in order (a banded longest common subsequence: extra and
 // missing ops on either side are skipped), then pairs what is left over with the nearest compatible op within

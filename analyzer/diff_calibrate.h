@@ -1,6 +1,6 @@
 // Calibration of `ttrace diff` (--calibrate CLEAN_DIR, docs/diff.md "Calibration"): a second trusted run of the
-// reference program (one rank, the same program, seed and batch, its inputs perturbed by one rounding or run under
-// another accumulation order) measures, at every reference GEMM operand, how far two correct runs drift apart.
+// reference program (one rank, the same program, seed and batch, its inputs perturbed by one rounding and, where
+// the platform allows, run under another accumulation order) measures, at every reference GEMM operand, how far two correct runs drift apart.
 // That spread s sets the threshold of the candidate's drift at the same operand:
 //
 //     diff.calibrated   rel_F(candidate operand, reference operand) ≤ K·s + u
@@ -24,7 +24,7 @@
 namespace ttrace::analyzer {
 
 // The default multiple K (docs/diff.md "Calibration" derives it).
-inline constexpr double kCalibrationMultiple = 8;
+inline constexpr double kCalibrationMultiple = 12;
 
 // A GEMM operand's relative Frobenius difference between the calibration run and the reference; < 0 when not
 // measured (not a GEMM, not aligned, tensors missing).

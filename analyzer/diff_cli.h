@@ -19,7 +19,7 @@ namespace ttrace::analyzer {
     "      ops (docs/diff.md). --mapping FILE sets shard layouts by reference op; --max-gap N bounds the ops\n" \
     "      alignment may skip or reorder (default 64). --calibrate CLEAN_DIR: a second trusted one-rank run\n" \
     "      (the reference with inputs perturbed by one rounding) whose spread from REF_DIR sets the threshold\n" \
-    "      of each input operand (K x spread + u, K = 8 unless --calibration-multiple says otherwise).\n"
+    "      of each input operand (K x spread + u, K = 12 unless --calibration-multiple says otherwise).\n"
 
 int RunDiffCommand(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 

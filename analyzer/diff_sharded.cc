@@ -9,11 +9,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/align.h"
+#include "analyzer/diff_batched.h"
 #include "analyzer/diff_calibrate.h"
 #include "analyzer/gemm_check.h"
 #include "analyzer/tensor_data.h"
@@ -55,7 +58,7 @@ struct GemmOutcome {
   GemmSplit split;
   int64_t m = 0, n = 0, bm = 0, bn = 0;
   double scale = 1;
-  std::vector<double> bound, abs_partials, partial_sum;
+  std::vector<double> bound, abs_partials, partial_sum, ref_c;
   OpName name;
 };
 
@@ -78,7 +81,13 @@ class Sharded {
  private:
   std::vector<std::pair<int, const Op*>> ShardsOf(size_t i) const;
   void CompareGemm(size_t i, const Op& rop);
-  void CompareReduce(size_t i, const Op& rop);
+  void CompareBatched(size_t i, const Op& rop);
+  // The all-reduce `shards` (one per candidate rank) that sum a GEMM's partial outputs, against the reference
+  // all-reduce `rop`, or, with `ref_c`, against the reference GEMM `rop`'s output (a one-rank reference has no
+  // all-reduce there).
+  void CompareReduce(const std::vector<std::pair<int, const Op*>>& shards, const Op& rop,
+                     const std::vector<double>* ref_c);
+  void CompareUnalignedReductions(size_t i, const Op& rop);
   void LinkOutputs(size_t i, const std::vector<Shard>& shards);
   void Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
             const std::string& kind, double rel, double abs, double eps, double ratio, double threshold, const std::string& model,
@@ -96,6 +105,7 @@ class Sharded {
   std::vector<RankAlignment> align_;
   std::map<size_t, GemmOutcome> outcomes_;
   std::map<std::pair<int, const Op*>, Link> links_;
+  std::set<const Op*> compared_;  // unaligned candidate collectives compared with a reference GEMM's output
   double max_out_rel_ = 0;
   bool has_last_ = false;
   OpName last_;
@@ -159,18 +169,9 @@ std::vector<std::pair<int, const Op*>> Sharded::ShardsOf(size_t i) const {
 
 void Sharded::Run() {
   const std::vector<Op>& rops = ref_.ranks[0].ops;
-  std::vector<std::string> unaligned;
-  uint64_t unaligned_n = 0;
-  for (const RankTrace& r : cand_.ranks) {
-    align_.push_back(AlignOps(rops, r.ops, opt_.max_gap));
-    for (size_t j = 0; j < r.ops.size(); ++j)
-      if (align_.back().ref_of_cand[j] < 0) {
-        ++unaligned_n;
-        if (unaligned.size() < 5)
-          unaligned.push_back(absl::StrCat("rank ", r.rank(), " seq ", r.ops[j].seq, " ", SignatureText(r.ops[j])));
-      }
-  }
+  for (const RankTrace& r : cand_.ranks) align_.push_back(AlignOps(rops, r.ops, opt_.max_gap));
   uint64_t ref_unaligned = 0;
+  std::vector<std::string> unaligned;
   for (size_t i = 0; i < rops.size(); ++i) {
     if (ShardsOf(i).empty()) {
       ++ref_unaligned;
@@ -179,14 +180,58 @@ void Sharded::Run() {
       rep().AddNotChecked("reference op not aligned");
       continue;
     }
-    if (rops[i].kind == OpKind::kGemm) CompareGemm(i, rops[i]);
-    else if (rops[i].api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce)) CompareReduce(i, rops[i]);
-    else rep().AddNotChecked("no diff rule for this API");
+    if (rops[i].kind == OpKind::kGemm && IsPerEntryBatched(rops[i])) {
+      CompareBatched(i, rops[i]);
+    } else if (rops[i].kind == OpKind::kGemm) {
+      CompareGemm(i, rops[i]);
+      CompareUnalignedReductions(i, rops[i]);
+    } else if (rops[i].api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce)) {
+      CompareReduce(ShardsOf(i), rops[i], nullptr);
+    } else {
+      rep().AddNotChecked("no diff rule for this API");
+    }
   }
+  // Collectives the one-rank reference does not issue (it has no peers): their outputs are judged where they are
+  // read next, at the inputs of the next compared GEMM (diff.between).
+  uint64_t unaligned_n = 0, folded = 0;
+  for (size_t r = 0; r < cand_.ranks.size(); ++r) {
+    const std::vector<Op>& ops = cand_.ranks[r].ops;
+    for (size_t j = 0; j < ops.size(); ++j) {
+      if (align_[r].ref_of_cand[j] >= 0 || compared_.count(&ops[j]) > 0) continue;
+      if (ops[j].kind == OpKind::kCollective) {
+        ++folded;
+        continue;
+      }
+      ++unaligned_n;
+      if (unaligned.size() < 5)
+        unaligned.push_back(absl::StrCat("rank ", cand_.ranks[r].rank(), " seq ", ops[j].seq, " ",
+                                         SignatureText(ops[j])));
+    }
+  }
+  for (uint64_t x = 0; x < folded; ++x) rep().AddChecked("diff.folded", {}, ElementStats{}, true);
   if (unaligned_n > 0) rep().AddNotChecked("candidate op not aligned", unaligned_n);
   if (unaligned_n + ref_unaligned > 0)
     rep().AddGap(absl::StrCat(unaligned_n, " candidate and ", ref_unaligned,
                               " reference ops could not be aligned (first: ", absl::StrJoin(unaligned, "; "), ")"));
+}
+
+void Sharded::CompareUnalignedReductions(size_t i, const Op& rop) {
+  auto oc = outcomes_.find(i);
+  if (oc == outcomes_.end() || oc->second.split.k.factor == 1) return;
+  std::vector<std::pair<int, const Op*>> shards;
+  for (const auto& [key, link] : links_) {
+    if (link.gemm_ref != static_cast<int64_t>(i) || !link.same_data ||
+        key.second->api != static_cast<uint16_t>(format::ApiId::kNcclAllReduce))
+      continue;
+    for (size_t r = 0; r < cand_.ranks.size(); ++r)
+      if (cand_.ranks[r].rank() == key.first &&
+          align_[r].ref_of_cand[static_cast<size_t>(key.second - cand_.ranks[r].ops.data())] < 0)
+        shards.push_back(key);
+  }
+  // Only reductions fed by the GEMM's output itself on every rank (found by data, not by count).
+  if (shards.empty() || shards.size() != ShardsOf(i).size()) return;
+  for (const auto& sh : shards) compared_.insert(sh.second);
+  CompareReduce(shards, rop, &oc->second.ref_c);
 }
 
 namespace {
@@ -323,6 +368,7 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
   oc.bm = cs.m;
   oc.bn = cs.n;
   oc.scale = sa * sb;
+  oc.ref_c = r->c;
   oc.name = name;
   oc.bound.assign(prop.size(), 0);
   oc.abs_partials.assign(prop.size(), 0);
@@ -378,6 +424,36 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
   LinkOutputs(i, shards);
 }
 
+void Sharded::CompareBatched(size_t i, const Op& rop) {
+  const std::vector<std::pair<int, const Op*>> shards = ShardsOf(i);
+  const BatchedComparison b = CompareBatchedGemm(rop, shards, scales_);
+  if (!b.not_checked.empty()) return rep().AddNotChecked(b.not_checked);
+  const OpName name{shards[0].first, shards[0].second->seq, shards[0].second->api_name()};
+  const double tau = 2 * max_out_rel_ + b.eps_in;
+  bool between = false;
+  for (const auto& [operand, rel, abs] : {std::tuple<const char*, double, double>{"A", b.rel_a, b.abs_a},
+                                          {"B", b.rel_b, b.abs_b}}) {
+    if (between || rel <= tau) continue;
+    between = true;
+    Find("diff.between", name, rop, operand, "between", rel, abs, b.eps_in, rel / tau, tau, "diff.between",
+         absl::StrCat("input ", operand, " differs from the reference's by ", FormatNumber(rel),
+                      " (relative Frobenius) > ", FormatNumber(tau), " = 2 x the largest output error before + eps"),
+         b.detail);
+  }
+  rep().AddChecked("diff.gemm", name, b.stats, b.stats.violations == 0);
+  if (b.stats.violations > 0) {
+    Find("diff.inside", b.worst, rop, "C", "inside", b.rel_c, b.stats.max_abs_err, b.eps_out, b.stats.worst_ratio,
+         b.stats.worst_bound, "diff.propagation",
+         absl::StrCat(b.stats.violations, " of ", b.stats.elements, " elements differ from the reference beyond ",
+                      "what the input differences and round-off allow"),
+         b.detail);
+  } else if (!between) {
+    has_last_ = true;
+    last_ = name;
+  }
+  max_out_rel_ = std::max(max_out_rel_, b.rel_c);
+}
+
 void Sharded::LinkOutputs(size_t i, const std::vector<Shard>& shards) {
   for (const Shard& s : shards) {
     const RankTrace* rt = nullptr;
@@ -404,8 +480,8 @@ void Sharded::LinkOutputs(size_t i, const std::vector<Shard>& shards) {
   }
 }
 
-void Sharded::CompareReduce(size_t i, const Op& rop) {
-  const std::vector<std::pair<int, const Op*>> shards = ShardsOf(i);
+void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards, const Op& rop,
+                            const std::vector<double>* ref_c) {
   int64_t g = -1;
   for (const auto& [rank, op] : shards) {
     auto it = links_.find({rank, op});
@@ -414,10 +490,15 @@ void Sharded::CompareReduce(size_t i, const Op& rop) {
     g = it->second.gemm_ref;
   }
   const GemmOutcome& oc = outcomes_.at(static_cast<size_t>(g));
-  const Tensor* rrecv = rop.tensor(TensorSlot::kRecv);
-  if (rop.coll.comm_size != 1 || rrecv == nullptr || rop.coll.count != static_cast<uint64_t>(oc.m * oc.n))
-    return rep().AddNotChecked("reference all-reduce not comparable");
-  const std::vector<double> ref = DecodeAll(static_cast<DType>(rrecv->meta.dtype), rrecv->data);
+  std::vector<double> ref;
+  if (ref_c != nullptr) {
+    ref = *ref_c;
+  } else {
+    const Tensor* rrecv = rop.tensor(TensorSlot::kRecv);
+    if (rop.coll.comm_size != 1 || rrecv == nullptr || rop.coll.count != static_cast<uint64_t>(oc.m * oc.n))
+      return rep().AddNotChecked("reference all-reduce not comparable");
+    ref = DecodeAll(static_cast<DType>(rrecv->meta.dtype), rrecv->data);
+  }
   const DType dt = DTypeFromNccl(shards[0].second->coll.nccl_dtype);
   const double eps = Epsilon(dt);
   std::vector<double> got(ref.size(), 0);
@@ -426,7 +507,9 @@ void Sharded::CompareReduce(size_t i, const Op& rop) {
   const int p = c0.coll.comm_size;
   const bool avg = c0.coll.red_op == 4;
   const double scale = oc.scale / (avg ? p : 1);
-  std::string detail = absl::StrCat("reduces partial outputs of reference seq ", ref_.ranks[0].ops[g].seq,
+  std::string detail = absl::StrCat(ref_c != nullptr ? "no all-reduce in the reference: compared with the output of "
+                                                      : "",
+                                    "reduces partial outputs of reference seq ", ref_.ranks[0].ops[g].seq,
                                     " split ", SplitText(oc.split), "; red_op ", c0.coll.red_op);
   if (c0.coll.red_op != 0 && c0.coll.red_op != 4) absl::StrAppend(&detail, " (partial outputs are summed: sum needed)");
   if (oc.split.k.factor > 1 && c0.coll.comm_hash != oc.split.k.comm)

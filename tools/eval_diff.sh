@@ -1,9 +1,10 @@
 #!/bin/bash
 # Evaluates `ttrace diff` on the gpt workload (tools/workloads/gpt) on simgpu under libttrace.so: the world-size-1
-# reference per dtype, clean runs of each layout under several SIMGPU_ACCUM orders, and each --bug where it can
-# occur, each diffed against the reference. Prints one table per dtype (bug x layout: detected, first divergent op
-# as "kind REF_SEQ api operand", error / threshold and the threshold's model), then per dtype the largest clean
-# error/threshold (the diff's tightness) and, per bug, the smallest error/threshold where detected.
+# reference per dtype and its calibration run (--perturb, SIMGPU_ACCUM=random:11), clean runs of each layout under several SIMGPU_ACCUM
+# orders, and each --bug where it can occur, each diffed against the reference without and with --calibrate.
+# Prints one table per dtype (bug x layout, plain | calibrated: detected, first divergent op as
+# "kind@REF_SEQ:api:operand", error / threshold and the threshold's model), then per dtype the largest clean
+# error/threshold (the diff's tightness) and, per bug, how often it was detected and its smallest error/threshold.
 #
 #   tools/eval_diff.sh [BUILD_DIR]     (default build; needs ttrace, ttrace_shim, gpt, simrun and simgpu built)
 # Environment: EVAL_LAYOUTS ("tp2 dp2 tp2dp2 tp4" by default: what the shim captures in full today, i.e. GEMMs and
@@ -37,11 +38,12 @@ trace() {
   grep -q "inactive in this layout" <<<"$out" && echo inactive
 }
 
-# cell REF CAND: one table cell from `ttrace diff REF CAND --json`: "clean r=RATIO", "incomplete", or
-# "FOUND kind ref_seq api operand r=RATIO model".
+# cell REF CAND [CLEAN]: one table cell from `ttrace diff REF CAND [--calibrate CLEAN] --json`:
+# "VERDICT MAX_RATIO nc=NOT_CHECKED" or "FOUND kind@ref_seq:api:operand RATIO model".
 cell() {
-  "$build/bin/ttrace" diff "$1" "$2" --json "$2.json" >"$2.txt" 2>&1
-  python3 - "$2.json" <<'PY'
+  local j="$2.json${3:+.cal}"
+  "$build/bin/ttrace" diff "$1" "$2" ${3:+--calibrate "$3"} --json "$j" >"$j.txt" 2>&1
+  python3 - "$j" <<'PY'
 import json, sys
 try:
     j = json.load(open(sys.argv[1]))
@@ -63,8 +65,12 @@ for dtype in fp32 bf16; do
   ref="ref-$dtype"
   r=$(trace "$ref" 1 "" --dtype "$dtype")
   [ "$r" = FAIL ] && { echo "eval_diff: the $dtype reference run failed ($work/$ref.log)" >&2; exit 1; }
+  cal="cal-$dtype"
+  r=$(trace "$cal" 1 random:11 --dtype "$dtype" --perturb 5)
+  [ "$r" = FAIL ] && { echo "eval_diff: the $dtype calibration run failed ($work/$cal.log)" >&2; exit 1; }
   printf '\n== %s: gpt under the shim against the 1-rank reference (ttrace diff) ==\n' "$dtype"
-  printf '%-30s %-8s %s\n' case layout "result (FOUND kind@ref_seq:api:operand err/threshold model | verdict max-err/threshold)"
+  printf '%-30s %-7s %-58s | %s\n' case layout "plain (FOUND kind@ref_seq:api:operand err/thr model)" \
+    "--calibrate (or: verdict max err/thr)"
   for l in $layouts; do
     tp=1 dp=1
     [[ $l =~ tp([0-9]+) ]] && tp=${BASH_REMATCH[1]}
@@ -74,19 +80,21 @@ for dtype in fp32 bf16; do
     for o in $orders; do
       name="clean-$dtype-$l-${o/:/_}"
       r=$(trace "$name" "$world" "$o" "${args[@]}")
-      [ "$r" = FAIL ] && { printf '%-30s %-8s FAIL\n' "clean $o" "$l"; continue; }
-      c=$(cell "$work/$ref" "$work/$name")
-      printf '%-30s %-8s %s\n' "clean $o" "$l" "$c"
+      [ "$r" = FAIL ] && { printf '%-30s %-7s FAIL\n' "clean $o" "$l"; continue; }
+      c=$(cell "$work/$ref" "$work/$name") cc=$(cell "$work/$ref" "$work/$name" "$work/$cal")
+      printf '%-30s %-7s %-58s | %s\n' "clean $o" "$l" "$c" "$cc"
       echo "clean $dtype $c" >>"$work/summary"
+      echo "clean $dtype+cal $cc" >>"$work/summary"
     done
     for b in $bugs; do
       name="bug-$dtype-$l-$b"
       r=$(trace "$name" "$world" random:3 "${args[@]}" --bug "$b")
-      if [ "$r" = inactive ]; then printf '%-30s %-8s -\n' "$b" "$l"; continue; fi
-      [ "$r" = FAIL ] && { printf '%-30s %-8s FAIL\n' "$b" "$l"; continue; }
-      c=$(cell "$work/$ref" "$work/$name")
-      printf '%-30s %-8s %s\n' "$b" "$l" "$c"
+      if [ "$r" = inactive ]; then printf '%-30s %-7s -\n' "$b" "$l"; continue; fi
+      [ "$r" = FAIL ] && { printf '%-30s %-7s FAIL\n' "$b" "$l"; continue; }
+      c=$(cell "$work/$ref" "$work/$name") cc=$(cell "$work/$ref" "$work/$name" "$work/$cal")
+      printf '%-30s %-7s %-58s | %s\n' "$b" "$l" "$c" "$cc"
       echo "$b $dtype $c" >>"$work/summary"
+      echo "$b $dtype+cal $cc" >>"$work/summary"
     done
   done
 done

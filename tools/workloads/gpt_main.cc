@@ -46,6 +46,9 @@
 //   pp-stale-microbatch            a stage after the first computes micro-batch m on the activations received for
 //                                  m - 1. pp > 1 with --microbatches ≥ 2.
 //
+// --perturb SEED (world size 1): the calibration run of `ttrace diff --calibrate`: the embedding output of every
+// token moved by one rounding of the dtype, x·(1 + u·ρ), ρ uniform in [-1, 1) from SEED (docs/diff.md).
+//
 // Output: "step N loss L" per step (from the last stage's first rank); with --dump-weights FILE, rank 0 writes the
 // merged checkpoint (every logical weight with its Adam moments, gpt_train.h) and prints "weights fnv HASH" and
 // "replica spread S"; with --reference REF also "compare weights_rel=... weights_abs=... state_rel=... global_rel=...
@@ -75,7 +78,7 @@ struct Flags {
           "gpt: %s\nusage: gpt [--tp N] [--dp N] [--pp N] [--sp] [--dist-opt] [--microbatches M] [--dtype fp32|bf16]\n"
           "           [--vocab N] [--hidden N] [--heads N] [--seq N] [--layers N] [--batch N] [--steps N]\n"
           "           [--lr X] [--warmup N] [--loss-scale X] [--seed N] [--bug NAME]... [--dump-weights FILE]\n"
-          "           [--reference FILE] [--rdzv DIR]\n",
+          "           [--reference FILE] [--rdzv DIR] [--perturb SEED]\n",
           why.c_str());
   exit(2);
 }
@@ -112,6 +115,7 @@ Flags Parse(int argc, char** argv) {
     else if (a == "--steps") c.steps = Positive(a, next());
     else if (a == "--warmup") c.warmup = Positive(a, next());
     else if (a == "--seed") c.seed = static_cast<uint32_t>(Positive(a, next()));
+    else if (a == "--perturb") c.perturb = static_cast<uint32_t>(Positive(a, next()));
     else if (a == "--lr") c.lr = strtof(next(), nullptr);
     else if (a == "--loss-scale") c.loss_scale = strtof(next(), nullptr), loss_scale_set = true;
     else if (a == "--dump-weights") f.dump = next();

@@ -197,6 +197,16 @@ std::vector<float> EmbedForward(const Run& r, const Model& m, const std::vector<
     for (int j = 0; j < H; ++j) {
       float& v = x[static_cast<size_t>(t) * H + j];
       v = Round(v + m.pos_emb->w[static_cast<size_t>((r.RowOffset() + t) / b) * H + j], r.cfg.bf16);
+      if (r.cfg.perturb != 0) {
+        // --perturb: x·(1 + u·ρ), ρ in [-1, 1) hashed from the seed, the token, its row and the feature.
+        uint64_t z = (static_cast<uint64_t>(r.cfg.perturb) << 32) ^
+                     (static_cast<uint64_t>(tokens[t]) * 0x9E3779B97F4A7C15ull) ^
+                     (static_cast<uint64_t>(r.RowOffset() + t) << 16) ^ static_cast<uint64_t>(j);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        const double rho = static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1p-52 - 1.0;
+        v = Round(static_cast<float>(v * (1.0 + (r.cfg.bf16 ? 0x1p-8 : 0x1p-24) * rho)), r.cfg.bf16);
+      }
     }
   return x;
 }

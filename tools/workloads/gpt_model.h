@@ -55,6 +55,7 @@ struct Config {
   int tp = 1, dp = 1, pp = 1;
   bool sp = false, dist_opt = false;
   uint32_t bugs = 0;  // bit per Bug
+  uint32_t perturb = 0;  // nonzero: the embedding output moved by one rounding (the calibration run of ttrace diff)
 
   bool bug(Bug b) const { return bugs >> static_cast<int>(b) & 1u; }
   int ffn() const { return 4 * hidden; }
