@@ -1,6 +1,7 @@
 // Calibration of `ttrace diff` (--calibrate CLEAN_DIR, docs/diff.md "Calibration"): a second trusted run of the
 // reference program (one rank, the same program, seed and batch, its inputs perturbed by one rounding and, where
-// the platform allows, run under another accumulation order) measures, at every reference GEMM operand, how far two correct runs drift apart.
+// the platform allows, run under another accumulation order) measures, at every reference GEMM operand, how far
+// two correct runs drift apart.
 // That spread s sets the threshold of the candidate's drift at the same operand:
 //
 //     diff.calibrated   rel_F(candidate operand, reference operand) ≤ K·s + u

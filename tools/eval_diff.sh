@@ -1,16 +1,16 @@
 #!/bin/bash
 # Evaluates `ttrace diff` on the gpt workload (tools/workloads/gpt) on simgpu under libttrace.so: the world-size-1
-# reference per dtype and its calibration run (--perturb, SIMGPU_ACCUM=random:11), clean runs of each layout under several SIMGPU_ACCUM
-# orders, and each --bug where it can occur, each diffed against the reference without and with --calibrate.
-# Prints one table per dtype (bug x layout, plain | calibrated: detected, first divergent op as
-# "kind@REF_SEQ:api:operand", error / threshold and the threshold's model), then per dtype the largest clean
+# reference per dtype and its calibration run (--perturb, SIMGPU_ACCUM=random:11), clean runs of each layout
+# under several SIMGPU_ACCUM orders, and each --bug where it can occur, each diffed against the reference without
+# and with --calibrate. Prints one table per dtype (bug x layout, plain | calibrated: detected, first divergent op
+# as "kind@REF_SEQ:api:operand", error / threshold and the threshold's model), then per dtype the largest clean
 # error/threshold (the diff's tightness) and, per bug, how often it was detected and its smallest error/threshold.
 #
 #   tools/eval_diff.sh [BUILD_DIR]     (default build; needs ttrace, ttrace_shim, gpt, simrun and simgpu built)
-# Environment: EVAL_LAYOUTS ("tp2 dp2 tp2dp2 tp4" by default: what the shim captures in full today, i.e. GEMMs and
-# all-reduces; sp/pp/dist-opt layouts need all-gather, reduce-scatter and send/recv), EVAL_BUGS (subset),
-# EVAL_ORDERS (clean runs' SIMGPU_ACCUM orders, default "sequential pairwise splitk:4 random:7"), EVAL_ARGS (extra
-# gpt flags), EVAL_KEEP=1 keeps the traces (their directory is printed).
+# Environment: EVAL_LAYOUTS (default "tp2 dp2 tp2dp2 tp4 tp2sp dp2dist tp2dp2spdist": tpN, dpN, sp for sequence
+# parallelism, dist for the distributed optimizer; pipeline parallelism is not diffed yet, docs/diff.md),
+# EVAL_BUGS (subset), EVAL_ORDERS (clean runs' SIMGPU_ACCUM orders, default "sequential pairwise splitk:4
+# random:7"), EVAL_ARGS (extra gpt flags), EVAL_KEEP=1 keeps the traces (their directory is printed).
 set -u
 build=$(cd "${1:-build}" && pwd) || exit 2
 for f in "$build/bin/gpt" "$build/bin/simrun" "$build/bin/ttrace" "$build/lib/libttrace.so" \
@@ -22,7 +22,7 @@ if [ "${EVAL_KEEP:-0}" = 1 ]; then echo "traces in $work"; else trap 'rm -rf "$w
 bugs=${EVAL_BUGS:-"sp-layernorm-grad-not-reduced replicated-weight-unsynced grad-scaled-twice loss-not-scaled-by-dp
   allgather-wrong-order column-split-wrong-dim rowparallel-reduce-max grad-allreduce-on-tp-comm
   optimizer-before-reduce embedding-grad-race causal-mask-shifted pp-stale-microbatch"}
-layouts=${EVAL_LAYOUTS:-"tp2 dp2 tp2dp2 tp4"}
+layouts=${EVAL_LAYOUTS:-"tp2 dp2 tp2dp2 tp4 tp2sp dp2dist tp2dp2spdist"}
 orders=${EVAL_ORDERS:-"sequential pairwise splitk:4 random:7"}
 extra=${EVAL_ARGS:-}
 
@@ -53,7 +53,8 @@ d, t = j.get("first_divergence"), j["summary"].get("tightness") or {}
 nc = j["summary"].get("not_checked_total", 0)
 if j["verdict"] == "findings" and d:
     print("FOUND %s@%d:%s:%s %.3g %s" % (d["kind"], d["ref_seq"], d["api"].replace("cublas", "").replace("nccl", ""),
-                                         d["operand"].split()[0], d["ratio"] if d["ratio"] is not None else float("inf"),
+                                         d["operand"].split()[0],
+                                         d["ratio"] if d["ratio"] is not None else float("inf"),
                                          d["model"]))
 else:
     print("%s %.3g nc=%d" % (j["verdict"], t.get("max_ratio", 0) or 0, nc))
@@ -69,30 +70,32 @@ for dtype in fp32 bf16; do
   r=$(trace "$cal" 1 random:11 --dtype "$dtype" --perturb 5)
   [ "$r" = FAIL ] && { echo "eval_diff: the $dtype calibration run failed ($work/$cal.log)" >&2; exit 1; }
   printf '\n== %s: gpt under the shim against the 1-rank reference (ttrace diff) ==\n' "$dtype"
-  printf '%-30s %-7s %-58s | %s\n' case layout "plain (FOUND kind@ref_seq:api:operand err/thr model)" \
+  printf '%-30s %-12s %-58s | %s\n' case layout "plain (FOUND kind@ref_seq:api:operand err/thr model)" \
     "--calibrate (or: verdict max err/thr)"
   for l in $layouts; do
     tp=1 dp=1
     [[ $l =~ tp([0-9]+) ]] && tp=${BASH_REMATCH[1]}
     [[ $l =~ dp([0-9]+) ]] && dp=${BASH_REMATCH[1]}
     args=(--tp "$tp" --dp "$dp" --dtype "$dtype")
+    [[ $l == *sp* ]] && args+=(--sp)
+    [[ $l == *dist* ]] && args+=(--dist-opt)
     world=$((tp * dp))
     for o in $orders; do
       name="clean-$dtype-$l-${o/:/_}"
       r=$(trace "$name" "$world" "$o" "${args[@]}")
-      [ "$r" = FAIL ] && { printf '%-30s %-7s FAIL\n' "clean $o" "$l"; continue; }
+      [ "$r" = FAIL ] && { printf '%-30s %-12s FAIL\n' "clean $o" "$l"; continue; }
       c=$(cell "$work/$ref" "$work/$name") cc=$(cell "$work/$ref" "$work/$name" "$work/$cal")
-      printf '%-30s %-7s %-58s | %s\n' "clean $o" "$l" "$c" "$cc"
+      printf '%-30s %-12s %-58s | %s\n' "clean $o" "$l" "$c" "$cc"
       echo "clean $dtype $c" >>"$work/summary"
       echo "clean $dtype+cal $cc" >>"$work/summary"
     done
     for b in $bugs; do
       name="bug-$dtype-$l-$b"
       r=$(trace "$name" "$world" random:3 "${args[@]}" --bug "$b")
-      if [ "$r" = inactive ]; then printf '%-30s %-7s -\n' "$b" "$l"; continue; fi
-      [ "$r" = FAIL ] && { printf '%-30s %-7s FAIL\n' "$b" "$l"; continue; }
+      if [ "$r" = inactive ]; then printf '%-30s %-12s -\n' "$b" "$l"; continue; fi
+      [ "$r" = FAIL ] && { printf '%-30s %-12s FAIL\n' "$b" "$l"; continue; }
       c=$(cell "$work/$ref" "$work/$name") cc=$(cell "$work/$ref" "$work/$name" "$work/$cal")
-      printf '%-30s %-7s %-58s | %s\n' "$b" "$l" "$c" "$cc"
+      printf '%-30s %-12s %-58s | %s\n' "$b" "$l" "$c" "$cc"
       echo "$b $dtype $c" >>"$work/summary"
       echo "$b $dtype+cal $cc" >>"$work/summary"
     done
@@ -100,7 +103,8 @@ for dtype in fp32 bf16; do
 done
 echo
 awk '{ k = $1 " " $2 }
-     $1 == "clean" { n[k]++; if ($3 == "clean") ok[k]++; v = ($3 == "FOUND") ? $5 : $4; if (v + 0 > mx[k]) mx[k] = v + 0 }
+     $1 == "clean" { n[k]++; if ($3 == "clean") ok[k]++; v = ($3 == "FOUND") ? $5 : $4
+                     if (v + 0 > mx[k]) mx[k] = v + 0 }
      $1 != "clean" { m[k]++; if ($3 == "FOUND") { f[k]++; if (!(k in mn) || $5 + 0 < mn[k]) mn[k] = $5 + 0 } }
      END { for (k in n) printf "%-40s %d/%d clean, largest clean err/threshold %.3g\n", k, ok[k], n[k], mx[k];
            for (k in m) printf "%-40s detected %d/%d, smallest err/threshold %s\n", k, f[k], m[k],

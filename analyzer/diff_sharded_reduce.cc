@@ -1,0 +1,161 @@
+// Batched GEMMs with per-entry A (diff_batched.h) and the all-reduces that sum k-split partial outputs, for the
+// sharded diff (diff_sharded_state.h): a reduction is linked to its GEMM by data (the first later collective on
+// the same rank whose input equals the GEMM's output), else by element count, and compared with the reference's
+// all-reduce, or with the reference GEMM's output when the one-rank reference has none.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/diff_batched.h"
+#include "analyzer/diff_sharded.h"
+#include "analyzer/diff_sharded_state.h"
+#include "analyzer/tensor_data.h"
+
+namespace ttrace::analyzer::diff_internal {
+
+using format::DType;
+using format::TensorSlot;
+
+void Sharded::CompareBatched(size_t i, const Op& rop) {
+  const std::vector<std::pair<int, const Op*>> shards = ShardsOf(i);
+  const BatchedComparison b = CompareBatchedGemm(rop, shards, scales_);
+  if (!b.not_checked.empty()) return rep().AddNotChecked(b.not_checked);
+  const OpName name{shards[0].first, shards[0].second->seq, shards[0].second->api_name()};
+  const double tau = 2 * max_out_rel_ + b.eps_in;
+  bool between = false;
+  for (const auto& [operand, rel, abs] : {std::tuple<const char*, double, double>{"A", b.rel_a, b.abs_a},
+                                          {"B", b.rel_b, b.abs_b}}) {
+    if (between || rel <= tau) continue;
+    between = true;
+    Find("diff.between", name, rop, operand, "between", rel, abs, b.eps_in, rel / tau, tau, "diff.between",
+         absl::StrCat("input ", operand, " differs from the reference's by ", FormatNumber(rel),
+                      " (relative Frobenius) > ", FormatNumber(tau), " = 2 x the largest output error before + eps"),
+         b.detail);
+  }
+  rep().AddChecked("diff.gemm", name, b.stats, b.stats.violations == 0);
+  if (b.stats.violations > 0) {
+    Find("diff.inside", b.worst, rop, "C", "inside", b.rel_c, b.stats.max_abs_err, b.eps_out, b.stats.worst_ratio,
+         b.stats.worst_bound, "diff.propagation",
+         absl::StrCat(b.stats.violations, " of ", b.stats.elements, " elements differ from the reference beyond ",
+                      "what the input differences and round-off allow"),
+         b.detail);
+  } else if (!between) {
+    has_last_ = true;
+    last_ = name;
+  }
+  max_out_rel_ = std::max(max_out_rel_, b.rel_c);
+}
+
+void Sharded::LinkOutputs(size_t i, const std::vector<Shard>& shards) {
+  for (const Shard& s : shards) {
+    const RankTrace* rt = nullptr;
+    for (const RankTrace& r : cand_.ranks)
+      if (r.rank() == s.rank) rt = &r;
+    const Tensor* c = s.op->tensor(TensorSlot::kCOut);
+    const size_t start = static_cast<size_t>(s.op - rt->ops.data()) + 1;
+    const Op* by_count = nullptr;
+    bool linked = false;
+    for (size_t j = start; j < rt->ops.size() && j < start + static_cast<size_t>(opt_.max_gap) && !linked; ++j) {
+      const Op& op = rt->ops[j];
+      if (op.kind != OpKind::kCollective || op.coll.count != static_cast<uint64_t>(s.g.m * s.g.n)) continue;
+      auto taken = links_.find({s.rank, &op});
+      if (taken != links_.end() && taken->second.same_data) continue;
+      const Tensor* send = op.tensor(TensorSlot::kSend);
+      if (c != nullptr && send != nullptr && send->data == c->data) {
+        links_[{s.rank, &op}] = Link{static_cast<int64_t>(i), s.op, true};
+        linked = true;
+      } else if (by_count == nullptr && taken == links_.end()) {
+        by_count = &op;
+      }
+    }
+    if (!linked && by_count != nullptr) links_[{s.rank, by_count}] = Link{static_cast<int64_t>(i), s.op, false};
+  }
+}
+
+void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards, const Op& rop,
+                            const std::vector<double>* ref_c) {
+  int64_t g = -1;
+  for (const auto& [rank, op] : shards) {
+    auto it = links_.find({rank, op});
+    if (it == links_.end() || (g >= 0 && it->second.gemm_ref != g))
+      return rep().AddNotChecked("all-reduce not fed by an aligned GEMM");
+    g = it->second.gemm_ref;
+  }
+  const GemmOutcome& oc = outcomes_.at(static_cast<size_t>(g));
+  std::vector<double> ref;
+  if (ref_c != nullptr) {
+    ref = *ref_c;
+  } else {
+    const Tensor* rrecv = rop.tensor(TensorSlot::kRecv);
+    if (rop.coll.comm_size != 1 || rrecv == nullptr || rop.coll.count != static_cast<uint64_t>(oc.m * oc.n))
+      return rep().AddNotChecked("reference all-reduce not comparable");
+    ref = DecodeAll(static_cast<DType>(rrecv->meta.dtype), rrecv->data);
+  }
+  const DType dt = DTypeFromNccl(shards[0].second->coll.nccl_dtype);
+  const double eps = Epsilon(dt);
+  std::vector<double> got(ref.size(), 0);
+  std::vector<bool> seen(static_cast<size_t>(oc.split.m.factor * oc.split.n.factor), false);
+  const Op& c0 = *shards[0].second;
+  const int p = c0.coll.comm_size;
+  const bool avg = c0.coll.red_op == 4;
+  const double scale = oc.scale / (avg ? p : 1);
+  std::string detail = absl::StrCat(ref_c != nullptr ? "no all-reduce in the reference: compared with the output of "
+                                                      : "",
+                                    "reduces partial outputs of reference seq ", ref_.ranks[0].ops[g].seq,
+                                    " split ", SplitText(oc.split), "; red_op ", c0.coll.red_op);
+  if (c0.coll.red_op != 0 && c0.coll.red_op != 4) absl::StrAppend(&detail, " (partial outputs are summed: sum needed)");
+  if (oc.split.k.factor > 1 && c0.coll.comm_hash != oc.split.k.comm)
+    absl::StrAppend(&detail, "; reduces over comm 0x", absl::Hex(c0.coll.comm_hash),
+                    ", the inner dimension is split over 0x",
+                    absl::Hex(oc.split.k.comm));
+  OpName name{shards[0].first, c0.seq, c0.api_name()};
+  for (const auto& [rank, op] : shards) {
+    const Link& link = links_.at({rank, op});
+    const Tensor* recv = op->tensor(TensorSlot::kRecv);
+    const Tensor* send = op->tensor(TensorSlot::kSend);
+    const Tensor* c = link.gemm->tensor(TensorSlot::kCOut);
+    if (recv == nullptr) return rep().AddNotChecked(op->MissingTensorsReason());
+    if (!link.same_data && send != nullptr && c != nullptr && send->meta.dtype == c->meta.dtype) {
+      const std::vector<double> sv = DecodeAll(dt, send->data), cv = DecodeAll(dt, c->data);
+      const double rel = RelFrobenius(sv, cv);
+      Find("diff.between", {rank, op->seq, op->api_name()}, rop, "send", "between", rel, MaxAbsDiff(sv, cv), eps,
+           std::numeric_limits<double>::infinity(), 0, "diff.between",
+           absl::StrCat("its input is not the output of rank ", rank, " seq ", link.gemm->seq,
+                        " that it reduces (relative difference ", FormatNumber(rel), ")"),
+           detail);
+    }
+    int cm = 0, cn = 0, ck = 0;
+    if (!ShardCoords(oc.split, comms_, rank, &cm, &cn, &ck)) return rep().AddNotChecked("shard coordinates unknown");
+    if (seen[static_cast<size_t>(cm + cn * oc.split.m.factor)]) continue;
+    seen[static_cast<size_t>(cm + cn * oc.split.m.factor)] = true;
+    PlaceBlock(DecodeAll(static_cast<DType>(recv->meta.dtype), recv->data), oc.bm, oc.bn, cm, cn, oc.split.m,
+               oc.split.n, &got);
+  }
+  for (bool b : seen)
+    if (!b) return rep().AddNotChecked("all-reduce shards missing");
+  const ReduceBound rb(FormatOf(dt), avg ? ReduceOp::kAvg : ReduceOp::kSum, p);
+  ElementStats stats;
+  for (size_t x = 0; x < got.size(); ++x) {
+    got[x] /= scale;
+    const double sum = oc.partial_sum[x];
+    const double b = oc.bound[x] + rb.Bound({avg ? sum / p : sum, oc.abs_partials[x]}) / scale;
+    stats.Add(x, got[x], ref[x], b, false);
+  }
+  const double rel = RelFrobenius(got, ref);
+  rep().AddChecked("diff.allreduce", name, stats, stats.violations == 0);
+  if (stats.violations > 0) {
+    Find("diff.inside", name, rop, "recv", "inside", rel, stats.max_abs_err, eps, stats.worst_ratio, stats.worst_bound,
+         "diff.propagation",
+         absl::StrCat(stats.violations, " of ", stats.elements, " elements differ from the reference beyond the ",
+                      "bound of the GEMM it reduces plus the reduction's"),
+         detail);
+  } else {
+    has_last_ = true;
+    last_ = name;
+  }
+  max_out_rel_ = std::max(max_out_rel_, rel);
+}
+
+}  // namespace ttrace::analyzer::diff_internal

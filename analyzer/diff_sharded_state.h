@@ -1,0 +1,87 @@
+// The state of one sharded `ttrace diff` (diff_sharded.h), shared by diff_sharded.cc (alignment, GEMMs) and
+// diff_sharded_reduce.cc (batched GEMMs, reductions). Internal to the diff library; single-threaded.
+#ifndef TTRACE_ANALYZER_DIFF_SHARDED_STATE_H_
+#define TTRACE_ANALYZER_DIFF_SHARDED_STATE_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analyzer/align.h"
+#include "analyzer/diff.h"
+#include "analyzer/shard.h"
+
+namespace ttrace::analyzer::diff_internal {
+
+struct Shard {
+  int rank = -1;
+  const Op* op = nullptr;
+  LogicalGemm g;
+  int cm = 0, cn = 0, ck = 0;
+};
+
+// What a linked all-reduce needs from its GEMM, over the full m x n output.
+struct GemmOutcome {
+  GemmSplit split;
+  int64_t m = 0, n = 0, bm = 0, bn = 0;
+  double scale = 1;
+  std::vector<double> bound, abs_partials, partial_sum, ref_c;
+  OpName name;
+};
+
+struct Link {
+  int64_t gemm_ref = -1;
+  const Op* gemm = nullptr;
+  bool same_data = false;
+};
+
+class Sharded {
+ public:
+  Sharded(const TraceSet& ref, const TraceSet& cand, const DiffOptions& o, DiffResult* out)
+      : ref_(ref), cand_(cand), opt_(o), out_(out), comms_(cand) {
+    for (uint64_t h : comms_.AvgComms()) scales_.push_back(comms_.SizeOf(h));
+    out_->calibration.used = o.calibration != nullptr;
+    out_->calibration.multiple = o.calibration_multiple;
+  }
+  void Run();
+
+ private:
+  std::vector<std::pair<int, const Op*>> ShardsOf(size_t i) const;
+  void CompareGemm(size_t i, const Op& rop);
+  void CompareBatched(size_t i, const Op& rop);
+  // The all-reduce `shards` (one per candidate rank) that sum a GEMM's partial outputs, against the reference
+  // all-reduce `rop`, or, with `ref_c`, against the reference GEMM `rop`'s output (a one-rank reference has no
+  // all-reduce there).
+  void CompareReduce(const std::vector<std::pair<int, const Op*>>& shards, const Op& rop,
+                     const std::vector<double>* ref_c);
+  void CompareUnalignedReductions(size_t i, const Op& rop);
+  void LinkOutputs(size_t i, const std::vector<Shard>& shards);
+  void Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
+            const std::string& kind, double rel, double abs, double eps, double ratio, double threshold,
+            const std::string& model,
+            const std::string& message, const std::string& detail);
+  double BestScale(const std::vector<double>& x, const std::vector<double>& r, double* rel) const;
+  void NoteCalibrated(const OpName& op, double ratio, double err_eps);
+
+  const TraceSet& ref_;
+  const TraceSet& cand_;
+  const DiffOptions& opt_;
+  DiffResult* out_;
+  CheckReport& rep() { return out_->report; }
+  CommLayout comms_;
+  std::vector<double> scales_;
+  std::vector<RankAlignment> align_;
+  std::map<size_t, GemmOutcome> outcomes_;
+  std::map<std::pair<int, const Op*>, Link> links_;
+  std::set<const Op*> compared_;  // unaligned candidate collectives compared with a reference GEMM's output
+  double max_out_rel_ = 0;
+  bool has_last_ = false;
+  OpName last_;
+};
+
+}  // namespace ttrace::analyzer::diff_internal
+
+#endif  // TTRACE_ANALYZER_DIFF_SHARDED_STATE_H_
