@@ -128,6 +128,7 @@ void RunBitwise(const TraceSet& ref, const TraceSet& cand, DiffResult* out) {
 DiffResult RunDiff(const TraceSet& ref, const TraceSet& cand, const DiffOptions& options) {
   DiffResult out;
   CheckSummary& s = out.report.summary();
+  s.title = "ttrace diff " + ref.dir + " vs";
   s.dir = cand.dir;
   s.job = cand.job;
   s.world_size = cand.world_size;

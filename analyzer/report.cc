@@ -118,7 +118,7 @@ std::string FormatNumber(double v) {
 void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows) {
   const CheckSummary& s = report.summary();
   const auto& findings = report.findings();
- out << "ttrace check " << s.dir << "\n";
+  out << s.title << " " << s.dir << "\n";
   out << "  job '" << s.job << "', " << s.streams << " stream" << (s.streams == 1 ? "" : "s");
   if (s.world_size >= 0) out << " of world size " << s.world_size;
   out << ", " << s.ops << " ops\n";

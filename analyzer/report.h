@@ -77,6 +77,7 @@ enum class Verdict { kClean, kFindings, kIncomplete };
 const char* VerdictName(Verdict verdict);  // "clean", "findings", "incomplete"
 
 struct CheckSummary {
+  std::string title = "ttrace check";  // the report's first line, before `dir`
   std::string dir;
   std::string job;
   int world_size = -1;
