@@ -74,6 +74,10 @@ void DestroyStream(Stream* stream);                   // waits for the stream's 
 // capturing (that capture is invalidated too). Libraries report a refusal as their own launch failure.
 cudaError_t Enqueue(Stream* stream, std::function<void()> work);
 void SynchronizeStream(Stream* stream);   // blocks until all work enqueued so far has run
+// Enqueue, and when `wait`, returns only after the work (and everything before it on the stream) ran: what a copy
+// from or to pageable host memory does. A capturing stream cannot wait: cudaErrorStreamCaptureUnsupported, and its
+// capture is invalidated (CUDA refuses such a copy during capture).
+cudaError_t EnqueueMaybeWait(Stream* stream, std::function<void()> work, bool wait);
 bool StreamIdle(Stream* stream);          // cudaStreamQuery
 void SynchronizeDevice();                 // all streams of the current device
 void SynchronizeDevice(int device);       // all streams of `device` (cudaFree synchronizes the owning device)

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -253,6 +254,22 @@ cudaError_t Enqueue(Stream* stream, std::function<void()> work) {
   }
   stream->cv.notify_all();
   return cudaSuccess;
+}
+
+cudaError_t EnqueueMaybeWait(Stream* stream, std::function<void()> work, bool wait) {
+  if (!wait) return Enqueue(stream, std::move(work));
+  if (IsCapturing(stream)) {
+    InvalidateCapture(stream);
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  const cudaError_t status = Enqueue(stream, [work = std::move(work), done] {
+    work();
+    done->set_value();
+  });
+  if (status == cudaSuccess) finished.wait();
+  return status;
 }
 
 void SynchronizeStream(Stream* stream) {

@@ -8,32 +8,12 @@
 // Allocation and free are "potentially unsafe" during stream capture (simgpu::CheckUnsafeCall).
 #include <cstring>
 #include <functional>
-#include <future>
 
 #include "tools/simgpu/core/simgpu.h"
 #include "tools/simgpu/cudart/cudart_internal.h"
 
 namespace simgpu::cudart {
 namespace {
-
-// Runs `work` on the stream; when `wait`, returns only after it (and everything before it on the stream) ran.
-// A stream that is capturing records the work instead; a copy that would have to wait (pageable host memory)
-// cannot be captured, as CUDA refuses it: cudaErrorStreamCaptureUnsupported, and the capture is invalidated.
-cudaError_t Submit(Stream* stream, std::function<void()> work, bool wait) {
-  if (!wait) return Enqueue(stream, std::move(work));
-  if (IsCapturing(stream)) {
-    InvalidateCapture(stream);
-    return cudaErrorStreamCaptureUnsupported;
-  }
-  auto done = std::make_shared<std::promise<void>>();
-  std::future<void> finished = done->get_future();
-  cudaError_t status = Enqueue(stream, [work = std::move(work), done] {
-    work();
-    done->set_value();
-  });
-  if (status == cudaSuccess) finished.wait();
-  return status;
-}
 
 bool IsDeviceSide(const void* p, size_t bytes) { return InAllocation(p, bytes, MemoryKind::kDevice); }
 
@@ -69,7 +49,7 @@ cudaError_t Copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, 
   Stream* stream = ResolveStream(handle);
   if (stream == nullptr) return Report(cudaErrorInvalidResourceHandle);
   bool wait = async ? pageable : !d2d;
-  status = Submit(stream, [dst, src, count] { memmove(dst, src, count); }, wait);
+  status = EnqueueMaybeWait(stream, [dst, src, count] { memmove(dst, src, count); }, wait);
   return status == cudaSuccess ? cudaSuccess : Report(status);
 }
 
@@ -88,7 +68,7 @@ cudaError_t Copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, siz
   bool wait = async ? pageable : !d2d;
   auto* d = static_cast<char*>(dst);
   auto* s = static_cast<const char*>(src);
-  status = Submit(
+  status = EnqueueMaybeWait(
       stream,
       [d, dpitch, s, spitch, width, height] {
         for (size_t row = 0; row < height; ++row) memmove(d + row * dpitch, s + row * spitch, width);
@@ -104,7 +84,7 @@ cudaError_t Set(void* ptr, int value, size_t count, cudaStream_t handle, bool as
   if (!IsDeviceSide(ptr, count) && !pinned) return Report(cudaErrorInvalidValue);
   Stream* stream = ResolveStream(handle);
   if (stream == nullptr) return Report(cudaErrorInvalidResourceHandle);
-  cudaError_t status = Submit(stream, [ptr, value, count] { memset(ptr, value, count); }, !async && pinned);
+  cudaError_t status = EnqueueMaybeWait(stream, [ptr, value, count] { memset(ptr, value, count); }, !async && pinned);
   return status == cudaSuccess ? cudaSuccess : Report(status);
 }
 

@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <future>
 #include <memory>
 
 #include "tools/simgpu/core/simgpu.h"
@@ -24,22 +23,9 @@
 namespace simgpu::driver {
 namespace {
 
-// Runs `work` on the stream; when `wait`, returns only after it (and everything before it on the stream) ran,
-// which a capturing stream cannot do.
+// EnqueueMaybeWait (simgpu.h) as the driver reports it.
 CUresult Submit(Stream* stream, std::function<void()> work, bool wait) {
-  if (!wait) return ToResult(Enqueue(stream, std::move(work)));
-  if (IsCapturing(stream)) {
-    InvalidateCapture(stream);
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
-  auto done = std::make_shared<std::promise<void>>();
-  std::future<void> finished = done->get_future();
-  cudaError_t status = Enqueue(stream, [work = std::move(work), done] {
-    work();
-    done->set_value();
-  });
-  if (status == cudaSuccess) finished.wait();
-  return ToResult(status);
+  return ToResult(EnqueueMaybeWait(stream, std::move(work), wait));
 }
 
 void* ToPointer(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
