@@ -251,6 +251,59 @@ TEST(CollectiveCheckTest, ConsistentlyWrongOutputIsFoundOnEveryRank) {
   }
 }
 
+// Every rank holds the same output, so the identity check cannot help: only the bound decides. One element is
+// moved away from the exact sum (avg) by a multiple of the textbook worst case of any reduction order, written out
+// here independently of error_model.cc: T = (n - 1)·u·Σ|x_i| + u·|s| for a sum (n - 1 additions in the dtype, or
+// one final rounding), T = (n + 1)·u·Σ|x_i|/n + u·|s/n| for an average (two more roundings). At 0.5-0.95 T it is a
+// value a correct NCCL could return: no finding. At 1.3-1.9 T no order can produce it: a finding on every rank at
+// that element. So the all-reduce bound is pinned within a factor 2 from both sides.
+TEST(CollectiveCheckTest, AllRanksEquallyWrongAreJudgedByTheBoundAlone) {
+  std::mt19937_64 rng(17);
+  int cases = 0;
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const double u = dt == DType::kF32 ? 0x1p-24 : dt == DType::kBF16 ? 0x1p-8 : 0x1p-11;
+    for (int op : {0, 4}) {
+      for (int n : {2, 3, 5, 8}) {
+        AllReduce ar = MakeAllReduce(n, dt, op, 64, rng);
+        bool done = false;
+        for (size_t e = 0; e < ar.out.size() && !done; ++e) {
+          double s = 0, abs_sum = 0;
+          for (const auto& x : ar.in) {
+            s += x[e];
+            abs_sum += std::fabs(x[e]);
+          }
+          const double worst = op == 0 ? (n - 1) * u * abs_sum + u * std::fabs(s)
+                                       : (n + 1) * u * abs_sum / n + u * std::fabs(s / n);
+          if (op == 4) s /= n;
+          const double sign = e % 2 ? 1 : -1;
+          const double near = RoundTo(dt, s + sign * 0.75 * worst), far = RoundTo(dt, s + sign * 1.6 * worst);
+          if (std::fabs(near - s) < 0.5 * worst || std::fabs(near - s) > 0.95 * worst) continue;
+          if (std::fabs(far - s) < 1.3 * worst || std::fabs(far - s) > 1.9 * worst) continue;
+          done = true;
+          AllReduce plausible = ar, impossible = ar;
+          plausible.out[e] = near;
+          impossible.out[e] = far;
+          const std::string what = std::string(DTypeName(static_cast<uint8_t>(dt))) + " op " + std::to_string(op) +
+                                   " n " + std::to_string(n) + " element " + std::to_string(e);
+          CheckReport clean = Check(WriteTrace(plausible, {n}));
+          EXPECT_TRUE(clean.no_findings()) << what << ": " << clean.findings()[0].message;
+          CheckReport rep = Check(WriteTrace(impossible, {n}));
+          ASSERT_EQ(rep.findings().size(), static_cast<size_t>(n)) << what;
+          for (const Finding& f : rep.findings()) {
+            EXPECT_EQ(f.check, "allreduce.bound") << what;
+            EXPECT_EQ(f.first.index, e) << what;
+            EXPECT_EQ(f.violations, 1u) << what;
+            EXPECT_GT(f.ratio, 1.0) << what;
+          }
+          ++cases;
+        }
+        EXPECT_TRUE(done) << "no element fits the windows: " << DTypeName(static_cast<uint8_t>(dt)) << " n " << n;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 24);
+}
+
 // A reduction over one rank returns its input (avg: scaled by 1/1 or divided by 1, both exact): any change, even
 // one ulp, is a finding.
 TEST(CollectiveCheckTest, OneRankReductionsAreExact) {

@@ -3,8 +3,7 @@
 // summed in truncated B-bit partial sums promoted to FP32 every 128 products, as simgpu's SIMGPU_FP8_ACC_BITS model;
 // α·scale_a·scale_b in FP32, the epilogue in FP32, outputs rounded to nearest even, FP8 saturating) for every
 // epilogue the oracle knows and FP32, BF16 and FP8 E4M3 data: no output may exceed the bound, the largest clean
-// err/bound of each case must exceed a stated fraction (a bound twice too loose fails where the fraction is above
-// 0.5), and one corrupted element of each output must be found where it is. Then the op-level check through a
+// err/bound of each case under each order must reach 0.6 of the value measured (a bound twice too loose fails), and one corrupted element of each output must be found where it is. Then the op-level check through a
 // synthetic trace: a clean op is clean, a corrupted one is a finding, what has no model is not checked.
 #include <algorithm>
 #include <cfloat>
@@ -101,7 +100,8 @@ struct Case {
   DType in, out;       // A/B type, D (and C, aux) type
   DType bias;          // bias and bias gradient type
   uint32_t epilogue;
-  double min_ratio;    // the largest clean err/bound must exceed this
+  double measured;     // the smallest, over orders, of the largest clean err/bound measured (seed 20250611)
+  int64_t batch = 0;   // 0: 1 or 2 at random
 };
 
 struct Generated {
@@ -119,7 +119,7 @@ Generated Make(const Case& c, std::mt19937_64& rng, const Device& dev) {
   p.m = dim(rng);
   p.n = dim(rng);
   p.k = kdim(rng);
-  p.batch = 1 + (rng() % 2);
+  p.batch = c.batch > 0 ? c.batch : 1 + static_cast<int64_t>(rng() % 2);
   p.epilogue = c.epilogue;
   p.fp8 = fp8;
   p.transa = fp8 ? 1 : rng() % 2;
@@ -212,25 +212,31 @@ Generated Make(const Case& c, std::mt19937_64& rng, const Device& dev) {
   return g;
 }
 
+// Measured (seed 20250611, 6 problems per order and accumulation width): the last field of each case is the
+// smallest, over the five orders, of the largest clean err/bound (FP32 data 0.013-0.018: γ_k against random data;
+// BF16 0.87-0.95 and FP8 0.25-0.89: output rounding). Every order must reach kLtTightness of it: 0.6 leaves room
+// for the random draws to change, and a bound made 2x looser fails.
+constexpr double kLtTightness = 0.6;
+
 const Case kCases[] = {
-    {"fp32 default", DType::kF32, DType::kF32, DType::kF32, kLtEpiDefault, 0.02},
-    {"fp32 relu_bias", DType::kF32, DType::kF32, DType::kF32, kLtEpiReluBias, 0.02},
-    {"fp32 gelu_bias", DType::kF32, DType::kF32, DType::kF32, kLtEpiGeluBias, 0.02},
-    {"fp32 dgelu_bgrad", DType::kF32, DType::kF32, DType::kF32, kLtEpiDGeluBGrad, 0.02},
-    {"bf16 bias", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiBias, 0.6},
-    {"bf16 relu", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiRelu, 0.6},
-    {"bf16 gelu", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiGelu, 0.6},
-    {"bf16 gelu_bias", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiGeluBias, 0.6},
-    {"bf16 gelu_aux_bias", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiGeluAuxBias, 0.6},
-    {"bf16 gelu_aux", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiGeluAux, 0.6},
-    {"bf16 dgelu", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiDGelu, 0.6},
-    {"bf16 dgelu_bgrad", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiDGeluBGrad, 0.6},
-    {"bf16 bgrada", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiBGradA, 0.6},
-    {"bf16 bgradb", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiBGradB, 0.6},
-    {"e4m3->bf16 default", DType::kE4M3, DType::kBF16, DType::kBF16, kLtEpiDefault, 0.6},
-    {"e4m3->bf16 gelu_aux_bias", DType::kE4M3, DType::kBF16, DType::kBF16, kLtEpiGeluAuxBias, 0.6},
-    {"e4m3->e4m3 bias", DType::kE4M3, DType::kE4M3, DType::kBF16, kLtEpiBias, 0.6},
-    {"e4m3->e4m3 relu_bias", DType::kE4M3, DType::kE4M3, DType::kBF16, kLtEpiReluBias, 0.6},
+    {"fp32 default", DType::kF32, DType::kF32, DType::kF32, kLtEpiDefault, 0.014},
+    {"fp32 relu_bias", DType::kF32, DType::kF32, DType::kF32, kLtEpiReluBias, 0.013},
+    {"fp32 gelu_bias", DType::kF32, DType::kF32, DType::kF32, kLtEpiGeluBias, 0.018},
+    {"fp32 dgelu_bgrad", DType::kF32, DType::kF32, DType::kF32, kLtEpiDGeluBGrad, 0.015},
+    {"bf16 bias", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiBias, 0.929},
+    {"bf16 relu", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiRelu, 0.922},
+    {"bf16 gelu", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiGelu, 0.911},
+    {"bf16 gelu_bias", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiGeluBias, 0.896},
+    {"bf16 gelu_aux_bias", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiGeluAuxBias, 0.945},
+    {"bf16 gelu_aux", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiGeluAux, 0.907},
+    {"bf16 dgelu", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiDGelu, 0.933},
+    {"bf16 dgelu_bgrad", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiDGeluBGrad, 0.870},
+    {"bf16 bgrada", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiBGradA, 0.944},
+    {"bf16 bgradb", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiBGradB, 0.925},
+    {"e4m3->bf16 default", DType::kE4M3, DType::kBF16, DType::kBF16, kLtEpiDefault, 0.248},
+    {"e4m3->bf16 gelu_aux_bias", DType::kE4M3, DType::kBF16, DType::kBF16, kLtEpiGeluAuxBias, 0.724},
+    {"e4m3->e4m3 bias", DType::kE4M3, DType::kE4M3, DType::kBF16, kLtEpiBias, 0.885},
+    {"e4m3->e4m3 relu_bias", DType::kE4M3, DType::kE4M3, DType::kBF16, kLtEpiReluBias, 0.827},
 };
 
 double WorstRatio(const LtOutputs& o) {
@@ -249,7 +255,7 @@ TEST(LtCheckTest, GeluLipschitzConstantBoundsTheDerivative) {
 }
 
 // Clean problems under every order (and, for FP8, 23-, 14- and 13-bit partial sums against a model of 13 bits):
-// zero violations; tightness above the case's fraction. The tanh is evaluated exactly here (tanh_abs_err 0).
+// zero violations; tightness per order at least 0.6 of the measured value. The tanh is evaluated exactly here (tanh_abs_err 0).
 TEST(LtCheckTest, BoundHoldsAndIsTightForEveryEpilogueAndType) {
   std::mt19937_64 rng(20250611);
   for (const Case& c : kCases) {
@@ -257,9 +263,10 @@ TEST(LtCheckTest, BoundHoldsAndIsTightForEveryEpilogueAndType) {
     LtModelParams params;
     params.tanh_abs_err = 0;
     params.fp8_acc_bits = 13;
-    double worst = 0;
+    double worst = 0, lowest = HUGE_VAL;
     uint64_t elements = 0;
     for (int o = 0; o < static_cast<int>(Order::kCount); ++o) {
+      double worst_of_order = 0;
       for (int bits : fp8 ? std::vector<int>{0, 14, 13} : std::vector<int>{0}) {
         Device dev{static_cast<Order>(o), bits, &rng};
         for (int trial = 0; trial < 6; ++trial) {
@@ -270,13 +277,16 @@ TEST(LtCheckTest, BoundHoldsAndIsTightForEveryEpilogueAndType) {
           ASSERT_EQ(Violations(out), 0u) << c.name << " order " << o << " bits " << bits << " trial " << trial
                                          << " ratio " << WorstRatio(out);
           worst = std::max(worst, WorstRatio(out));
+          worst_of_order = std::max(worst_of_order, WorstRatio(out));
           elements += out.d.elements;
         }
       }
+      lowest = std::min(lowest, worst_of_order);
+      EXPECT_GE(worst_of_order, kLtTightness * c.measured)
+          << c.name << " order " << o << ": the bound is looser than measured";
     }
-    printf("%-26s clean max err/bound %.3f over %llu D elements\n", c.name, worst,
+    printf("%-26s clean max err/bound %.3f (min over orders %.3f) over %llu D elements\n", c.name, worst, lowest,
            static_cast<unsigned long long>(elements));
-    EXPECT_GT(worst, c.min_ratio) << c.name;
     EXPECT_LE(worst, 1.0) << c.name;
   }
 }
@@ -340,37 +350,41 @@ format::LtMatmulRecord LtRec(uint64_t seq, int64_t m, int64_t n, int64_t k, DTyp
   return r;
 }
 
+// Writes generated problem `g` as the cuBLASLt op `seq` (BF16, GELU + bias), its D with element `fault` (if any)
+// made 2d + 1.
+void WriteLtOp(testing::StreamBuilder& s, uint64_t seq, const Generated& g, int64_t fault = -1) {
+  const LtProblem& p = g.p;
+  format::LtMatmulRecord r = LtRec(seq, p.m, p.n, p.k, DType::kBF16, DType::kBF16, kLtEpiGeluBias);
+  r.transa = p.transa;
+  r.transb = p.transb;
+  if (p.transa) r.a.rows = p.k, r.a.cols = p.m, r.a.ld = p.k;
+  if (p.transb) r.b.rows = p.n, r.b.cols = p.k, r.b.ld = p.n;
+  for (format::LtLayout* l : {&r.a, &r.b, &r.c, &r.d}) l->batch_count = static_cast<int32_t>(p.batch);
+  r.alpha = g.alpha;
+  r.beta = g.beta;
+  s.Raw(static_cast<uint16_t>(format::RecordType::kLtMatmul), std::string(reinterpret_cast<char*>(&r), sizeof r));
+  auto put = [&](format::TensorSlot slot, int64_t rows, int64_t cols, const std::vector<double>& v) {
+    s.Tensor(seq, slot, DType::kBF16, rows, cols, static_cast<int64_t>(v.size()) / (rows * cols),
+             testing::Encode(DType::kBF16, v));
+  };
+  put(format::TensorSlot::kA, r.a.rows, r.a.cols, p.a);
+  put(format::TensorSlot::kB, r.b.rows, r.b.cols, p.b);
+  if (g.beta != 0) put(format::TensorSlot::kCIn, p.m, p.n, p.c_in);
+  put(format::TensorSlot::kBias, p.m, 1, p.bias);
+  std::vector<double> d = p.d_out;
+  if (fault >= 0) d[fault] = RoundTo(DType::kBF16, d[fault] * 2 + 1);
+  put(format::TensorSlot::kCOut, p.m, p.n, d);
+}
+
 TEST(LtCheckTest, OpLevelCleanFindingAndNotChecked) {
   const std::string dir = testing::TempDir("lt_check_op");
   std::mt19937_64 rng(3);
   Case c{"bf16 gelu_bias", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiGeluBias, 0};
   Device dev{Order::kSequential, 0, &rng};
   Generated g = Make(c, rng, dev);
-  LtProblem& p = g.p;
   {
     testing::StreamBuilder s(dir + "/rank-0.ttr", 0, 1);
-    for (uint64_t seq = 0; seq < 2; ++seq) {
-      format::LtMatmulRecord r = LtRec(seq, p.m, p.n, p.k, DType::kBF16, DType::kBF16, kLtEpiGeluBias);
-      r.transa = p.transa;
-      r.transb = p.transb;
-      if (p.transa) r.a.rows = p.k, r.a.cols = p.m, r.a.ld = p.k;
-      if (p.transb) r.b.rows = p.n, r.b.cols = p.k, r.b.ld = p.n;
-      for (format::LtLayout* l : {&r.a, &r.b, &r.c, &r.d}) l->batch_count = static_cast<int32_t>(p.batch);
-      r.alpha = g.alpha;
-      r.beta = g.beta;
-      s.Raw(static_cast<uint16_t>(format::RecordType::kLtMatmul), std::string(reinterpret_cast<char*>(&r), sizeof r));
-      auto put = [&](format::TensorSlot slot, int64_t rows, int64_t cols, const std::vector<double>& v) {
-        s.Tensor(seq, slot, DType::kBF16, rows, cols, static_cast<int64_t>(v.size()) / (rows * cols),
-                 testing::Encode(DType::kBF16, v));
-      };
-      put(format::TensorSlot::kA, r.a.rows, r.a.cols, p.a);
-      put(format::TensorSlot::kB, r.b.rows, r.b.cols, p.b);
-      if (g.beta != 0) put(format::TensorSlot::kCIn, p.m, p.n, p.c_in);
-      put(format::TensorSlot::kBias, p.m, 1, p.bias);
-      std::vector<double> d = p.d_out;
-      if (seq == 1) d[5] = RoundTo(DType::kBF16, d[5] * 2 + 1);
-      put(format::TensorSlot::kCOut, p.m, p.n, d);
-    }
+    for (uint64_t seq = 0; seq < 2; ++seq) WriteLtOp(s, seq, g, seq == 1 ? 5 : -1);
     format::LtMatmulRecord r = LtRec(2, 8, 8, 8, DType::kBF16, DType::kBF16, kLtEpiReluAux);
     s.Raw(static_cast<uint16_t>(format::RecordType::kLtMatmul), std::string(reinterpret_cast<char*>(&r), sizeof r));
     r = LtRec(3, 8, 8, 8, DType::kBF16, DType::kBF16, kLtEpiDefault);
@@ -388,6 +402,39 @@ TEST(LtCheckTest, OpLevelCleanFindingAndNotChecked) {
   EXPECT_EQ(report.summary().checked.at("ltmatmul"), 2u);
   EXPECT_EQ(report.summary().not_checked.at("cuBLASLt ReLU bit-mask epilogue"), 1u);
   EXPECT_EQ(report.summary().not_checked.at("cuBLASLt tiled layout order"), 1u);
+}
+
+// A batched cuBLASLt op (3 batches, GELU + bias per batch): a fault in the first, the middle and the last batch
+// (each its own op) is found there, alone, and every element of every batch is counted. The fault (2d + 1, an error
+// of at least 1 against BF16 outputs of magnitude below 10) is beyond any correct device.
+TEST(LtCheckTest, FaultInFirstMiddleAndLastBatchIsFoundThere) {
+  const std::string dir = testing::TempDir("lt_check_batched");
+  std::mt19937_64 rng(4);
+  Case c{"bf16 gelu_bias", DType::kBF16, DType::kBF16, DType::kBF16, kLtEpiGeluBias, 0, 3};
+  Device dev{Order::kPairwise, 0, &rng};
+  Generated g = Make(c, rng, dev);
+  const int64_t mn = g.p.m * g.p.n;
+  ASSERT_EQ(g.p.batch, 3);
+  ASSERT_EQ(static_cast<int64_t>(g.p.d_out.size()), 3 * mn);
+  auto fault_of = [&](uint64_t seq) { return static_cast<int64_t>(seq - 1) * mn + (mn / 2 + static_cast<int64_t>(seq)) % mn; };
+  {
+    testing::StreamBuilder s(dir + "/rank-0.ttr", 0, 1);
+    for (uint64_t seq = 0; seq < 4; ++seq) WriteLtOp(s, seq, g, seq == 0 ? -1 : fault_of(seq));
+  }
+  absl::StatusOr<TraceSet> set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const CheckReport report = RunChecks(*set);
+  EXPECT_EQ(report.summary().checked.at("ltmatmul"), 4u);
+  EXPECT_EQ(report.summary().elements_checked, static_cast<uint64_t>(4 * 3 * mn));
+  ASSERT_EQ(report.findings().size(), 3u);
+  for (uint64_t seq = 1; seq < 4; ++seq) {
+    const Finding& f = report.findings()[seq - 1];
+    EXPECT_EQ(f.seq, seq);
+    EXPECT_EQ(f.check, "ltmatmul.replay");
+    EXPECT_EQ(f.violations, 1u) << "seq " << seq;
+    EXPECT_EQ(f.first.index, static_cast<uint64_t>(fault_of(seq))) << "seq " << seq;
+    EXPECT_EQ(f.first.batch, static_cast<int64_t>(seq - 1)) << "seq " << seq;
+  }
 }
 
 }  // namespace
