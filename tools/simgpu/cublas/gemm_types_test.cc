@@ -499,6 +499,37 @@ TEST_F(Gemm, Fp16ComputeAccumulatesInHalfPrecision) {
   EXPECT_EQ(r32, 3000.0f);
 }
 
+// The order decides the bits. One output element, k = 7 products x = (2^24, 0, 0, 0, 1, 0, 1) in FP32; the expected
+// sums are written out here from accumulate.h's text, not computed with simgpu's or the reference's code:
+//   sequential, blocked:7, blocked:1000 (one run):  ((2^24 + 0 + 0 + 0) + 1) + 0 + 1: each +1 ties to even, 2^24
+//   pairwise: stack ((x0+x1)+(x2+x3)), (x4+x5), x6; s = x6; s = (x4+x5) + s = 2; s = e0 + s = 2^24 + 2
+//   splitk:3: slices [0,2) [2,4) [4,7) sum to 2^24, 0, 2; combined sequentially: 2^24 + 2
+// A wrong order (a left-to-right final combine, a missing run) gives 2^24 where 2^24 + 2 is due, or the reverse.
+TEST_F(Gemm, AccumulationOrderDecidesTheBits) {
+  const AccumConfig config = ConfigFromEnv();
+  float want = 0;
+  switch (config.order) {
+    case AccumOrder::kSequential: want = 0x1p24f; break;
+    case AccumOrder::kBlocked: want = 0x1p24f; break;  // K = 7 and 1000: one run
+    case AccumOrder::kPairwise: want = 0x1p24f + 2; break;
+    case AccumOrder::kSplitK: want = config.param == 3 ? 0x1p24f + 2 : 0; break;
+    default: GTEST_SKIP() << "no hand-written expectation for this order";
+  }
+  ASSERT_NE(want, 0) << "no hand-written expectation for splitk:" << config.param;
+  const float x[7] = {0x1p24f, 0, 0, 0, 1, 0, 1}, ones[7] = {1, 1, 1, 1, 1, 1, 1};
+  DeviceBytes a(sizeof x), b(sizeof ones), c(4);
+  cudaMemcpy(a.get(), x, sizeof x, cudaMemcpyHostToDevice);
+  cudaMemcpy(b.get(), ones, sizeof ones, cudaMemcpyHostToDevice);
+  const float one = 1, zero = 0;
+  ASSERT_EQ(cublasSgemm_v2(h_, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 7, &one, reinterpret_cast<const float*>(a.get()), 1,
+                           reinterpret_cast<const float*>(b.get()), 7, &zero, reinterpret_cast<float*>(c.get()), 1),
+            CUBLAS_STATUS_SUCCESS);
+  ++CallCounter();
+  float got = 0;
+  cudaMemcpy(&got, c.get(), 4, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(got, want);
+}
+
 // random:SEED: the same GEMM called twice sums in two different orders (a different result on data whose rounding
 // depends on the order), each the one the reference derives from the call number.
 TEST_F(Gemm, RandomOrderDiffersBetweenCalls) {

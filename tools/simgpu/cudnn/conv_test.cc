@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tools/simgpu/common/accumulate.h"
 #include "tools/simgpu/cudnn/test_util.h"
 
 namespace simgpu::cudnn::testing {
@@ -175,6 +176,55 @@ TEST_F(CudnnConv, BackwardDataMatchesReference) { Sweep(Kind::kBackwardData); }
 TEST_F(CudnnConv, BackwardFilterMatchesReference) { Sweep(Kind::kBackwardFilter); }
 
 // TRUE_HALF_CONFIG (FP16 accumulation) and DOUBLE_CONFIG, each kind, with beta.
+// The order decides the bits: a 1x1 forward convolution over C = 7 channels sums x[c]·w[c] in channel order
+// (conv_compute.h). With x = (2^24, 0, 0, 0, 1, 0, 1) and w = 1, the sums are written out here from
+// accumulate.h's text: sequential (and one run of blocked) adds 1 twice to 2^24, each tying to even: 2^24;
+// pairwise: ((x0+x1)+(x2+x3)) + ((x4+x5) + x6) = 2^24 + 2; splitk:3, slices [0,2) [2,4) [4,7) summing to 2^24, 0,
+// 2: 2^24 + 2. A wrong order gives the other value.
+TEST_F(CudnnConv, AccumulationOrderDecidesTheBits) {
+  const AccumConfig config = AccumFromEnv();
+  float want = 0;
+  if (config.order == AccumOrder::kSequential) want = 0x1p24f;
+  if (config.order == AccumOrder::kPairwise) want = 0x1p24f + 2;
+  if (config.order == AccumOrder::kSplitK && config.param == 3) want = 0x1p24f + 2;
+  if (want == 0) GTEST_SKIP() << "no hand-written expectation for this order";
+  const ConvCase cc{1, 7, 1, 1, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {1, 1}};
+  Tensor x(CUDNN_DATA_FLOAT, cc.XDims(), Tensor::Packed(cc.XDims(), false));
+  Tensor w(CUDNN_DATA_FLOAT, cc.WDims(), Tensor::Packed(cc.WDims(), false));
+  Tensor y(CUDNN_DATA_FLOAT, cc.YDims(), Tensor::Packed(cc.YDims(), false));
+  const double xs[7] = {0x1p24, 0, 0, 0, 1, 0, 1};
+  for (size_t c = 0; c < 7; ++c) {
+    x.Set(c, xs[c]);
+    w.Set(c, 1);
+  }
+  x.Upload();
+  w.Upload();
+  y.Upload();
+  cudnnTensorDescriptor_t xd, yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t convd;
+  ASSERT_EQ(cudnnCreateTensorDescriptor(&xd), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudnnCreateTensorDescriptor(&yd), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudnnCreateFilterDescriptor(&wd), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudnnCreateConvolutionDescriptor(&convd), CUDNN_STATUS_SUCCESS);
+  Describe(xd, x);
+  Describe(yd, y);
+  const int wdims[4] = {1, 7, 1, 1}, zero[2] = {0, 0}, one[2] = {1, 1};
+  ASSERT_EQ(cudnnSetFilterNdDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 4, wdims), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudnnSetConvolutionNdDescriptor(convd, 2, zero, one, one, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+            CUDNN_STATUS_SUCCESS);
+  const float alpha = 1, beta = 0;
+  ASSERT_EQ(cudnnConvolutionForward(handle_, &alpha, xd, x.device(), wd, w.device(), convd,
+                                    CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, nullptr, 0, &beta, yd, y.device()),
+            CUDNN_STATUS_SUCCESS);
+  y.Download();
+  EXPECT_EQ(y.at(0), want);
+  cudnnDestroyTensorDescriptor(xd);
+  cudnnDestroyTensorDescriptor(yd);
+  cudnnDestroyFilterDescriptor(wd);
+  cudnnDestroyConvolutionDescriptor(convd);
+}
+
 TEST_F(CudnnConv, TrueHalfAndDoubleConfigurations) {
   const ConvCase cc = Cases()[2].conv;
   uint32_t seed = 100;

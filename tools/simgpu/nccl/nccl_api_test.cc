@@ -191,6 +191,30 @@ TEST_F(InitAllTest, GroupedAllReduceOnePerStream) {
   }
 }
 
+// The ring order decides the bits (order.h, written out here): 2 elements on 3 ranks form one last loop whose
+// chunk size alignUp(divUp(2, 3), 4) = 4 covers them both, so every element is chunk 0, summed starting at rank 1:
+// x1, then x2 + acc, then x0 + acc. Element 0, x = (2^24, 1, 1): x0 + (x2 + x1) = 2^24 + 2 exactly, where rank
+// order (x0 + x1) + x2 ties to even twice and gives 2^24. Element 1, x = (1, 2^24, -2^24): 1 + (-2^24 + 2^24) = 1
+// in ring order, (1 + 2^24) - 2^24 = 0 in rank order.
+TEST_F(InitAllTest, RingOrderDecidesTheBits) {
+  const float x[kRanks][2] = {{0x1p24f, 1}, {1, 0x1p24f}, {1, -0x1p24f}};
+  const float ring[2] = {x[0][0] + (x[2][0] + x[1][0]), x[0][1] + (x[2][1] + x[1][1])};
+  const float rank_order[2] = {(x[0][0] + x[1][0]) + x[2][0], (x[0][1] + x[1][1]) + x[2][1]};
+  ASSERT_NE(ring[0], rank_order[0]);
+  ASSERT_NE(ring[1], rank_order[1]);
+  std::vector<float*> bufs;
+  for (int i = 0; i < kRanks; ++i) bufs.push_back(DeviceFloats({x[i][0], x[i][1]}));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int i = 0; i < kRanks; ++i)
+    ASSERT_EQ(ncclAllReduce(bufs[i], bufs[i], 2, ncclFloat32, ncclSum, comms_[i], streams_[i]), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int i = 0; i < kRanks; ++i) {
+    Sync(streams_[i]);
+    EXPECT_EQ(bufs[i][0], ring[0]) << "rank " << i;
+    EXPECT_EQ(bufs[i][1], ring[1]) << "rank " << i;
+  }
+}
+
 TEST_F(InitAllTest, GroupedSendRecvRingAndAllGather) {
   const size_t n = 300000;  // far beyond one ring
   std::vector<float*> send, recv, gathered;

@@ -1,0 +1,76 @@
+// The stand-in libnccl.so.2 (status_standin.h): every collective and point-to-point call answers
+// STANDIN_NCCL_STATUS; ncclCommInitRank answers it for a 2-rank communicator and creates a 1-rank one (rank 0 on
+// device 0) whatever it says, so the collectives have a communicator to run on. As NCCL does, each ncclX is a weak
+// alias of a strong pncclX (the shim forwards to pnccl).
+#include <cstring>
+
+#include "shim/testing/status_standin.h"
+
+namespace {
+struct Comm {
+  int nranks, rank;
+} g_comm{1, 0}, g_two{2, 1};
+struct UniqueId {
+  char internal[128];  // ncclUniqueId, passed by value (in memory, not in registers)
+};
+}  // namespace
+
+#define STANDIN_NCCL_ALIAS(name, params) \
+  extern "C" int name params __attribute__((weak, alias("p" #name)));
+
+extern "C" int pncclGetUniqueId(UniqueId* id) {
+  memset(id, 0x5a, sizeof *id);
+  return 0;
+}
+STANDIN_NCCL_ALIAS(ncclGetUniqueId, (UniqueId*))
+extern "C" int pncclCommInitRank(void** comm, int nranks, UniqueId, int rank) {
+  if (nranks == 1 && rank == 0) {
+    *comm = &g_comm;
+    return 0;
+  }
+  const int status = standin::StatusFromEnv("STANDIN_NCCL_STATUS");
+  if (status == 0) *comm = &g_two;
+  return status;
+}
+STANDIN_NCCL_ALIAS(ncclCommInitRank, (void**, int, UniqueId, int))
+extern "C" int pncclCommDestroy(void*) { return 0; }
+STANDIN_NCCL_ALIAS(ncclCommDestroy, (void*))
+extern "C" int pncclCommCount(const void* comm, int* n) {
+  *n = static_cast<const Comm*>(comm)->nranks;
+  return 0;
+}
+STANDIN_NCCL_ALIAS(ncclCommCount, (const void*, int*))
+extern "C" int pncclCommUserRank(const void* comm, int* rank) {
+  *rank = static_cast<const Comm*>(comm)->rank;
+  return 0;
+}
+STANDIN_NCCL_ALIAS(ncclCommUserRank, (const void*, int*))
+extern "C" int pncclCommCuDevice(const void*, int* device) {
+  *device = 0;
+  return 0;
+}
+STANDIN_NCCL_ALIAS(ncclCommCuDevice, (const void*, int*))
+extern "C" int pncclGroupStart() { return 0; }
+STANDIN_NCCL_ALIAS(ncclGroupStart, ())
+extern "C" int pncclGroupEnd() { return 0; }
+STANDIN_NCCL_ALIAS(ncclGroupEnd, ())
+extern "C" int pncclCommGetAsyncError(void*, int* async_error) {
+  *async_error = 0;
+  return 0;
+}
+STANDIN_NCCL_ALIAS(ncclCommGetAsyncError, (void*, int*))
+
+#define STANDIN_NCCL(name)                            \
+  STANDIN_ANSWER(p##name, "STANDIN_NCCL_STATUS")      \
+  STANDIN_NCCL_ALIAS(name, ())
+STANDIN_NCCL(ncclAllReduce)
+STANDIN_NCCL(ncclAllGather)
+STANDIN_NCCL(ncclReduceScatter)
+STANDIN_NCCL(ncclBroadcast)
+STANDIN_NCCL(ncclBcast)
+STANDIN_NCCL(ncclReduce)
+STANDIN_NCCL(ncclAlltoAll)
+STANDIN_NCCL(ncclGather)
+STANDIN_NCCL(ncclScatter)
+STANDIN_NCCL(ncclSend)
+STANDIN_NCCL(ncclRecv)

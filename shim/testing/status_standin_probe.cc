@@ -1,0 +1,110 @@
+// shim_status_standin_probe: calls every entry point the shim intercepts once, with valid arguments, against the
+// stand-in vendor libraries of status_standin.h (which answer the status the test asks for), and prints
+// "op NAME=STATUS" for each and "setup NAME=STATUS" for the calls that set them up. Memory comes from simgpu's
+// cudart, so the shim can snapshot operands as on a device.
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdio>
+
+namespace {
+
+void Op(const char* name, int status) { printf("op %s=%d\n", name, status); }
+void Setup(const char* name, int status) { printf("setup %s=%d\n", name, status); }
+
+void Gemms(cublasHandle_t h, void* a, void* b, void* c) {
+  const cublasOperation_t N = CUBLAS_OP_N;
+  auto* fa = static_cast<float*>(a);
+  auto* fb = static_cast<float*>(b);
+  auto* fc = static_cast<float*>(c);
+  auto* da = static_cast<double*>(a);
+  auto* db = static_cast<double*>(b);
+  auto* dc = static_cast<double*>(c);
+  auto* ha = static_cast<__half*>(a);
+  auto* hb = static_cast<__half*>(b);
+  auto* hc = static_cast<__half*>(c);
+  const float f1 = 1, f0 = 0;
+  const double d1 = 1, d0 = 0;
+  const __half h1 = __float2half(1.0f), h0 = __float2half(0.0f);
+  Op("cublasSgemm_v2", cublasSgemm(h, N, N, 2, 2, 2, &f1, fa, 2, fb, 2, &f0, fc, 2));
+  Op("cublasSgemm_v2_64", cublasSgemm_64(h, N, N, 2, 2, 2, &f1, fa, 2, fb, 2, &f0, fc, 2));
+  Op("cublasDgemm_v2", cublasDgemm(h, N, N, 2, 2, 2, &d1, da, 2, db, 2, &d0, dc, 2));
+  Op("cublasDgemm_v2_64", cublasDgemm_64(h, N, N, 2, 2, 2, &d1, da, 2, db, 2, &d0, dc, 2));
+  Op("cublasHgemm", cublasHgemm(h, N, N, 2, 2, 2, &h1, ha, 2, hb, 2, &h0, hc, 2));
+  Op("cublasHgemm_64", cublasHgemm_64(h, N, N, 2, 2, 2, &h1, ha, 2, hb, 2, &h0, hc, 2));
+  Op("cublasSgemmStridedBatched",
+     cublasSgemmStridedBatched(h, N, N, 2, 2, 2, &f1, fa, 2, 4, fb, 2, 4, &f0, fc, 2, 4, 2));
+  Op("cublasSgemmStridedBatched_64",
+     cublasSgemmStridedBatched_64(h, N, N, 2, 2, 2, &f1, fa, 2, 4, fb, 2, 4, &f0, fc, 2, 4, 2));
+  Op("cublasDgemmStridedBatched",
+     cublasDgemmStridedBatched(h, N, N, 2, 2, 2, &d1, da, 2, 4, db, 2, 4, &d0, dc, 2, 4, 2));
+  Op("cublasDgemmStridedBatched_64",
+     cublasDgemmStridedBatched_64(h, N, N, 2, 2, 2, &d1, da, 2, 4, db, 2, 4, &d0, dc, 2, 4, 2));
+  Op("cublasHgemmStridedBatched",
+     cublasHgemmStridedBatched(h, N, N, 2, 2, 2, &h1, ha, 2, 4, hb, 2, 4, &h0, hc, 2, 4, 2));
+  Op("cublasHgemmStridedBatched_64",
+     cublasHgemmStridedBatched_64(h, N, N, 2, 2, 2, &h1, ha, 2, 4, hb, 2, 4, &h0, hc, 2, 4, 2));
+  Op("cublasGemmEx", cublasGemmEx(h, N, N, 2, 2, 2, &f1, a, CUDA_R_32F, 2, b, CUDA_R_32F, 2, &f0, c, CUDA_R_32F, 2,
+                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  Op("cublasGemmEx_64", cublasGemmEx_64(h, N, N, 2, 2, 2, &f1, a, CUDA_R_32F, 2, b, CUDA_R_32F, 2, &f0, c,
+                                        CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  Op("cublasGemmStridedBatchedEx",
+     cublasGemmStridedBatchedEx(h, N, N, 2, 2, 2, &f1, a, CUDA_R_32F, 2, 4, b, CUDA_R_32F, 2, 4, &f0, c, CUDA_R_32F,
+                                2, 4, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  Op("cublasGemmStridedBatchedEx_64",
+     cublasGemmStridedBatchedEx_64(h, N, N, 2, 2, 2, &f1, a, CUDA_R_32F, 2, 4, b, CUDA_R_32F, 2, 4, &f0, c,
+                                   CUDA_R_32F, 2, 4, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void LtMatmul(void* a, void* b, void* c) {
+  cublasLtHandle_t lt = nullptr;
+  Setup("cublasLtCreate", cublasLtCreate(&lt));
+  cublasLtMatmulDesc_t desc = nullptr;
+  Setup("cublasLtMatmulDescCreate", cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasLtMatrixLayout_t layout = nullptr;
+  Setup("cublasLtMatrixLayoutCreate", cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, 2, 2, 2));
+  const float f1 = 1, f0 = 0;
+  Op("cublasLtMatmul", cublasLtMatmul(lt, desc, &f1, a, layout, b, layout, &f0, c, layout, c, layout, nullptr,
+                                      nullptr, 0, nullptr));
+  cublasLtMatrixLayoutDestroy(layout);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+}
+
+void Collectives(void* a, void* c) {
+  ncclUniqueId id;
+  Setup("ncclGetUniqueId", ncclGetUniqueId(&id));
+  ncclComm_t comm = nullptr, two = nullptr;
+  Setup("ncclCommInitRank", ncclCommInitRank(&comm, 1, id, 0));
+  Op("ncclCommInitRank.two_ranks", ncclCommInitRank(&two, 2, id, 1));
+  Op("ncclAllReduce", ncclAllReduce(a, c, 4, ncclFloat, ncclSum, comm, nullptr));
+  Op("ncclAllGather", ncclAllGather(a, c, 4, ncclFloat, comm, nullptr));
+  Op("ncclReduceScatter", ncclReduceScatter(a, c, 4, ncclFloat, ncclSum, comm, nullptr));
+  Op("ncclBroadcast", ncclBroadcast(a, c, 4, ncclFloat, 0, comm, nullptr));
+  Op("ncclBcast", ncclBcast(c, 4, ncclFloat, 0, comm, nullptr));
+  Op("ncclReduce", ncclReduce(a, c, 4, ncclFloat, ncclSum, 0, comm, nullptr));
+  Op("ncclAlltoAll", ncclAlltoAll(a, c, 4, ncclFloat, comm, nullptr));
+  Op("ncclGather", ncclGather(a, c, 4, ncclFloat, 0, comm, nullptr));
+  Op("ncclScatter", ncclScatter(a, c, 4, ncclFloat, 0, comm, nullptr));
+  Op("ncclSend", ncclSend(a, 4, ncclFloat, 0, comm, nullptr));
+  Op("ncclRecv", ncclRecv(c, 4, ncclFloat, 0, comm, nullptr));
+  Setup("ncclCommDestroy", ncclCommDestroy(comm));
+}
+
+}  // namespace
+
+int main() {
+  void *a = nullptr, *b = nullptr, *c = nullptr;
+  Setup("cudaMalloc", cudaMalloc(&a, 256) | cudaMalloc(&b, 256) | cudaMalloc(&c, 256));
+  Setup("cudaMemset", cudaMemset(a, 0, 256) | cudaMemset(b, 0, 256) | cudaMemset(c, 0, 256));
+  cublasHandle_t h = nullptr;
+  Setup("cublasCreate_v2", cublasCreate(&h));
+  Gemms(h, a, b, c);
+  Setup("cublasDestroy_v2", cublasDestroy(h));
+  LtMatmul(a, b, c);
+  Collectives(a, c);
+  Setup("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  return 0;
+}

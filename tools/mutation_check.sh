@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# tools/mutation_check.sh [NAME_REGEX]: do the tests fail when the code is wrong?
+#
+# Applies each plausible bug of the list below to a scratch copy of this tree (the tracked and untracked,
+# non-ignored files, copied to $TTRACE_MUTATION_DIR, default /tmp/ttrace-mutation/src, with its own build/ kept
+# between runs so that only what a mutation changes is rebuilt; ccache helps), one at a time: it builds the
+# mutation's targets, runs its tests (ctest -R), restores the file, and prints a table: mutation -> tests that
+# failed. Every mutation must be caught: the script exits 1 when one survives, 2 when an anchor is not found
+# exactly once (the list is stale: fix the anchor) or a mutation does not build.
+#
+# A mutation is one exact search/replace in one file, named by its base name and found anywhere in the tree, so
+# the list survives files moving between folders. Not part of CI (it takes tens of minutes on 2 cores); run it
+# before resolving an issue that touches the code it mutates, and add a line when you add a check.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+scratch="${TTRACE_MUTATION_DIR:-/tmp/ttrace-mutation}"
+src="$scratch/src"
+build="$src/build"
+jobs="${JOBS:-2}"
+only="${1:-}"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+# Copies changed files only (a fresh mtime makes ninja rebuild them; unchanged files keep theirs).
+sync_tree() {
+  mkdir -p "$src"
+  (cd "$root" && git ls-files -co --exclude-standard) | while IFS= read -r f; do
+    [ -f "$root/$f" ] || continue
+    if ! cmp -s "$root/$f" "$src/$f"; then
+      mkdir -p "$(dirname "$src/$f")"
+      cp "$root/$f" "$src/$f"
+    fi
+  done
+}
+
+configure() {
+  [ -f "$build/build.ninja" ] && return
+  log "configuring $build"
+  cmake -S "$src" -B "$build" -G Ninja -DTTRACE_CUDA_ROOT="${TTRACE_CUDA_ROOT:-/usr/local/cuda}" \
+    -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+}
+
+# The one file of the scratch tree named NAME (a base name), or a message and exit 2.
+locate() {
+  local hits
+  hits=$(cd "$src" && git -C "$root" ls-files -co --exclude-standard | grep -E "(^|/)$1\$" || true)
+  if [ "$(printf '%s\n' "$hits" | grep -c .)" != 1 ]; then
+    echo "error: mutation file $1 matches '${hits:-nothing}' in the tree; update the list" >&2
+    exit 2
+  fi
+  printf '%s/%s\n' "$src" "$hits"
+}
+
+# Replaces the one occurrence of $2 in file $1 by $3; exit 2 when it occurs other than once.
+apply() {
+  python3 - "$1" "$2" "$3" <<'EOF'
+import sys
+path, old, new = sys.argv[1], sys.argv[2], sys.argv[3]
+text = open(path).read()
+n = text.count(old)
+if n != 1:
+    sys.exit(f"error: anchor found {n} times in {path} (expected once); update the list:\n{old}")
+open(path, "w").write(text.replace(old, new))
+EOF
+}
+
+names=() results=() failed_any=0 survived=0
+# mutate NAME FILE SEARCH REPLACE TARGETS TEST_REGEX
+mutate() {
+  local name=$1 file=$2 old=$3 new=$4 targets=$5 tests=$6
+  [ -n "$only" ] && ! [[ $name =~ $only ]] && return
+  local path
+  path=$(locate "$file")
+  cp "$path" "$scratch/original"
+  apply "$path" "$old" "$new" || exit 2
+  log "$name: building $targets"
+  # shellcheck disable=SC2086
+  if ! ninja -C "$build" -j "$jobs" $targets >"$scratch/build.log" 2>&1; then
+    cp "$scratch/original" "$path"
+    tail -20 "$scratch/build.log" >&2
+    echo "error: mutation '$name' does not build; fix the list" >&2
+    exit 2
+  fi
+  log "$name: running tests matching $tests"
+  local out caught
+  out=$(cd "$build" && ctest -j "$jobs" --timeout 600 -R "$tests" 2>&1 || true)
+  cp "$scratch/original" "$path"
+  caught=$(printf '%s\n' "$out" | sed -n '/The following tests FAILED/,$p' |
+    sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' | tr '\n' ' ')
+  if ! printf '%s\n' "$out" | grep -q "tests passed"; then
+    echo "error: ctest ran nothing for '$name' (regex $tests):" >&2
+    printf '%s\n' "$out" | tail -5 >&2
+    exit 2
+  fi
+  [ -z "$caught" ] && { caught="SURVIVED"; survived=$((survived + 1)); }
+  names+=("$name")
+  results+=("$caught")
+}
+
+start=$(date +%s)
+log "syncing $root to $src"
+sync_tree
+configure
+log "building the unmutated tree"
+ninja -C "$build" -j "$jobs" >"$scratch/build.log" 2>&1 || { tail -20 "$scratch/build.log"; exit 2; }
+
+# ---- the list -----------------------------------------------------------------------------------------------
+# Error bounds, 2x looser and 2x tighter.
+mutate "gemm bound x2" error_model.cc "  return bound * kEvalSafety;" "  return 2 * bound * kEvalSafety;" \
+  "gemm_bound_test gemm_check_test" "GemmBound|GemmCheck"
+mutate "gemm bound x0.5" error_model.cc "  return bound * kEvalSafety;" "  return 0.5 * bound * kEvalSafety;" \
+  "gemm_bound_test gemm_check_test" "GemmBound|GemmCheck"
+mutate "reduce bound x2" error_model.cc "  return b * kEvalSafety;" "  return 2 * b * kEvalSafety;" \
+  "error_model_test collective_check_test" "ReduceBound|CollectiveCheck"
+mutate "reduce bound x0.5" error_model.cc "  return b * kEvalSafety;" "  return 0.5 * b * kEvalSafety;" \
+  "error_model_test collective_check_test" "ReduceBound|CollectiveCheck"
+mutate "ltmatmul output bound x2" lt_check.cc "    return (grow * std::fabs(scale)" \
+  "    return 2 * (grow * std::fabs(scale)" "lt_check_test" "LtCheck"
+mutate "ltmatmul output bound x0.5" lt_check.cc "    return (grow * std::fabs(scale)" \
+  "    return 0.5 * (grow * std::fabs(scale)" "lt_check_test" "LtCheck"
+# Analyzer checks.
+mutate "gemm: last batch skipped" gemm_check.cc "for (int64_t bt = 0; bt < p.batch; ++bt) {" \
+  "for (int64_t bt = 0; bt < std::max<int64_t>(1, p.batch - 1); ++bt) {" "gemm_check_test" "GemmCheck"
+mutate "all-reduce: identity check skipped" collective_check.cc \
+  "if (members[rep[c]].recv->data == members[r].recv->data) cls[r]" "if (true) cls[r]" \
+  "collective_check_test" "CollectiveCheck"
+# ttrace diff.
+mutate "diff: shard row blocks merged in reverse order" diff_sharded.cc \
+  "PlaceBlock(data(s), rows, cols, bi, bj, rs, cs, full);" \
+  "PlaceBlock(data(s), rows, cols, pr - 1 - bi, bj, rs, cs, full);" "diff_test" "^Diff"
+mutate "diff: bitwise mode ignores the last operand slot" diff.cc \
+  "if (x != nullptr && y != nullptr && x->data != y->data) return SlotName(slots[i]);" \
+  "if (i + 1 < n && x != nullptr && y != nullptr && x->data != y->data) return SlotName(slots[i]);" \
+  "diff_test" "^Diff"
+# The store.
+mutate "reader: payload CRC ignored" trace_reader.cc \
+  "if (store::Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)" \
+  "if (false && store::Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)" \
+  "trace_store_test" "TraceStore|Crc32c"
+mutate "crc32c: table polynomial" crc32c.cc "(c >> 1) ^ 0x82F63B78u" "(c >> 1) ^ 0x82F63B79u" \
+  "trace_store_test" "TraceStore|Crc32c"
+# The shim.
+mutate "shim: one element fewer copied" tensor_pack.cc \
+  "memcpy(out, src, col_bytes * static_cast<size_t>(spec.cols));" \
+  "memcpy(out, src, col_bytes * static_cast<size_t>(spec.cols) - elem);" \
+  "shim_tensor_pack_test" "TensorPack"
+mutate "shim: seq off by one" capture_engine.cc "slot.seq = op ? next_seq_++ : kNoSeq;" \
+  "slot.seq = op ? ++next_seq_ : kNoSeq;" "shim_capture_engine_test" "CaptureEngine"
+mutate "shim: C captured after a failed GEMM" cublas_interceptors.cc \
+  "if (capture && status == CUBLAS_STATUS_SUCCESS) Capture(" "if (capture) Capture(" \
+  "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
+mutate "shim: a GEMM's status not recorded" cublas_interceptors.cc \
+  "  r.status = status;
+  engine->Publish(slot.ticket, format::RecordType::kGemm, r);" \
+  "  r.status = 0;
+  engine->Publish(slot.ticket, format::RecordType::kGemm, r);" \
+  "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
+mutate "shim: received data captured after a failed collective" nccl_capture.cc \
+  "if (capture && status == ncclSuccess) {" "if (capture) {" \
+  "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
+# simgpu's reduction orders.
+mutate "simgpu: pairwise final combine left to right" accumulate.cc \
+  "for (int i = top - 2; i >= 0; --i) s = Policy::Add(stack[i], s);" \
+  "s = stack[0]; for (int i = 1; i < top; ++i) s = Policy::Add(s, stack[i]);" \
+  "simgpu_cublas simgpu_cublaslt simgpu_cudnn simgpu_cublas_types_test simgpu_cublaslt_matmul_test" \
+  "accum_pairwise|CublasLt.Matmul.pairwise"
+
+# ---- the table ----------------------------------------------------------------------------------------------
+elapsed=$(( $(date +%s) - start ))
+printf '\n%-44s | %s\n' "mutation" "tests that failed"
+printf '%s\n' "---------------------------------------------+------------------------------------------------"
+for i in "${!names[@]}"; do printf '%-44s | %s\n' "${names[$i]}" "${results[$i]}"; done
+printf '\n%d mutations, %d survived, %d s\n' "${#names[@]}" "$survived" "$elapsed"
+[ "$survived" = 0 ]
