@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analyzer/collective_check.h"
+#include "analyzer/conv_check.h"
 #include "analyzer/lt_check.h"
 
 namespace ttrace::analyzer {
@@ -86,7 +87,7 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
     if (t.dropped_payloads > 0)
       report.Warn(absl::StrCat(RankName(t), ": the capture dropped ", t.dropped_payloads,
                                " tensors (their ops are not checked)"));
-    for (const Op& op : t.ops) gemms += op.kind == OpKind::kGemm || op.kind == OpKind::kLtMatmul;
+    for (const Op& op : t.ops) gemms += op.kind != OpKind::kCollective;
   }
   const uint64_t total = s.ops;
   uint64_t done = 0;
@@ -96,6 +97,8 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
         CheckGemmOp(t.rank(), op, &report, options.max_gemm_work);
       } else if (op.kind == OpKind::kLtMatmul) {
         CheckLtMatmulOp(t.rank(), op, &report, options.lt, options.max_gemm_work);
+      } else if (op.kind == OpKind::kConv) {
+        CheckConvOp(t.rank(), op, &report, options.max_gemm_work);
       } else {
         continue;
       }

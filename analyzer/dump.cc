@@ -19,7 +19,8 @@ namespace {
 const char* SlotName(uint8_t slot) {
   static const char* const kNames[] = {"A",       "B",       "C_in",    "C_out",  "send",   "recv",   "alpha",
                                        "beta",    "bias",    "aux_in",  "aux_out", "bias_grad", "scale_a",
-                                       "scale_b", "scale_c", "scale_d", "amax_d", "aux_scale", "aux_amax"};
+                                       "scale_b", "scale_c", "scale_d", "amax_d", "aux_scale", "aux_amax", "x",
+                                       "w",       "dy"};
   return slot < format::kTensorSlots ? kNames[slot] : "?";
 }
 
@@ -54,6 +55,33 @@ std::string LtMatmulLine(const format::LtMatmulRecord& r) {
       " stream=0x", absl::Hex(r.stream), " t_ns=", r.t_ns);
 }
 
+std::string ConvDims(const int64_t* dims, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) absl::StrAppend(&s, i == 0 ? "" : "x", dims[i]);
+  return s;
+}
+
+std::string ConvSpatial(const int32_t* v, int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) absl::StrAppend(&s, i == 0 ? "" : ",", v[i]);
+  return s;
+}
+
+std::string ConvLine(const format::ConvRecord& r) {
+  const int n = r.nb_dims <= format::kConvMaxDims ? r.nb_dims : 0;
+  const int sp = n > 2 ? n - 2 : 0;
+  return absl::StrCat(
+      "seq=", r.seq, " ", format::ApiName(r.api), " status=", r.status, " algo=", r.algo, " x=", ConvDims(r.x_dims, n),
+      ":s", ConvDims(r.x_strides, n), " w=", ConvDims(r.w_dims, n), ":f", r.w_format, " y=", ConvDims(r.y_dims, n),
+      ":s", ConvDims(r.y_strides, n), " pad=", ConvSpatial(r.pad, sp), " stride=", ConvSpatial(r.stride, sp),
+      " dilation=", ConvSpatial(r.dilation, sp), " mode=", r.mode == 0 ? "conv" : "xcorr", " groups=", r.groups,
+      " types=", r.x_type, ",", r.w_type, ",", r.y_type, " compute=", r.compute_type, " math=", r.math_type,
+      " flags=", r.flags,
+      (r.flags & format::kConvScalarsUnknown) ? std::string(" alpha=? beta=?")
+                                              : absl::StrCat(" alpha=", FormatNumber(r.alpha), " beta=", FormatNumber(r.beta)),
+      " stream=0x", absl::Hex(r.stream), " t_ns=", r.t_ns);
+}
+
 std::string CollectiveLine(const format::CollectiveRecord& c) {
   return absl::StrCat("seq=", c.seq, " ", format::ApiName(c.api), " status=", c.status, " comm=0x",
                       absl::Hex(c.comm_hash), " comm_rank=", c.comm_rank, " comm_size=", c.comm_size,
@@ -74,6 +102,8 @@ std::string RecordLine(const RecordView& r) {
       return CollectiveLine(r.Body<format::CollectiveRecord>());
     case RecordType::kLtMatmul:
       return LtMatmulLine(r.Body<format::LtMatmulRecord>());
+    case RecordType::kConv:
+      return ConvLine(r.Body<format::ConvRecord>());
     case RecordType::kTensor: {
       const auto t = r.Body<format::TensorRecord>();
       const std::string kind = t.payload_kind == 0   ? std::string("full")

@@ -27,6 +27,9 @@ namespace ttrace::analyzer {
   X(kLtMatmulDeterministic, "ltmatmul.deterministic",                                                     \
     "gemm.deterministic before the epilogue, then bias, activation (Lipschitz x error + evaluation), scales, "  \
     "output rounding; FP8 accumulation precision a parameter")                                            \
+  X(kConvDeterministic, "conv.deterministic",                                                             \
+    "gemm.deterministic with k = products per output element (C/G*prod F forward, K/G*prod F backward data, "   \
+    "N*prod O backward filter); direct and implicit-GEMM algorithms")                                     \
   X(kReduceDeterministic, "reduce.deterministic",                                                         \
     "sum/avg/prod over n ranks: g_{n-1}(u)*sum|x_i| + u|s| + underflow (avg, prod: see docs)")           \
   X(kExact, "exact", "result must equal the reference exactly (max, min, integer types)")

@@ -159,9 +159,15 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
     switch (r.type) {
       case RecordType::kGemm:
       case RecordType::kCollective:
-      case RecordType::kLtMatmul: {
+      case RecordType::kLtMatmul:
+      case RecordType::kConv: {
         Op op;
-        if (r.type == RecordType::kLtMatmul) {
+        if (r.type == RecordType::kConv) {
+          op.kind = OpKind::kConv;
+          op.conv = r.Body<format::ConvRecord>();
+          op.seq = op.conv.seq;
+          op.api = op.conv.api;
+        } else if (r.type == RecordType::kLtMatmul) {
           op.kind = OpKind::kLtMatmul;
           op.lt = r.Body<format::LtMatmulRecord>();
           op.seq = op.lt.seq;

@@ -38,7 +38,7 @@ struct Tensor {
   std::string data;  // payload bytes in the kFull layout (kShuffled payloads are decoded on load), size checked
 };
 
-enum class OpKind : uint8_t { kGemm, kCollective, kLtMatmul };
+enum class OpKind : uint8_t { kGemm, kCollective, kLtMatmul, kConv };
 
 struct Op {
   uint64_t seq = 0;
@@ -47,6 +47,7 @@ struct Op {
   format::GemmRecord gemm{};        // valid when kind == kGemm
   format::CollectiveRecord coll{};  // valid when kind == kCollective
   format::LtMatmulRecord lt{};      // valid when kind == kLtMatmul
+  format::ConvRecord conv{};        // valid when kind == kConv
   std::array<std::unique_ptr<Tensor>, format::kTensorSlots> tensors;  // by format::TensorSlot; null when not captured
   std::string tensor_problem;       // first reason a captured tensor was unusable, empty when none
   std::string missing_tensors;      // why tensors may be missing: "tensors dropped (ring full)", ...

@@ -31,6 +31,22 @@ int Sonames(format::Library library, int version, const char* out[kMaxVendorVers
   return n;
 }
 
+// cuDNN 9's sub-libraries, which define libcudnn.so.9's functions again under their own version nodes (soname =
+// node); asked last, when no libcudnn.so.9 is loaded (a program linked to a sub-library directly).
+constexpr const char* kCudnnSublibs[] = {"libcudnn_graph.so.9", "libcudnn_cnn.so.9", "libcudnn_ops.so.9"};
+
+void* ResolveInCudnnSublibs(const char* name) {
+  for (const char* soname : kCudnnSublibs) {
+    if (void* fn = dlvsym(RTLD_NEXT, name, soname)) return fn;
+    void* handle = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    void* fn = dlvsym(handle, name, soname);
+    dlclose(handle);
+    if (fn != nullptr) return fn;
+  }
+  return nullptr;
+}
+
 thread_local int t_interceptor_depth = 0;
 
 }  // namespace
@@ -55,7 +71,7 @@ void* ResolveVendorSymbol(format::Library library, const char* symbol, int versi
     dlclose(handle);  // drops the reference RTLD_NOLOAD added; the library stays loaded by its owner
     if (fn != nullptr) return fn;
   }
-  return nullptr;
+  return library == format::Library::kCudnn ? ResolveInCudnnSublibs(name.c_str()) : nullptr;
 }
 
 void ReportUnresolved(const char* symbol) {

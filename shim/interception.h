@@ -18,8 +18,8 @@
 // cuBLAS's cublasFoo is exported as cublasFoo@@libcublas.so.13 and cublasFoo@libcublas.so.12, so the dynamic
 // loader binds a caller linked against cuBLAS 12 to the second and one linked against cuBLAS 13 to the first
 // (unversioned references, dlsym included, get the default @@ one); a caller bound to a version the shim does not
-// know (cuBLAS 14) reaches the vendor directly, uncaptured but unharmed. Libraries without version nodes (NCCL,
-// cuDNN) get one unversioned export. The body is written once, as a template over `vendor_version` (the index
+// know (cuBLAS 14) reaches the vendor directly, uncaptured but unharmed. cuDNN 9 has one node, libcudnn.so.9;
+// NCCL has none and gets one export under the shim's own node TTRACE, which unversioned references bind to. The body is written once, as a template over `vendor_version` (the index
 // of the caller's version node): REAL(func) is that version's function, and helpers that must reach the same
 // library (cublasGetStream_v2 for a cuBLAS 12 handle) pass vendor_version to LazySymbol::Get.
 //
@@ -33,7 +33,10 @@
 // the library's other nodes, dlsym(RTLD_NEXT, name) (the default version, or an unversioned definition); when
 // the library was loaded RTLD_LOCAL (Python), the same through dlopen(soname, RTLD_NOLOAD) of each soname. The
 // caller's own version comes first, so two majors loaded in one process are each called through their own
-// exports. NCCL calls resolve to the strong pnccl* alias.
+// exports. NCCL calls resolve to the strong pnccl* alias. cuDNN 9's libcudnn.so.9 is a thin front whose functions
+// are also exported by its sub-libraries (the backend API and cudnnCreate/SetStream by libcudnn_graph.so.9,
+// convolutions by libcudnn_cnn.so.9, tensor descriptors by libcudnn_ops.so.9), each under its own node: when no
+// libcudnn.so.9 definition is found, the sub-libraries loaded in the process are asked, under their nodes.
 #ifndef TTRACE_SHIM_INTERCEPTION_H_
 #define TTRACE_SHIM_INTERCEPTION_H_
 
@@ -160,7 +163,8 @@ class InterceptorScope {
                            "libcublasLt.so.13")                                                           \
   TTRACE_VERSIONED_EXPORT_(kCublasLt, ret, func, params, args, 1, #func "@libcublasLt.so.12", "libcublasLt.so.12")
 #define TTRACE_EXPORTS_kNccl(ret, func, params, args) TTRACE_PLAIN_EXPORT_(kNccl, ret, func, params, args)
-#define TTRACE_EXPORTS_kCudnn(ret, func, params, args) TTRACE_PLAIN_EXPORT_(kCudnn, ret, func, params, args)
+#define TTRACE_EXPORTS_kCudnn(ret, func, params, args) \
+  TTRACE_VERSIONED_EXPORT_(kCudnn, ret, func, params, args, 0, #func "@@libcudnn.so.9", "libcudnn.so.9")
 
 #define TTRACE_EXPORT_BODY_(ret, func, args, index)                                        \
   {                                                                                        \

@@ -126,7 +126,8 @@ static_assert(sizeof(FrameHeader) == 32, "FrameHeader layout is part of the form
   X(kNotice, 6, NoticeRecord)           \
   X(kGroup, 7, GroupRecord)             \
   X(kEnd, 8, EndRecord)                 \
-  X(kLtMatmul, 9, LtMatmulRecord)
+  X(kLtMatmul, 9, LtMatmulRecord)        \
+  X(kConv, 10, ConvRecord)
 enum class RecordType : uint16_t {
 #define TTRACE_RECORD_ENUM(name, id, body) name = id,
   TTRACE_RECORD_TYPES(TTRACE_RECORD_ENUM)
@@ -251,6 +252,42 @@ enum LtFlags : uint32_t {
 };
 static_assert(sizeof(LtMatmulRecord) == 440);
 
+// A cuDNN legacy convolution (cudnnConvolutionForward, BackwardData, BackwardFilter), described in forward terms
+// whatever the direction: x [N, C, spatial...], w [K, C/groups, filter...], y [N, K, out...]; backward data reads
+// y (dy) and w and writes x (dx), backward filter reads x and y (dy) and writes w (dw). Descriptor values as
+// cuDNN's getters answered at the call; docs/format.md gives every field.
+inline constexpr int kConvMaxDims = 8;     // CUDNN_DIM_MAX
+inline constexpr int kConvMaxSpatial = 6;  // kConvMaxDims - 2
+struct ConvRecord {
+  uint64_t seq;
+  uint16_t api;               // ApiId
+  uint8_t mode;               // cudnnConvolutionMode_t: 0 CONVOLUTION (filter flipped), 1 CROSS_CORRELATION
+  uint8_t nb_dims;            // rank of x, w and y (spatial dimensions: nb_dims - 2)
+  int32_t status;             // cudnnStatus_t returned to the application
+  int32_t algo;               // the algorithm argument (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t)
+  int32_t x_type, w_type, y_type;  // cudnnDataType_t of the three descriptors
+  int32_t compute_type;       // cudnnDataType_t of the convolution descriptor
+  int32_t math_type;          // cudnnMathType_t of the convolution descriptor, -1 unknown
+  int32_t groups;             // group count
+  int32_t w_format;           // cudnnTensorFormat_t of the filter (0 NCHW, 1 NHWC); w_strides follow from it
+  uint32_t flags;             // ConvFlags
+  int32_t reserved0;          // 0
+  int64_t x_dims[kConvMaxDims], x_strides[kConvMaxDims];  // elements; entries past nb_dims are 0
+  int64_t w_dims[kConvMaxDims], w_strides[kConvMaxDims];
+  int64_t y_dims[kConvMaxDims], y_strides[kConvMaxDims];
+  int32_t pad[kConvMaxSpatial], stride[kConvMaxSpatial], dilation[kConvMaxSpatial];
+  double alpha, beta;         // host scaling factors, valid when !(flags & kConvScalarsUnknown)
+  uint64_t handle, stream;    // cudnnHandle_t, cudaStream_t values
+  uint64_t x_ptr, w_ptr, y_ptr;  // device addresses (dx, dw, dy in the backward forms, as above)
+  uint64_t t_ns;
+};
+enum ConvFlags : uint32_t {
+  kConvDescUnreadable = 1u << 0,  // a getter failed or a rank is out of range: fields it answers are zero, nothing
+                                  // captured
+  kConvScalarsUnknown = 1u << 1,  // alpha/beta not read (null pointers)
+};
+static_assert(sizeof(ConvRecord) == 576);
+
 // An NCCL collective or point-to-point call.
 struct CollectiveRecord {
   uint64_t seq;
@@ -287,8 +324,14 @@ enum class TensorSlot : uint8_t {
   kAmaxD = 16,                // amax of D before scale_D (after), 1x1 FP32
   kAuxScale = 17,             // scale of the aux output (before), 1x1 FP32
   kAuxAmax = 18,              // amax of the aux output before its scale (after), 1x1 FP32
+  // cuDNN convolutions (ConvRecord): the inputs by role, the written tensor (y, dx or dw) as kCIn (before, only
+  // when beta != 0) and kCOut (after). A strided tensor is stored as the span of memory its elements occupy,
+  // span x 1 (span = 1 + sum (dims[i] - 1) * strides[i]); its record's dims and strides index it.
+  kConvX = 19,                // x (forward, backward filter)
+  kConvW = 20,                // w (forward, backward data)
+  kConvY = 21,                // dy (backward data, backward filter)
 };
-inline constexpr uint32_t kTensorSlots = 19;  // slots 0 .. kTensorSlots-1
+inline constexpr uint32_t kTensorSlots = 22;  // slots 0 .. kTensorSlots-1
 enum class PayloadKind : uint8_t {
   kFull = 0,                  // every element, dense: rows x cols column-major (ld = rows), batches back to back
   kShuffled = 1,              // the kFull bytes, byte-shuffled by element size (byte_shuffle.h)

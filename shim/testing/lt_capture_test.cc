@@ -12,6 +12,7 @@
 #include "analyzer/check.h"
 #include "analyzer/trace_model.h"
 #include "gtest/gtest.h"
+#include "shim/testing/operands.h"
 #include "shim/testing/process.h"
 #include "ttrace/format.h"
 
@@ -20,30 +21,6 @@ namespace {
 
 using analyzer::OpKind;
 using format::TensorSlot;
-
-struct Operand {
-  uint64_t seq;
-  uint8_t slot;
-  std::string bytes;
-};
-
-std::vector<Operand> ReadOperands(const std::string& path) {
-  std::vector<Operand> out;
-  const std::string data = ReadFile(path);
-  size_t at = 0;
-  while (at + 17 <= data.size()) {
-    Operand o;
-    uint64_t bytes;
-    memcpy(&o.seq, &data[at], 8);
-    o.slot = static_cast<uint8_t>(data[at + 8]);
-    memcpy(&bytes, &data[at + 9], 8);
-    at += 17;
-    o.bytes = data.substr(at, bytes);
-    at += bytes;
-    out.push_back(std::move(o));
-  }
-  return out;
-}
 
 struct Traced {
   RunResult result;

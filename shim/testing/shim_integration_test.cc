@@ -122,7 +122,7 @@ uint64_t ExpectSameCalls(const std::vector<DumpEntry>& want, const std::vector<D
 
 // ---- status pass-through ----------------------------------------------------------------------------------------
 
-// "call=status" lines of the probe for the op calls (GEMMs, all-reduces), in call order.
+// "call=status" lines of the probe for the op calls (GEMMs, cuDNN convolutions, all-reduces), in call order.
 std::vector<int> OpStatuses(const std::string& probe_out) {
   std::vector<int> out;
   std::istringstream in(probe_out);
@@ -130,7 +130,9 @@ std::vector<int> OpStatuses(const std::string& probe_out) {
     if (line.rfind("cublas", 0) == 0 && line.find("gemm") == std::string::npos &&
         line.find("Gemm") == std::string::npos)
       continue;
-    if (line.rfind("cublas", 0) != 0 && line.rfind("ncclAllReduce", 0) != 0) continue;
+    if (line.rfind("cublas", 0) != 0 && line.rfind("ncclAllReduce", 0) != 0 &&
+        line.rfind("cudnnConvolution", 0) != 0)
+      continue;
     out.push_back(std::stoi(line.substr(line.find('=') + 1)));
   }
   return out;
@@ -142,7 +144,7 @@ void CheckProbe(const std::string& libdir, const std::string& what) {
   const RunResult shimmed = RunProgram({kProbe}, Preloaded(libdir, dir.path()));
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   ASSERT_EQ(shimmed.exit_code, 0) << shimmed.err;
-  EXPECT_EQ(OpStatuses(plain.out).size(), 19u) << plain.out;  // 14 GEMM and 5 all-reduce calls
+  EXPECT_EQ(OpStatuses(plain.out).size(), 25u) << plain.out;  // 14 GEMM, 6 convolution and 5 all-reduce calls
   EXPECT_EQ(shimmed.out, plain.out) << what << ": statuses differ with the shim";
   // The trace records the same statuses the application saw, one op record per GEMM / all-reduce call.
   const std::vector<std::string> files = ListDir(dir.path());
@@ -151,6 +153,7 @@ void CheckProbe(const std::string& libdir, const std::string& what) {
   for (const DumpEntry& e : ReadTrace(dir / files[0])) {
     if (e.type == RecordType::kGemm) recorded.push_back(e.As<format::GemmRecord>().status);
     if (e.type == RecordType::kCollective) recorded.push_back(e.As<format::CollectiveRecord>().status);
+    if (e.type == RecordType::kConv) recorded.push_back(e.As<format::ConvRecord>().status);
   }
   EXPECT_EQ(recorded, OpStatuses(plain.out)) << what;
 }
@@ -184,6 +187,8 @@ TEST(ShimIntegrationTest, StatusesPassThroughSimgpuInvalidArguments) {
   EXPECT_NE(plain.out.find("cublasSgemm_v2.negative_m=7\n"), std::string::npos) << plain.out;
   EXPECT_NE(plain.out.find("ncclAllReduce.null_comm=4\n"), std::string::npos) << plain.out;
   EXPECT_NE(plain.out.find("ncclAllReduce.valid=0\n"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("cudnnConvolutionForward.valid=0\n"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("cudnnConvolutionForward.bad_output_shape=2000\n"), std::string::npos) << plain.out;
 }
 
 TEST(ShimIntegrationTest, UnwritableTraceDirDisablesCaptureOnly) {

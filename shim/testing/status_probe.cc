@@ -4,6 +4,7 @@
 // Built against the real headers and linked to the toolkit's shared libraries, like any application.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 #include <nccl.h>
 
 #include <cstdio>
@@ -12,6 +13,45 @@
 namespace {
 
 void Print(const char* call, int status) { printf("%s=%d\n", call, status); }
+
+// cuDNN's legacy convolutions, valid and invalid (descriptors are host objects: they work without a GPU).
+void ProbeCudnn(float* x, float* w, float* y) {
+  const float alpha = 1.0f, beta = 0.0f;
+  cudnnHandle_t h = nullptr;
+  Print("cudnnCreate", cudnnCreate(&h));
+  cudnnTensorDescriptor_t xd, yd, bad_yd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  Print("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&xd));
+  Print("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&yd));
+  Print("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&bad_yd));
+  Print("cudnnCreateFilterDescriptor", cudnnCreateFilterDescriptor(&wd));
+  Print("cudnnCreateConvolutionDescriptor", cudnnCreateConvolutionDescriptor(&cd));
+  Print("cudnnSetTensor4dDescriptor", cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 2, 5, 5));
+  Print("cudnnSetTensor4dDescriptor", cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 3, 5, 5));
+  Print("cudnnSetTensor4dDescriptor",
+        cudnnSetTensor4dDescriptor(bad_yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 3, 4, 4));
+  Print("cudnnSetFilter4dDescriptor", cudnnSetFilter4dDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 3, 2, 3, 3));
+  Print("cudnnSetConvolution2dDescriptor",
+        cudnnSetConvolution2dDescriptor(cd, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  const auto fwd = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  Print("cudnnConvolutionForward.valid",
+        cudnnConvolutionForward(h, &alpha, xd, x, wd, w, cd, fwd, nullptr, 0, &beta, yd, y));
+  Print("cudnnConvolutionForward.null_handle",
+        cudnnConvolutionForward(nullptr, &alpha, xd, x, wd, w, cd, fwd, nullptr, 0, &beta, yd, y));
+  Print("cudnnConvolutionForward.bad_output_shape",
+        cudnnConvolutionForward(h, &alpha, xd, x, wd, w, cd, fwd, nullptr, 0, &beta, bad_yd, y));
+  Print("cudnnConvolutionBackwardData.valid",
+        cudnnConvolutionBackwardData(h, &alpha, wd, w, yd, y, cd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, nullptr, 0, &beta,
+                                     xd, x));
+  Print("cudnnConvolutionBackwardFilter.valid",
+        cudnnConvolutionBackwardFilter(h, &alpha, xd, x, yd, y, cd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, nullptr, 0,
+                                       &beta, wd, w));
+  Print("cudnnConvolutionBackwardFilter.null_data",
+        cudnnConvolutionBackwardFilter(h, &alpha, xd, nullptr, yd, y, cd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, nullptr,
+                                       0, &beta, wd, w));
+  if (h != nullptr) Print("cudnnDestroy", cudnnDestroy(h));
+}
 
 }  // namespace
 
@@ -72,6 +112,7 @@ int main() {
         cublasGemmStridedBatchedEx(handle, N, N, 4, 4, 4, &alpha, A, CUDA_R_32F, 4, 16, B, CUDA_R_32F, 4, 16, &beta, C,
                                    CUDA_R_32F, 4, 16, -1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   if (handle != nullptr) Print("cublasDestroy_v2", cublasDestroy(handle));
+  ProbeCudnn(A, B, C);
 
   ncclUniqueId id;
   memset(&id, 0, sizeof id);
