@@ -71,8 +71,26 @@ std::string SignatureText(const Op& op) {
   return absl::StrCat(op.api_name(), " count=", op.coll.count, " comm_size=", op.coll.comm_size);
 }
 
+namespace {
+
+std::vector<const Op*> Pointers(const std::vector<Op>& ops) {
+  std::vector<const Op*> out;
+  out.reserve(ops.size());
+  for (const Op& op : ops) out.push_back(&op);
+  return out;
+}
+
+}  // namespace
+
 RankAlignment AlignOps(const std::vector<Op>& ref, const std::vector<Op>& cand, int64_t max_gap) {
-  const int64_t n = static_cast<int64_t>(ref.size()), m = static_cast<int64_t>(cand.size());
+  return AlignOps(Pointers(ref), Pointers(cand), max_gap);
+}
+
+RankAlignment AlignOps(const std::vector<const Op*>& ref_ops, const std::vector<const Op*>& cand_ops,
+                       int64_t max_gap) {
+  auto ref = [&](int64_t i) -> const Op& { return *ref_ops[static_cast<size_t>(i)]; };
+  auto cand = [&](int64_t j) -> const Op& { return *cand_ops[static_cast<size_t>(j)]; };
+  const int64_t n = static_cast<int64_t>(ref_ops.size()), m = static_cast<int64_t>(cand_ops.size());
   RankAlignment out;
   out.ref_of_cand.assign(static_cast<size_t>(m), -1);
   out.cand_of_ref.assign(static_cast<size_t>(n), -1);
@@ -90,7 +108,7 @@ RankAlignment AlignOps(const std::vector<Op>& ref, const std::vector<Op>& cand, 
       const int64_t j = i + d - band;
       if (j < 0 || j > m || i == n || j == m) continue;
       int32_t best = std::max(at(i + 1, j), at(i, j + 1));
-      if (Compatible(ref[i], cand[j])) best = std::max(best, at(i + 1, j + 1) + MatchWeight(ref[i], cand[j]));
+      if (Compatible(ref(i), cand(j))) best = std::max(best, at(i + 1, j + 1) + MatchWeight(ref(i), cand(j)));
       score[static_cast<size_t>(i * width + d)] = best;
     }
   for (int64_t i = 0, j = 0; i < n && j < m;) {
@@ -103,7 +121,7 @@ RankAlignment AlignOps(const std::vector<Op>& ref, const std::vector<Op>& cand, 
       ++i;
       continue;
     }
-    if (Compatible(ref[i], cand[j]) && at(i, j) == at(i + 1, j + 1) + MatchWeight(ref[i], cand[j])) {
+    if (Compatible(ref(i), cand(j)) && at(i, j) == at(i + 1, j + 1) + MatchWeight(ref(i), cand(j))) {
       out.cand_of_ref[i] = j;
       out.ref_of_cand[j] = i;
       ++i;
@@ -118,7 +136,8 @@ RankAlignment AlignOps(const std::vector<Op>& ref, const std::vector<Op>& cand, 
     if (out.ref_of_cand[j] >= 0) continue;
     int64_t best = -1;
     for (int64_t i = std::max<int64_t>(0, j - max_gap); i < std::min(n, j + max_gap + 1); ++i)
-      if (out.cand_of_ref[i] < 0 && Compatible(ref[i], cand[j]) && (best < 0 || std::llabs(i - j) < std::llabs(best - j)))
+      if (out.cand_of_ref[i] < 0 && Compatible(ref(i), cand(j)) &&
+          (best < 0 || std::llabs(i - j) < std::llabs(best - j)))
         best = i;
     if (best >= 0) {
       out.cand_of_ref[best] = j;

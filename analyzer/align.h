@@ -33,6 +33,8 @@ struct RankAlignment {
 };
 
 RankAlignment AlignOps(const std::vector<Op>& ref, const std::vector<Op>& cand, int64_t max_gap = 64);
+// The same over op pointers (a candidate sequence merged from several ranks: pipeline.h).
+RankAlignment AlignOps(const std::vector<const Op*>& ref, const std::vector<const Op*>& cand, int64_t max_gap = 64);
 
 }  // namespace ttrace::analyzer
 

@@ -6,9 +6,11 @@
 //   (align.h SameSignature). Every operand is compared byte for byte; the first op, in (seq, rank) order, whose
 //   inputs agree and whose output does not diverged inside it; one whose inputs already differ diverged between
 //   ops, after the last op of that rank whose outputs matched.
-// - sharded: the reference has one rank. Each candidate rank's ops are aligned with the reference's (align.h),
-//   each aligned GEMM's split is inferred (shard.h) or taken from the mapping, shards are merged into full
-//   tensors and compared with the reference op's under named thresholds:
+// - sharded: the reference has one rank. Each candidate rank's ops are aligned with the reference's (align.h;
+//   the ranks of a pipeline together, so that each stage owns its own layers: pipeline.h), each aligned GEMM's
+//   split is inferred (shard.h) or taken from the mapping, shards are merged into full tensors and compared with
+//   the reference op's under named thresholds (collectives the reference lacks are judged at the reference
+//   tensor their output stands for: the GEMM output a reduction sums, the GEMM operand a gather produces):
 //     diff.propagation  a GEMM's output (or the all-reduce that sums its partial outputs) against the reference:
 //                       |Ĉ_c − C_r| ≤ |α|(|A_c−A_r|·|B_c| + |A_r|·|B_c−B_r|) + |β||C0_c−C0_r| + the
 //                       gemm.deterministic bounds of the reference and of every candidate shard (+ the

@@ -86,6 +86,10 @@ void Sharded::Find(const std::string& check, const OpName& op, const Op& rop, co
   f.message = absl::StrCat(kind, " divergence at ", operand, " (reference seq ", rop.seq, "): ", message,
                            "; error ", FormatNumber(rel / eps), " eps");
   f.detail = detail;
+  for (size_t r = 0; r < cand_.ranks.size() && pipeline_.stages > 1; ++r)
+    if (cand_.ranks[r].rank() == op.rank)
+      absl::StrAppend(&f.detail, "; rank ", op.rank, " is pipeline stage ", pipeline_.stage[r], " of ",
+                      pipeline_.stages);
   rep().AddFinding(f);
   Divergence& d = out_->first;
   if (d.valid) return;
@@ -104,7 +108,8 @@ std::vector<std::pair<int, const Op*>> Sharded::ShardsOf(size_t i) const {
 
 void Sharded::Run() {
   const std::vector<Op>& rops = ref_.ranks[0].ops;
-  for (const RankTrace& r : cand_.ranks) align_.push_back(AlignOps(rops, r.ops, opt_.max_gap));
+  pipeline_ = InferPipeline(cand_);
+  align_ = AlignPipelined(rops, cand_, pipeline_, opt_.max_gap);
   uint64_t ref_unaligned = 0;
   std::vector<std::string> unaligned;
   for (size_t i = 0; i < rops.size(); ++i) {
@@ -155,9 +160,7 @@ void Sharded::CompareUnalignedReductions(size_t i, const Op& rop) {
   if (oc == outcomes_.end() || oc->second.split.k.factor == 1) return;
   std::vector<std::pair<int, const Op*>> shards;
   for (const auto& [key, link] : links_) {
-    if (link.gemm_ref != static_cast<int64_t>(i) || !link.same_data ||
-        key.second->api != static_cast<uint16_t>(format::ApiId::kNcclAllReduce))
-      continue;
+    if (link.gemm_ref != static_cast<int64_t>(i) || !link.same_data || !IsOutputReduction(*key.second)) continue;
     for (size_t r = 0; r < cand_.ranks.size(); ++r)
       if (cand_.ranks[r].rank() == key.first &&
           align_[r].ref_of_cand[static_cast<size_t>(key.second - cand_.ranks[r].ops.data())] < 0)
@@ -257,36 +260,11 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
   for (double& v : a) v /= sa;
   for (double& v : b) v /= sb;
   const OpName name{shards[0].rank, shards[0].op->seq, shards[0].op->api_name()};
-  const double eps_in = Epsilon(r->ab_type), eps_out = Epsilon(r->c_type);
+  const double eps_out = Epsilon(r->c_type);
   std::string detail = absl::StrCat(SplitText(split), " (", split.source, ")");
   if (sa != 1 || sb != 1)
     absl::StrAppend(&detail, "; inputs scaled by ", sa, " and ", sb, " (gradients of an averaging data-parallel run)");
-  const double tau_between = 2 * max_out_rel_ + eps_in;
-  const OperandSpread* spread = opt_.calibration != nullptr ? &opt_.calibration->spread[i] : nullptr;
-  bool between = false;
-  for (const auto& [operand, rel] : {std::pair<const char*, double>{"A", rel_a}, {"B", rel_b}}) {
-    double tau = tau_between;
-    std::string model = "diff.between", why = "2 x the largest output error before + eps";
-    const double s = spread == nullptr ? -1 : operand[0] == 'A' ? spread->a : spread->b;
-    if (s >= 0) {
-      const double cal = CalibratedThreshold(opt_.calibration_multiple, s, eps_in / 2);
-      NoteCalibrated(name, rel / cal, rel / eps_in);
-      if (cal < tau) {
-        tau = cal;
-        model = "diff.calibrated";
-        why = absl::StrCat(FormatNumber(opt_.calibration_multiple), " x the calibration run's spread (",
-                           FormatNumber(s / eps_in), " eps) + u");
-      }
-    }
-    if (between || rel <= tau) continue;
-    between = true;
-    Find("diff.between", name, rop, operand, "between", rel,
-         MaxAbsDiff(operand[0] == 'A' ? a : b, operand[0] == 'A' ? r->a : r->b), eps_in, rel / tau, tau, model,
-         absl::StrCat("input ", operand, " differs from the reference's by ", FormatNumber(rel),
-                      " (relative Frobenius) > ", FormatNumber(tau), " (", FormatNumber(tau / eps_in), " eps) = ",
-                      why),
-         detail);
-  }
+  const bool between = JudgeOperands(i, rop, *r, shards, split, {a, b, sa, sb, rel_a, rel_b}, name, detail);
   const int64_t m = r->m, n = r->n, k = r->k;
   std::vector<double> prop(static_cast<size_t>(m * n), 0);
   std::vector<double> da(a.size());

@@ -1,9 +1,12 @@
-// Batched GEMMs with per-entry A (diff_batched.h) and the all-reduces that sum k-split partial outputs, for the
-// sharded diff (diff_sharded_state.h): a reduction is linked to its GEMM by data (the first later collective on
-// the same rank whose input equals the GEMM's output), else by element count, and compared with the reference's
-// all-reduce, or with the reference GEMM's output when the one-rank reference has none.
+// Batched GEMMs with per-entry A (diff_batched.h) and the all-reduces and reduce-scatters (sequence parallelism)
+// that sum k-split partial outputs, for the sharded diff (diff_sharded_state.h): a reduction is linked to its GEMM
+// by data (the first later collective on the same rank whose input equals the GEMM's output), else by element
+// count, and compared with the reference's all-reduce, or with the reference GEMM's output when the one-rank
+// reference has none. A reduce-scatter's output block is its ranks' chunks in comm-rank order (NCCL's layout).
 #include <cmath>
+#include <algorithm>
 #include <limits>
+#include <map>
 #include <string>
 #include <tuple>
 
@@ -48,6 +51,24 @@ void Sharded::CompareBatched(size_t i, const Op& rop) {
   max_out_rel_ = std::max(max_out_rel_, b.rel_c);
 }
 
+namespace {
+
+bool IsReduceScatter(const Op& op) {
+  return op.kind == OpKind::kCollective && op.api == static_cast<uint16_t>(format::ApiId::kNcclReduceScatter);
+}
+
+// Elements each rank sends: a reduce-scatter's count is what each rank receives.
+uint64_t SendCount(const Op& op) {
+  return IsReduceScatter(op) ? op.coll.count * static_cast<uint64_t>(std::max(op.coll.comm_size, 1)) : op.coll.count;
+}
+
+}  // namespace
+
+bool IsOutputReduction(const Op& op) {
+  return op.kind == OpKind::kCollective && (op.api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce) ||
+                                            IsReduceScatter(op));
+}
+
 void Sharded::LinkOutputs(size_t i, const std::vector<Shard>& shards) {
   for (const Shard& s : shards) {
     const RankTrace* rt = nullptr;
@@ -59,7 +80,7 @@ void Sharded::LinkOutputs(size_t i, const std::vector<Shard>& shards) {
     bool linked = false;
     for (size_t j = start; j < rt->ops.size() && j < start + static_cast<size_t>(opt_.max_gap) && !linked; ++j) {
       const Op& op = rt->ops[j];
-      if (op.kind != OpKind::kCollective || op.coll.count != static_cast<uint64_t>(s.g.m * s.g.n)) continue;
+      if (op.kind != OpKind::kCollective || SendCount(op) != static_cast<uint64_t>(s.g.m * s.g.n)) continue;
       auto taken = links_.find({s.rank, &op});
       if (taken != links_.end() && taken->second.same_data) continue;
       const Tensor* send = op.tensor(TensorSlot::kSend);
@@ -101,7 +122,7 @@ void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards
   const int p = c0.coll.comm_size;
   const bool avg = c0.coll.red_op == 4;
   const double scale = oc.scale / (avg ? p : 1);
-  std::string detail = absl::StrCat(ref_c != nullptr ? "no all-reduce in the reference: compared with the output of "
+  std::string detail = absl::StrCat(ref_c != nullptr ? "no reduction in the reference: compared with the output of "
                                                       : "",
                                     "reduces partial outputs of reference seq ", ref_.ranks[0].ops[g].seq,
                                     " split ", SplitText(oc.split), "; red_op ", c0.coll.red_op);
@@ -111,6 +132,9 @@ void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards
                     ", the inner dimension is split over 0x",
                     absl::Hex(oc.split.k.comm));
   OpName name{shards[0].first, c0.seq, c0.api_name()};
+  // Per output block (cm, cn): the reduced block, assembled from its ranks' chunks for a reduce-scatter.
+  std::map<std::pair<int, int>, std::vector<double>> blocks;
+  std::map<std::pair<int, int>, std::vector<bool>> chunks_seen;
   for (const auto& [rank, op] : shards) {
     const Link& link = links_.at({rank, op});
     const Tensor* recv = op->tensor(TensorSlot::kRecv);
@@ -128,10 +152,23 @@ void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards
     }
     int cm = 0, cn = 0, ck = 0;
     if (!ShardCoords(oc.split, comms_, rank, &cm, &cn, &ck)) return rep().AddNotChecked("shard coordinates unknown");
-    if (seen[static_cast<size_t>(cm + cn * oc.split.m.factor)]) continue;
-    seen[static_cast<size_t>(cm + cn * oc.split.m.factor)] = true;
-    PlaceBlock(DecodeAll(static_cast<DType>(recv->meta.dtype), recv->data), oc.bm, oc.bn, cm, cn, oc.split.m,
-               oc.split.n, &got);
+    const std::vector<double> part = DecodeAll(static_cast<DType>(recv->meta.dtype), recv->data);
+    const size_t chunks = IsReduceScatter(*op) ? static_cast<size_t>(op->coll.comm_size) : 1;
+    const size_t at = IsReduceScatter(*op) ? static_cast<size_t>(op->coll.comm_rank) : 0;
+    std::vector<double>& block = blocks[{cm, cn}];
+    std::vector<bool>& chunk_seen = chunks_seen[{cm, cn}];
+    block.resize(static_cast<size_t>(oc.bm * oc.bn), 0);
+    chunk_seen.resize(chunks, false);
+    if (at >= chunks || part.size() * chunks != block.size()) return rep().AddNotChecked("reduction shapes differ");
+    if (chunk_seen[at]) continue;  // a replica: the lowest rank's is compared
+    std::copy(part.begin(), part.end(), block.begin() + static_cast<std::ptrdiff_t>(at * part.size()));
+    chunk_seen[at] = true;
+  }
+  for (const auto& [coords, block] : blocks) {
+    for (bool b : chunks_seen[coords])
+      if (!b) return rep().AddNotChecked("reduction shards missing");
+    seen[static_cast<size_t>(coords.first + coords.second * oc.split.m.factor)] = true;
+    PlaceBlock(block, oc.bm, oc.bn, coords.first, coords.second, oc.split.m, oc.split.n, &got);
   }
   for (bool b : seen)
     if (!b) return rep().AddNotChecked("all-reduce shards missing");
@@ -144,7 +181,7 @@ void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards
     stats.Add(x, got[x], ref[x], b, false);
   }
   const double rel = RelFrobenius(got, ref);
-  rep().AddChecked("diff.allreduce", name, stats, stats.violations == 0);
+  rep().AddChecked(IsReduceScatter(c0) ? "diff.reducescatter" : "diff.allreduce", name, stats, stats.violations == 0);
   if (stats.violations > 0) {
     Find("diff.inside", name, rop, "recv", "inside", rel, stats.max_abs_err, eps, stats.worst_ratio, stats.worst_bound,
          "diff.propagation",

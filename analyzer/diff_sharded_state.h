@@ -12,6 +12,7 @@
 
 #include "analyzer/align.h"
 #include "analyzer/diff.h"
+#include "analyzer/pipeline.h"
 #include "analyzer/shard.h"
 
 namespace ttrace::analyzer::diff_internal {
@@ -21,6 +22,19 @@ struct Shard {
   const Op* op = nullptr;
   LogicalGemm g;
   int cm = 0, cn = 0, ck = 0;
+};
+
+// A GEMM's merged input operands (divided by the averaging scales found) and their relative errors.
+struct MergedInputs {
+  const std::vector<double>& a;
+  const std::vector<double>& b;
+  double sa, sb, rel_a, rel_b;
+};
+
+// How an input operand is judged: relative Frobenius error against `tau` (model diff.between or diff.calibrated).
+struct OperandJudge {
+  double tau = 0, eps = 0;
+  std::string model, why, detail;
 };
 
 // What a linked all-reduce needs from its GEMM, over the full m x n output.
@@ -37,6 +51,9 @@ struct Link {
   const Op* gemm = nullptr;
   bool same_data = false;
 };
+
+// An all-reduce or reduce-scatter: a collective that may sum a GEMM's partial outputs.
+bool IsOutputReduction(const Op& op);
 
 class Sharded {
  public:
@@ -59,6 +76,16 @@ class Sharded {
                      const std::vector<double>* ref_c);
   void CompareUnalignedReductions(size_t i, const Op& rop);
   void LinkOutputs(size_t i, const std::vector<Shard>& shards);
+  // diff_operands.cc: judges the merged inputs of reference GEMM i (diff.between / diff.calibrated), at the
+  // all-gather that produced an operand when there is one; true when an input diverged.
+  bool JudgeOperands(size_t i, const Op& rop, const LogicalGemm& r, const std::vector<Shard>& shards,
+                     const GemmSplit& split, const MergedInputs& in, const OpName& name, const std::string& detail);
+  const Op* GatherFeeding(const Shard& s, bool operand_a) const;
+  // Compares the all-gathers producing operand A or B of `shards` with the reference's operand; reports the first
+  // that diverges when `diverged` (the merged operand did). True when it reported.
+  bool JudgeGathers(const Op& rop, const std::vector<Shard>& shards, const GemmSplit& split, bool operand_a,
+                    const GemmShape& rshape, const std::vector<double>& ref_full, double scale,
+                    const OperandJudge& judge, bool diverged);
   void Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
             const std::string& kind, double rel, double abs, double eps, double ratio, double threshold,
             const std::string& model,
@@ -73,7 +100,8 @@ class Sharded {
   CheckReport& rep() { return out_->report; }
   CommLayout comms_;
   std::vector<double> scales_;
-  std::vector<RankAlignment> align_;
+  PipelineLayout pipeline_;
+  std::vector<RankAlignment> align_;  // per candidate rank index
   std::map<size_t, GemmOutcome> outcomes_;
   std::map<std::pair<int, const Op*>, Link> links_;
   std::set<const Op*> compared_;  // unaligned candidate collectives compared with a reference GEMM's output

@@ -221,6 +221,63 @@ TEST_P(DiffE2e, GptLayoutsDiffCleanAndAWrongReductionIsInsideIt) {
   }
 }
 
+// Sequence parallelism's collectives judged at the collective: the reference's GEMM operand is what the
+// all-gather before a column-parallel linear must produce, and the reference's row-parallel output what the
+// reduce-scatter after it must. A clean TP 2 + SP run compares both kinds (diff.allgather, diff.reducescatter); a
+// gather on a communicator in rotated rank order is found inside the all-gather (its inputs are the reference's
+// chunks, in the wrong places), a row-parallel reduction with max inside the reduce-scatter.
+TEST_P(DiffE2e, GptSequenceParallelCollectivesAreJudgedAtTheCollective) {
+  const std::string dtype = GetParam(), args = "--tp 2 --sp --dtype " + dtype;
+  const std::string ref = RunGpt("sref_" + dtype, 1, "--dtype " + dtype);
+  const DiffResult d = Diff(ref, RunGpt("s_" + dtype, 2, args, "random:7"));
+  EXPECT_EQ(d.report.verdict(), Verdict::kClean) << Describe(d);
+  EXPECT_GT(d.report.summary().checked.count("diff.allgather"), 0u);
+  EXPECT_GT(d.report.summary().checked.count("diff.reducescatter"), 0u);
+  for (const auto& [bug, api] : {std::pair<const char*, const char*>{"allgather-wrong-order", "ncclAllGather"},
+                                 {"rowparallel-reduce-max", "ncclReduceScatter"}}) {
+    const DiffResult b = Diff(ref, RunGpt(std::string("sb_") + bug + dtype, 2, args + " --bug " + bug, "random:3"));
+    ASSERT_TRUE(b.first.valid) << bug << "\n" << Describe(b);
+    EXPECT_EQ(b.first.op.api, api) << bug << "\n" << Describe(b);
+    EXPECT_EQ(b.first.kind, "inside") << bug;
+    EXPECT_EQ(b.first.operand, "recv") << bug;
+    EXPECT_GT(b.first.ratio, 4) << bug;
+    printf("gpt   tp2sp_%s %s: first %s at %s rank %d seq %llu, err/threshold %.3g (%s)\n", dtype.c_str(), bug,
+           b.first.kind.c_str(), api, b.first.op.rank, static_cast<unsigned long long>(b.first.op.seq),
+           b.first.ratio, b.first.model.c_str());
+  }
+}
+
+// Pipeline parallelism (GPipe, two micro-batches; the reference runs the same micro-batching on one rank): every
+// stage's layers have the same signatures, so each rank's ops are aligned through its pipeline chain
+// (analyzer/pipeline.h). PP 2, PP 2 x TP 2 with SP and PP 2 x DP 2 diff clean with every op compared; a stage that
+// computes micro-batch 1 on micro-batch 0's activations is found at the first op that reads them: the QKV GEMM
+// of layer 1 (stage 1) for micro-batch 1 of the first step, reference seq 19 (13 GEMMs per micro-batch's forward).
+TEST_P(DiffE2e, GptPipelineStagesOwnTheirLayers) {
+  const std::string dtype = GetParam(), common = " --microbatches 2 --dtype " + dtype;
+  const std::string ref = RunGpt("pref_" + dtype, 1, common);
+  struct PpLayout {
+    const char* name;
+    int ranks;
+    const char* args;
+  };
+  for (const PpLayout& l : {PpLayout{"pp2", 2, "--pp 2"}, {"pp2tp2sp", 4, "--pp 2 --tp 2 --sp"},
+                            {"pp2dp2", 4, "--pp 2 --dp 2"}}) {
+    const std::string tag = std::string(l.name) + "_" + dtype;
+    const DiffResult d = Diff(ref, RunGpt("p_" + tag, l.ranks, l.args + common, "random:7"));
+    EXPECT_EQ(d.report.verdict(), Verdict::kClean) << tag << "\n" << Describe(d);
+    EXPECT_EQ(d.report.summary().not_checked_total(), 0u) << tag;
+    EXPECT_GT(d.report.summary().checked.at("diff.gemm"), 200u) << tag;
+    printf("gpt   %-16s clean: max err/bound %.3g\n", tag.c_str(), d.report.summary().overall.max_ratio);
+  }
+  const DiffResult b = Diff(ref, RunGpt("pb_" + dtype, 2, "--pp 2 --bug pp-stale-microbatch" + common, "random:3"));
+  ASSERT_TRUE(b.first.valid) << Describe(b);
+  EXPECT_EQ(b.first.kind, "between");
+  EXPECT_EQ(b.first.ref_seq, 19) << Describe(b);
+  EXPECT_EQ(b.first.op.rank, 1);
+  EXPECT_EQ(b.first.operand, "B");
+  EXPECT_GT(b.first.ratio, 10);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, DiffE2e, ::testing::Values("fp32", "bf16"));
 
 }  // namespace

@@ -7,10 +7,12 @@
 # error/threshold (the diff's tightness) and, per bug, how often it was detected and its smallest error/threshold.
 #
 #   tools/eval_diff.sh [BUILD_DIR]     (default build; needs ttrace, ttrace_shim, gpt, simrun and simgpu built)
-# Environment: EVAL_LAYOUTS (default "tp2 dp2 tp2dp2 tp4 tp2sp dp2dist tp2dp2spdist": tpN, dpN, sp for sequence
-# parallelism, dist for the distributed optimizer; pipeline parallelism is not diffed yet, docs/diff.md),
-# EVAL_BUGS (subset), EVAL_ORDERS (clean runs' SIMGPU_ACCUM orders, default "sequential pairwise splitk:4
-# random:7"), EVAL_ARGS (extra gpt flags), EVAL_KEEP=1 keeps the traces (their directory is printed).
+# Environment: EVAL_LAYOUTS (default: the matrix TP in {1,2,4} x DP in {1,2} x SP in {off,on} x PP in {1,2}
+# without the reference's own layout, plus two with the distributed optimizer; names are tpN, dpN, ppN, sp for
+# sequence parallelism, dist for the distributed optimizer), EVAL_BUGS (subset), EVAL_ORDERS (clean runs'
+# SIMGPU_ACCUM orders, default "pairwise splitk:4 random:7"), EVAL_MICRO (micro-batches per step of every run,
+# the reference's included, default 2), EVAL_ARGS (extra gpt flags), EVAL_KEEP=1 keeps the traces (their
+# directory is printed).
 set -u
 build=$(cd "${1:-build}" && pwd) || exit 2
 for f in "$build/bin/gpt" "$build/bin/simrun" "$build/bin/ttrace" "$build/lib/libttrace.so" \
@@ -22,9 +24,23 @@ if [ "${EVAL_KEEP:-0}" = 1 ]; then echo "traces in $work"; else trap 'rm -rf "$w
 bugs=${EVAL_BUGS:-"sp-layernorm-grad-not-reduced replicated-weight-unsynced grad-scaled-twice loss-not-scaled-by-dp
   allgather-wrong-order column-split-wrong-dim rowparallel-reduce-max grad-allreduce-on-tp-comm
   optimizer-before-reduce embedding-grad-race causal-mask-shifted pp-stale-microbatch"}
-layouts=${EVAL_LAYOUTS:-"tp2 dp2 tp2dp2 tp4 tp2sp dp2dist tp2dp2spdist"}
-orders=${EVAL_ORDERS:-"sequential pairwise splitk:4 random:7"}
-extra=${EVAL_ARGS:-}
+matrix=""
+for pp in 1 2; do
+  for tp in 1 2 4; do
+    for dp in 1 2; do
+      for sp in "" sp; do
+        [ "$tp" = 1 ] && { [ -n "$sp" ] || [ "$dp$pp" = 11 ]; } && continue
+        l="tp$tp"
+        [ "$dp" = 2 ] && l+="dp2"
+        [ "$pp" = 2 ] && l+="pp2"
+        matrix+=" $l$sp"
+      done
+    done
+  done
+done
+layouts=${EVAL_LAYOUTS:-"$matrix dp2dist tp2dp2spdist"}
+orders=${EVAL_ORDERS:-"pairwise splitk:4 random:7"}
+extra="--microbatches ${EVAL_MICRO:-2} ${EVAL_ARGS:-}"
 
 # trace NAME WORLD ACCUM ARGS...: runs gpt under the shim into $work/NAME; prints "inactive" when the bug has no
 # effect in this layout, "FAIL" when the run failed.
@@ -33,7 +49,7 @@ trace() {
   shift 3
   rm -rf "$work/$name"
   out=$(env LD_LIBRARY_PATH="$build/simgpu/lib" TTRACE_DIR="$work/$name" LD_PRELOAD="$build/lib/libttrace.so" \
-        ${accum:+SIMGPU_ACCUM=$accum} "$build/bin/simrun" -n "$world" -- "$build/bin/gpt" $extra "$@" \
+        SIMGPU_DEVICES=$((world > 8 ? world : 8)) ${accum:+SIMGPU_ACCUM=$accum} "$build/bin/simrun" -n "$world" -- "$build/bin/gpt" $extra "$@" \
         --rdzv "$work/$name.rdzv" 2>&1) || { echo FAIL; echo "$out" >"$work/$name.log"; return; }
   grep -q "inactive in this layout" <<<"$out" && echo inactive
 }
@@ -73,13 +89,14 @@ for dtype in fp32 bf16; do
   printf '%-30s %-12s %-58s | %s\n' case layout "plain (FOUND kind@ref_seq:api:operand err/thr model)" \
     "--calibrate (or: verdict max err/thr)"
   for l in $layouts; do
-    tp=1 dp=1
+    tp=1 dp=1 pp=1
     [[ $l =~ tp([0-9]+) ]] && tp=${BASH_REMATCH[1]}
     [[ $l =~ dp([0-9]+) ]] && dp=${BASH_REMATCH[1]}
-    args=(--tp "$tp" --dp "$dp" --dtype "$dtype")
-    [[ $l == *sp* ]] && args+=(--sp)
+    [[ $l =~ pp([0-9]+) ]] && pp=${BASH_REMATCH[1]}
+    args=(--tp "$tp" --dp "$dp" --pp "$pp" --dtype "$dtype")
+    [[ $l =~ sp($|dist) ]] && args+=(--sp)
     [[ $l == *dist* ]] && args+=(--dist-opt)
-    world=$((tp * dp))
+    world=$((tp * dp * pp))
     for o in $orders; do
       name="clean-$dtype-$l-${o/:/_}"
       r=$(trace "$name" "$world" "$o" "${args[@]}")

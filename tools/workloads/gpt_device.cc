@@ -189,7 +189,8 @@ void Device::AllReduceHost(const Group& g, std::vector<float>& v, ncclRedOp_t op
   v = Download(b);
 }
 
-Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[3], const int key[3]) {
+Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[3], const int key[3],
+                bool rotated_gathers) {
   Comms c;
   const ncclUniqueId id = Rendezvous(rdzv, rank == 0);
   CheckNccl(ncclCommInitRank(&c.world.comm, world, id, rank), "ncclCommInitRank");
@@ -206,10 +207,20 @@ Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[3]
     CheckNccl(ncclCommCount(groups[i]->comm, &groups[i]->size), "ncclCommCount");
     CheckNccl(ncclCommUserRank(groups[i]->comm, &groups[i]->rank), "ncclCommUserRank");
   }
+  c.tp_gather = c.tp;
+  c.dp_gather = c.dp;
+  Group* gathers[2] = {&c.tp_gather, &c.dp_gather};
+  for (int i = 0; i < 2 && rotated_gathers; ++i) {
+    const int size = groups[i]->size, rotated = (key[i] + size - 1) % size;
+    CheckNccl(ncclCommSplit(c.world.comm, color[i], rotated, &gathers[i]->comm, nullptr), "ncclCommSplit");
+    gathers[i]->rank = rotated;
+  }
   return c;
 }
 
 void CloseComms(Comms& c) {
+  for (Group* g : {&c.tp_gather, &c.dp_gather})
+    if (g->comm && g->comm != c.tp.comm && g->comm != c.dp.comm) CheckNccl(ncclCommDestroy(g->comm), "ncclCommDestroy");
   for (Group* g : {&c.tp, &c.dp, &c.pp, &c.world})
     if (g->comm) CheckNccl(ncclCommDestroy(g->comm), "ncclCommDestroy");
 }

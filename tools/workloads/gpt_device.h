@@ -105,8 +105,12 @@ class Device {
 // equal color[i] form group i, ordered by key[i].
 struct Comms {
   Group world, tp, dp, pp;
+  // The groups the all-gathers run on: tp and dp themselves, or with `rotated_gathers` their members split again
+  // with keys rotated by one, so that comm rank i is the group's rank i + 1 and chunk i of a gather comes from it.
+  Group tp_gather, dp_gather;
 };
-Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[3], const int key[3]);
+Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[3], const int key[3],
+                bool rotated_gathers);
 void CloseComms(Comms& c);
 
 }  // namespace ttrace::workloads::gpt

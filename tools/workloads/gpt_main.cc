@@ -29,8 +29,10 @@
 //                                  by the all-reduce as well: 1/tp² of the sum (#1528). --sp.
 //   loss-not-scaled-by-dp          each DP rank's loss is its local mean while the DP reduction sums, so the
 //                                  gradient is dp times too large (#673, #906). dp > 1.
-//   allgather-wrong-order          all-gathered chunks laid out rotated by one rank. --sp (sequence gathers);
-//                                  --dist-opt with dp > 1 (the weight all-gather).
+//   allgather-wrong-order          all-gathered chunks in the wrong order: the gathers run on a communicator
+//                                  whose rank order is the group's rotated by one (split with the wrong key), so
+//                                  chunk i comes from rank i + 1. --sp (sequence gathers); --dist-opt with dp > 1
+//                                  (the weight all-gather).
 //   column-split-wrong-dim         the MLP-up weight's shard cut along rows (a contiguous block) and viewed as the
 //                                  column shard. tp > 1.
 //   rowparallel-reduce-max         the row-parallel partial products (attention output, MLP-down) reduced with max
@@ -202,7 +204,7 @@ int Main(int argc, char** argv) {
   // and DP rank); ordered by the rank within the group.
   const int color[3] = {at.dp_rank + c.dp * at.pp_rank, at.tp_rank + c.tp * at.pp_rank, at.tp_rank + c.tp * at.dp_rank};
   const int key[3] = {at.tp_rank, at.dp_rank, at.pp_rank};
-  Comms comms = OpenComms(f.rdzv, rank, world, color, key);
+  Comms comms = OpenComms(f.rdzv, rank, world, color, key, c.bug(Bug::kAllgatherWrongOrder));
   {
     Model model(c, at);
     Trainer trainer(c, at, dev, comms, model);

@@ -39,7 +39,7 @@ DevBuf EnterTp(const Run& r, const std::vector<float>& rows, std::vector<float>*
     if (full) *full = r.dev.Download(local);
     return local;
   }
-  DevBuf out = AllGatherChunks(r.dev, r.comms.tp, local, r.cfg.bug(Bug::kAllgatherWrongOrder));
+  DevBuf out = AllGatherChunks(r.dev, r.comms.tp_gather, local);
   if (full) *full = r.dev.Download(out);
   return out;
 }
@@ -55,14 +55,10 @@ std::vector<float> ExitTp(const Run& r, DevBuf& partial, ncclRedOp_t op) {
   return r.dev.Download(out);
 }
 
-DevBuf AllGatherChunks(const Device& dev, const Group& g, const DevBuf& in, bool wrong_order) {
+DevBuf AllGatherChunks(const Device& dev, const Group& g, const DevBuf& in) {
   DevBuf out(in.size() * g.size, in.bf16());
   dev.AllGather(g, in, out);
-  if (!wrong_order || g.size == 1) return out;
-  // The bug: the gathered chunks laid out as if rank i's chunk came from rank i + 1.
-  DevBuf rotated(out.size(), out.bf16());
-  for (int i = 0; i < g.size; ++i) dev.Copy(out, ((i + 1) % g.size) * in.size(), rotated, i * in.size(), in.size());
-  return rotated;
+  return out;
 }
 
 const char* BugName(Bug b) {

@@ -136,9 +136,9 @@ DevBuf EnterTp(const Run& r, const std::vector<float>& rows, std::vector<float>*
 // Leaving it: the TP ranks' partial products summed (all-reduce) or, under SP, summed and split into the sequence
 // shards (reduce-scatter). Returns this rank's rows.
 std::vector<float> ExitTp(const Run& r, DevBuf& partial, ncclRedOp_t op);
-// ncclAllGather of `in` from every rank of `g`, in rank order; `wrong_order` (allgather-wrong-order) lays the
-// chunks out rotated by one, as a gather whose chunk index is off by one does.
-DevBuf AllGatherChunks(const Device& dev, const Group& g, const DevBuf& in, bool wrong_order);
+// ncclAllGather of `in` from every rank of `g`, in `g`'s rank order (Comms::tp_gather / dp_gather: rotated by one
+// under allgather-wrong-order).
+DevBuf AllGatherChunks(const Device& dev, const Group& g, const DevBuf& in);
 
 // x: this rank's rows of the residual stream ([Tx, H]); returns the layer's output rows.
 std::vector<float> LayerForward(const Run& r, const LayerParams& p, const std::vector<float>& x, LayerCache& c);

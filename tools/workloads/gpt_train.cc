@@ -62,8 +62,10 @@ Trainer::Trainer(const Config& c, const Layout& at, const Device& dev, const Com
 
 void Trainer::MakeBatch(int step, int micro, std::vector<int>& inputs, std::vector<int>& targets) const {
   // Sequences are drawn from (seed, step, global sequence number) alone, so every layout sees the same global batch;
-  // DP rank d's micro-batch m holds sequences (d·M + m)·b ... + b - 1.
-  const int b = c_.micro_seqs(), first = (at_.dp_rank * c_.microbatches + micro) * b;
+  // DP rank d's micro-batch m holds sequences (m·dp + d)·b ... + b - 1, as Megatron-LM's sampler deals them: the
+  // global micro-batch m (the one-rank run's micro-batch m with the same --microbatches) is the DP ranks' micro-batch
+  // m side by side, so a run and its reference step through the same sequences in the same order.
+  const int b = c_.micro_seqs(), first = (micro * c_.dp + at_.dp_rank) * b;
   inputs.resize(static_cast<size_t>(c_.seq) * b);
   targets.resize(inputs.size());
   for (int i = 0; i < b; ++i) {
@@ -189,7 +191,7 @@ void Trainer::Adam(int step, const std::vector<float>& shard_grad) {
   if (c_.dist_opt && c_.dp > 1) {
     const std::vector<float> mine(w.begin() + begin_, w.begin() + end_);
     DevBuf slice = dev_.Upload(mine, /*f32=*/true);
-    w = dev_.Download(AllGatherChunks(dev_, comms_.dp, slice, c_.bug(Bug::kAllgatherWrongOrder)));
+    w = dev_.Download(AllGatherChunks(dev_, comms_.dp_gather, slice));
   }
   size_t o = 0;
   for (Param* p : local) {

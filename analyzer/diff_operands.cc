@@ -1,0 +1,181 @@
+// All-gathers judged at their reference counterpart, for the sharded diff (diff_sharded_state.h). A one-rank
+// reference issues no all-gather, but when a candidate GEMM's operand is, bitwise, the output of an all-gather on
+// the same rank (a sequence-parallel gather before a column-parallel linear), the reference GEMM's operand, cut to
+// that shard by the GEMM's split, is what the gather should have produced. The gather is compared there under the
+// operand's threshold (diff.between or diff.calibrated) and counted checked as diff.allgather. When it diverges,
+// it is the first divergence, not the GEMM that reads it: an all-gather only copies, so its output is its inputs
+// (chunk c from comm rank c, NCCL's layout; `ttrace check` verifies the copy). If every input matches some chunk
+// of the reference within the threshold and the output does not, the gather put right data in the wrong places:
+// inside (a communicator whose rank order is not the layout's). If an input matches no chunk, it already differed:
+// between, at the gather's input.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/diff_calibrate.h"
+#include "analyzer/diff_sharded.h"
+#include "analyzer/diff_sharded_state.h"
+
+namespace ttrace::analyzer::diff_internal {
+
+using format::TensorSlot;
+
+namespace {
+
+// The block (bi, bj) of a full column-major matrix split as PlaceBlock places it: the inverse of PlaceBlock.
+std::vector<double> TakeBlock(const std::vector<double>& full, int64_t rows, int64_t cols, int bi, int bj,
+                              const DimSplit& rs, const DimSplit& cs) {
+  std::vector<double> block(static_cast<size_t>(rows * cols));
+  const int64_t full_rows = rows * rs.factor;
+  for (int64_t j = 0; j < cols; ++j) {
+    const int64_t fj = FullIndex(cs, cols, bj, j);
+    for (int64_t i = 0; i < rows; ++i) block[i + j * rows] = full[FullIndex(rs, rows, bi, i) + fj * full_rows];
+  }
+  return block;
+}
+
+std::vector<double> Chunk(const std::vector<double>& v, size_t c, size_t len) {
+  return std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(c * len),
+                             v.begin() + static_cast<std::ptrdiff_t>((c + 1) * len));
+}
+
+// Matches each of the p chunks of `got` (the gather's inputs in comm-rank order) with the chunk of `want` nearest
+// to it; the first input that matches none within `tau`, or p when all match. `text` says which matched which.
+size_t MatchChunks(const std::vector<double>& got, const std::vector<double>& want, size_t p, double tau,
+                   std::string* text) {
+  const size_t len = got.size() / p;
+  size_t bad = p;
+  text->clear();
+  for (size_t c = 0; c < p; ++c) {
+    double best = std::numeric_limits<double>::infinity();
+    size_t best_j = 0;
+    for (size_t j = 0; j < p; ++j) {
+      const double e = RelFrobenius(Chunk(got, c, len), Chunk(want, j, len));
+      if (e < best) best = e, best_j = j;
+    }
+    if (best > tau && bad == p) bad = c;
+    absl::StrAppend(text, c > 0 ? ", " : "", "comm rank ", c, " -> ",
+                    best <= tau ? absl::StrCat("chunk ", best_j) : std::string("none"));
+  }
+  return bad;
+}
+
+bool IsAllGather(const Op& op) {
+  return op.kind == OpKind::kCollective && op.api == static_cast<uint16_t>(format::ApiId::kNcclAllGather);
+}
+
+}  // namespace
+
+const Op* Sharded::GatherFeeding(const Shard& s, bool operand_a) const {
+  const format::GemmRecord& g = s.op->gemm;
+  if ((operand_a ? g.transa : g.transb) != 0 || g.batch_count > 1) return nullptr;  // stored != logical layout
+  const Tensor* t = s.op->tensor(operand_a ? TensorSlot::kA : TensorSlot::kB);
+  for (const RankTrace& r : cand_.ranks) {
+    if (r.rank() != s.rank || t == nullptr) continue;
+    const size_t at = static_cast<size_t>(s.op - r.ops.data());
+    for (size_t j = at; j-- > 0 && at - j <= static_cast<size_t>(opt_.max_gap);) {
+      const Tensor* recv = IsAllGather(r.ops[j]) ? r.ops[j].tensor(TensorSlot::kRecv) : nullptr;
+      if (recv != nullptr && recv->data == t->data) return &r.ops[j];
+    }
+  }
+  return nullptr;
+}
+
+bool Sharded::JudgeOperands(size_t i, const Op& rop, const LogicalGemm& r, const std::vector<Shard>& shards,
+                            const GemmSplit& split, const MergedInputs& in, const OpName& name,
+                            const std::string& detail) {
+  const double eps_in = Epsilon(r.ab_type);
+  const double tau_between = 2 * max_out_rel_ + eps_in;
+  const OperandSpread* spread = opt_.calibration != nullptr ? &opt_.calibration->spread[i] : nullptr;
+  bool between = false;
+  for (const bool operand_a : {true, false}) {
+    const char* operand = operand_a ? "A" : "B";
+    const double rel = operand_a ? in.rel_a : in.rel_b;
+    OperandJudge j{tau_between, eps_in, "diff.between", "2 x the largest output error before + eps", detail};
+    const double s = spread == nullptr ? -1 : operand_a ? spread->a : spread->b;
+    if (s >= 0) {
+      const double cal = CalibratedThreshold(opt_.calibration_multiple, s, eps_in / 2);
+      NoteCalibrated(name, rel / cal, rel / eps_in);
+      if (cal < j.tau) {
+        j.tau = cal;
+        j.model = "diff.calibrated";
+        j.why = absl::StrCat(FormatNumber(opt_.calibration_multiple), " x the calibration run's spread (",
+                             FormatNumber(s / eps_in), " eps) + u");
+      }
+    }
+    const bool diverges = !between && rel > j.tau;
+    const bool at_gather = JudgeGathers(rop, shards, split, operand_a, {r.m, r.n, r.k, 1}, operand_a ? r.a : r.b,
+                                        operand_a ? in.sa : in.sb, j, diverges);
+    if (at_gather || !diverges) {
+      between = between || diverges;
+      continue;
+    }
+    between = true;
+    Find("diff.between", name, rop, operand, "between", rel,
+         MaxAbsDiff(operand_a ? in.a : in.b, operand_a ? r.a : r.b), eps_in, rel / j.tau, j.tau, j.model,
+         absl::StrCat("input ", operand, " differs from the reference's by ", FormatNumber(rel),
+                      " (relative Frobenius) > ", FormatNumber(j.tau), " (", FormatNumber(j.tau / eps_in), " eps) = ",
+                      j.why),
+         detail);
+  }
+  return between;
+}
+
+bool Sharded::JudgeGathers(const Op& rop, const std::vector<Shard>& shards, const GemmSplit& split, bool operand_a,
+                           const GemmShape& rshape, const std::vector<double>& ref_full, double scale,
+                           const OperandJudge& judge,
+                           bool diverged) {
+  bool reported = false;
+  for (const Shard& s : shards) {
+    const Op* gather = GatherFeeding(s, operand_a);
+    if (gather == nullptr || compared_.count(gather) > 0) continue;
+    compared_.insert(gather);
+    const int64_t rows = operand_a ? s.g.m : s.g.k, cols = operand_a ? s.g.k : s.g.n;
+    const DimSplit& rs = operand_a ? split.m : split.k;
+    const DimSplit& cs = operand_a ? split.k : split.n;
+    const int bi = operand_a ? s.cm : s.ck, bj = operand_a ? s.ck : s.cn;
+    const std::vector<double> want = TakeBlock(ref_full, rows, cols, bi, bj, rs, cs);
+    std::vector<double> got = operand_a ? s.g.a : s.g.b;
+    for (double& v : got) v /= scale;
+    const double rel = RelFrobenius(got, want);
+    const OpName name{s.rank, gather->seq, gather->api_name()};
+    ElementStats stats;
+    stats.elements = got.size();
+    rep().AddChecked("diff.allgather", name, stats, rel <= judge.tau);
+    if (rel <= judge.tau || !diverged || reported) continue;
+    reported = true;
+    // Which reference chunk each input (comm rank c's chunk of the output) matches, under the inferred split or,
+    // since a gather in the wrong order also misleads the split inference (which communicator, how many groups),
+    // under any split the shapes allow.
+    const size_t p = static_cast<size_t>(std::max(gather->coll.comm_size, 1));
+    std::string inputs;
+    size_t bad = MatchChunks(got, want, p, judge.tau, &inputs);
+    for (const GemmSplit& alt : CandidateSplits(rshape, GemmShape{s.g.m, s.g.n, s.g.k, 1}, comms_, s.rank)) {
+      int cm = 0, cn = 0, ck = 0;
+      if (bad == p || !ShardCoords(alt, comms_, s.rank, &cm, &cn, &ck)) continue;
+      std::string text;
+      const std::vector<double> w = TakeBlock(ref_full, rows, cols, operand_a ? cm : ck, operand_a ? ck : cn,
+                                              operand_a ? alt.m : alt.k, operand_a ? alt.k : alt.n);
+      if (MatchChunks(got, w, p, judge.tau, &text) == p) {
+        bad = p;
+        inputs = absl::StrCat(text, " (under split ", SplitText(alt), ")");
+      }
+    }
+    const bool inside = bad == p;
+    const std::string detail = absl::StrCat(judge.detail, "; output of rank ", s.rank, "'s all-gather is operand ",
+                                            operand_a ? "A" : "B", " of rank ", s.rank, " seq ", s.op->seq,
+                                            "; its inputs against the reference's chunks: ", inputs);
+    Find(inside ? "diff.inside" : "diff.between", name, rop, inside ? "recv" : "send", inside ? "inside" : "between",
+         rel, MaxAbsDiff(got, want), judge.eps, rel / judge.tau, judge.tau, judge.model,
+         inside ? absl::StrCat("its inputs match the reference's chunks (", judge.why, ") but its output places them ",
+                               "elsewhere: the all-gather's rank order is not the layout's")
+                : absl::StrCat("its input from comm rank ", bad, " already differs from every chunk of the reference ",
+                               "(", judge.why, ")"),
+         detail);
+  }
+  return reported;
+}
+
+}  // namespace ttrace::analyzer::diff_internal

@@ -1,0 +1,161 @@
+// The merge simulates the chain as one process, so it needs nothing but the point-to-point ops' peers: no stage
+// count, schedule or micro-batch count. A trace whose sends and receives do not pair up (a rank missing, a capture
+// filter) cannot deadlock it: when no rank of the chain can run, the lowest blocked one is let through.
+#include "analyzer/pipeline.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+namespace ttrace::analyzer {
+
+namespace {
+
+constexpr size_t kNone = static_cast<size_t>(-1);
+
+bool IsSend(const Op& op) {
+  return op.kind == OpKind::kCollective && op.api == static_cast<uint16_t>(format::ApiId::kNcclSend);
+}
+bool IsRecv(const Op& op) {
+  return op.kind == OpKind::kCollective && op.api == static_cast<uint16_t>(format::ApiId::kNcclRecv);
+}
+
+// Rank index of each (communicator, comm rank).
+class Peers {
+ public:
+  explicit Peers(const TraceSet& set) {
+    for (size_t r = 0; r < set.ranks.size(); ++r)
+      for (const Op& op : set.ranks[r].ops)
+        if (op.kind == OpKind::kCollective) index_[{op.coll.comm_hash, op.coll.comm_rank}] = r;
+  }
+  // The rank index at the other end of a send or receive, kNone when unknown or not point-to-point.
+  size_t Of(const Op& op) const {
+    if (!IsSend(op) && !IsRecv(op)) return kNone;
+    auto it = index_.find({op.coll.comm_hash, op.coll.root_or_peer});
+    return it == index_.end() ? kNone : it->second;
+  }
+
+ private:
+  std::map<std::pair<uint64_t, int32_t>, size_t> index_;
+};
+
+size_t Root(std::vector<size_t>& parent, size_t x) {
+  while (parent[x] != x) x = parent[x] = parent[parent[x]];
+  return x;
+}
+
+}  // namespace
+
+PipelineLayout InferPipeline(const TraceSet& cand) {
+  const size_t n = cand.ranks.size();
+  const Peers peers(cand);
+  std::vector<size_t> parent(n), pred(n, kNone);
+  std::iota(parent.begin(), parent.end(), 0);
+  for (size_t r = 0; r < n; ++r) {
+    bool first = true;
+    for (const Op& op : cand.ranks[r].ops) {
+      const size_t q = peers.Of(op);
+      if (q == kNone || q == r) continue;
+      parent[Root(parent, r)] = Root(parent, q);
+      if (first && IsRecv(op)) pred[r] = q;
+      first = false;
+    }
+  }
+  PipelineLayout out;
+  out.stage.assign(n, 0);
+  for (size_t r = 0; r < n; ++r)
+    for (size_t p = pred[r], hops = 1; p != kNone && hops <= n; p = pred[p], ++hops)
+      out.stage[r] = static_cast<int>(hops);
+  std::map<size_t, std::vector<size_t>> groups;
+  for (size_t r = 0; r < n; ++r) groups[Root(parent, r)].push_back(r);
+  for (auto& [root, members] : groups) {
+    std::stable_sort(members.begin(), members.end(),
+                     [&](size_t a, size_t b) { return out.stage[a] < out.stage[b]; });
+    out.stages = std::max(out.stages, static_cast<int>(members.size()));
+    out.chains.push_back(members);
+  }
+  return out;
+}
+
+std::vector<std::pair<size_t, size_t>> MergeChain(const TraceSet& cand, const std::vector<size_t>& chain) {
+  const Peers peers(cand);
+  std::map<size_t, size_t> pos;
+  size_t total = 0;
+  for (size_t r : chain) {
+    pos[r] = 0;
+    total += cand.ranks[r].ops.size();
+  }
+  // Messages sent and not yet received, per (communicator, sender, receiver).
+  std::map<std::tuple<uint64_t, size_t, size_t>, int64_t> in_flight;
+  auto key = [&](size_t from, size_t to, const Op& op) { return std::make_tuple(op.coll.comm_hash, from, to); };
+  auto runnable = [&](size_t r) {
+    const std::vector<Op>& ops = cand.ranks[r].ops;
+    if (pos[r] >= ops.size()) return false;
+    const Op& op = ops[pos[r]];
+    const size_t q = peers.Of(op);
+    return !IsRecv(op) || q == kNone || pos.count(q) == 0 || in_flight[key(q, r, op)] > 0;
+  };
+  std::vector<std::pair<size_t, size_t>> out;
+  out.reserve(total);
+  std::vector<size_t> handed_over;  // ranks that sent and were left for their receiver, most recent last
+  size_t cur = chain.front();
+  while (out.size() < total) {
+    if (!runnable(cur)) {
+      cur = kNone;
+      while (!handed_over.empty() && cur == kNone) {
+        const size_t r = handed_over.back();
+        handed_over.pop_back();
+        if (runnable(r)) cur = r;
+      }
+      for (size_t i = 0; i < chain.size() && cur == kNone; ++i)
+        if (runnable(chain[i])) cur = chain[i];
+      for (size_t i = 0; i < chain.size() && cur == kNone; ++i)  // sends and receives do not pair up: let one through
+        if (pos[chain[i]] < cand.ranks[chain[i]].ops.size()) cur = chain[i];
+    }
+    const Op& op = cand.ranks[cur].ops[pos[cur]];
+    const size_t q = peers.Of(op);
+    out.emplace_back(cur, pos[cur]++);
+    if (q == kNone || pos.count(q) == 0) continue;
+    if (IsRecv(op)) {
+      --in_flight[key(q, cur, op)];
+    } else {
+      ++in_flight[key(cur, q, op)];
+      handed_over.erase(std::remove(handed_over.begin(), handed_over.end(), q), handed_over.end());
+      handed_over.push_back(cur);
+      cur = q;
+    }
+  }
+  return out;
+}
+
+std::vector<RankAlignment> AlignPipelined(const std::vector<Op>& ref, const TraceSet& cand,
+                                          const PipelineLayout& layout, int64_t max_gap) {
+  std::vector<RankAlignment> out(cand.ranks.size());
+  std::vector<const Op*> ref_ops;
+  for (const Op& op : ref) ref_ops.push_back(&op);
+  for (const std::vector<size_t>& chain : layout.chains) {
+    if (chain.size() == 1) {
+      out[chain[0]] = AlignOps(ref, cand.ranks[chain[0]].ops, max_gap);
+      continue;
+    }
+    const std::vector<std::pair<size_t, size_t>> merged = MergeChain(cand, chain);
+    std::vector<const Op*> ops;
+    for (const auto& [r, j] : merged) ops.push_back(&cand.ranks[r].ops[j]);
+    const RankAlignment a = AlignOps(ref_ops, ops, max_gap);
+    for (size_t r : chain) {
+      out[r].ref_of_cand.assign(cand.ranks[r].ops.size(), -1);
+      out[r].cand_of_ref.assign(ref.size(), -1);
+    }
+    for (size_t x = 0; x < merged.size(); ++x) {
+      const auto [r, j] = merged[x];
+      const int64_t i = a.ref_of_cand[x];
+      out[r].ref_of_cand[j] = i;
+      if (i >= 0) out[r].cand_of_ref[static_cast<size_t>(i)] = static_cast<int64_t>(j);
+    }
+    out[chain[0]].reordered += a.reordered;
+  }
+  return out;
+}
+
+}  // namespace ttrace::analyzer

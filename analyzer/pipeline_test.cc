@@ -1,0 +1,116 @@
+// Pipeline stage ownership on op records alone (no tensors): a two-stage GPipe chain whose stages run layers of
+// identical signatures, against the one-rank reference's order.
+#include "analyzer/pipeline.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+constexpr uint64_t kPp = 0x5151;
+
+// Op names: F/B = a layer's forward/backward GEMM (the same signature on every layer), H/h = the head's forward
+// and backward GEMM, S/R = send/recv to/from the other stage.
+void Add(RankTrace* r, char what, int stage) {
+  Op op;
+  op.seq = r->ops.size();
+  if (what == 'S' || what == 'R') {
+    op.kind = OpKind::kCollective;
+    op.api = static_cast<uint16_t>(what == 'S' ? format::ApiId::kNcclSend : format::ApiId::kNcclRecv);
+    op.coll.api = op.api;
+    op.coll.comm_hash = kPp;
+    op.coll.comm_size = 2;
+    op.coll.comm_rank = stage;
+    op.coll.root_or_peer = 1 - stage;
+    op.coll.count = 8;
+  } else {
+    op.kind = OpKind::kGemm;
+    op.api = static_cast<uint16_t>(format::ApiId::kCublasGemmEx);
+    op.gemm.api = op.api;
+    op.gemm.m = what == 'F' ? 4 : what == 'B' ? 5 : what == 'H' ? 8 : 9;
+    op.gemm.n = 2;
+    op.gemm.k = 4;
+    op.gemm.batch_count = 1;
+  }
+  r->ops.push_back(std::move(op));
+}
+
+RankTrace Rank(int rank, const std::string& ops, int stage) {
+  RankTrace r;
+  r.header.rank = rank;
+  for (char c : ops) Add(&r, c, stage);
+  return r;
+}
+
+// Reference (one rank, two layers, two micro-batches): F F H per micro-batch forward, then h B B per micro-batch
+// backward in reverse. Stage 0 holds layer 0, stage 1 layer 1 and the head. The candidate lists stage 1 first to
+// show that the stage order comes from the sends and receives, not from rank numbers.
+struct Fixture {
+  std::vector<Op> ref = Rank(0, "FFHFFHhBBhBB", 0).ops;
+  TraceSet cand;
+  Fixture() {
+    cand.ranks.push_back(Rank(1, "RFHRFHhBShBS", 1));
+    cand.ranks.push_back(Rank(0, "FSFSRBRB", 0));
+  }
+};
+
+TEST(Pipeline, StagesFollowTheSendsAndReceives) {
+  Fixture f;
+  const PipelineLayout p = InferPipeline(f.cand);
+  EXPECT_EQ(p.stages, 2);
+  ASSERT_EQ(p.chains.size(), 1u);
+  EXPECT_EQ(p.chains[0], (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(p.stage, (std::vector<int>{1, 0}));
+}
+
+TEST(Pipeline, TheMergedChainIsTheOneProcessOrder) {
+  Fixture f;
+  std::string order;
+  for (const auto& [r, j] : MergeChain(f.cand, InferPipeline(f.cand).chains[0])) {
+    const Op& op = f.cand.ranks[r].ops[j];
+    const bool send = op.api == static_cast<uint16_t>(format::ApiId::kNcclSend);
+    order += op.kind == OpKind::kCollective ? (send ? 's' : 'r')
+             : op.gemm.m == 4               ? 'F'
+             : op.gemm.m == 5               ? 'B'
+             : op.gemm.m == 8               ? 'H'
+                                            : 'h';
+    order += static_cast<char>('0' + f.cand.ranks[r].rank());
+  }
+  // Forward micro-batch 0 through both stages, then micro-batch 1, then the backward passes from the last stage.
+  EXPECT_EQ(order, "F0s0r1F1H1F0s0r1F1H1h1B1s1r0B0h1B1s1r0B0");
+}
+
+TEST(Pipeline, EachStageOwnsItsOwnLayers) {
+  Fixture f;
+  const std::vector<RankAlignment> a = AlignPipelined(f.ref, f.cand, InferPipeline(f.cand), 64);
+  ASSERT_EQ(a.size(), 2u);
+  // Stage 1 (rank 1): layer 1 forward at reference 1 and 4, the head at 2 and 5, 6 and 9, layer 1 backward at 7, 10.
+  EXPECT_EQ(a[0].ref_of_cand, (std::vector<int64_t>{-1, 1, 2, -1, 4, 5, 6, 7, -1, 9, 10, -1}));
+  // Stage 0 (rank 0): layer 0 forward at 0 and 3, backward at 8 and 11.
+  EXPECT_EQ(a[1].ref_of_cand, (std::vector<int64_t>{0, -1, 3, -1, -1, 8, -1, 11}));
+  // Aligned on its own, stage 0's second forward pairs with a layer-1 op of the reference (4, not 3): the reason
+  // for stage ownership.
+  EXPECT_EQ(AlignOps(f.ref, f.cand.ranks[1].ops, 64).ref_of_cand[2], 4);
+}
+
+TEST(Pipeline, RanksWithoutPointToPointOpsAreTheirOwnChains) {
+  TraceSet cand;
+  cand.ranks.push_back(Rank(0, "FFH", 0));
+  cand.ranks.push_back(Rank(1, "FFH", 0));
+  const PipelineLayout p = InferPipeline(cand);
+  EXPECT_EQ(p.stages, 1);
+  EXPECT_EQ(p.chains.size(), 2u);
+}
+
+TEST(Pipeline, UnpairedReceivesDoNotStopTheMerge) {
+  TraceSet cand;
+  cand.ranks.push_back(Rank(0, "RFRF", 0));
+  cand.ranks.push_back(Rank(1, "RFSF", 1));
+  EXPECT_EQ(MergeChain(cand, InferPipeline(cand).chains[0]).size(), 8u);
+}
+
+}  // namespace
+}  // namespace ttrace::analyzer
