@@ -10,6 +10,9 @@
 // between, at the gather's input.
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -68,6 +71,57 @@ bool IsAllGather(const Op& op) {
 
 }  // namespace
 
+std::vector<double> PropagationTerms(const LogicalGemm& r, const std::vector<Shard>& shards, const GemmSplit& split,
+                                     double sa, double sb) {
+  std::vector<double> prop(static_cast<size_t>(r.m * r.n), 0);
+  std::set<std::tuple<int, int, int>> done;
+  for (const Shard& s : shards) {
+    if (!done.emplace(s.cm, s.cn, s.ck).second) continue;
+    const int64_t ml = s.g.m, nl = s.g.n, kl = s.g.k;
+    std::vector<int64_t> fm(static_cast<size_t>(ml)), fn(static_cast<size_t>(nl)), fk(static_cast<size_t>(kl));
+    for (int64_t x = 0; x < ml; ++x) fm[x] = FullIndex(split.m, ml, s.cm, x);
+    for (int64_t j = 0; j < nl; ++j) fn[j] = FullIndex(split.n, nl, s.cn, j);
+    for (int64_t l = 0; l < kl; ++l) fk[l] = FullIndex(split.k, kl, s.ck, l);
+    std::vector<double> da(static_cast<size_t>(ml * kl)), ra(da.size());
+    for (int64_t l = 0; l < kl; ++l)
+      for (int64_t x = 0; x < ml; ++x) {
+        const double ar = r.a[fm[x] + fk[l] * r.m];
+        ra[x + l * ml] = std::fabs(ar);
+        da[x + l * ml] = std::fabs(s.g.a[x + l * ml] / sa - ar);
+      }
+    for (int64_t j = 0; j < nl; ++j)
+      for (int64_t l = 0; l < kl; ++l) {
+        const double bs = s.g.b[l + j * kl] / sb, bc = std::fabs(bs), db = std::fabs(bs - r.b[fk[l] + fn[j] * r.k]);
+        double* out = &prop[fn[j] * r.m];
+        for (int64_t x = 0; x < ml; ++x) out[fm[x]] += da[x + l * ml] * bc + ra[x + l * ml] * db;
+      }
+  }
+  return prop;
+}
+
+double WorstReplicaError(const LogicalGemm& r, const std::vector<Shard>& shards, const GemmSplit& split,
+                         bool operand_a, double scale, const Shard** at) {
+  std::map<std::pair<int, int>, double> worst;  // per block: the largest squared error among its copies
+  double largest = -1;
+  for (const Shard& s : shards) {
+    const int64_t rows = operand_a ? s.g.m : s.g.k, cols = operand_a ? s.g.k : s.g.n;
+    const int bi = operand_a ? s.cm : s.ck, bj = operand_a ? s.ck : s.cn;
+    const std::vector<double> want = TakeBlock(operand_a ? r.a : r.b, rows, cols, bi, bj,
+                                               operand_a ? split.m : split.k, operand_a ? split.k : split.n);
+    const std::vector<double>& got = operand_a ? s.g.a : s.g.b;
+    double e = 0;
+    for (size_t x = 0; x < want.size(); ++x) e += (got[x] / scale - want[x]) * (got[x] / scale - want[x]);
+    double& w = worst[{bi, bj}];
+    w = std::max(w, e);
+    if (e > largest) largest = e, *at = &s;
+  }
+  double num = 0, den = 0;
+  for (const auto& [block, e] : worst) num += e;
+  for (double v : operand_a ? r.a : r.b) den += v * v;
+  if (den == 0) return num == 0 ? 0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(num / den);
+}
+
 const Op* Sharded::GatherFeeding(const Shard& s, bool operand_a) const {
   const format::GemmRecord& g = s.op->gemm;
   if ((operand_a ? g.transa : g.transb) != 0 || g.batch_count > 1) return nullptr;  // stored != logical layout
@@ -113,7 +167,7 @@ bool Sharded::JudgeOperands(size_t i, const Op& rop, const LogicalGemm& r, const
       continue;
     }
     between = true;
-    Find("diff.between", name, rop, operand, "between", rel,
+    Find("diff.between", operand_a ? in.at_a : in.at_b, rop, operand, "between", rel,
          MaxAbsDiff(operand_a ? in.a : in.b, operand_a ? r.a : r.b), eps_in, rel / j.tau, j.tau, j.model,
          absl::StrCat("input ", operand, " differs from the reference's by ", FormatNumber(rel),
                       " (relative Frobenius) > ", FormatNumber(j.tau), " (", FormatNumber(j.tau / eps_in), " eps) = ",

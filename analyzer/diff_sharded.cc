@@ -264,16 +264,16 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
   std::string detail = absl::StrCat(SplitText(split), " (", split.source, ")");
   if (sa != 1 || sb != 1)
     absl::StrAppend(&detail, "; inputs scaled by ", sa, " and ", sb, " (gradients of an averaging data-parallel run)");
-  const bool between = JudgeOperands(i, rop, *r, shards, split, {a, b, sa, sb, rel_a, rel_b}, name, detail);
+  MergedInputs in{a, b, sa, sb, rel_a, rel_b, name, name};
+  for (const bool operand_a : {true, false}) {
+    const Shard* at = &shards[0];
+    double& rel = operand_a ? in.rel_a : in.rel_b;
+    rel = std::max(rel, WorstReplicaError(*r, shards, split, operand_a, operand_a ? sa : sb, &at));
+    (operand_a ? in.at_a : in.at_b) = OpName{at->rank, at->op->seq, at->op->api_name()};
+  }
+  const bool between = JudgeOperands(i, rop, *r, shards, split, in, name, detail);
   const int64_t m = r->m, n = r->n, k = r->k;
-  std::vector<double> prop(static_cast<size_t>(m * n), 0);
-  std::vector<double> da(a.size());
-  for (size_t x = 0; x < a.size(); ++x) da[x] = std::fabs(a[x] - r->a[x]);
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t l = 0; l < k; ++l) {
-      const double bc = std::fabs(b[l + j * k]), db = std::fabs(b[l + j * k] - r->b[l + j * k]);
-      for (int64_t x = 0; x < m; ++x) prop[x + j * m] += da[x + l * m] * bc + std::fabs(r->a[x + l * m]) * db;
-    }
+  const std::vector<double> prop = PropagationTerms(*r, shards, split, sa, sb);
   GemmOutcome oc;
   oc.split = split;
   oc.m = m;

@@ -25,11 +25,25 @@ struct Shard {
 };
 
 // A GEMM's merged input operands (divided by the averaging scales found) and their relative errors.
+// rel_a and rel_b are the largest over every rank's copy of each block (diff_operands.cc WorstReplicaError),
+// at_a and at_b the shards holding the worst copies.
 struct MergedInputs {
   const std::vector<double>& a;
   const std::vector<double>& b;
   double sa, sb, rel_a, rel_b;
+  OpName at_a, at_b;
 };
+
+// Σ over the shards that computed each output element (one per (cm, cn, ck), the lowest rank) of
+// |A_s − A_r|·|B_s| + |A_r|·|B_s − B_r| over the shard's own slices (operands divided by sa and sb): exactly
+// A_s B_s − A_r B_r shard by shard, so ranks that hold different copies of an operand block (data-parallel
+// replicas whose weights drifted apart) are judged on their own inputs. Full m x n, column-major.
+std::vector<double> PropagationTerms(const LogicalGemm& r, const std::vector<Shard>& shards, const GemmSplit& split,
+                                     double sa, double sb);
+// The relative Frobenius error of operand A (or B) against the reference's, taking per block the worst of the
+// ranks that hold a copy of it; `at` is set to the shard with the largest block error.
+double WorstReplicaError(const LogicalGemm& r, const std::vector<Shard>& shards, const GemmSplit& split,
+                         bool operand_a, double scale, const Shard** at);
 
 // How an input operand is judged: relative Frobenius error against `tau` (model diff.between or diff.calibrated).
 struct OperandJudge {

@@ -173,9 +173,43 @@ TEST(DiffSharded, ChangedInputIsBetweenOps) {
   EXPECT_EQ(r.first.kind, "between");
   EXPECT_EQ(r.first.ref_seq, 1);
   EXPECT_EQ(r.first.operand, "B");
-  EXPECT_EQ(r.first.op.rank, 0);
+  EXPECT_EQ(r.first.op.rank, 1) << "the rank whose input was changed";
   EXPECT_EQ(r.first.last_matching.seq, 0u);
   EXPECT_GT(r.first.err_eps, 1000);
+}
+
+// Data parallelism splits n: each rank holds all of A and its half of B's columns. When rank 1's copy of A has
+// drifted (host code between ops: an optimizer step on its own gradient), its half of C is right for its own
+// inputs: the divergence is between ops, at rank 1's A, not inside the GEMM (the merged A holds rank 0's copy,
+// against which rank 1's output would look wrong).
+TEST(DiffSharded, ReplicasWithDifferentInputsAreBetweenNotInside) {
+  constexpr uint64_t kDpComm = 0x3333;
+  const Mat a = Random(kM * kK, 1), b = Random(kK * kN, 2);
+  const std::string ref_dir = testing::TempDir("diff_rep_ref"), cand_dir = testing::TempDir("diff_rep_cand");
+  {
+    StreamBuilder s(ref_dir + "/rank-0.ttr", 0, 1);
+    s.CommInit(kRefComm, 0, 1);
+    WriteGemm(&s, 0, a, b, MatMul(a, b, kM, kK, kN), kM, kK, kN);
+  }
+  const int64_t h = kN / 2;
+  for (int r = 0; r < 2; ++r) {
+    Mat ar = a;
+    if (r == 1)
+      for (double& v : ar) v = static_cast<float>(v * 1.001);
+    const Mat br = Block(b, kK, 0, kK, r * h, (r + 1) * h), c = MatMul(ar, br, kM, kK, h);
+    StreamBuilder s(cand_dir + "/rank-" + std::to_string(r) + ".ttr", r, 2);
+    s.CommInit(kDpComm, r, 2);
+    WriteGemm(&s, 0, ar, br, c, kM, kK, h);
+    WriteAllReduce(&s, 1, kDpComm, r, 2, c, c, kM, h);
+  }
+  const DiffResult r = RunDiff(Load(ref_dir), Load(cand_dir));
+  ASSERT_TRUE(r.first.valid) << Findings(r);
+  EXPECT_EQ(r.first.kind, "between") << Findings(r);
+  EXPECT_EQ(r.first.operand, "A");
+  EXPECT_EQ(r.first.op.rank, 1);
+  EXPECT_GT(r.first.ratio, 100);
+  EXPECT_EQ(r.report.summary().checked.at("diff.gemm"), 1u);
+  for (const Finding& f : r.report.findings()) EXPECT_NE(f.check, "diff.inside") << Findings(r);
 }
 
 TEST(DiffSharded, ExtraOpIsNotAlignedAndIncomplete) {
