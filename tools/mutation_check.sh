@@ -18,6 +18,9 @@ scratch="${TTRACE_MUTATION_DIR:-/tmp/ttrace-mutation}"
 src="$scratch/src"
 build="$src/build"
 jobs="${JOBS:-2}"
+# ccache keys on paths relative to its base dir: with the scratch's parent as base, the scratch tree hashes like any
+# checkout whose build/ sits in its root, so its first build reuses their cache.
+export CCACHE_BASEDIR="$scratch"
 only="${1:-}"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
