@@ -1,5 +1,6 @@
 // The stand-in libnccl.so.2 (status_standin.h): every collective and point-to-point call answers
-// STANDIN_NCCL_STATUS; ncclCommInitRank answers it for a 2-rank communicator and creates a 1-rank one (rank 0 on
+// STANDIN_NCCL_STATUS outside a group and success inside one, where ncclGroupEnd answers it;
+// ncclCommGetAsyncError always reports the communicator done (ncclSuccess); ncclCommInitRank answers it for a 2-rank communicator and creates a 1-rank one (rank 0 on
 // device 0) whatever it says, so the collectives have a communicator to run on. As NCCL does, each ncclX is a weak
 // alias of a strong pncclX (the shim forwards to pnccl).
 #include <cstring>
@@ -50,9 +51,17 @@ extern "C" int pncclCommCuDevice(const void*, int* device) {
   return 0;
 }
 STANDIN_NCCL_ALIAS(ncclCommCuDevice, (const void*, int*))
-extern "C" int pncclGroupStart() { return 0; }
+// Inside a group, calls succeed and the group's error surfaces at ncclGroupEnd (as NCCL documents).
+thread_local int t_depth = 0;
+extern "C" int pncclGroupStart() {
+  ++t_depth;
+  return 0;
+}
 STANDIN_NCCL_ALIAS(ncclGroupStart, ())
-extern "C" int pncclGroupEnd() { return 0; }
+extern "C" int pncclGroupEnd() {
+  if (t_depth > 0) --t_depth;
+  return standin::StatusFromEnv("STANDIN_NCCL_STATUS");
+}
 STANDIN_NCCL_ALIAS(ncclGroupEnd, ())
 extern "C" int pncclCommGetAsyncError(void*, int* async_error) {
   *async_error = 0;
@@ -60,8 +69,8 @@ extern "C" int pncclCommGetAsyncError(void*, int* async_error) {
 }
 STANDIN_NCCL_ALIAS(ncclCommGetAsyncError, (void*, int*))
 
-#define STANDIN_NCCL(name)                            \
-  STANDIN_ANSWER(p##name, "STANDIN_NCCL_STATUS")      \
+#define STANDIN_NCCL(name)                                                           \
+  extern "C" int p##name() { return t_depth > 0 ? 0 : standin::StatusFromEnv("STANDIN_NCCL_STATUS"); } \
   STANDIN_NCCL_ALIAS(name, ())
 STANDIN_NCCL(ncclAllReduce)
 STANDIN_NCCL(ncclAllGather)

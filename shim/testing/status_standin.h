@@ -4,8 +4,9 @@
 // each documented status and not only the one blanket error NVIDIA's libraries give without a GPU.
 //
 //   STANDIN_CUBLAS_STATUS   cublasStatus_t returned by every intercepted cuBLAS and cuBLASLt entry point
-//   STANDIN_NCCL_STATUS     ncclResult_t returned by every intercepted NCCL collective and point-to-point call,
-//                           and by ncclCommInitRank for a communicator of 2 ranks (1 rank: always created)
+//   STANDIN_NCCL_STATUS     ncclResult_t returned by every intercepted NCCL collective and point-to-point call
+//                           outside a group, by ncclGroupEnd, and by ncclCommInitRank for a communicator of 2
+//                           ranks (1 rank: always created)
 //
 // Unset means 0 (success). An answering entry point does no work and reads no argument: with success the
 // outputs keep what the program put there. Everything else the program and the shim call (handles, streams,

@@ -90,6 +90,12 @@ void Collectives(void* a, void* c) {
   Op("ncclScatter", ncclScatter(a, c, 4, ncclFloat, 0, comm, nullptr));
   Op("ncclSend", ncclSend(a, 4, ncclFloat, 0, comm, nullptr));
   Op("ncclRecv", ncclRecv(c, 4, ncclFloat, 0, comm, nullptr));
+  Setup("ncclGroupStart", ncclGroupStart());
+  Setup("ncclAllReduce.in_group", ncclAllReduce(a, c, 4, ncclFloat, ncclSum, comm, nullptr));
+  Op("ncclGroupEnd", ncclGroupEnd());
+  ncclResult_t async = ncclInProgress;
+  Setup("ncclCommGetAsyncError", ncclCommGetAsyncError(comm, &async));
+  Setup("ncclCommGetAsyncError.async", async);
   Setup("ncclCommDestroy", ncclCommDestroy(comm));
 }
 

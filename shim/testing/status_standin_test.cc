@@ -1,5 +1,6 @@
 // Status pass-through, status by status: shim_status_standin_probe calls every intercepted entry point once
-// against stand-in vendor libraries (status_standin.h) that answer each documented status in turn. Under the shim
+// (and an all-reduce inside a group) against stand-in vendor libraries (status_standin.h) that answer each
+// documented status in turn. Under the shim
 // every call must return the stand-in's status unchanged, and the trace must hold what that status implies: the
 // record with the status, the inputs snapshotted before the call, and the outputs only after a successful call
 // (never the outputs of a failed one, which the vendor may not have written).
@@ -65,7 +66,7 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
     ASSERT_EQ(plain.run.exit_code, 0) << plain.run.err;
     ASSERT_EQ(traced.run.exit_code, 0) << traced.run.err;
     EXPECT_EQ(traced.run.out, plain.run.out);
-    ASSERT_EQ(traced.ops.size(), 16u + 1 + 1 + 11) << traced.run.out;  // GEMMs, Lt, the init, collectives
+    ASSERT_EQ(traced.ops.size(), 16u + 1 + 1 + 11 + 1) << traced.run.out;  // GEMMs, Lt, init, collectives, group
     for (const auto& [name, status] : traced.ops) EXPECT_EQ(status, IsCublas(name) ? cublas : nccl) << name;
     for (const auto& [name, status] : traced.setup) EXPECT_EQ(status, 0) << name;
 
@@ -73,12 +74,22 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
     ASSERT_TRUE(set.ok()) << set.status();
     ASSERT_EQ(set->ranks.size(), 1u);
     const analyzer::RankTrace& rank = set->ranks[0];
-    ASSERT_EQ(rank.ops.size(), 16u + 1 + 11);
+    ASSERT_EQ(rank.ops.size(), 16u + 1 + 11 + 1);
     std::set<std::string> seen;
     for (const analyzer::Op& op : rank.ops) {
       const std::string name = op.api_name();
       seen.insert(name);
-      const bool ok = IsCublas(name) ? cublas == 0 : nccl == 0;
+      // ncclInProgress: still running on a non-blocking communicator; captured once ncclCommGetAsyncError, which
+      // the probe calls last, reports it done.
+      const bool ok = IsCublas(name) ? cublas == 0 : nccl == 0 || nccl == 7;
+      if (&op == &rank.ops.back()) {  // the all-reduce inside the group: it succeeded, ncclGroupEnd said `nccl`
+        ASSERT_EQ(name, "ncclAllReduce");
+        EXPECT_EQ(op.coll.status, 0);
+        EXPECT_TRUE(op.coll.in_group);
+        EXPECT_NE(op.tensor(TensorSlot::kSend), nullptr) << "sent data is snapshotted at ncclGroupEnd";
+        EXPECT_EQ(op.tensor(TensorSlot::kRecv) != nullptr, ok) << "received data iff the group succeeded";
+        continue;
+      }
       if (op.kind == analyzer::OpKind::kGemm) {
         EXPECT_EQ(op.gemm.status, cublas) << name;
         EXPECT_NE(op.tensor(TensorSlot::kA), nullptr) << name << ": inputs are snapshotted before the call";
