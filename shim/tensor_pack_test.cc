@@ -88,6 +88,19 @@ TEST(TensorPackTest, StridedBatchesWithSmallGapsUseOneCopy) {
   ExpectPacked(mem, t, out);
 }
 
+// Dense columns (ld == rows) but batches with gaps between them: staged in one copy, then each batch's
+// rows x cols block moved whole, every element of every batch.
+TEST(TensorPackTest, DenseBatchesWithGapsArePackedWhole) {
+  std::vector<float> mem = Iota(14 * 3);
+  TensorSpec t = Spec(mem, 3, 4, 3, /*batch=*/3, /*stride=*/14);  // 12 elements per batch, 2 between batches
+  StagingPlan plan;
+  std::vector<float> out = StageAndPack(t, &plan);
+  EXPECT_EQ(plan.copies, 1u);
+  EXPECT_EQ(plan.staged_batch_stride, 14u);
+  EXPECT_FALSE(plan.staged_dense);
+  ExpectPacked(mem, t, out);
+}
+
 TEST(TensorPackTest, SparseOrOverlappingBatchesCopyEachBatch) {
   std::vector<float> sparse = Iota(1000 * 2 + 10);
   TensorSpec t = Spec(sparse, 2, 3, 4, /*batch=*/3, /*stride=*/1000);

@@ -8,8 +8,8 @@
 # failed. Every mutation must be caught: the script exits 1 when one survives, 2 when an anchor is not found
 # exactly once (the list is stale: fix the anchor) or a mutation does not build.
 #
-# A mutation is one exact search/replace in one file, named by its base name and found anywhere in the tree, so
-# the list survives files moving between folders. Not part of CI (it takes tens of minutes on 2 cores); run it
+# A mutation is one exact search/replace in one file, named by its base name (with its folder only where the base
+# name is not unique) and found anywhere in the tree, so the list survives files moving between folders. Not part of CI (it takes tens of minutes on 2 cores); run it
 # before resolving an issue that touches the code it mutates, and add a line when you add a check.
 set -euo pipefail
 
@@ -44,7 +44,8 @@ configure() {
     -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 }
 
-# The one file of the scratch tree named NAME (a base name), or a message and exit 2.
+# The one file of the scratch tree whose path ends in NAME (a base name, or a/b.cc where the base name is not unique),
+# or a message and exit 2.
 locate() {
   local hits
   hits=$(cd "$src" && git -C "$root" ls-files -co --exclude-standard | grep -E "(^|/)$1\$" || true)
@@ -89,14 +90,23 @@ mutate() {
   local out caught
   out=$(cd "$build" && ctest -j "$jobs" --timeout 600 -R "$tests" 2>&1 || true)
   cp "$scratch/original" "$path"
-  caught=$(printf '%s\n' "$out" | sed -n '/The following tests FAILED/,$p' |
-    sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' | tr '\n' ' ')
+  # "  12 - Suite.Test (Failed)" or, for parameterized tests, "  12 - Suite.Test/p  # GetParam() = 0 (Failed)".
+  local failed
+  failed=$(printf '%s\n' "$out" | sed -n '/The following tests FAILED/,$p' |
+    sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) .*/\1/p')
+  caught=$(printf '%s\n' "$failed" | grep -c . || true)
+  if [ "$caught" = 0 ]; then
+    caught=""
+  else
+    caught="$caught: $(printf '%s\n' "$failed" | head -3 | tr '\n' ' ')$([ "$caught" -gt 3 ] && echo "...")"
+  fi
   if ! printf '%s\n' "$out" | grep -q "tests passed"; then
     echo "error: ctest ran nothing for '$name' (regex $tests):" >&2
     printf '%s\n' "$out" | tail -5 >&2
     exit 2
   fi
   [ -z "$caught" ] && { caught="SURVIVED"; survived=$((survived + 1)); }
+  log "$name: $caught"
   names+=("$name")
   results+=("$caught")
 }
@@ -123,7 +133,7 @@ mutate "ltmatmul output bound x2" lt_check.cc "    return (grow * std::fabs(scal
 mutate "ltmatmul output bound x0.5" lt_check.cc "    return (grow * std::fabs(scale)" \
   "    return 0.5 * (grow * std::fabs(scale)" "lt_check_test" "LtCheck"
 # Analyzer checks.
-mutate "gemm: last batch skipped" gemm_check.cc "for (int64_t bt = 0; bt < p.batch; ++bt) {" \
+mutate "gemm: last batch skipped" analyzer/gemm_check.cc "for (int64_t bt = 0; bt < p.batch; ++bt) {" \
   "for (int64_t bt = 0; bt < std::max<int64_t>(1, p.batch - 1); ++bt) {" "gemm_check_test" "GemmCheck"
 mutate "all-reduce: identity check skipped" collective_check.cc \
   "if (members[rep[c]].recv->data == members[r].recv->data) cls[r]" "if (true) cls[r]" \
@@ -163,16 +173,23 @@ mutate "shim: received data captured after a failed collective" nccl_capture.cc 
   "if (capture && status == ncclSuccess) {" "if (capture) {" \
   "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
 # simgpu's reduction orders.
+mutate "simgpu: pairwise panel levels combined in reverse" accumulate_panel.cc \
+  "for (int lvl = top - 2; lvl >= 0; --lvl) {" "for (int lvl = 0; lvl <= top - 2; ++lvl) {" \
+  "simgpu_cublas simgpu_cublaslt simgpu_cublas_types_test simgpu_cublaslt_matmul_test" \
+  "accum_pairwise.Gemm|CublasLt.Matmul.pairwise"
+mutate "simgpu: NCCL ring starts at the chunk's own rank" order.cc \
+  "fn(i, end, static_cast<int>((c + 1) % shape.nranks));" "fn(i, end, static_cast<int>(c % shape.nranks));" \
+  "simgpu_nccl simgpu_nccl_api_test" "InitAllTest|RingOrder"
 mutate "simgpu: pairwise final combine left to right" accumulate.cc \
   "for (int i = top - 2; i >= 0; --i) s = Policy::Add(stack[i], s);" \
   "s = stack[0]; for (int i = 1; i < top; ++i) s = Policy::Add(s, stack[i]);" \
-  "simgpu_cublas simgpu_cublaslt simgpu_cudnn simgpu_cublas_types_test simgpu_cublaslt_matmul_test" \
+  "simgpu_cublas simgpu_cublaslt simgpu_cudnn simgpu_cublas_types_test simgpu_cublaslt_matmul_test simgpu_cudnn_conv_test" \
   "accum_pairwise|CublasLt.Matmul.pairwise"
 
 # ---- the table ----------------------------------------------------------------------------------------------
 elapsed=$(( $(date +%s) - start ))
-printf '\n%-44s | %s\n' "mutation" "tests that failed"
-printf '%s\n' "---------------------------------------------+------------------------------------------------"
-for i in "${!names[@]}"; do printf '%-44s | %s\n' "${names[$i]}" "${results[$i]}"; done
+printf '\n%-52s | %s\n' "mutation" "tests that failed (count: first three)"
+printf '%s\n' "-----------------------------------------------------+-----------------------------------------------"
+for i in "${!names[@]}"; do printf '%-52s | %s\n' "${names[$i]}" "${results[$i]}"; done
 printf '\n%d mutations, %d survived, %d s\n' "${#names[@]}" "$survived" "$elapsed"
 [ "$survived" = 0 ]
