@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
@@ -94,9 +95,9 @@ absl::StatusOr<int> ReadAll(const std::string& path, analyzer::ReaderOptions opt
       auto t = r.Body<format::TensorRecord>();
       EXPECT_EQ(r.payload.size(), t.payload_bytes);
       EXPECT_EQ(r.payload.size(), static_cast<size_t>(t.seq % 7 + 1) * sizeof(float));
-      float f;
-      memcpy(&f, r.payload.data(), sizeof f);
-      EXPECT_EQ(f, static_cast<float>(t.seq));
+      std::vector<float> values(r.payload.size() / sizeof(float));
+      memcpy(values.data(), r.payload.data(), values.size() * sizeof(float));
+      for (float f : values) EXPECT_EQ(f, static_cast<float>(t.seq)) << "tensor of seq " << t.seq;
     }
   }
   if (truncated) *truncated = (*reader)->truncated();
@@ -212,6 +213,45 @@ TEST(TraceStore, EveryCorruptedByteIsRejectedOrHarmless) {
     }
   }
   EXPECT_EQ(rejected, static_cast<int>(full.size()));
+}
+
+// Frames whose own checksums are right but whose order is not the writer's: a frame repeated (a retried write) or
+// two frames swapped. The frame index catches both: the stream is corrupt, not silently read twice or out of order.
+TEST(TraceStore, RepeatedOrReorderedFramesAreRejected) {
+  std::string path = WriteSample("frames_src.ttr", 40, 256);
+  const std::vector<char> full = ReadFile(path);
+  std::vector<std::pair<size_t, size_t>> frames;  // [begin, end) of each frame, header included
+  for (size_t at = sizeof(format::FileHeader); at + sizeof(format::FrameHeader) <= full.size();) {
+    format::FrameHeader fh;
+    memcpy(&fh, full.data() + at, sizeof fh);
+    const size_t end = at + sizeof fh + fh.compressed_size;
+    frames.emplace_back(at, end);
+    at = end;
+  }
+  ASSERT_GE(frames.size(), 3u);
+  ASSERT_EQ(frames.back().second, full.size());
+  auto frame = [&](size_t i) {
+    return std::vector<char>(full.begin() + static_cast<long>(frames[i].first),
+                             full.begin() + static_cast<long>(frames[i].second));
+  };
+  std::vector<char> repeated(full.begin(), full.begin() + static_cast<long>(frames[1].second));
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    const std::vector<char> f = frame(i);
+    repeated.insert(repeated.end(), f.begin(), f.end());
+  }
+  std::vector<char> swapped(full.begin(), full.begin() + static_cast<long>(frames[1].first));
+  for (size_t i : {size_t{2}, size_t{1}}) {
+    const std::vector<char> f = frame(i);
+    swapped.insert(swapped.end(), f.begin(), f.end());
+  }
+  for (const auto& bytes : {repeated, swapped}) {
+    const std::string bad = TempPath("frames_bad.ttr");
+    WriteFile(bad, bytes);
+    auto n = ReadAll(bad, {true});
+    ASSERT_FALSE(n.ok());
+    EXPECT_EQ(n.status().code(), absl::StatusCode::kDataLoss) << n.status();
+    EXPECT_NE(n.status().message().find("frame index"), absl::string_view::npos) << n.status();
+  }
 }
 
 TEST(TraceStore, NotATrace) {

@@ -98,7 +98,7 @@ mutate() {
   if [ "$caught" = 0 ]; then
     caught=""
   else
-    caught="$caught: $(printf '%s\n' "$failed" | head -3 | tr '\n' ' ')$([ "$caught" -gt 3 ] && echo "...")"
+    caught="$caught: $(printf '%s\n' "$failed" | head -3 | tr '\n' ' ')$([ "$caught" -gt 3 ] && echo "..." || true)"
   fi
   if ! printf '%s\n' "$out" | grep -q "tests passed"; then
     echo "error: ctest ran nothing for '$name' (regex $tests):" >&2
@@ -151,6 +151,14 @@ mutate "reader: payload CRC ignored" trace_reader.cc \
   "if (store::Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)" \
   "if (false && store::Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)" \
   "trace_store_test" "TraceStore|Crc32c"
+mutate "reader: frame index not checked" trace_reader.cc "if (fh.frame_index != frames_read_)" \
+  "if (false && fh.frame_index != frames_read_)" "trace_store_test" "TraceStore|Crc32c"
+mutate "writer: a record's payload one byte short" trace_writer.cc \
+  "if (payload_bytes) memcpy(at + sizeof rh + body_bytes, payload, payload_bytes);" \
+  "if (payload_bytes) memcpy(at + sizeof rh + body_bytes, payload, payload_bytes - 1);" \
+  "trace_store_test" "TraceStore|Crc32c"
+mutate "writer: payload CRC over one byte fewer" trace_writer.cc "fh.payload_crc = Crc32c(compressed_.data(), n);" \
+  "fh.payload_crc = Crc32c(compressed_.data(), n - 1);" "trace_store_test" "TraceStore|Crc32c"
 mutate "crc32c: table polynomial" crc32c.cc "(c >> 1) ^ 0x82F63B78u" "(c >> 1) ^ 0x82F63B79u" \
   "trace_store_test" "TraceStore|Crc32c"
 # The shim.
