@@ -180,6 +180,9 @@ mutate "shim: a GEMM's status not recorded" cublas_interceptors.cc \
 mutate "shim: received data captured after a failed collective" nccl_capture.cc \
   "if (capture && status == ncclSuccess) {" "if (capture) {" \
   "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
+mutate "shim: convolution output captured after a failed call" cudnn_interceptors.cc \
+  "if (capture && status == CUDNN_STATUS_SUCCESS)" "if (capture)" \
+  "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
 # simgpu's reduction orders.
 mutate "simgpu: pairwise panel levels combined in reverse" accumulate_panel.cc \
   "for (int lvl = top - 2; lvl >= 0; --lvl) {" "for (int lvl = 0; lvl <= top - 2; ++lvl) {" \

@@ -1,16 +1,17 @@
 // Test stand-ins for the vendor libraries the shim intercepts: shared objects under the vendors' sonames and
-// version nodes (libcublas.so.13, libcublasLt.so.13, libnccl.so.2), built by the tests, that answer every
+// version nodes (libcublas.so.13, libcublasLt.so.13, libcudnn.so.9, libnccl.so.2), built by the tests, that answer every
 // intercepted entry point with the status the test asks for, so that the shim's pass-through can be tested for
 // each documented status and not only the one blanket error NVIDIA's libraries give without a GPU.
 //
 //   STANDIN_CUBLAS_STATUS   cublasStatus_t returned by every intercepted cuBLAS and cuBLASLt entry point
+//   STANDIN_CUDNN_STATUS    cudnnStatus_t returned by cudnnConvolutionForward, BackwardData, BackwardFilter
 //   STANDIN_NCCL_STATUS     ncclResult_t returned by every intercepted NCCL collective and point-to-point call
 //                           outside a group, by ncclGroupEnd, and by ncclCommInitRank for a communicator of 2
 //                           ranks (1 rank: always created)
 //
 // Unset means 0 (success). An answering entry point does no work and reads no argument: with success the
 // outputs keep what the program put there. Everything else the program and the shim call (handles, streams,
-// modes, cuBLASLt descriptors, communicator queries) is answered here or forwarded to simgpu's library, opened by
+// modes, cuBLASLt and cuDNN descriptors, communicator queries) is answered here or forwarded to simgpu's library, opened by
 // its full path (STANDIN_SIMGPU_LIBDIR) with RTLD_LOCAL so that it never shadows the stand-in.
 #ifndef TTRACE_SHIM_TESTING_STATUS_STANDIN_H_
 #define TTRACE_SHIM_TESTING_STATUS_STANDIN_H_

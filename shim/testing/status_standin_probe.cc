@@ -5,6 +5,7 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 #include <nccl.h>
 
 #include <cstdio>
@@ -73,6 +74,38 @@ void LtMatmul(void* a, void* b, void* c) {
   cublasLtDestroy(lt);
 }
 
+// x 1x1x3x3, w 1x1x2x2, y 1x1x2x2: forward (x, w -> y), backward data (w, dy -> dx), backward filter (x, dy -> dw).
+void Convolutions(void* x, void* w, void* y) {
+  cudnnHandle_t h = nullptr;
+  Setup("cudnnCreate", cudnnCreate(&h));
+  cudnnTensorDescriptor_t xd = nullptr, yd = nullptr;
+  cudnnFilterDescriptor_t wd = nullptr;
+  cudnnConvolutionDescriptor_t cd = nullptr;
+  const int xdims[4] = {1, 1, 3, 3}, xstrides[4] = {9, 9, 3, 1}, ydims[4] = {1, 1, 2, 2}, ystrides[4] = {4, 4, 2, 1};
+  const int wdims[4] = {1, 1, 2, 2}, pad[2] = {0, 0}, one[2] = {1, 1};
+  Setup("cudnnCreateTensorDescriptor", cudnnCreateTensorDescriptor(&xd) | cudnnCreateTensorDescriptor(&yd));
+  Setup("cudnnSetTensorNdDescriptor", cudnnSetTensorNdDescriptor(xd, CUDNN_DATA_FLOAT, 4, xdims, xstrides) |
+                                          cudnnSetTensorNdDescriptor(yd, CUDNN_DATA_FLOAT, 4, ydims, ystrides));
+  Setup("cudnnCreateFilterDescriptor", cudnnCreateFilterDescriptor(&wd));
+  Setup("cudnnSetFilterNdDescriptor", cudnnSetFilterNdDescriptor(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 4, wdims));
+  Setup("cudnnCreateConvolutionDescriptor", cudnnCreateConvolutionDescriptor(&cd));
+  Setup("cudnnSetConvolutionNdDescriptor",
+        cudnnSetConvolutionNdDescriptor(cd, 2, pad, one, one, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  const float f1 = 1, f0 = 0;
+  Op("cudnnConvolutionForward", cudnnConvolutionForward(h, &f1, xd, x, wd, w, cd, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                                        nullptr, 0, &f0, yd, y));
+  Op("cudnnConvolutionBackwardData",
+     cudnnConvolutionBackwardData(h, &f1, wd, w, yd, y, cd, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, nullptr, 0, &f0, xd, x));
+  Op("cudnnConvolutionBackwardFilter", cudnnConvolutionBackwardFilter(h, &f1, xd, x, yd, y, cd,
+                                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, nullptr, 0,
+                                                                      &f0, wd, w));
+  cudnnDestroyConvolutionDescriptor(cd);
+  cudnnDestroyFilterDescriptor(wd);
+  cudnnDestroyTensorDescriptor(yd);
+  cudnnDestroyTensorDescriptor(xd);
+  Setup("cudnnDestroy", cudnnDestroy(h));
+}
+
 void Collectives(void* a, void* c) {
   ncclUniqueId id;
   Setup("ncclGetUniqueId", ncclGetUniqueId(&id));
@@ -110,6 +143,7 @@ int main() {
   Gemms(h, a, b, c);
   Setup("cublasDestroy_v2", cublasDestroy(h));
   LtMatmul(a, b, c);
+  Convolutions(a, b, c);
   Collectives(a, c);
   Setup("cudaDeviceSynchronize", cudaDeviceSynchronize());
   return 0;
