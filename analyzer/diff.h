@@ -12,7 +12,7 @@
 //   the reference op's under named thresholds (collectives the reference lacks are judged at the reference
 //   tensor their output stands for: the GEMM output a reduction sums, the GEMM operand a gather produces):
 //     diff.propagation  a GEMM's output (or the all-reduce that sums its partial outputs) against the reference:
-//                       |Ĉ_c − C_r| ≤ |α|(|A_c−A_r|·|B_c| + |A_r|·|B_c−B_r|) + |β||C0_c−C0_r| + the
+//                       |Ĉ_c − C_r| ≤ |α|Σ_s(|A_s−A_r|·|B_s| + |A_r|·|B_s−B_r|) + |Σ_s β_s C0_s − β_r C0_r| + the
 //                       gemm.deterministic bounds of the reference and of every candidate shard (+ the
 //                       reduce.deterministic bound of the all-reduce), elementwise: "inside" when exceeded;
 //     diff.between      an input operand against the reference's: relative Frobenius error ≤ 2·(largest relative

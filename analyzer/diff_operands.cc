@@ -122,6 +122,27 @@ double WorstReplicaError(const LogicalGemm& r, const std::vector<Shard>& shards,
   return std::sqrt(num / den);
 }
 
+bool Sharded::JudgeAccumulator(const Op& rop, const LogicalGemm& r, const std::vector<double>& beta_c0,
+                               const OpName& name, const std::string& detail, bool between,
+                               std::vector<double>* bound) {
+  std::vector<double> want(beta_c0.size(), 0);
+  for (size_t x = 0; x < want.size() && !r.c_in.empty(); ++x) want[x] = r.beta * r.c_in[x];
+  bool any = false;
+  for (size_t x = 0; x < want.size(); ++x) {
+    (*bound)[x] += std::fabs(beta_c0[x] - want[x]);
+    any = any || beta_c0[x] != 0 || want[x] != 0;
+  }
+  if (!any || between) return between;
+  const double eps = Epsilon(r.c_type), tau = 2 * max_out_rel_ + eps, rel = RelFrobenius(beta_c0, want);
+  if (rel <= tau) return false;
+  Find("diff.between", name, rop, "C0", "between", rel, MaxAbsDiff(beta_c0, want), eps, rel / tau, tau,
+       "diff.between",
+       absl::StrCat("input beta x C0 (summed over the shards) differs from the reference's by ", FormatNumber(rel),
+                    " (relative Frobenius) > ", FormatNumber(tau), " = 2 x the largest output error before + eps"),
+       detail);
+  return true;
+}
+
 const Op* Sharded::GatherFeeding(const Shard& s, bool operand_a) const {
   const format::GemmRecord& g = s.op->gemm;
   if ((operand_a ? g.transa : g.transb) != 0 || g.batch_count > 1) return nullptr;  // stored != logical layout

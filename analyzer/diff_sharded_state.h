@@ -95,6 +95,13 @@ class Sharded {
   bool JudgeOperands(size_t i, const Op& rop, const LogicalGemm& r, const std::vector<Shard>& shards,
                      const GemmSplit& split, const MergedInputs& in, const OpName& name, const std::string& detail);
   const Op* GatherFeeding(const Shard& s, bool operand_a) const;
+  // A GEMM with β ≠ 0 (C = αAB + βC0, e.g. a weight gradient accumulated into its main gradient): `beta_c0` is
+  // Σ over the shards of β_s·C0_s, merged over the full output like C (summed over k slices: each data-parallel
+  // rank accumulates its own partial gradient). Judges it as input C0 against β_r·C0_r (diff.between) unless
+  // `between` already holds, and adds the exact |Σβ_s·C0_s − β_r·C0_r| to `bound`. Returns `between`, or true
+  // when C0 diverged.
+  bool JudgeAccumulator(const Op& rop, const LogicalGemm& r, const std::vector<double>& beta_c0, const OpName& name,
+                        const std::string& detail, bool between, std::vector<double>* bound);
   // Compares the all-gathers producing operand A or B of `shards` with the reference's operand; reports the first
   // that diverges when `diverged` (the merged operand did). True when it reported.
   bool JudgeGathers(const Op& rop, const std::vector<Shard>& shards, const GemmSplit& split, bool operand_a,

@@ -212,6 +212,65 @@ TEST(DiffSharded, ReplicasWithDifferentInputsAreBetweenNotInside) {
   for (const Finding& f : r.report.findings()) EXPECT_NE(f.check, "diff.inside") << Findings(r);
 }
 
+// Gradient accumulation (C = A·B + C0, Megatron's weight gradient accumulated into main_grad) with the inner
+// dimension split over data parallelism: each rank accumulates its own partial gradient, so the ranks' C0 sum to
+// the reference's C0, and the all-reduce of the outputs is the reference GEMM's output. Clean: every op compared;
+// rank 1's accumulator changed between ops (scaled by 1.01): between at C0, not inside.
+void WriteAccumulation(const std::string& ref_dir, const std::string& cand_dir, double c0_scale) {
+  constexpr uint64_t kDpComm = 0x4444;
+  const Mat a = Random(kM * kK * 2, 1), b = Random(kK * 2 * kN, 2), c0 = Random(kM * kN, 3), r0 = Random(kM * kN, 4);
+  auto with_c0 = [](Mat c, const Mat& add) {
+    for (size_t x = 0; x < c.size(); ++x) c[x] = static_cast<float>(c[x] + add[x]);
+    return c;
+  };
+  auto write = [](StreamBuilder* s, const Mat& a, const Mat& b, const Mat& c0, const Mat& c, int64_t k) {
+    s->Gemm(testing::GemmRec(0, kM, kN, k, DType::kF32, DType::kF32, 68, 1.0, 1.0));
+    s->Tensor(0, TensorSlot::kA, DType::kF32, kM, k, 1, Encode(DType::kF32, a));
+    s->Tensor(0, TensorSlot::kB, DType::kF32, k, kN, 1, Encode(DType::kF32, b));
+    s->Tensor(0, TensorSlot::kCIn, DType::kF32, kM, kN, 1, Encode(DType::kF32, c0));
+    s->Tensor(0, TensorSlot::kCOut, DType::kF32, kM, kN, 1, Encode(DType::kF32, c));
+  };
+  {
+    StreamBuilder s(ref_dir + "/rank-0.ttr", 0, 1);
+    s.CommInit(kRefComm, 0, 1);
+    write(&s, a, b, c0, with_c0(MatMul(a, b, kM, 2 * kK, kN), c0), 2 * kK);
+  }
+  Mat part_c0[2] = {r0, r0}, out[2];
+  for (size_t x = 0; x < c0.size(); ++x) part_c0[1][x] = static_cast<float>(c0[x] - r0[x]);
+  for (double& v : part_c0[1]) v = static_cast<float>(v * c0_scale);
+  Mat sum(c0.size());
+  for (int r = 0; r < 2; ++r) {
+    out[r] = with_c0(MatMul(Block(a, kM, 0, kM, r * kK, (r + 1) * kK), Block(b, 2 * kK, r * kK, (r + 1) * kK, 0, kN),
+                         kM, kK, kN),
+                     part_c0[r]);
+    for (size_t x = 0; x < sum.size(); ++x) sum[x] = static_cast<float>(sum[x] + out[r][x]);
+  }
+  for (int r = 0; r < 2; ++r) {
+    StreamBuilder s(cand_dir + "/rank-" + std::to_string(r) + ".ttr", r, 2);
+    s.CommInit(kDpComm, r, 2);
+    write(&s, Block(a, kM, 0, kM, r * kK, (r + 1) * kK), Block(b, 2 * kK, r * kK, (r + 1) * kK, 0, kN), part_c0[r],
+          out[r], kK);
+    WriteAllReduce(&s, 1, kDpComm, r, 2, out[r], sum, kM, kN);
+  }
+}
+
+TEST(DiffSharded, AccumulatingGemmsWithBetaAreCompared) {
+  const std::string ref = testing::TempDir("diff_acc_ref"), clean = testing::TempDir("diff_acc_clean");
+  WriteAccumulation(ref, clean, 1.0);
+  const DiffResult r = RunDiff(Load(ref), Load(clean));
+  EXPECT_EQ(r.report.verdict(), Verdict::kClean) << Findings(r);
+  EXPECT_EQ(r.report.summary().checked.at("diff.gemm"), 1u);
+  EXPECT_EQ(r.report.summary().checked.at("diff.allreduce"), 1u) << Findings(r);
+  EXPECT_GT(r.report.summary().overall.max_ratio, 0) << "the output was compared";
+  const std::string bad = testing::TempDir("diff_acc_bad");
+  WriteAccumulation(testing::TempDir("diff_acc_ref2"), bad, 1.01);
+  const DiffResult b = RunDiff(Load(ref), Load(bad));
+  ASSERT_TRUE(b.first.valid) << Findings(b);
+  EXPECT_EQ(b.first.kind, "between") << Findings(b);
+  EXPECT_EQ(b.first.operand, "C0");
+  EXPECT_GT(b.first.ratio, 100);
+}
+
 TEST(DiffSharded, ExtraOpIsNotAlignedAndIncomplete) {
   Faults f;
   f.extra_op = true;
