@@ -17,22 +17,16 @@ void CaptureEngine::DrainLoop() {
   const auto interval = std::chrono::milliseconds(config_.flush_ms);
   Clock::time_point next_flush = Clock::now() + interval;
   std::unique_lock<std::mutex> lock(mu_);
-  std::vector<QueuedRecord> records;
-  std::vector<uint64_t> stalled;
+  std::vector<std::pair<uint64_t, QueuedRecord>> overflow;
   while (true) {
-    records_.TakeReady(&records);
-    if (records_.waiting() > config_.max_waiting_records) {
-      // A call has not returned while too many records wait behind it (a hung vendor call): give up its record.
-      records_.SkipStalled(&stalled, &records);
-      lock.unlock();
-      for (uint64_t ticket : stalled) RecordDropped(ticket);
-      stalled.clear();
-      lock.lock();
-    }
+    overflow.swap(overflow_);
+    lock.unlock();
+    const size_t written = WriteRecordsDue(&overflow);
+    lock.lock();
     const bool tensor_ready = !tensors_.empty() && tensors_.front().state != CopyState::kCopying;
     const bool requested = FlushTargetReachedLocked();
     const bool tick = Clock::now() >= next_flush;
-    if (records.empty() && !tensor_ready && !requested && !tick) {
+    if (written == 0 && overflow_.empty() && !tensor_ready && !requested && !tick) {
       if (stop_) break;
       work_cv_.wait_until(lock, next_flush);
       continue;
@@ -41,7 +35,6 @@ void CaptureEngine::DrainLoop() {
     if (tensor_ready) item = tensors_.front();
     const uint64_t generation = flush_requested_;
     lock.unlock();
-    WriteRecords(&records);
     if (tensor_ready) {
       WriteTensor(item);
       if (item.event != nullptr && item.ctx == nullptr) driver_->EventDestroy(item.event);
@@ -67,16 +60,29 @@ void CaptureEngine::DrainLoop() {
   FinalDrain(lock);
 }
 
+// Without mu_: the locked path's records into records_, then everything due; when too many records wait behind a
+// call that has not returned (a hung vendor call), gives up that call's record.
+size_t CaptureEngine::WriteRecordsDue(std::vector<std::pair<uint64_t, QueuedRecord>>* overflow) {
+  for (auto& [ticket, record] : *overflow) records_.Put(ticket, std::move(record));
+  overflow->clear();
+  size_t written = MergeBuffers(/*all=*/false);
+  if (records_.waiting() > config_.max_waiting_records) {
+    std::vector<uint64_t> stalled;
+    std::vector<QueuedRecord> records;
+    records_.SkipStalled(&stalled, &records);
+    written += records.size();
+    WriteRecords(&records);
+    for (uint64_t ticket : stalled) RecordDropped(ticket);
+  }
+  return written;
+}
+
 // A notice for the call record of `ticket`, skipped; its seq when it is an op. Without mu_ held.
 void CaptureEngine::RecordDropped(uint64_t ticket) {
-  uint64_t seq = kNoSeq, count;
+  const uint64_t seq = RunningSeq(ticket);
+  uint64_t count;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = running_ops_.find(ticket);
-    if (it != running_ops_.end()) {
-      seq = it->second;
-      running_ops_.erase(it);
-    }
     count = ++records_dropped_;
   }
   if (count == 1) {
@@ -100,19 +106,25 @@ void CaptureEngine::FinalDrain(std::unique_lock<std::mutex>& lock) {
   };
   while (copying() && work_cv_.wait_until(lock, deadline) != std::cv_status::timeout) {
   }
-  std::vector<QueuedRecord> records;
-  records_.TakeAll(&records);
   std::deque<TensorItem> tensors;
   tensors.swap(tensors_);
   lock.unlock();
-  WriteRecords(&records);
+  // Every record published so far, in ticket order, skipping calls that never returned.
+  auto write_all = [&] {
+    std::vector<std::pair<uint64_t, QueuedRecord>> overflow;
+    lock.lock();
+    overflow.swap(overflow_);
+    lock.unlock();
+    for (auto& [ticket, record] : overflow) records_.Put(ticket, std::move(record));
+    MergeBuffers(/*all=*/true);
+    std::vector<QueuedRecord> records;
+    records_.TakeAll(order_.tickets(), &records);
+    WriteRecords(&records);
+  };
+  write_all();
   for (const TensorItem& t : tensors)
     if (t.state != CopyState::kCopying) WriteTensor(t);
-  // Notices about tensors that failed just now.
-  lock.lock();
-  records_.TakeAll(&records);
-  lock.unlock();
-  WriteRecords(&records);
+  write_all();  // notices about tensors that failed just now
   WriteEnd();
   if (!sink_failed_ && !sink_->Close()) SinkFailed();
   flushed_cv_.notify_all();
@@ -205,8 +217,7 @@ bool CaptureEngine::Append(format::RecordType type, const void* body, size_t bod
     SinkFailed();
     return false;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  ++stats_.records;
+  records_written_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 

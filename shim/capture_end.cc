@@ -19,8 +19,8 @@ void CaptureEngine::WriteEnd() {
   memset(&e, 0, sizeof e);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    e.ops = next_seq_;
-    e.records = stats_.records;
+    e.ops = order_.seqs();
+    e.records = records_written_.load();
     e.tensors = stats_.tensors;
     e.tensor_bytes = stats_.tensor_bytes;
     e.records_dropped = records_dropped_;

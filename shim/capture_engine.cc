@@ -4,7 +4,7 @@
 //   events), so space comes back in allocation order and the allocator needs no free lists.
 // - Records wake the drain thread only in batches (kRecordsPerWake) or at its flush tick: a wake-up per record
 //   costs the calling thread a futex call and, on a busy host, a context switch. Tensors wake it at once, since
-//   their ring space is waited for.
+//   their ring space is waited for. How records travel without a lock is in capture_records.cc.
 // - Nothing here calls CUDA while holding mu_: a thread whose copy or event call blocks on the GPU never stalls the
 //   drain thread or another capturing thread.
 // - Everything goes through the driver API (driver_api.h), which leaves the application's cudaGetLastError state
@@ -37,6 +37,7 @@ CaptureEngine::CaptureEngine(const EngineConfig& config, std::unique_ptr<Sink> s
       sink_(std::move(sink)),
       sink_name_(sink_ ? sink_->name() : ""),
       tensors_on_(config.capture_tensors && driver != nullptr && config.ring_bytes > 0),
+      id_(NextEngineId()),
       ring_(config.ring_bytes) {}
 
 CaptureEngine::~CaptureEngine() { Shutdown(); }
@@ -46,33 +47,7 @@ void CaptureEngine::Start() {
   if (started_ || stop_) return;
   started_ = true;
   drain_ = std::thread([this] { DrainLoop(); });
-}
-
-CaptureEngine::Slot CaptureEngine::Reserve(bool op) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Slot slot;
-  slot.ticket = records_.Reserve();
-  slot.seq = op ? next_seq_++ : kNoSeq;
-  if (op) running_ops_.emplace(slot.ticket, slot.seq);
-  return slot;
-}
-
-void CaptureEngine::Publish(uint64_t ticket, format::RecordType type, const void* body, size_t body_bytes,
-                            const void* payload, size_t payload_bytes) {
-  QueuedRecord r{type, std::string(static_cast<const char*>(body), body_bytes),
-                 payload_bytes ? std::string(static_cast<const char*>(payload), payload_bytes) : std::string()};
-  bool wake;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!graph_ops_.empty()) {
-      auto op = running_ops_.find(ticket);
-      if (op != running_ops_.end()) NoteGraphRecord(op->second, type, r.body);
-    }
-    running_ops_.erase(ticket);
-    if (!records_.Put(ticket, std::move(r))) return;
-    wake = records_.waiting() >= kRecordsPerWake;
-  }
-  if (wake) work_cv_.notify_one();
+  drain_id_ = drain_.get_id();
 }
 
 void CaptureEngine::Notice(format::NoticeCode code, uint64_t seq, uint64_t count, const std::string& message,
@@ -84,7 +59,7 @@ void CaptureEngine::Notice(format::NoticeCode code, uint64_t seq, uint64_t count
   n.seq = seq;
   n.count = count;
   n.reason = reason;
-  Publish(Reserve(false).ticket, format::RecordType::kNotice, &n, sizeof n, message.data(), message.size());
+  Publish(Reserve(false), format::RecordType::kNotice, &n, sizeof n, message.data(), message.size());
 }
 
 void CaptureEngine::Drop(uint64_t seq, format::DropReason reason, const std::string& why) {
@@ -300,7 +275,7 @@ bool CaptureEngine::FlushAndWait(int timeout_ms) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!started_ || stop_) return false;
   const uint64_t generation = ++flush_requested_;
-  flush_target_ticket_ = records_.reserved();
+  flush_target_ticket_ = order_.tickets();
   flush_target_tensors_ = tensors_pushed_;
   work_cv_.notify_one();
   return flushed_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
@@ -343,7 +318,8 @@ void CaptureEngine::Shutdown() {
 CaptureEngine::Stats CaptureEngine::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s = stats_;
-  s.ops = next_seq_;
+  s.ops = order_.seqs();
+  s.records = records_written_.load();
   s.records_dropped = records_dropped_;
   return s;
 }

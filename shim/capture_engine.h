@@ -3,6 +3,13 @@
 // Records. An interceptor calls Reserve() when the call enters (for an op this also assigns its seq: 0, 1, 2, ...
 // per process in host call order; DESIGN.md §4) and Publish() when the vendor call has returned. Records reach
 // the sink in Reserve() order (RecordQueue), so op records are in seq order, within flush_ms of their call.
+// The hot path takes no lock and allocates nothing (record_buffer.h): Reserve is one 16-byte compare-and-swap,
+// Publish copies the record into the calling thread's own RecordBuffer (made at its first call). A buffer that is
+// full makes its thread wait for the drain up to ring_wait_ms; after that, and for threads beyond kMaxBuffers and
+// records larger than a buffer takes, the record goes the locked path (overflow_). Records are never dropped for
+// lack of room. The drain is woken when a buffer holds kRecordsPerWake records (a notify without a waiter costs no
+// system call), else at its flush tick. A thread is inside one op at a time:
+// that is how a call that never returns is named by its seq (RecordBuffer::Running).
 //
 // Tensors. CaptureTensor() enqueues, on the op's own stream, cuMemcpyDtoHAsync into a bounded pinned
 // ring (allocated once, at the first capture) and records an event after it: the copy sees exactly what the stream
@@ -47,6 +54,7 @@
 
 #include "shim/byte_ring.h"
 #include "shim/driver_api.h"
+#include "shim/record_buffer.h"
 #include "shim/record_queue.h"
 #include "shim/sink.h"
 #include "shim/tensor_pack.h"
@@ -100,11 +108,11 @@ class CaptureEngine {
   void Start();  // starts the drain thread
 
   Slot Reserve(bool op);
-  void Publish(uint64_t ticket, format::RecordType type, const void* body, size_t body_bytes,
+  void Publish(const Slot& slot, format::RecordType type, const void* body, size_t body_bytes,
                const void* payload = nullptr, size_t payload_bytes = 0);
   template <typename Body>
-  void Publish(uint64_t ticket, format::RecordType type, const Body& body) {
-    Publish(ticket, type, &body, sizeof body);
+  void Publish(const Slot& slot, format::RecordType type, const Body& body) {
+    Publish(slot, type, &body, sizeof body);
   }
   // A NoticeRecord about op `seq` (kNoSeq: none), in order with the other records from now on.
   void Notice(format::NoticeCode code, uint64_t seq, uint64_t count, const std::string& message,
@@ -136,6 +144,7 @@ class CaptureEngine {
   struct GraphOp;
   struct GraphTensor;
   static constexpr size_t kRecordsPerWake = 64;
+  static constexpr size_t kMaxBuffers = 64;  // threads with a RecordBuffer (512 KiB each) at once
   enum class CopyState { kCopying, kReady, kFailed };
   struct TensorItem {
     uint64_t seq = 0;
@@ -162,6 +171,19 @@ class CaptureEngine {
   CUstreamCaptureStatus StreamCapture(CUstream stream);
   CUevent AcquireEvent(CUcontext ctx);
   void DisableTensors(const std::string& why);
+  // The calling thread's record buffer for this engine, made on its first call; nullptr: it has none.
+  static uint64_t NextEngineId();  // capture_records.cc
+  RecordBuffer* ThreadBuffer();
+  RecordBuffer* AttachThreadBuffer();
+  bool WaitForRoom(RecordBuffer* buffer, const Slot& slot, format::RecordType type, const void* body,
+                   size_t body_bytes, const void* payload, size_t payload_bytes);
+  // Drain thread (or the final drain), without mu_: writes the records due, in ticket order, from records_ and
+  // the rings (capture_records.cc); returns how many.
+  size_t MergeBuffers(bool all);
+  size_t WriteRecordsDue(std::vector<std::pair<uint64_t, QueuedRecord>>* overflow);
+  size_t WriteReady();
+  // The seq of the op running under `ticket` (kNoSeq: unknown).
+  uint64_t RunningSeq(uint64_t ticket);
   void DrainLoop();
   void FinalDrain(std::unique_lock<std::mutex>& lock);
   void WriteRecords(std::vector<QueuedRecord>* records);
@@ -174,7 +196,7 @@ class CaptureEngine {
               size_t payload_bytes);
   void SinkFailed();
   void WriteEnd();  // capture_end.cc: the EndRecord, from FinalDrain just before the sink closes
-  bool FlushTargetReachedLocked() const;
+  bool FlushTargetReachedLocked() const;  // drain thread, mu_ held
 
   const EngineConfig config_;
   const DriverApi* const driver_;
@@ -190,10 +212,19 @@ class CaptureEngine {
   std::condition_variable work_cv_;     // drain: something to write, a flush request, stop
   std::condition_variable space_cv_;    // callers: ring space freed
   std::condition_variable flushed_cv_;  // FlushAndWait: request served
-  RecordQueue records_;
-  std::map<uint64_t, uint64_t> running_ops_;  // ticket -> seq of op calls not yet published
+  RecordQueue records_;                 // the drain's own (no lock): records waiting for an earlier ticket
+  std::vector<QueuedRecord> ready_scratch_;  // the drain's
+  std::vector<std::pair<uint64_t, QueuedRecord>> overflow_;  // the locked path's records, for the drain
+  OrderCounter order_;                  // tickets and seqs
+  const uint64_t id_;                   // this engine among the process's (threads cache their buffer per engine)
+  std::mutex buffers_mu_;               // attaching a buffer to a thread
+  std::vector<std::shared_ptr<RecordBuffer>> owned_buffers_;  // under buffers_mu_
+  std::atomic<RecordBuffer*> buffers_[kMaxBuffers] = {};
+  std::atomic<size_t> buffer_count_{0};
+  std::atomic<bool> has_graph_ops_{false};
+  int record_waiters_ = 0;              // under mu_: threads in WaitForRoom
+  std::thread::id drain_id_;            // set before the drain runs
   uint64_t records_dropped_ = 0;
-  uint64_t next_seq_ = 0;
   std::deque<TensorItem> tensors_;      // ring order
   ByteRing ring_;
   uint64_t tensors_pushed_ = 0, tensors_done_ = 0;
@@ -208,6 +239,7 @@ class CaptureEngine {
   bool closed_ = false;                 // Shutdown done
   std::condition_variable closed_cv_;
   Stats stats_;
+  std::atomic<uint64_t> records_written_{0};
 
   std::unique_ptr<char[]> payload_;  // drain thread: a packed tensor (not zero-filled on growth)
   size_t payload_capacity_ = 0;

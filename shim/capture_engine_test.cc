@@ -206,12 +206,12 @@ TEST_F(CaptureEngineTest, RecordsInSeqOrderAndTensorsPacked) {
   std::vector<float> a(6 * 3);
   for (size_t i = 0; i < a.size(); ++i) a[i] = 0.5f * i;
   engine->CaptureTensor(s1.seq, nullptr, Matrix(a, 4, 3, 6, format::TensorSlot::kA));
-  engine->Publish(s1.ticket, RecordType::kGemm, Gemm(s1.seq, 11));  // finishes first
+  engine->Publish(s1, RecordType::kGemm, Gemm(s1.seq, 11));  // finishes first
   format::GroupRecord g;
   memset(&g, 0, sizeof g);
   g.depth = 1;
-  engine->Publish(setup.ticket, RecordType::kGroup, g);
-  engine->Publish(s0.ticket, RecordType::kGemm, Gemm(s0.seq, 10));
+  engine->Publish(setup, RecordType::kGroup, g);
+  engine->Publish(s0, RecordType::kGemm, Gemm(s0.seq, 10));
   engine->Shutdown();
 
   std::vector<Read> all = ReadAll(path_);
@@ -264,11 +264,11 @@ TEST_F(CaptureEngineTest, FullRingWaitsThenDropsWithNotice) {
   EXPECT_GE(waited, std::chrono::milliseconds(45));
   EXPECT_EQ(engine->stats().dropped, 1u);
   SetGate(true);
-  engine->Publish(s0.ticket, RecordType::kGemm, Gemm(0, 1));
+  engine->Publish(s0, RecordType::kGemm, Gemm(0, 1));
   // Space comes back once the drain finishes: a third capture fits again.
   const CaptureEngine::Slot s1 = engine->Reserve(true);
   engine->CaptureTensor(s1.seq, nullptr, Matrix(big, 1024, 160, 1024, format::TensorSlot::kA));
-  engine->Publish(s1.ticket, RecordType::kGemm, Gemm(1, 1));
+  engine->Publish(s1, RecordType::kGemm, Gemm(1, 1));
   engine->Shutdown();
 
   std::vector<Read> all = ReadAll(path_);
@@ -329,7 +329,7 @@ TEST_F(CaptureEngineTest, ThinSliceOfAWideMatrixIsCapturedWithPitchedCopies) {
   const int before = g_memcpy2d_calls;
   const CaptureEngine::Slot s = engine->Reserve(true);
   engine->CaptureTensor(s.seq, nullptr, Matrix(m, rows, cols, ld, format::TensorSlot::kA));
-  engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 1));
+  engine->Publish(s, RecordType::kGemm, Gemm(s.seq, 1));
   engine->Shutdown();
   EXPECT_EQ(g_memcpy2d_calls - before, 1);
   EXPECT_EQ(engine->stats().dropped, 0u);
@@ -347,13 +347,23 @@ TEST_F(CaptureEngineTest, AHungCallHoldsBackABoundedNumberOfRecords) {
   EngineConfig c = Full();
   c.max_waiting_records = 100;
   auto engine = Make(c);
-  const CaptureEngine::Slot hung = engine->Reserve(true);  // never published while the others run
+  // The hung call's thread is inside its op (as a thread in a vendor call is) while another thread goes on.
+  std::atomic<int> phase{0};
+  CaptureEngine::Slot hung;
+  std::thread hung_thread([&] {
+    hung = engine->Reserve(true);
+    phase = 1;
+    while (phase.load() != 2) std::this_thread::yield();
+    engine->Publish(hung, RecordType::kGemm, Gemm(hung.seq, 1));  // returns at last: discarded
+  });
+  while (phase.load() != 1) std::this_thread::yield();
   for (int i = 0; i < 500; ++i) {
     const CaptureEngine::Slot s = engine->Reserve(true);
-    engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 1));
+    engine->Publish(s, RecordType::kGemm, Gemm(s.seq, 1));
   }
   ASSERT_TRUE(engine->FlushAndWait(5000)) << "the records behind the hung call must be written";
-  engine->Publish(hung.ticket, RecordType::kGemm, Gemm(hung.seq, 1));  // returns at last: discarded
+  phase = 2;
+  hung_thread.join();
   engine->Shutdown();
   std::vector<Read> all = ReadAll(path_);
   std::vector<Read> gemms = OfType(all, RecordType::kGemm);
@@ -375,12 +385,12 @@ TEST_F(CaptureEngineTest, ExitDoesNotWaitForeverForAHungCopy) {
   std::vector<float> m(64, 1.5f);
   const CaptureEngine::Slot s0 = engine->Reserve(true);
   engine->CaptureTensor(s0.seq, nullptr, Matrix(m, 8, 8, 8, format::TensorSlot::kA));
-  engine->Publish(s0.ticket, RecordType::kGemm, Gemm(s0.seq, 1));
+  engine->Publish(s0, RecordType::kGemm, Gemm(s0.seq, 1));
   ASSERT_TRUE(engine->FlushAndWait(5000));
   SetGate(false);  // from now on no copy completes
   const CaptureEngine::Slot s1 = engine->Reserve(true);
   engine->CaptureTensor(s1.seq, nullptr, Matrix(m, 8, 8, 8, format::TensorSlot::kB));
-  engine->Publish(s1.ticket, RecordType::kGemm, Gemm(s1.seq, 1));
+  engine->Publish(s1, RecordType::kGemm, Gemm(s1.seq, 1));
   const auto t0 = std::chrono::steady_clock::now();
   engine->Shutdown();
   const auto waited = std::chrono::steady_clock::now() - t0;
@@ -426,7 +436,7 @@ TEST_F(CaptureEngineTest, PinnedAllocationFailureTurnsTensorsOffOnly) {
   const CaptureEngine::Slot s = engine->Reserve(true);
   engine->CaptureTensor(s.seq, nullptr, Matrix(m, 8, 8, 8, format::TensorSlot::kA));
   EXPECT_FALSE(engine->capturing_tensors());
-  engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 8));
+  engine->Publish(s, RecordType::kGemm, Gemm(s.seq, 8));
   engine->Shutdown();
   std::vector<Read> all = ReadAll(path_);
   EXPECT_EQ(OfType(all, RecordType::kGemm).size(), 1u);
@@ -458,7 +468,7 @@ TEST_F(CaptureEngineTest, FlushAndWaitMakesRecordsReadableWhileRunning) {
   std::vector<float> m(16, 1.5f);
   const CaptureEngine::Slot s = engine->Reserve(true);
   engine->CaptureTensor(s.seq, nullptr, Matrix(m, 4, 4, 4, format::TensorSlot::kCOut));
-  engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 4));
+  engine->Publish(s, RecordType::kGemm, Gemm(s.seq, 4));
   ASSERT_TRUE(engine->FlushAndWait(5000));
   std::vector<Read> all = ReadAll(path_);
   EXPECT_EQ(OfType(all, RecordType::kGemm).size(), 1u);
@@ -471,7 +481,7 @@ TEST_F(CaptureEngineTest, FramesAreFlushedPeriodically) {
   c.flush_ms = 50;
   auto engine = Make(c);
   const CaptureEngine::Slot s = engine->Reserve(true);
-  engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 4));
+  engine->Publish(s, RecordType::kGemm, Gemm(s.seq, 4));
   std::vector<Read> all;
   for (int i = 0; i < 100 && all.empty(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -484,7 +494,7 @@ TEST_F(CaptureEngineTest, FramesAreFlushedPeriodically) {
 
 TEST_F(CaptureEngineTest, ConcurrentCallsKeepSeqOrder) {
   auto engine = Make(Full());
-  constexpr int kThreads = 4, kCalls = 300;
+  constexpr int kThreads = 4, kCalls = 5000;  // 4 MiB of records: every ring wraps, some fill
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&engine, t] {
@@ -492,7 +502,7 @@ TEST_F(CaptureEngineTest, ConcurrentCallsKeepSeqOrder) {
       for (int i = 0; i < kCalls; ++i) {
         const CaptureEngine::Slot s = engine->Reserve(true);
         if (rng() % 4 == 0) std::this_thread::yield();
-        engine->Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, t));
+        engine->Publish(s, RecordType::kGemm, Gemm(s.seq, t));
       }
     });
   }
@@ -524,7 +534,7 @@ TEST_F(CaptureEngineTest, SinkFailureIsReportedOnce) {
   engine.Start();
   for (int i = 0; i < 3; ++i) {
     const CaptureEngine::Slot s = engine.Reserve(true);
-    engine.Publish(s.ticket, RecordType::kGemm, Gemm(s.seq, 1));
+    engine.Publish(s, RecordType::kGemm, Gemm(s.seq, 1));
   }
   engine.Shutdown();
   EXPECT_EQ(failures, 1);

@@ -68,6 +68,7 @@ void CaptureEngine::CaptureInGraph(uint64_t seq, CUstream stream, const TensorSp
   {
     std::lock_guard<std::mutex> lock(mu_);
     GraphOp*& op = graph_ops_[seq];
+    has_graph_ops_.store(true, std::memory_order_release);
     if (op == nullptr) {
       op = new GraphOp;
       op->template_seq = seq;
@@ -135,7 +136,7 @@ void CaptureEngine::Launched(GraphTensor* t) {
       op->launch_seq = seq;
     }
     memcpy(record.data(), &seq, sizeof seq);  // every op record starts with its seq (format.h)
-    Publish(slot.ticket, type, record.data(), record.size());
+    Publish(slot, type, record.data(), record.size());
     Notice(format::NoticeCode::kGraphReplay, seq, op->template_seq, "a launch of a CUDA graph node");
   } else {
     std::lock_guard<std::mutex> lock(mu_);

@@ -263,7 +263,7 @@ cublasStatus_t TraceGemm(GemmCall* c, const Real& real) {
   const cublasStatus_t status = real();
   if (capture && status == CUBLAS_STATUS_SUCCESS) Capture(engine, r, stream, TensorSlot::kCOut);
   r.status = status;
-  engine->Publish(slot.ticket, format::RecordType::kGemm, r);
+  engine->Publish(slot, format::RecordType::kGemm, r);
   return status;
 }
 

@@ -391,7 +391,7 @@ cublasStatus_t TraceLtMatmul(LtCall* c, const void* a, const void* b, const void
       Capture(engine, r.seq, stream, VectorSpec(TensorSlot::kAuxAmax, r.aux_amax_ptr, DType::kF32, 1, 1, 0));
   }
   r.status = status;
-  engine->Publish(slot.ticket, format::RecordType::kLtMatmul, r);
+  engine->Publish(slot, format::RecordType::kLtMatmul, r);
   return status;
 }
 

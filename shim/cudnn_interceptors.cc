@@ -232,7 +232,7 @@ cudnnStatus_t TraceConv(ConvCall* c, cudnnHandle_t handle, const Real& real) {
   if (capture && status == CUDNN_STATUS_SUCCESS)
     Capture(engine, r.seq, stream, RoleSpec(r, c->out, TensorSlot::kCOut, c->out_ptr));
   r.status = status;
-  engine->Publish(slot.ticket, format::RecordType::kConv, r);
+  engine->Publish(slot, format::RecordType::kConv, r);
   return status;
 }
 

@@ -200,7 +200,7 @@ ncclResult_t TraceCollective(const CollectiveCall& c, RealCall real, const void*
     Pending().Add(d);
   }
   r.status = status;
-  engine->Publish(slot.ticket, format::RecordType::kCollective, r);
+  engine->Publish(slot, format::RecordType::kCollective, r);
   return status;
 }
 
@@ -211,7 +211,7 @@ ncclResult_t TraceGroupStart(RealCall real, const void* context) {
   const uint64_t t = MonotonicNs();
   const ncclResult_t status = real(context);
   if (status == ncclSuccess) ++t_group_depth;
-  engine->Publish(slot.ticket, format::RecordType::kGroup, GroupRec(format::ApiId::kNcclGroupStart, status, t));
+  engine->Publish(slot, format::RecordType::kGroup, GroupRec(format::ApiId::kNcclGroupStart, status, t));
   return status;
 }
 
@@ -234,7 +234,7 @@ ncclResult_t TraceGroupEnd(RealCall real, const void* context) {
     else if (status == ncclInProgress)
       Pending().Add(d);
   }
-  engine->Publish(slot.ticket, format::RecordType::kGroup, GroupRec(format::ApiId::kNcclGroupEnd, status, t));
+  engine->Publish(slot, format::RecordType::kGroup, GroupRec(format::ApiId::kNcclGroupEnd, status, t));
   return status;
 }
 

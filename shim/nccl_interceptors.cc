@@ -63,7 +63,7 @@ ncclResult_t TraceInitRank(format::ApiId api, ncclComm_t* comm, int nranks, uint
     info.device = DescribeComm(*comm).device;
     Comms().Add(handle, info);
   }
-  engine->Publish(slot.ticket, format::RecordType::kCommInit, InitRecord(api, status, info, handle, t));
+  engine->Publish(slot, format::RecordType::kCommInit, InitRecord(api, status, info, handle, t));
   return status;
 }
 
@@ -99,7 +99,7 @@ ncclResult_t TraceCommEnd(format::ApiId api, ncclComm_t comm, const Real& real) 
   r.comm_hash = info.hash;
   r.comm_handle = handle;
   r.t_ns = t;
-  engine->Publish(slot.ticket, format::RecordType::kCommDestroy, r);
+  engine->Publish(slot, format::RecordType::kCommDestroy, r);
   if (ends) engine->FlushAndWait(std::max(2000, static_cast<int>(2 * GetOptions().flush_ms)));
   return status;
 }
@@ -133,7 +133,7 @@ ncclResult_t TraceSplit(ncclComm_t parent, int color, ncclComm_t* newcomm, const
     info.hash = SplitHash(parent_info.hash, split_number, color);
     Comms().Add(handle, info);
   }
-  engine->Publish(slot.ticket, format::RecordType::kCommInit,
+  engine->Publish(slot, format::RecordType::kCommInit,
                   InitRecord(format::ApiId::kNcclCommSplit, status, info, handle, t));
   return status;
 }
@@ -189,7 +189,7 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitAll, (ncclComm_t* comm, int ndev, c
   info.hash = ttrace::shim::InitAllHash(static_cast<uint32_t>(getpid()), Comms().NextInitAll());
   info.size = ndev;
   if (!ttrace::shim::Created(status) || comm == nullptr || ndev < 1) {
-    engine->Publish(slot.ticket, RecordType::kCommInit,
+    engine->Publish(slot, RecordType::kCommInit,
                     ttrace::shim::InitRecord(ApiId::kNcclCommInitAll, status, info, 0, t));
     return status;
   }
@@ -198,8 +198,7 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitAll, (ncclComm_t* comm, int ndev, c
     info.device = devlist != nullptr ? devlist[i] : i;
     const uint64_t handle = reinterpret_cast<uint64_t>(comm[i]);
     Comms().Add(handle, info);
-    const uint64_t ticket = i == 0 ? slot.ticket : engine->Reserve(/*op=*/false).ticket;
-    engine->Publish(ticket, RecordType::kCommInit,
+    engine->Publish(i == 0 ? slot : engine->Reserve(/*op=*/false), RecordType::kCommInit,
                     ttrace::shim::InitRecord(ApiId::kNcclCommInitAll, status, info, handle, t));
   }
   return status;

@@ -3,12 +3,13 @@
 // CaptureEngine bounds it with SkipStalled.
 #include "shim/record_queue.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace ttrace::shim {
 
 bool RecordQueue::Put(uint64_t ticket, QueuedRecord record) {
-  if (ticket < next_take_ || ticket >= next_reserve_) return false;
+  if (ticket < next_take_) return false;
   published_.emplace(ticket, std::move(record));
   return true;
 }
@@ -21,10 +22,13 @@ void RecordQueue::TakeReady(std::vector<QueuedRecord>* out) {
   }
 }
 
-void RecordQueue::TakeAll(std::vector<QueuedRecord>* out) {
-  for (auto& [ticket, record] : published_) out->push_back(std::move(record));
+void RecordQueue::TakeAll(uint64_t reserved, std::vector<QueuedRecord>* out) {
+  for (auto& [ticket, record] : published_) {
+    out->push_back(std::move(record));
+    next_take_ = std::max(next_take_, ticket + 1);
+  }
   published_.clear();
-  next_take_ = next_reserve_;
+  next_take_ = std::max(next_take_, reserved);
 }
 
 void RecordQueue::SkipStalled(std::vector<uint64_t>* skipped, std::vector<QueuedRecord>* out) {

@@ -15,7 +15,7 @@ std::vector<std::string> Bodies(const std::vector<QueuedRecord>& records) {
 
 TEST(RecordQueueTest, ReleasesInTicketOrder) {
   RecordQueue q;
-  const uint64_t t0 = q.Reserve(), t1 = q.Reserve(), t2 = q.Reserve();
+  const uint64_t t0 = 0, t1 = 1, t2 = 2;
   std::vector<QueuedRecord> out;
   ASSERT_TRUE(q.Put(t2, Rec("c")));
   ASSERT_TRUE(q.Put(t1, Rec("b")));
@@ -30,14 +30,14 @@ TEST(RecordQueueTest, ReleasesInTicketOrder) {
 
 TEST(RecordQueueTest, TakeAllSkipsCallsThatNeverReturned) {
   RecordQueue q;
-  const uint64_t t0 = q.Reserve(), t1 = q.Reserve(), t2 = q.Reserve();
+  const uint64_t t0 = 0, t1 = 1, t2 = 2;
   ASSERT_TRUE(q.Put(t2, Rec("c")));
   ASSERT_TRUE(q.Put(t1, Rec("b")));
   std::vector<QueuedRecord> out;
-  q.TakeAll(&out);
+  q.TakeAll(/*reserved=*/3, &out);
   EXPECT_EQ(Bodies(out), (std::vector<std::string>{"b", "c"}));
   EXPECT_FALSE(q.Put(t0, Rec("late")));  // skipped for good
-  const uint64_t t3 = q.Reserve();
+  const uint64_t t3 = 3;
   EXPECT_TRUE(q.Put(t3, Rec("d")));
   out.clear();
   q.TakeReady(&out);
@@ -46,7 +46,7 @@ TEST(RecordQueueTest, TakeAllSkipsCallsThatNeverReturned) {
 
 TEST(RecordQueueTest, SkipStalledGivesUpOnlyTheTicketsHoldingTheQueue) {
   RecordQueue q;
-  const uint64_t t0 = q.Reserve(), t1 = q.Reserve(), t2 = q.Reserve(), t3 = q.Reserve(), t4 = q.Reserve();
+  const uint64_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4;
   ASSERT_TRUE(q.Put(t2, Rec("c")));
   ASSERT_TRUE(q.Put(t4, Rec("e")));
   std::vector<uint64_t> skipped;
@@ -65,12 +65,15 @@ TEST(RecordQueueTest, SkipStalledGivesUpOnlyTheTicketsHoldingTheQueue) {
   EXPECT_TRUE(skipped.empty());
 }
 
-TEST(RecordQueueTest, RejectsUnreservedTickets) {
+TEST(RecordQueueTest, TakeAllSkipsEveryTicketReservedSoFar) {
   RecordQueue q;
-  EXPECT_FALSE(q.Put(0, Rec("x")));
-  q.Reserve();
-  EXPECT_FALSE(q.Put(1, Rec("x")));
-  EXPECT_TRUE(q.Put(0, Rec("x")));
+  std::vector<QueuedRecord> out;
+  ASSERT_TRUE(q.Put(1, Rec("b")));
+  q.TakeAll(/*reserved=*/4, &out);  // tickets 0, 2 and 3 never came
+  EXPECT_EQ(Bodies(out), (std::vector<std::string>{"b"}));
+  EXPECT_FALSE(q.Put(3, Rec("late")));
+  EXPECT_EQ(q.taken(), 4u);
+  EXPECT_TRUE(q.Put(4, Rec("e")));
 }
 
 }  // namespace
