@@ -265,7 +265,10 @@ TEST_F(CaptureEngineTest, FullRingWaitsThenDropsWithNotice) {
   EXPECT_EQ(engine->stats().dropped, 1u);
   SetGate(true);
   engine->Publish(s0, RecordType::kGemm, Gemm(0, 1));
-  // Space comes back once the drain finishes: a third capture fits again.
+  // Space comes back once the drain finishes: a third capture fits again. (Waiting for the drain first: on a
+  // loaded machine it may not run within ring_wait_ms.)
+  for (int i = 0; i < 500 && engine->stats().tensors == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(engine->stats().tensors, 1u);
   const CaptureEngine::Slot s1 = engine->Reserve(true);
   engine->CaptureTensor(s1.seq, nullptr, Matrix(big, 1024, 160, 1024, format::TensorSlot::kA));
   engine->Publish(s1, RecordType::kGemm, Gemm(1, 1));
