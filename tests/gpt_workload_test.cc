@@ -139,6 +139,23 @@ TEST_P(GptWorkload, EveryBugIsCaught) {
   }
 }
 
+// --optimizer sgd (w -= lr·g): a gradient's scale reaches the weights, where Adam divides it away. Under
+// grad-scaled-twice (TP 2 + SP) the TP-replicated weights' gradients are 1/tp² = 1/4 of the right ones, so a
+// zero-initialized replicated bias ends at 1/4 of the reference's value after every step: relative difference
+// 0.75 (the checkpoint's worst tensor), while the clean run matches the SGD reference within the bound.
+TEST_P(GptWorkload, SgdCarriesAGradientScaleIntoTheWeights) {
+  const Bounds bound = BoundsFor(GetParam());
+  const std::string sgd = " --optimizer sgd --lr 0.1 --dtype " + GetParam();
+  ASSERT_EQ(RunGpt("sgd_ref", 1, sgd).exit_code, 0);
+  Result clean = RunGpt("sgd_clean", 2, "--tp 2 --sp" + sgd, "sgd_ref");
+  Result bug = RunGpt("sgd_bug", 2, "--tp 2 --sp --bug grad-scaled-twice" + sgd, "sgd_ref");
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  ASSERT_EQ(bug.exit_code, 0) << bug.output;
+  EXPECT_LE(clean.weights_rel, bound.weights) << clean.output;
+  EXPECT_NEAR(bug.weights_rel, 0.75, 0.05) << bug.output;
+  EXPECT_EQ(bug.state_rel, 0.0) << "SGD keeps no moments";
+}
+
 TEST_P(GptWorkload, InactiveBugChangesNothing) {
   const std::string ref = Reference();
   Result r = RunGpt("inactive", 1, "--dtype " + GetParam() + " --bug pp-stale-microbatch --bug rowparallel-reduce-max", ref);

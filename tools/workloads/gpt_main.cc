@@ -4,8 +4,9 @@
 // of the same --seed ends, and each --bug makes it end elsewhere without any single op computing wrongly.
 //
 // Model: token embedding + learned positions, --layers pre-LayerNorm transformer layers (causal self-attention
-// with --heads heads, MLP 4·hidden with GeLU), final LayerNorm, untied LM head, cross-entropy; Adam with --warmup
-// steps of linear learning-rate warmup (the first steps of Adam move every weight by about lr whatever the size of
+// with --heads heads, MLP 4·hidden with GeLU), final LayerNorm, untied LM head, cross-entropy; Adam (or
+// --optimizer sgd: w -= lr·g, under which a gradient's scale reaches the weights) with --warmup steps of linear
+// learning-rate warmup (the first steps of Adam move every weight by about lr whatever the size of
 // its gradient, so round-off in a near-zero gradient would otherwise decide a whole step). No dropout, so runs are
 // deterministic. GEMMs are cublasGemmEx / cublasGemmStridedBatchedEx (FP32; or --dtype bf16: BF16
 // operands, FP32 compute, FP32 master weights and optimizer, static loss scale); everything else on the host.
@@ -79,8 +80,8 @@ struct Flags {
   fprintf(stderr,
           "gpt: %s\nusage: gpt [--tp N] [--dp N] [--pp N] [--sp] [--dist-opt] [--microbatches M] [--dtype fp32|bf16]\n"
           "           [--vocab N] [--hidden N] [--heads N] [--seq N] [--layers N] [--batch N] [--steps N]\n"
-          "           [--lr X] [--warmup N] [--loss-scale X] [--seed N] [--bug NAME]... [--dump-weights FILE]\n"
-          "           [--reference FILE] [--rdzv DIR] [--perturb SEED]\n",
+          "           [--lr X] [--warmup N] [--loss-scale X] [--optimizer adam|sgd] [--seed N] [--bug NAME]...\n"
+          "           [--dump-weights FILE] [--reference FILE] [--rdzv DIR] [--perturb SEED]\n",
           why.c_str());
   exit(2);
 }
@@ -107,6 +108,11 @@ Flags Parse(int argc, char** argv) {
     else if (a == "--pp") c.pp = Positive(a, next());
     else if (a == "--sp") c.sp = true;
     else if (a == "--dist-opt") c.dist_opt = true;
+    else if (a == "--optimizer") {
+      const std::string o = next();
+      if (o != "adam" && o != "sgd") Usage("--optimizer must be adam or sgd");
+      c.sgd = o == "sgd";
+    }
     else if (a == "--microbatches") c.microbatches = Positive(a, next());
     else if (a == "--vocab") c.vocab = Positive(a, next());
     else if (a == "--hidden") c.hidden = Positive(a, next());

@@ -54,6 +54,7 @@ struct Config {
   bool bf16 = false;
   int tp = 1, dp = 1, pp = 1;
   bool sp = false, dist_opt = false;
+  bool sgd = false;  // --optimizer sgd: plain SGD (w -= lr·g) instead of Adam
   uint32_t bugs = 0;  // bit per Bug
   uint32_t perturb = 0;  // nonzero: the embedding output moved by one rounding (the calibration run of ttrace diff)
 

@@ -4,7 +4,8 @@
 //   2. data-parallel reduction of the flat gradient buffer: all-reduce (sum), or with --dist-opt reduce-scatter
 //      (sum) so each DP rank gets the slice its optimizer owns. The loss is already scaled by 1 / (tokens of a
 //      micro-batch · micro-batches · dp), so a sum is the global mean, as with Megatron's per-token loss;
-//   3. unscale (static loss scale), Adam (β = 0.9, 0.95, ε = 1e-8, bias-corrected) on the FP32 master weights;
+//   3. unscale (static loss scale), Adam (β = 0.9, 0.95, ε = 1e-8, bias-corrected; or --optimizer sgd) on the FP32
+//      master weights;
 //   4. --dist-opt: the updated slices all-gathered over DP (in FP32, so every replica's master stays identical).
 // Checkpoint: each rank writes what it holds with logical positions; for each element one owner counts (DP rank
 // 0, TP rank 0 for replicated weights; with --dist-opt the DP rank holding the moments), the other replicas are
@@ -184,6 +185,10 @@ void Trainer::Adam(int step, const std::vector<float>& shard_grad) {
   const float lr = c_.lr * std::min(1.0f, (step + 1.0f) / c_.warmup);
   for (size_t i = 0; i < shard_grad.size(); ++i) {
     const float g = shard_grad[i] / c_.loss_scale;
+    if (c_.sgd) {
+      w[begin_ + i] -= lr * g;
+      continue;
+    }
     m_[i] = kBeta1 * m_[i] + (1.0f - kBeta1) * g;
     v_[i] = kBeta2 * v_[i] + (1.0f - kBeta2) * g * g;
     w[begin_ + i] -= lr * (m_[i] / c1) / (std::sqrt(v_[i] / c2) + kEps);
