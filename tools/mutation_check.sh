@@ -133,6 +133,9 @@ mutate "ltmatmul output bound x2" lt_check.cc "    return (grow * std::fabs(scal
 mutate "ltmatmul output bound x0.5" lt_check.cc "    return (grow * std::fabs(scale)" \
   "    return 0.5 * (grow * std::fabs(scale)" "lt_check_test" "LtCheck"
 # Analyzer checks.
+mutate "conv bound with k doubled" conv_check.cc \
+  "const GemmBound bound(precision, ConvTermsPerOutput(p), p.alpha, p.beta);" \
+  "const GemmBound bound(precision, 2 * ConvTermsPerOutput(p), p.alpha, p.beta);" "conv_check_test" "ConvCheck"
 mutate "gemm: last batch skipped" analyzer/gemm_check.cc "for (int64_t bt = 0; bt < p.batch; ++bt) {" \
   "for (int64_t bt = 0; bt < std::max<int64_t>(1, p.batch - 1); ++bt) {" "gemm_check_test" "GemmCheck"
 mutate "all-reduce: identity check skipped" collective_check.cc \
