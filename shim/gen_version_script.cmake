@@ -48,5 +48,7 @@ foreach(node IN LISTS node_names)
     string(APPEND content "${node} {\n  global:\n${body_${node}}};\n")
   endif()
 endforeach()
+# dlsym, interposed as glibc's two versions of it (dlsym_interposer.cc).
+string(APPEND content "GLIBC_2.2.5 {\n  global:\n    dlsym;\n};\nGLIBC_2.34 {\n  global:\n    dlsym;\n};\n")
 string(APPEND content "TTRACE {\n  global:\n${plain}  local:\n    *;\n};\n")
 file(WRITE "${OUT}" "${content}")

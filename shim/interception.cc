@@ -9,6 +9,12 @@
 
 #include "shim/log.h"
 
+// glibc's dlsym, once RealDlsym has resolved it: a plain C name, since dlsym_interposer.cc's assembly jumps
+// through it.
+extern "C" {
+__attribute__((visibility("hidden"))) void* ttrace_real_dlsym_slot = nullptr;
+}
+
 namespace ttrace::shim {
 namespace {
 
@@ -17,7 +23,7 @@ namespace {
 const char* Prefix(format::Library library) { return library == format::Library::kNccl ? "p" : ""; }
 
 void* Lookup(void* handle, const char* name, const char* version_node) {
-  return version_node != nullptr ? dlvsym(handle, name, version_node) : dlsym(handle, name);
+  return version_node != nullptr ? dlvsym(handle, name, version_node) : RealDlsym(handle, name);
 }
 
 // The library's sonames, the caller's version first.
@@ -50,6 +56,19 @@ void* ResolveInCudnnSublibs(const char* name) {
 thread_local int t_interceptor_depth = 0;
 
 }  // namespace
+
+using DlsymFn = void* (*)(void*, const char*);
+
+void* RealDlsym(void* handle, const char* name) {
+  auto real = reinterpret_cast<DlsymFn>(__atomic_load_n(&ttrace_real_dlsym_slot, __ATOMIC_ACQUIRE));
+  if (real == nullptr) {
+    // glibc's own, whichever version this glibc has (dlvsym is not interposed; RTLD_NEXT from here is libc).
+    real = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"));
+    if (real == nullptr) real = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5"));
+    __atomic_store_n(&ttrace_real_dlsym_slot, reinterpret_cast<void*>(real), __ATOMIC_RELEASE);
+  }
+  return real != nullptr ? real(handle, name) : nullptr;
+}
 
 void* ResolveVendorSymbol(format::Library library, const char* symbol, int version) {
   if (version < 0 || version >= kMaxVendorVersions) return nullptr;

@@ -112,6 +112,9 @@ class LazySymbol {
   std::atomic<void*> fn_[kMaxVendorVersions] = {};
 };
 
+// glibc's dlsym, never the shim's interposer of it (dlsym_interposer.cc): the shim's own lookups.
+void* RealDlsym(void* handle, const char* name);
+
 // Says once per process that `symbol` could not be resolved; returns nothing (the export returns the vendor's
 // "not initialized" / internal error code).
 void ReportUnresolved(const char* symbol);
