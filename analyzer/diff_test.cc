@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/align.h"
+#include "analyzer/shard.h"
 #include "analyzer/test_util.h"
 #include "gtest/gtest.h"
 
@@ -353,6 +354,32 @@ TEST(DiffAlign, SkipsExtraAndMissingOps) {
   const RankAlignment al = AlignOps(ref.ranks[0].ops, cand.ranks[0].ops);
   EXPECT_EQ(al.ref_of_cand, (std::vector<int64_t>{0, -1, 1, 2}));
   EXPECT_EQ(al.cand_of_ref, (std::vector<int64_t>{0, 2, 3}));
+}
+
+// A communicator no collective ran on (a data-parallel group whose gradient reduction went elsewhere) is known
+// from its creation record, after the used ones.
+TEST(DiffShard, UnusedCommunicatorsComeFromTheirCreationRecords) {
+  TraceSet set;
+  for (int r = 0; r < 2; ++r) {
+    RankTrace t;
+    t.header.rank = r;
+    Op op;
+    op.kind = OpKind::kCollective;
+    op.coll.comm_hash = kTpComm;
+    op.coll.comm_rank = r;
+    op.coll.comm_size = 2;
+    t.ops.push_back(std::move(op));
+    format::CommInitRecord c{};
+    c.comm_hash = 0x5555;
+    c.comm_rank = 1 - r;
+    c.comm_size = 2;
+    t.comm_inits.push_back(c);
+    set.ranks.push_back(std::move(t));
+  }
+  const CommLayout comms(set);
+  EXPECT_EQ(comms.CommsOf(1), (std::vector<uint64_t>{kTpComm, 0x5555}));
+  EXPECT_EQ(comms.CoordOf(1, 0x5555), 0);
+  EXPECT_EQ(comms.SizeOf(0x5555), 2);
 }
 
 TEST(DiffShard, GroupedSplitsInterleaveSlices) {

@@ -119,6 +119,16 @@ CommLayout::CommLayout(const TraceSet& set) {
       if (op.coll.red_op == 4 && op.coll.comm_size > 1 && std::find(avg_.begin(), avg_.end(), h) == avg_.end())
         avg_.push_back(h);
     }
+  // Communicators a rank created but issued no collective on (a data-parallel group whose gradient reduction went
+  // to another communicator) still say which ranks hold which slices; they come after the used ones.
+  for (const RankTrace& r : set.ranks)
+    for (const format::CommInitRecord& c : r.comm_inits) {
+      if (c.status != 0 || c.comm_size < 2) continue;
+      auto& v = by_rank_[r.rank()];
+      if (std::none_of(v.begin(), v.end(), [&](const auto& e) { return e.first == c.comm_hash; }))
+        v.emplace_back(c.comm_hash, c.comm_rank);
+      size_.emplace(c.comm_hash, c.comm_size);
+    }
 }
 
 int CommLayout::CoordOf(int rank, uint64_t comm) const {

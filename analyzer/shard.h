@@ -47,7 +47,8 @@ GemmShape LogicalShape(const format::GemmRecord& g);
 // per-batch A, unknown scalars, no error model.
 absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op);
 
-// Communicators of a trace set, from its collective records.
+// Communicators of a trace set, from its collective records, then from the communicator records of those on
+// which a rank issued none (CommsOf lists them last).
 class CommLayout {
  public:
   explicit CommLayout(const TraceSet& set);
