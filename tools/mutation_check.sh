@@ -169,8 +169,8 @@ mutate "shim: one element fewer copied" tensor_pack.cc \
   "memcpy(out, src, col_bytes * static_cast<size_t>(spec.cols));" \
   "memcpy(out, src, col_bytes * static_cast<size_t>(spec.cols) - elem);" \
   "shim_tensor_pack_test" "TensorPack"
-mutate "shim: seq off by one" capture_engine.cc "slot.seq = op ? next_seq_++ : kNoSeq;" \
-  "slot.seq = op ? ++next_seq_ : kNoSeq;" "shim_capture_engine_test" "CaptureEngine"
+mutate "shim: seq off by one" capture_records.cc "const Slot slot{p.ticket, op ? p.seq : kNoSeq};" \
+  "const Slot slot{p.ticket, op ? p.seq + 1 : kNoSeq};" "shim_capture_engine_test" "CaptureEngine"
 mutate "shim: C captured after a failed GEMM" cublas_interceptors.cc \
   "if (capture && status == CUBLAS_STATUS_SUCCESS) Capture(" "if (capture) Capture(" \
   "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
