@@ -100,7 +100,7 @@ mutate() {
   else
     caught="$caught: $(printf '%s\n' "$failed" | head -3 | tr '\n' ' ')$([ "$caught" -gt 3 ] && echo "..." || true)"
   fi
-  if ! printf '%s\n' "$out" | grep -q "tests passed"; then
+  if ! grep -q "tests passed" <<<"$out"; then
     echo "error: ctest ran nothing for '$name' (regex $tests):" >&2
     printf '%s\n' "$out" | tail -5 >&2
     exit 2
