@@ -49,7 +49,8 @@ trace() {
   shift 3
   rm -rf "$work/$name"
   out=$(env LD_LIBRARY_PATH="$build/simgpu/lib" TTRACE_DIR="$work/$name" LD_PRELOAD="$build/lib/libttrace.so" \
-        SIMGPU_DEVICES=$((world > 8 ? world : 8)) ${accum:+SIMGPU_ACCUM=$accum} "$build/bin/simrun" -n "$world" -- "$build/bin/gpt" $extra "$@" \
+        SIMGPU_DEVICES=$((world > 8 ? world : 8)) ${accum:+SIMGPU_ACCUM=$accum} \
+        "$build/bin/simrun" -n "$world" -- "$build/bin/gpt" $extra "$@" \
         --rdzv "$work/$name.rdzv" 2>&1) || { echo FAIL; echo "$out" >"$work/$name.log"; return; }
   grep -q "inactive in this layout" <<<"$out" && echo inactive
 }
