@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "analyzer/collective_check.h"
 #include "analyzer/conv_check.h"
+#include "analyzer/graph_check.h"
 #include "analyzer/lt_check.h"
 
 namespace ttrace::analyzer {
@@ -99,6 +100,8 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
         CheckLtMatmulOp(t.rank(), op, &report, options.lt, options.max_gemm_work);
       } else if (op.kind == OpKind::kConv) {
         CheckConvOp(t.rank(), op, &report, options.max_gemm_work);
+      } else if (op.kind == OpKind::kGraph) {
+        CheckGraphOp(t.rank(), op, &report, options.max_gemm_work);
       } else {
         continue;
       }

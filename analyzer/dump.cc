@@ -20,7 +20,7 @@ const char* SlotName(uint8_t slot) {
   static const char* const kNames[] = {"A",       "B",       "C_in",    "C_out",  "send",   "recv",   "alpha",
                                        "beta",    "bias",    "aux_in",  "aux_out", "bias_grad", "scale_a",
                                        "scale_b", "scale_c", "scale_d", "amax_d", "aux_scale", "aux_amax", "x",
-                                       "w",       "dy"};
+                                       "w",       "dy",      "graph_in", "graph_out"};
   return slot < format::kTensorSlots ? kNames[slot] : "?";
 }
 
@@ -104,6 +104,12 @@ std::string RecordLine(const RecordView& r) {
       return LtMatmulLine(r.Body<format::LtMatmulRecord>());
     case RecordType::kConv:
       return ConvLine(r.Body<format::ConvRecord>());
+    case RecordType::kBackendGraph: {
+      const auto g = r.Body<format::BackendGraphRecord>();
+      return absl::StrCat("seq=", g.seq, " ", format::ApiName(g.api), " status=", g.status, " tensors=", g.tensor_count,
+                          " ops=", g.op_count, " flags=", g.flags, " plan=0x", absl::Hex(g.plan), " stream=0x",
+                          absl::Hex(g.stream), " t_ns=", g.t_ns);
+    }
     case RecordType::kTensor: {
       const auto t = r.Body<format::TensorRecord>();
       const std::string kind = t.payload_kind == 0   ? std::string("full")
@@ -111,6 +117,7 @@ std::string RecordLine(const RecordView& r) {
                                                      : std::to_string(t.payload_kind);
       return absl::StrCat("tensor seq=", t.seq, " slot=", SlotName(t.slot), " kind=", kind,
                           " dtype=", DTypeName(t.dtype), " shape=", t.rows, "x", t.cols, "x", t.batch,
+                          t.slot >= 22 ? absl::StrCat(" index=", t.index) : std::string(),
                           " bytes=", t.payload_bytes);
     }
     case RecordType::kCommInit: {

@@ -30,6 +30,9 @@ namespace ttrace::analyzer {
   X(kConvDeterministic, "conv.deterministic",                                                             \
     "gemm.deterministic with k = products per output element (C/G*prod F forward, K/G*prod F backward data, "   \
     "N*prod O backward filter); direct and implicit-GEMM algorithms")                                     \
+  X(kSdpaForward, "sdpa.forward",                                                                        \
+    "scores within g_{d+2}(u)|scale|sum|q||k|, softmax perturbed by e^{2E} and 7n+8 roundings, P rounded to Q's " \
+    "type, P.V in FP32, output rounding; Stats within E + evaluation")                                   \
   X(kReduceDeterministic, "reduce.deterministic",                                                         \
     "sum/avg/prod over n ranks: g_{n-1}(u)*sum|x_i| + u|s| + underflow (avg, prod: see docs)")           \
   X(kExact, "exact", "result must equal the reference exactly (max, min, integer types)")

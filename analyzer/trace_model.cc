@@ -53,6 +53,26 @@ std::string TensorProblem(const format::TensorRecord& m, uint64_t payload_size) 
   return "";
 }
 
+// A BackendGraphRecord and its entries; false when the payload does not hold what the counts say.
+bool ReadGraph(const RecordView& r, Op* op) {
+  op->graph = r.Body<format::BackendGraphRecord>();
+  op->seq = op->graph.seq;
+  op->api = op->graph.api;
+  const format::BackendGraphRecord& g = op->graph;
+  const uint64_t need = uint64_t{g.tensor_count} * sizeof(format::GraphTensor) + uint64_t{g.op_count} * sizeof(format::GraphOp);
+  if (g.tensor_count > (1u << 16) || g.op_count > (1u << 16) || r.payload.size() != need) return false;
+  op->graph_tensors.resize(g.tensor_count);
+  op->graph_ops.resize(g.op_count);
+  if (g.tensor_count > 0) memcpy(op->graph_tensors.data(), r.payload.data(), g.tensor_count * sizeof(format::GraphTensor));
+  if (g.op_count > 0)
+    memcpy(op->graph_ops.data(), r.payload.data() + g.tensor_count * sizeof(format::GraphTensor),
+           g.op_count * sizeof(format::GraphOp));
+  for (const format::GraphOp& o : op->graph_ops)
+    for (int32_t i : o.operands)
+      if (i >= static_cast<int32_t>(g.tensor_count) || i < -1) return false;
+  return true;
+}
+
 struct PendingTensor {
   uint64_t seq;
   std::unique_ptr<Tensor> tensor;
@@ -160,9 +180,16 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
       case RecordType::kGemm:
       case RecordType::kCollective:
       case RecordType::kLtMatmul:
-      case RecordType::kConv: {
+      case RecordType::kConv:
+      case RecordType::kBackendGraph: {
         Op op;
-        if (r.type == RecordType::kConv) {
+        if (r.type == RecordType::kBackendGraph) {
+          op.kind = OpKind::kGraph;
+          if (!ReadGraph(r, &op)) {
+            Warn(&t, absl::StrCat("seq ", op.graph.seq, ": cuDNN graph record entries do not match their counts"));
+            op.tensor_problem = "graph record malformed";
+          }
+        } else if (r.type == RecordType::kConv) {
           op.kind = OpKind::kConv;
           op.conv = r.Body<format::ConvRecord>();
           op.seq = op.conv.seq;
@@ -260,6 +287,17 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
     }
     if (op.tensors[slot] != nullptr) {
       Warn(&t, absl::StrCat("seq ", p.seq, ": tensor slot ", slot, " captured twice; the first is used"));
+      continue;
+    }
+    if (slot == static_cast<uint8_t>(format::TensorSlot::kGraphIn) ||
+        slot == static_cast<uint8_t>(format::TensorSlot::kGraphOut)) {
+      auto& map = slot == static_cast<uint8_t>(format::TensorSlot::kGraphIn) ? op.graph_in : op.graph_out;
+      const uint32_t index = p.tensor->meta.index;
+      if (index >= op.graph_tensors.size() || map.count(index) != 0) {
+        Warn(&t, absl::StrCat("seq ", p.seq, ": graph tensor ", index, " unknown or captured twice"));
+        continue;
+      }
+      map[index] = std::move(p.tensor);
       continue;
     }
     op.tensors[slot] = std::move(p.tensor);

@@ -23,6 +23,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,7 +39,7 @@ struct Tensor {
   std::string data;  // payload bytes in the kFull layout (kShuffled payloads are decoded on load), size checked
 };
 
-enum class OpKind : uint8_t { kGemm, kCollective, kLtMatmul, kConv };
+enum class OpKind : uint8_t { kGemm, kCollective, kLtMatmul, kConv, kGraph };
 
 struct Op {
   uint64_t seq = 0;
@@ -48,6 +49,10 @@ struct Op {
   format::CollectiveRecord coll{};  // valid when kind == kCollective
   format::LtMatmulRecord lt{};      // valid when kind == kLtMatmul
   format::ConvRecord conv{};        // valid when kind == kConv
+  format::BackendGraphRecord graph{};             // valid when kind == kGraph, with its entries:
+  std::vector<format::GraphTensor> graph_tensors;
+  std::vector<format::GraphOp> graph_ops;
+  std::map<uint32_t, std::unique_ptr<Tensor>> graph_in, graph_out;  // kGraphIn / kGraphOut by tensor number
   std::array<std::unique_ptr<Tensor>, format::kTensorSlots> tensors;  // by format::TensorSlot; null when not captured
   std::string tensor_problem;       // first reason a captured tensor was unusable, empty when none
   std::string missing_tensors;      // why tensors may be missing: "tensors dropped (ring full)", ...

@@ -22,6 +22,8 @@ uint64_t PayloadBytes(format::RecordType type, absl::string_view body) {
       return v.Body<format::TensorRecord>().payload_bytes;
     case format::RecordType::kNotice:
       return v.Body<format::NoticeRecord>().message_bytes;
+    case format::RecordType::kBackendGraph:
+      return v.Body<format::BackendGraphRecord>().payload_bytes;
     default:
       return 0;
   }

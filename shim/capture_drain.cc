@@ -197,6 +197,7 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
   memset(&t, 0, sizeof t);
   t.seq = item.seq;
   t.slot = static_cast<uint8_t>(item.spec.slot);
+  t.index = item.spec.index;
   t.payload_kind = static_cast<uint8_t>(shuffle ? format::PayloadKind::kShuffled : format::PayloadKind::kFull);
   t.dtype = static_cast<uint8_t>(item.spec.dtype);
   t.rows = item.spec.rows;

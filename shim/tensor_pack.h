@@ -24,6 +24,7 @@ struct TensorSpec {
   int64_t rows = 0, cols = 0, ld = 0;
   int64_t batch = 1;
   int64_t batch_stride = 0;  // elements
+  uint32_t index = 0;        // TensorRecord.index (graph tensors)
 };
 
 // How a tensor is staged in host memory.

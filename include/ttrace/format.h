@@ -127,7 +127,8 @@ static_assert(sizeof(FrameHeader) == 32, "FrameHeader layout is part of the form
   X(kGroup, 7, GroupRecord)             \
   X(kEnd, 8, EndRecord)                 \
   X(kLtMatmul, 9, LtMatmulRecord)        \
-  X(kConv, 10, ConvRecord)
+  X(kConv, 10, ConvRecord)               \
+  X(kBackendGraph, 11, BackendGraphRecord)
 enum class RecordType : uint16_t {
 #define TTRACE_RECORD_ENUM(name, id, body) name = id,
   TTRACE_RECORD_TYPES(TTRACE_RECORD_ENUM)
@@ -288,6 +289,59 @@ enum ConvFlags : uint32_t {
 };
 static_assert(sizeof(ConvRecord) == 576);
 
+// A cudnnBackendExecute: the operation graph of the execution plan, as the shim's shadow of the backend
+// descriptors recorded it (DESIGN.md §5: cuDNN's getters do not answer for variant packs), followed by
+// `tensor_count` GraphTensor and `op_count` GraphOp entries (payload_bytes in all). docs/format.md gives every
+// field and the operand roles of each operation type.
+struct BackendGraphRecord {   // followed by payload_bytes of GraphTensor[tensor_count], GraphOp[op_count]
+  uint64_t seq;
+  uint16_t api;               // ApiId
+  uint16_t reserved0;         // 0
+  int32_t status;             // cudnnStatus_t returned to the application
+  uint32_t tensor_count, op_count;
+  uint32_t flags;             // GraphFlags
+  uint32_t reserved1;         // 0
+  uint64_t handle, stream;    // cudnnHandle_t and its cudaStream_t
+  uint64_t plan, variant_pack, workspace;  // descriptor handles, workspace pointer
+  uint64_t t_ns;
+  uint64_t payload_bytes;
+};
+enum GraphFlags : uint32_t {
+  kGraphUnknown = 1u << 0,     // the plan's operation graph was not shadowed (created before capture began, by
+                               // deserialization, or over the shadow's bounds): no entries follow
+  kGraphPackUnknown = 1u << 1, // the variant pack was not shadowed: tensors have no pointers, nothing captured
+};
+static_assert(sizeof(BackendGraphRecord) == 88);
+
+inline constexpr int kGraphMaxDims = 8;
+// One tensor of the graph (CUDNN_BACKEND_TENSOR_DESCRIPTOR) as the program set it.
+struct GraphTensor {
+  int64_t uid;                // UNIQUE_ID
+  int32_t data_type;          // cudnnDataType_t
+  uint8_t nb_dims;
+  uint8_t is_virtual, by_value;
+  uint8_t reserved0;          // 0
+  int64_t dims[kGraphMaxDims], strides[kGraphMaxDims];  // elements; entries past nb_dims are 0
+  uint64_t ptr;               // the variant pack's pointer for uid at this execution, 0 when none (virtual)
+  double value;               // a one-element by-value tensor's value as the program passed it (host memory)
+};
+static_assert(sizeof(GraphTensor) == 160);
+
+// One operation of the graph: its descriptor type, operands by role (indices into the tensors, -1 absent; roles
+// per type in docs/format.md), and the attributes the analyzer needs.
+struct GraphOp {
+  int32_t type;               // cudnnBackendDescriptorType_t of the operation
+  int32_t mode;               // pointwise mode, reduction operator, convolution mode; -1 none
+  int32_t compute_type;       // convolution / matmul / reduction compute type, pointwise math precision; -1
+  int32_t spatial;            // convolution spatial dimensions
+  int32_t operands[8];
+  int64_t pre_pad[6], post_pad[6], stride[6], dilation[6];  // convolution, per spatial dimension
+  double alpha, beta;         // convolution alpha/beta, pointwise alpha1/alpha2
+  int64_t axis;               // pointwise GEN_INDEX axis, -1
+  int64_t reserved0;          // 0
+};
+static_assert(sizeof(GraphOp) == 272);
+
 // An NCCL collective or point-to-point call.
 struct CollectiveRecord {
   uint64_t seq;
@@ -330,8 +384,12 @@ enum class TensorSlot : uint8_t {
   kConvX = 19,                // x (forward, backward filter)
   kConvW = 20,                // w (forward, backward data)
   kConvY = 21,                // dy (backward data, backward filter)
+  // cudnnBackendExecute (BackendGraphRecord): graph tensor number TensorRecord.index (its GraphTensor entry),
+  // stored as a span like kConvX.
+  kGraphIn = 22,              // before the execution: every tensor an operation reads
+  kGraphOut = 23,             // after the execution: every tensor an operation writes
 };
-inline constexpr uint32_t kTensorSlots = 22;  // slots 0 .. kTensorSlots-1
+inline constexpr uint32_t kTensorSlots = 24;  // slots 0 .. kTensorSlots-1
 enum class PayloadKind : uint8_t {
   kFull = 0,                  // every element, dense: rows x cols column-major (ld = rows), batches back to back
   kShuffled = 1,              // the kFull bytes, byte-shuffled by element size (byte_shuffle.h)
@@ -342,7 +400,7 @@ struct TensorRecord {
   uint8_t payload_kind;       // PayloadKind
   uint8_t dtype;              // DType
   uint8_t reserved0;
-  uint32_t reserved1;
+  uint32_t index;             // kGraphIn / kGraphOut: the graph tensor's number; else 0
   int64_t rows, cols, batch;  // logical shape of what is stored
   uint64_t payload_bytes;     // bytes following this body
 };

@@ -131,7 +131,7 @@ std::vector<int> OpStatuses(const std::string& probe_out) {
         line.find("Gemm") == std::string::npos)
       continue;
     if (line.rfind("cublas", 0) != 0 && line.rfind("ncclAllReduce", 0) != 0 &&
-        line.rfind("cudnnConvolution", 0) != 0)
+        line.rfind("cudnnConvolution", 0) != 0 && line.rfind("cudnnBackendExecute", 0) != 0)
       continue;
     out.push_back(std::stoi(line.substr(line.find('=') + 1)));
   }
@@ -144,7 +144,8 @@ void CheckProbe(const std::string& libdir, const std::string& what) {
   const RunResult shimmed = RunProgram({kProbe}, Preloaded(libdir, dir.path()));
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   ASSERT_EQ(shimmed.exit_code, 0) << shimmed.err;
-  EXPECT_EQ(OpStatuses(plain.out).size(), 25u) << plain.out;  // 14 GEMM, 6 convolution and 5 all-reduce calls
+  // 14 GEMM, 6 convolution, 2 cuDNN graph execution and 5 all-reduce calls
+  EXPECT_EQ(OpStatuses(plain.out).size(), 27u) << plain.out;
   EXPECT_EQ(shimmed.out, plain.out) << what << ": statuses differ with the shim";
   // The trace records the same statuses the application saw, one op record per GEMM / all-reduce call.
   const std::vector<std::string> files = ListDir(dir.path());
@@ -154,6 +155,7 @@ void CheckProbe(const std::string& libdir, const std::string& what) {
     if (e.type == RecordType::kGemm) recorded.push_back(e.As<format::GemmRecord>().status);
     if (e.type == RecordType::kCollective) recorded.push_back(e.As<format::CollectiveRecord>().status);
     if (e.type == RecordType::kConv) recorded.push_back(e.As<format::ConvRecord>().status);
+    if (e.type == RecordType::kBackendGraph) recorded.push_back(e.As<format::BackendGraphRecord>().status);
   }
   EXPECT_EQ(recorded, OpStatuses(plain.out)) << what;
 }

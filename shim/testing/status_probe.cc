@@ -14,6 +14,34 @@ namespace {
 
 void Print(const char* call, int status) { printf("%s=%d\n", call, status); }
 
+// cuDNN's backend API: descriptors (host objects), an incomplete graph, executions that must fail.
+void ProbeCudnnBackend(cudnnHandle_t h) {
+  cudnnBackendDescriptor_t t = nullptr, plan = nullptr, pack = nullptr;
+  Print("cudnnBackendCreateDescriptor.tensor", cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t));
+  Print("cudnnBackendCreateDescriptor.bad_type",
+        cudnnBackendCreateDescriptor(static_cast<cudnnBackendDescriptorType_t>(9999), &plan));
+  const int64_t dims[4] = {1, 2, 3, 4}, uid = 5;
+  const cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  Print("cudnnBackendSetAttribute.dims",
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims));
+  Print("cudnnBackendSetAttribute.wrong_type",
+        cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_FLOAT, 1, &uid));
+  Print("cudnnBackendSetAttribute.type", cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE,
+                                                                  CUDNN_TYPE_DATA_TYPE, 1, &type));
+  Print("cudnnBackendFinalize.incomplete", cudnnBackendFinalize(t));
+  int64_t count = -1;
+  Print("cudnnBackendGetAttribute.unfinalized",
+        cudnnBackendGetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, &count, nullptr));
+  Print("cudnnBackendCreateDescriptor.plan",
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
+  Print("cudnnBackendCreateDescriptor.pack",
+        cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
+  Print("cudnnBackendExecute.unfinalized_plan", cudnnBackendExecute(h, plan, pack));
+  Print("cudnnBackendExecute.null_plan", cudnnBackendExecute(h, nullptr, pack));
+  for (cudnnBackendDescriptor_t d : {t, plan, pack})
+    if (d != nullptr) Print("cudnnBackendDestroyDescriptor", cudnnBackendDestroyDescriptor(d));
+}
+
 // cuDNN's legacy convolutions, valid and invalid (descriptors are host objects: they work without a GPU).
 void ProbeCudnn(float* x, float* w, float* y) {
   const float alpha = 1.0f, beta = 0.0f;
@@ -50,6 +78,7 @@ void ProbeCudnn(float* x, float* w, float* y) {
   Print("cudnnConvolutionBackwardFilter.null_data",
         cudnnConvolutionBackwardFilter(h, &alpha, xd, nullptr, yd, y, cd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, nullptr,
                                        0, &beta, wd, w));
+  ProbeCudnnBackend(h);
   if (h != nullptr) Print("cudnnDestroy", cudnnDestroy(h));
 }
 

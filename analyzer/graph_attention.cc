@@ -1,0 +1,228 @@
+// The composite attention graph of cudnn-frontend (graph_check.h): the two matmuls are found by their operands
+// (S = Q·Kᵀ from two graph inputs, O = P·V to a graph output), the pointwise and reduction operations between them
+// are evaluated in FP64 from the exact scores, and the graph is checked under sdpa.forward only when what they
+// compute is a scaled, masked softmax: P must equal softmax(scale·S) over the keys P leaves non-zero, to 1e-9, in
+// every row (the scale is the scalar a pointwise MUL applies to S; masked keys are those whose P is exactly 0,
+// which they are on the device too: exp(−inf) or exp of FLOAT's lowest minus the row maximum), and a Stats
+// output, when there is one, must equal the log-sum-exp of the visible scaled scores.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/graph_check.h"
+
+namespace ttrace::analyzer {
+
+namespace {
+
+using format::GraphOp;
+using format::GraphTensor;
+using Values = std::map<int32_t, std::vector<double>>;
+
+constexpr int32_t kPointwise = 13, kMatmul = 19, kReduction = 22;
+
+int64_t Count(const GraphTensor& t) {
+  int64_t n = 1;
+  for (int i = 0; i < t.nb_dims; ++i) n *= t.dims[i];
+  return n;
+}
+
+// Offset of y's multi-index `idx` in a dense tensor `t` that broadcasts (size-1 dims) to y's shape.
+int64_t BroadcastOffset(const GraphTensor& t, const GraphTensor& y, const int64_t* idx) {
+  int64_t off = 0;
+  for (int d = 0; d < t.nb_dims; ++d) off = off * t.dims[d] + (t.dims[d] == y.dims[d] ? idx[d] : 0);
+  return off;
+}
+
+bool Pointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v) {
+  const int32_t xi = g.operands[0], bi = g.operands[1], yi = g.operands[2], ti = g.operands[3];
+  if (xi < 0 || yi < 0 || g.operands[4] >= 0 || g.operands[5] >= 0) return false;
+  const GraphTensor& y = T[static_cast<size_t>(yi)];
+  for (int32_t i : {xi, bi, ti})
+    if (i >= 0 && (T[static_cast<size_t>(i)].nb_dims != y.nb_dims || v->count(i) == 0)) return false;
+  std::vector<double> out(static_cast<size_t>(Count(y)));
+  int64_t idx[format::kGraphMaxDims] = {};
+  for (size_t e = 0; e < out.size(); ++e) {
+    auto at = [&](int32_t i) { return (*v)[i][static_cast<size_t>(BroadcastOffset(T[static_cast<size_t>(i)], y, idx))]; };
+    const double x = at(xi) * (g.alpha == 0 ? 1 : g.alpha), b = bi >= 0 ? at(bi) * (g.beta == 0 ? 1 : g.beta) : 0;
+    double r;
+    switch (g.mode) {
+      case 0: r = x + b; break;
+      case 1: r = x * b; break;
+      case 2: r = std::min(x, b); break;
+      case 3: r = std::max(x, b); break;
+      case 6: r = x / b; break;
+      case 9: r = x - b; break;
+      case 13: r = std::exp(x); break;
+      case 15: r = std::log(x); break;
+      case 16: r = -x; break;
+      case 21: r = x; break;
+      case 22: r = 1 / x; break;
+      case 300: r = x == b; break;
+      case 301: r = x != b; break;
+      case 302: r = x > b; break;
+      case 303: r = x >= b; break;
+      case 304: r = x < b; break;
+      case 305: r = x <= b; break;
+      case 400: r = x != 0 && b != 0; break;
+      case 401: r = x != 0 || b != 0; break;
+      case 402: r = x == 0; break;
+      case 501:
+        if (g.axis < 0 || g.axis >= y.nb_dims) return false;
+        r = static_cast<double>(idx[g.axis]);
+        break;
+      case 601:
+        if (ti < 0) return false;
+        r = at(ti) != 0 ? x : b;
+        break;
+      default: return false;
+    }
+    out[e] = r;
+    for (int d = y.nb_dims - 1; d >= 0 && ++idx[d] == y.dims[d]; --d) idx[d] = 0;
+  }
+  (*v)[yi] = std::move(out);
+  return true;
+}
+
+bool Reduction(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v) {
+  const int32_t xi = g.operands[0], yi = g.operands[1];
+  if (xi < 0 || yi < 0 || v->count(xi) == 0) return false;
+  const GraphTensor &x = T[static_cast<size_t>(xi)], &y = T[static_cast<size_t>(yi)];
+  if (x.nb_dims != y.nb_dims) return false;
+  const double init = g.mode == 0 ? 0 : g.mode == 1 ? 1 : g.mode == 2 ? HUGE_VAL : g.mode == 3 ? -HUGE_VAL : NAN;
+  if (std::isnan(init)) return false;
+  std::vector<double> out(static_cast<size_t>(Count(y)), init);
+  const std::vector<double>& in = (*v)[xi];
+  int64_t idx[format::kGraphMaxDims] = {};
+  for (double value : in) {
+    double& r = out[static_cast<size_t>(BroadcastOffset(y, x, idx))];
+    r = g.mode == 0 ? r + value : g.mode == 1 ? r * value : g.mode == 2 ? std::min(r, value) : std::max(r, value);
+    for (int d = x.nb_dims - 1; d >= 0 && ++idx[d] == x.dims[d]; --d) idx[d] = 0;
+  }
+  (*v)[yi] = std::move(out);
+  return true;
+}
+
+// The scalar a pointwise MUL applies to tensor s, 1 when none does; false when s is multiplied by a non-scalar.
+bool ScaleOf(const std::vector<GraphOp>& ops, const std::vector<GraphTensor>& T, const Values& v, int32_t s,
+             double* scale) {
+  *scale = 1;
+  for (const GraphOp& g : ops) {
+    if (g.type != kPointwise || g.operands[0] != s) continue;
+    if (g.mode != 1) continue;
+    const int32_t b = g.operands[1];
+    if (b < 0 || Count(T[static_cast<size_t>(b)]) != 1 || v.count(b) == 0) return false;
+    *scale = v.at(b)[0];
+  }
+  return true;
+}
+
+}  // namespace
+
+bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
+  const auto& ops = op.graph_ops;
+  const auto& T = op.graph_tensors;
+  std::vector<const GraphOp*> mm;
+  for (const GraphOp& g : ops) {
+    if (g.type == kMatmul) mm.push_back(&g);
+    else if (g.type != kPointwise && g.type != kReduction) return false;
+  }
+  if (mm.size() != 2) return false;
+  const GraphOp *m1 = mm[0], *m2 = mm[1];
+  if (m1->operands[2] == m2->operands[0]) std::swap(m1, m2);  // graph order is free
+  const int32_t qi = m1->operands[0], kti = m1->operands[1], si = m1->operands[2];
+  const int32_t pi = m2->operands[0], vi = m2->operands[1], oi = m2->operands[2];
+  if (qi < 0 || kti < 0 || si < 0 || pi < 0 || vi < 0 || oi < 0 || T[static_cast<size_t>(qi)].is_virtual ||
+      T[static_cast<size_t>(kti)].is_virtual || !T[static_cast<size_t>(pi)].is_virtual || T[static_cast<size_t>(oi)].is_virtual ||
+      m1->operands[3] >= 0 || m1->operands[4] >= 0 || m2->operands[3] >= 0 || m2->operands[4] >= 0)
+    return false;
+  // Q, Kᵀ given as [b, h_k, d, s_kv]: FillSdpa wants K; a transposed view of the same tensor entry does it.
+  Op view;  // shares nothing with op but the entries it needs
+  view.seq = op.seq;
+  view.api = op.api;
+  view.graph_tensors = T;
+  GraphTensor& kt = view.graph_tensors[static_cast<size_t>(kti)];
+  std::swap(kt.dims[2], kt.dims[3]);
+  std::swap(kt.strides[2], kt.strides[3]);
+  for (const auto& [i, t] : op.graph_in) view.graph_in[i] = std::make_unique<Tensor>(*t);
+  for (const auto& [i, t] : op.graph_out) view.graph_out[i] = std::make_unique<Tensor>(*t);
+  view.missing_tensors = op.missing_tensors;
+  // Stats: the one other graph output of the middle operations, if any.
+  int32_t stats = -1;
+  for (const GraphOp& g : ops) {
+    if (&g == m1 || &g == m2) continue;
+    const int32_t y = g.operands[g.type == kReduction ? 1 : 2];
+    if (y < 0 || T[static_cast<size_t>(y)].is_virtual) continue;
+    if (stats >= 0) return report->AddNotChecked("cuDNN attention graph with extra outputs"), true;
+    stats = y;
+  }
+  SdpaProblem p;
+  const std::string why = FillSdpa(view, qi, kti, vi, oi, stats, &p);
+  if (!why.empty()) return report->AddNotChecked(why), true;
+  if (static_cast<uint64_t>(p.b * p.h * p.s_q * p.s_kv * (p.d + p.d_v + 8)) > max_work)
+    return report->AddNotChecked("replay over the work budget"), true;
+  // Scores in FP64, then the middle operations.
+  Values v;
+  for (size_t i = 0; i < T.size(); ++i) {
+    const GraphTensor& t = T[i];
+    if (t.by_value && Count(t) == 1) v[static_cast<int32_t>(i)] = {t.value};
+  }
+  std::vector<double>& s = v[si];
+  s.assign(static_cast<size_t>(p.b * p.h * p.s_q * p.s_kv), 0);
+  const int64_t group = p.h / p.h_k;
+  for (int64_t bh = 0; bh < p.b * p.h; ++bh)
+    for (int64_t i = 0; i < p.s_q; ++i)
+      for (int64_t j = 0; j < p.s_kv; ++j) {
+        double dot = 0;
+        const int64_t kbh = bh / p.h * p.h_k + bh % p.h / group;
+        for (int64_t t = 0; t < p.d; ++t)
+          dot += p.q[static_cast<size_t>((bh * p.s_q + i) * p.d + t)] * p.k[static_cast<size_t>((kbh * p.s_kv + j) * p.d + t)];
+        s[static_cast<size_t>((bh * p.s_q + i) * p.s_kv + j)] = dot;
+      }
+  std::vector<const GraphOp*> pending;
+  for (const GraphOp& g : ops)
+    if (&g != m1 && &g != m2) pending.push_back(&g);
+  while (!pending.empty()) {
+    auto ready = std::find_if(pending.begin(), pending.end(), [&](const GraphOp* g) {
+      for (int r : {0, 1, 3})
+        if (g->operands[r] >= 0 && !(g->type == kReduction && r != 0) && v.count(g->operands[r]) == 0) return false;
+      return true;
+    });
+    if (ready == pending.end()) return report->AddNotChecked("cuDNN attention graph not evaluable"), true;
+    const bool ok = (*ready)->type == kPointwise ? Pointwise(**ready, T, &v) : Reduction(**ready, T, &v);
+    if (!ok) return report->AddNotChecked(absl::StrCat("cuDNN attention graph with pointwise mode ", (*ready)->mode)), true;
+    pending.erase(ready);
+  }
+  if (v.count(pi) == 0 || !ScaleOf(ops, T, v, si, &p.scale))
+    return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;
+  // The mask P leaves, and P against softmax(scale·S) over it.
+  const std::vector<double>& P = v[pi];
+  p.mask.assign(static_cast<size_t>(p.s_q * p.s_kv), true);
+  for (size_t e = 0; e < P.size(); ++e)
+    if (P[e] == 0) p.mask[e % p.mask.size()] = false;
+  for (size_t e = 0; e < P.size(); ++e)
+    if (P[e] != 0 && !p.mask[e % p.mask.size()]) return report->AddNotChecked("cuDNN attention mask differs per head"), true;
+  for (int64_t row = 0; row < p.b * p.h * p.s_q; ++row) {
+    const int64_t i = row % p.s_q;
+    double m = -HUGE_VAL, l = 0;
+    for (int64_t j = 0; j < p.s_kv; ++j)
+      if (p.mask[static_cast<size_t>(i * p.s_kv + j)]) m = std::max(m, p.scale * s[static_cast<size_t>(row * p.s_kv + j)]);
+    for (int64_t j = 0; j < p.s_kv; ++j)
+      if (p.mask[static_cast<size_t>(i * p.s_kv + j)]) l += std::exp(p.scale * s[static_cast<size_t>(row * p.s_kv + j)] - m);
+    for (int64_t j = 0; j < p.s_kv; ++j) {
+      const bool visible = p.mask[static_cast<size_t>(i * p.s_kv + j)];
+      const double want = visible ? std::exp(p.scale * s[static_cast<size_t>(row * p.s_kv + j)] - m) / l : 0;
+      if (!(std::fabs(P[static_cast<size_t>(row * p.s_kv + j)] - want) <= 1e-9))
+        return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;
+    }
+    if (stats >= 0 && !(std::fabs(v[stats][static_cast<size_t>(row)] - (m + std::log(l))) <= 1e-9 * (1 + std::fabs(m))))
+      return report->AddNotChecked("cuDNN attention graph's extra output is not log-sum-exp"), true;
+  }
+  ReportSdpa(rank, op, p, report, "composite attention (cudnn-frontend)");
+  return true;
+}
+
+}  // namespace ttrace::analyzer

@@ -1,0 +1,329 @@
+// sdpa.forward (docs/error-models.md derives it). Per query row, with n visible keys, FP32 unit roundoff u:
+//   scores   |Ŝ_j − S_j| ≤ e_j = θ_{d+2}(u)·|scale|·Σ|q||k_j|      (FP32 dot product, then the scale product)
+//   softmax  of scores within E = max_j e_j: P̂*_j / P_j ∈ [e^{−2E}, e^{2E}]; its evaluation (max subtraction,
+//            exp, sum, division, online rescaling: at most 7n + 8 roundings, exp within 4u) and P's rounding to
+//            Q's type (u_in) give P̂_j = P_j(1 + δ_j), |δ_j| ≤ ρ = e^{2E}(1 + θ_{7n+8}(u))(1 + u_in) − 1
+//   output   |Ô − O| ≤ (1 + u_out)(ρA + θ_{n+1}(u)(1 + ρ)A) + u_out|O| + η_out,  A = Σ_j P_j|V_j|
+//   stats    |Ŝtats − Stats| ≤ E + 2θ_{7n+8}(u) + 2u|log l| + u(|Stats| + E) + η   (LSE is 1-Lipschitz in the sup norm)
+// The FP64 reference's own error is below 2^−40 relative and covered by the factor kEval.
+#include "analyzer/graph_check.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/conv_check.h"
+#include "analyzer/error_model.h"
+#include "analyzer/tensor_data.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+using format::DType;
+using format::GraphOp;
+using format::GraphTensor;
+
+constexpr double kU32 = 0x1p-24, kEta32 = 0x1p-126;
+constexpr double kEval = 1 + 0x1p-40;
+
+// cudnnBackendDescriptorType_t of the operations named here.
+enum : int32_t {
+  kConvFwd = 10, kConvBwdFilter = 11, kConvBwdData = 12, kPointwise = 13, kMatmul = 19, kReduction = 22,
+  kSdpaFwd = 41,
+};
+
+const char* OpTypeName(int32_t type) {
+  switch (type) {
+    case kConvFwd: return "conv_fprop";
+    case kConvBwdFilter: return "conv_wgrad";
+    case kConvBwdData: return "conv_dgrad";
+    case kPointwise: return "pointwise";
+    case kMatmul: return "matmul";
+    case kReduction: return "reduction";
+    case kSdpaFwd: return "sdpa_fwd";
+    case 43: return "sdpa_bwd";
+    case 33: return "rng";
+    case 29: return "norm_fwd";
+    case 30: return "norm_bwd";
+    default: return nullptr;
+  }
+}
+
+DType DTypeOf(int32_t cudnn_type) {
+  switch (cudnn_type) {
+    case 0: return DType::kF32;
+    case 1: return DType::kF64;
+    case 2: return DType::kF16;
+    case 9: return DType::kBF16;
+    case 4: return DType::kI32;
+    case 10: return DType::kI64;
+    default: return DType::kInvalid;
+  }
+}
+
+int64_t Elements(const GraphTensor& t) {
+  int64_t n = t.nb_dims > 0 ? 1 : 0;
+  for (int i = 0; i < t.nb_dims; ++i) n *= t.dims[i];
+  return n;
+}
+
+// A captured graph tensor, dense in row-major order of its dims; false when missing or not as the record says.
+bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out) {
+  if (index < 0 || static_cast<size_t>(index) >= op.graph_tensors.size()) return false;
+  const GraphTensor& t = op.graph_tensors[static_cast<size_t>(index)];
+  const auto& map = after ? op.graph_out : op.graph_in;
+  auto it = map.find(static_cast<uint32_t>(index));
+  const DType dt = DTypeOf(t.data_type);
+  if (it == map.end() || dt == DType::kInvalid || t.nb_dims < 1 || t.nb_dims > format::kGraphMaxDims) return false;
+  int64_t span = 1;
+  for (int i = 0; i < t.nb_dims; ++i) {
+    if (t.dims[i] < 1 || t.strides[i] < 0) return false;
+    span += (t.dims[i] - 1) * t.strides[i];
+  }
+  const Tensor& c = *it->second;
+  if (c.meta.rows != span || c.meta.cols != 1 || c.meta.batch != 1 || c.meta.dtype != static_cast<uint8_t>(dt))
+    return false;
+  const std::vector<double> flat = DecodeAll(dt, c.data);
+  out->clear();
+  out->reserve(static_cast<size_t>(Elements(t)));
+  int64_t idx[format::kGraphMaxDims] = {};
+  const int n = t.nb_dims;
+  while (true) {
+    int64_t off = 0;
+    for (int i = 0; i < n; ++i) off += idx[i] * t.strides[i];
+    out->push_back(flat[static_cast<size_t>(off)]);
+    int d = n - 1;
+    while (d >= 0 && ++idx[d] == t.dims[d]) idx[d--] = 0;
+    if (d < 0) break;
+  }
+  return true;
+}
+
+// ---- one convolution ----------------------------------------------------------------------------------------
+
+// A finding about the first violating element of an output (`what`: "O elements", ...).
+Finding ElementFinding(int rank, const Op& op, const char* check, ErrorModelId model, const char* what,
+                       const ElementStats& st, const std::string& detail) {
+  Finding f;
+  f.check = check;
+  f.rank = rank, f.seq = op.seq, f.api = op.api_name();
+  f.model = GetErrorModel(model).name;
+  f.max_abs_err = st.max_abs_err, f.max_rel_err = st.max_rel_err, f.threshold = st.worst_bound, f.ratio = st.worst_ratio;
+  f.elements = st.elements, f.violations = st.violations, f.has_element = true;
+  f.first.index = st.first_index, f.first.got = st.first_got, f.first.expected = st.first_ref;
+  f.first.threshold = st.first_bound;
+  f.message = absl::StrCat(st.violations, " of ", st.elements, " ", what, " exceed the bound; first at element ",
+                           st.first_index, ": got ", FormatNumber(st.first_got), ", FP64 replay ",
+                           FormatNumber(st.first_ref), ", bound ", FormatNumber(st.first_bound));
+  f.detail = detail;
+  return f;
+}
+
+// Fills a ConvProblem tensor straight from the captured span (conv_check indexes by strides).
+bool Span(const Op& op, bool after, int32_t index, ConvTensor* out) {
+  if (index < 0 || static_cast<size_t>(index) >= op.graph_tensors.size()) return false;
+  const auto& map = after ? op.graph_out : op.graph_in;
+  auto it = map.find(static_cast<uint32_t>(index));
+  if (it == map.end()) return false;
+  const GraphTensor& t = op.graph_tensors[static_cast<size_t>(index)];
+  out->data = DecodeAll(static_cast<DType>(it->second->meta.dtype), it->second->data);
+  std::copy(t.strides, t.strides + format::kConvMaxDims, out->strides);
+  return true;
+}
+
+void CheckConvGraph(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
+  const GraphOp& g = op.graph_ops[0];
+  if (g.operands[0] < 0 || g.operands[1] < 0 || g.operands[2] < 0)
+    return report->AddNotChecked("cuDNN convolution graph operand missing");
+  const GraphTensor& x = op.graph_tensors[static_cast<size_t>(g.operands[0])];
+  const GraphTensor& w = op.graph_tensors[static_cast<size_t>(g.operands[1])];
+  const GraphTensor& y = op.graph_tensors[static_cast<size_t>(g.operands[2])];
+  ConvProblem p;
+  p.direction = g.type == kConvFwd ? ConvDirection::kForward
+                : g.type == kConvBwdData ? ConvDirection::kBackwardData : ConvDirection::kBackwardFilter;
+  p.spatial = g.spatial;
+  bool ok = p.spatial >= 1 && p.spatial <= 3 && x.nb_dims == p.spatial + 2 && w.nb_dims == x.nb_dims &&
+            y.nb_dims == x.nb_dims && x.data_type == w.data_type && x.data_type == y.data_type;
+  if (!ok) return report->AddNotChecked("cuDNN convolution graph geometry unsupported");
+  p.n = x.dims[0], p.c = x.dims[1], p.k = w.dims[0];
+  p.groups = w.dims[1] > 0 ? p.c / w.dims[1] : 0;
+  p.flip = g.mode == 0;
+  p.alpha = g.alpha, p.beta = g.beta;
+  for (int d = 0; d < p.spatial; ++d) {
+    p.in[d] = x.dims[2 + d], p.filter[d] = w.dims[2 + d], p.out[d] = y.dims[2 + d];
+    p.pad[d] = g.pre_pad[d], p.stride[d] = g.stride[d], p.dilation[d] = g.dilation[d];
+    ok = ok && g.pre_pad[d] == g.post_pad[d] && p.stride[d] >= 1 && p.dilation[d] >= 1 &&
+         (p.in[d] + 2 * p.pad[d] - (p.filter[d] - 1) * p.dilation[d] - 1) / p.stride[d] + 1 == p.out[d];
+  }
+  ok = ok && p.groups >= 1 && p.c == w.dims[1] * p.groups && p.k % p.groups == 0 && y.dims[0] == p.n && y.dims[1] == p.k;
+  if (!ok) return report->AddNotChecked("cuDNN convolution graph geometry unsupported");
+  absl::StatusOr<GemmPrecision> precision = ResolveConvPrecision(x.data_type, g.compute_type, -1, y.data_type);
+  if (!precision.ok()) return report->AddNotChecked("no error model");
+  const uint64_t work = static_cast<uint64_t>(ConvOutputElements(p)) * static_cast<uint64_t>(ConvTermsPerOutput(p));
+  if (work > max_work) return report->AddNotChecked("replay over the work budget");
+  const int out = p.direction == ConvDirection::kForward ? 2 : p.direction == ConvDirection::kBackwardData ? 0 : 1;
+  ConvTensor* inputs[3] = {&p.x, &p.w, &p.y};
+  for (int role = 0; role < 3; ++role)
+    if (role != out && !Span(op, false, g.operands[role], inputs[role])) return report->AddNotChecked(op.MissingTensorsReason());
+  if (!Span(op, true, g.operands[out], &p.out_after) || (p.beta != 0 && !Span(op, false, g.operands[out], &p.out_before)))
+    return report->AddNotChecked(op.MissingTensorsReason());
+  const ElementStats st = ReplayConv(p, *precision);
+  report->AddChecked("conv", OpName{rank, op.seq, op.api_name()}, st, st.violations == 0);
+  if (st.violations == 0) return;
+  const std::string what = absl::StrCat("elements of the ", OpTypeName(g.type), " output");
+  report->AddFinding(ElementFinding(rank, op, "conv.replay", ErrorModelId::kConvDeterministic, what.c_str(), st,
+                                    precision->description));
+}
+
+}  // namespace
+
+std::string GraphOpNames(const std::vector<GraphOp>& ops) {
+  std::string s;
+  for (const GraphOp& g : ops) {
+    const char* name = OpTypeName(g.type);
+    absl::StrAppend(&s, s.empty() ? "" : ", ", name != nullptr ? name : absl::StrCat("operation ", g.type));
+  }
+  return s;
+}
+
+SdpaOutputs ReplaySdpa(const SdpaProblem& p) {
+  SdpaOutputs out;
+  const int64_t group = p.h / p.h_k;
+  std::vector<double> s(static_cast<size_t>(p.s_kv)), e(static_cast<size_t>(p.s_kv));
+  for (int64_t bi = 0; bi < p.b; ++bi) {
+    for (int64_t hi = 0; hi < p.h; ++hi) {
+      const int64_t kh = hi / group;
+      for (int64_t i = 0; i < p.s_q; ++i) {
+        const double* q = &p.q[static_cast<size_t>(((bi * p.h + hi) * p.s_q + i) * p.d)];
+        double m = -HUGE_VAL, E = 0;
+        int64_t n = 0;
+        for (int64_t j = 0; j < p.s_kv; ++j) {
+          if (!p.mask.empty() && !p.mask[static_cast<size_t>(i * p.s_kv + j)]) continue;
+          const double* k = &p.k[static_cast<size_t>(((bi * p.h_k + kh) * p.s_kv + j) * p.d)];
+          double dot = 0, mag = 0;
+          for (int64_t t = 0; t < p.d; ++t) dot += q[t] * k[t], mag += std::fabs(q[t] * k[t]);
+          s[static_cast<size_t>(j)] = p.scale * dot;
+          E = std::max(E, Theta(kU32, static_cast<double>(p.d + 2)) * std::fabs(p.scale) * mag);
+          m = std::max(m, s[static_cast<size_t>(j)]);
+          ++n;
+        }
+        double l = 0;
+        for (int64_t j = 0; j < p.s_kv; ++j) {
+          const bool visible = p.mask.empty() || p.mask[static_cast<size_t>(i * p.s_kv + j)];
+          e[static_cast<size_t>(j)] = visible ? std::exp(s[static_cast<size_t>(j)] - m) : 0;
+          l += e[static_cast<size_t>(j)];
+        }
+        const double theta = Theta(kU32, 7.0 * static_cast<double>(n) + 8);
+        const double rho = std::exp(2 * E) * (1 + theta) * (1 + p.u_in) - 1;
+        const double theta_o = Theta(kU32, static_cast<double>(n) + 1);
+        const size_t row = static_cast<size_t>((bi * p.h + hi) * p.s_q + i);
+        for (int64_t c = 0; c < p.d_v; ++c) {
+          double ref = 0, a = 0;
+          for (int64_t j = 0; j < p.s_kv; ++j) {
+            const double pj = n > 0 ? e[static_cast<size_t>(j)] / l : 0;
+            const double vj = p.v[static_cast<size_t>(((bi * p.h_k + kh) * p.s_kv + j) * p.d_v + c)];
+            ref += pj * vj;
+            a += pj * std::fabs(vj);
+          }
+          const double bound =
+              kEval * ((1 + p.u_out) * (rho * a + theta_o * (1 + rho) * a) + p.u_out * std::fabs(ref) + p.eta_out);
+          const size_t at = row * static_cast<size_t>(p.d_v) + static_cast<size_t>(c);
+          out.o.Add(at, p.o[at], ref, bound, false);
+        }
+        if (!p.stats.empty() && n > 0) {
+          const double ref = m + std::log(l);
+          const double bound = kEval * (E + 2 * theta + 2 * kU32 * std::fabs(std::log(l)) +
+                                        kU32 * (std::fabs(ref) + E) + kEta32);
+          out.stats.Add(row, p.stats[row], ref, bound, false);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Shapes, types and data of an attention whose operands are graph tensors q, k, v, o, stats (stats may be -1);
+// an empty string when it was filled, else the not-checked reason.
+std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p) {
+  const auto& T = op.graph_tensors;
+  for (int32_t i : {q, k, v, o})
+    if (i < 0 || T[static_cast<size_t>(i)].nb_dims != 4) return "cuDNN attention operands are not [b, h, s, d]";
+  const GraphTensor &tq = T[static_cast<size_t>(q)], &tk = T[static_cast<size_t>(k)], &tv = T[static_cast<size_t>(v)],
+                    &to = T[static_cast<size_t>(o)];
+  p->b = tq.dims[0], p->h = tq.dims[1], p->s_q = tq.dims[2], p->d = tq.dims[3];
+  p->h_k = tk.dims[1], p->s_kv = tk.dims[2], p->d_v = tv.dims[3];
+  if (tk.dims[0] != p->b || tk.dims[3] != p->d || tv.dims[0] != p->b || tv.dims[1] != p->h_k || tv.dims[2] != p->s_kv ||
+      to.dims[0] != p->b || to.dims[1] != p->h || to.dims[2] != p->s_q || to.dims[3] != p->d_v || p->h_k < 1 ||
+      p->h % p->h_k != 0)
+    return "cuDNN attention shapes disagree";
+  const DType in = DTypeOf(tq.data_type), out = DTypeOf(to.data_type);
+  if ((in != DType::kF16 && in != DType::kBF16) || tk.data_type != tq.data_type || tv.data_type != tq.data_type ||
+      out == DType::kInvalid)
+    return "no error model";
+  p->u_in = FormatOf(in).u;
+  p->u_out = FormatOf(out).u <= kU32 ? 0 : FormatOf(out).u;
+  p->eta_out = FormatOf(out).eta;
+  if (!Dense(op, false, q, &p->q) || !Dense(op, false, k, &p->k) || !Dense(op, false, v, &p->v) ||
+      !Dense(op, true, o, &p->o))
+    return op.MissingTensorsReason();
+  if (stats >= 0) {
+    const GraphTensor& ts = T[static_cast<size_t>(stats)];
+    if (ts.nb_dims != 4 || ts.dims[2] != p->s_q || ts.dims[3] != 1 || !Dense(op, true, stats, &p->stats))
+      return op.MissingTensorsReason();
+  }
+  return "";
+}
+
+void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* report, const std::string& form) {
+  const SdpaOutputs s = ReplaySdpa(p);
+  report->AddChecked("sdpa", OpName{rank, op.seq, op.api_name()}, s.o, s.o.violations + s.stats.violations == 0);
+  const std::string detail = absl::StrCat(form, "; b=", p.b, " h=", p.h, " h_k=", p.h_k, " s_q=", p.s_q, " s_kv=", p.s_kv,
+                                          " d=", p.d, " d_v=", p.d_v, " scale=", FormatNumber(p.scale),
+                                          p.mask.empty() ? "" : "; masked");
+  if (s.o.violations > 0) report->AddFinding(ElementFinding(rank, op, "sdpa.replay", ErrorModelId::kSdpaForward, "O elements", s.o, detail));
+  if (s.stats.violations > 0) report->AddFinding(
+      ElementFinding(rank, op, "sdpa.stats", ErrorModelId::kSdpaForward, "Stats elements", s.stats, detail));
+}
+
+namespace {
+
+void CheckFusedSdpa(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
+  const GraphOp& g = op.graph_ops[0];
+  if (g.operands[6] >= 0 || g.operands[7] >= 0) return report->AddNotChecked("cuDNN SDPA with sequence lengths");
+  SdpaProblem p;
+  const std::string why = FillSdpa(op, g.operands[0], g.operands[1], g.operands[2], g.operands[3], g.operands[4], &p);
+  if (!why.empty()) return report->AddNotChecked(why);
+  if (g.operands[5] >= 0) {
+    const GraphTensor& t = op.graph_tensors[static_cast<size_t>(g.operands[5])];
+    std::vector<double> v;
+    if (t.by_value) {
+      p.scale = t.value;
+    } else if (Dense(op, false, g.operands[5], &v) && v.size() == 1) {
+      p.scale = v[0];
+    } else {
+      return report->AddNotChecked(op.MissingTensorsReason());
+    }
+    if (!std::isfinite(p.scale)) return report->AddNotChecked("cuDNN SDPA scale unreadable");
+  }
+  const uint64_t work = static_cast<uint64_t>(p.b * p.h * p.s_q * p.s_kv * (p.d + p.d_v));
+  if (work > max_work) return report->AddNotChecked("replay over the work budget");
+  ReportSdpa(rank, op, p, report, "fused SDPA_FWD");
+}
+
+}  // namespace
+
+void CheckGraphOp(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
+  const format::BackendGraphRecord& r = op.graph;
+  if (r.status != 0) return report->AddNotChecked("call failed");
+  if (r.flags & format::kGraphUnknown) return report->AddNotChecked("cuDNN graph not shadowed");
+  if (r.flags & format::kGraphPackUnknown) return report->AddNotChecked("cuDNN variant pack not shadowed");
+  if (!op.tensor_problem.empty()) return report->AddNotChecked("tensor unusable");
+  const auto& ops = op.graph_ops;
+  if (ops.size() == 1 && (ops[0].type == kConvFwd || ops[0].type == kConvBwdData || ops[0].type == kConvBwdFilter))
+    return CheckConvGraph(rank, op, report, max_work);
+  if (ops.size() == 1 && ops[0].type == kSdpaFwd) return CheckFusedSdpa(rank, op, report, max_work);
+  if (CheckCompositeAttention(rank, op, report, max_work)) return;
+  report->AddNotChecked(absl::StrCat("cuDNN graph of ", GraphOpNames(ops), " (no checker)"));
+}
+
+}  // namespace ttrace::analyzer

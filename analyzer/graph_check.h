@@ -1,0 +1,61 @@
+// cuDNN backend graph executions (cudnnBackendExecute, format.h: BackendGraphRecord): the graphs the analyzer can
+// check, against an FP64 reference, and the others counted as not checked, named by their operations.
+//
+// Checked: a graph of one convolution (forward, backward data, backward filter) under conv.deterministic
+// (conv_check.h), and scaled dot-product attention forward under sdpa.forward (docs/error-models.md): the fused
+// SDPA_FWD operation (scale, optional Stats, no sequence lengths, masks or paging), and the composite graph
+// cudnn-frontend builds for it (PyTorch's cuDNN attention, Transformer Engine): Q·Kᵀ matmul, then pointwise and
+// reduction operations (scale, causal or padding mask, max, subtract, exp, sum, divide; log and add for Stats),
+// then P·V matmul. The composite's middle operations are evaluated in FP64 on the reference scores; the bound
+// assumes they compute a masked, scaled softmax, which is verified on the reference for each row (P ≥ 0, rows sum
+// to 1 or 0) — a graph that fails this is not checked.
+// Single-threaded, no I/O.
+#ifndef TTRACE_ANALYZER_GRAPH_CHECK_H_
+#define TTRACE_ANALYZER_GRAPH_CHECK_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/element_stats.h"
+#include "analyzer/report.h"
+#include "analyzer/trace_model.h"
+
+namespace ttrace::analyzer {
+
+// One attention forward problem, decoded: Q [b, h, s_q, d], K [b, h_k, s_kv, d], V [b, h_k, s_kv, d_v] (h a
+// multiple of h_k: grouped-query heads share K/V), O [b, h, s_q, d_v], Stats [b, h, s_q] (optional), each dense
+// row-major in that order. mask[i][j] (s_q x s_kv, empty: none) true where query i may see key j.
+struct SdpaProblem {
+  int64_t b = 0, h = 0, h_k = 0, s_q = 0, s_kv = 0, d = 0, d_v = 0;
+  double scale = 1;
+  std::vector<double> q, k, v, o;
+  std::vector<double> stats;  // empty: not captured
+  std::vector<bool> mask;     // empty: every key visible
+  double u_in = 0;            // unit roundoff of Q's type: the device rounds P to it before P·V
+  double u_out = 0, eta_out = 0;  // O's type
+};
+
+struct SdpaOutputs {
+  ElementStats o, stats;
+};
+
+// Compares O and Stats with the FP64 reference under sdpa.forward.
+SdpaOutputs ReplaySdpa(const SdpaProblem& p);
+
+// Checks one cudnnBackendExecute op of `rank` into `report`.
+void CheckGraphOp(int rank, const Op& op, CheckReport* report, uint64_t max_work);
+
+// Internal to graph_check.cc and graph_attention.cc: fills an attention problem from graph tensors q, k
+// ([b, h_k, s_kv, d]), v, o, stats (-1: none), returning the not-checked reason or ""; reports a replay; checks a
+// composite attention graph (false when the graph is not one).
+std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p);
+void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* report, const std::string& form);
+bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64_t max_work);
+
+// "matmul, pointwise(mul), reduction(max), ...": a graph's operations, for not-checked reasons.
+std::string GraphOpNames(const std::vector<format::GraphOp>& ops);
+
+}  // namespace ttrace::analyzer
+
+#endif  // TTRACE_ANALYZER_GRAPH_CHECK_H_

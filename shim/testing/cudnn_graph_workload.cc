@@ -1,0 +1,303 @@
+// cudnn_graph_workload: cuDNN backend graphs built and executed the way cudnn-frontend does (tensor and operation
+// descriptors, operation graph, heuristics, the first engine configuration, plan, variant pack), linked to
+// libcudnn.so like any application, with a dump of every non-virtual tensor as the program uploaded or
+// downloaded it:
+//   seq 0  convolution forward graph, FP32 NCHW, pad 1, stride 2, alpha 1, beta 0
+//   seq 1  fused SDPA_FWD, BF16, grouped-query (h 4, h_k 2), scale by value, Stats
+//   seq 2  composite attention (matmul, scale, causal mask, max, sub, exp, sum, log, add, div, matmul), BF16, Stats
+//   with --unchecked, seq 3: a graph the analyzer has no checker for (one pointwise RELU)
+//   cudnn_graph_workload --dump FILE [--unchecked]
+// Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/dtype.h"
+
+namespace {
+
+using Desc = cudnnBackendDescriptor_t;
+
+[[noreturn]] void Die(const char* what, long code) {
+  fprintf(stderr, "cudnn_graph_workload: %s failed (%ld)\n", what, code);
+  exit(1);
+}
+#define CHECK(x) \
+  if (long s_ = static_cast<long>(x); s_ != 0) Die(#x, s_)
+
+FILE* g_dump = nullptr;
+std::mt19937 g_rng(7);
+cudaStream_t g_stream = nullptr;
+
+// A device tensor with its host image (FP32 or BF16 values in [-1, 1]).
+struct Buf {
+  int64_t uid;
+  std::vector<uint8_t> host;
+  void* dev = nullptr;
+  Buf(int64_t id, size_t n, bool bf16) : uid(id), host(n * (bf16 ? 2 : 4)) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (size_t i = 0; i < n; ++i) {
+      const float v = u(g_rng);
+      const uint16_t b = ttrace::kernels::FloatToBf16(v);
+      memcpy(&host[i * (bf16 ? 2 : 4)], bf16 ? static_cast<const void*>(&b) : &v, bf16 ? 2 : 4);
+    }
+    CHECK(cudaMalloc(&dev, host.size()));
+    CHECK(cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice));
+  }
+  void Dump(uint64_t seq, uint8_t slot) {
+    CHECK(cudaStreamSynchronize(g_stream));
+    CHECK(cudaMemcpy(host.data(), dev, host.size(), cudaMemcpyDeviceToHost));
+    const uint64_t bytes = host.size();
+    fwrite(&seq, 8, 1, g_dump);
+    fwrite(&slot, 1, 1, g_dump);
+    fwrite(&uid, 8, 1, g_dump);
+    fwrite(&bytes, 8, 1, g_dump);
+    fwrite(host.data(), 1, bytes, g_dump);
+  }
+};
+
+// Descriptors of one graph, destroyed with it.
+class Graph {
+ public:
+  ~Graph() {
+    for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
+  }
+  Desc Make(cudnnBackendDescriptorType_t type) {
+    Desc d = nullptr;
+    CHECK(cudnnBackendCreateDescriptor(type, &d));
+    owned_.push_back(d);
+    return d;
+  }
+  static void Set(Desc d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t n,
+                  const void* v) {
+    CHECK(cudnnBackendSetAttribute(d, name, type, n, v));
+  }
+  static void Ref(Desc d, cudnnBackendAttributeName_t name, Desc v) { Set(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v); }
+  Desc Tensor(int64_t uid, cudnnDataType_t type, std::vector<int64_t> dims, bool is_virtual = false,
+              bool by_value = false) {
+    std::vector<int64_t> strides(dims.size(), 1);
+    for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
+    return Strided(uid, type, dims, strides, is_virtual, by_value);
+  }
+  Desc Strided(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+               bool is_virtual = false, bool by_value = false) {
+    Desc t = Make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    const int64_t alignment = 16;
+    Set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+    Set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, static_cast<int64_t>(dims.size()), dims.data());
+    Set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, static_cast<int64_t>(strides.size()), strides.data());
+    Set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    Set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+    Set(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
+    Set(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
+    CHECK(cudnnBackendFinalize(t));
+    return t;
+  }
+  // An operation of `type` with descriptor-valued attributes `refs` and a sub-descriptor set up by `configure`.
+  Desc Op(cudnnBackendDescriptorType_t type, const std::vector<std::pair<cudnnBackendAttributeName_t, Desc>>& refs) {
+    Desc op = Make(type);
+    for (const auto& [name, d] : refs)
+      if (d != nullptr) Ref(op, name, d);
+    ops_.push_back(op);
+    return op;
+  }
+  Desc Pointwise(cudnnPointwiseMode_t mode, Desc x, Desc b, Desc y, Desc t = nullptr, int64_t axis = -1) {
+    Desc pw = Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    Set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    Set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (axis >= 0) Set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
+    CHECK(cudnnBackendFinalize(pw));
+    return Finish(Op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
+                     {{CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw}, {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x},
+                      {CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b}, {CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y},
+                      {CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t}}));
+  }
+  Desc Reduction(cudnnReduceTensorOp_t mode, Desc x, Desc y) {
+    Desc r = Make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    Set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
+    Set(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    CHECK(cudnnBackendFinalize(r));
+    return Finish(Op(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, {{CUDNN_ATTR_OPERATION_REDUCTION_DESC, r},
+                                                                    {CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x},
+                                                                    {CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y}}));
+  }
+  Desc Matmul(Desc a, Desc b, Desc c) {
+    Desc mm = Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    Set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    CHECK(cudnnBackendFinalize(mm));
+    return Finish(Op(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, {{CUDNN_ATTR_OPERATION_MATMUL_DESC, mm},
+                                                                 {CUDNN_ATTR_OPERATION_MATMUL_ADESC, a},
+                                                                 {CUDNN_ATTR_OPERATION_MATMUL_BDESC, b},
+                                                                 {CUDNN_ATTR_OPERATION_MATMUL_CDESC, c}}));
+  }
+  Desc Finish(Desc op) {
+    CHECK(cudnnBackendFinalize(op));
+    return op;
+  }
+  // Operation graph, heuristics, the first configuration, plan; then one execution with `data` (uid -> pointer).
+  void Execute(cudnnHandle_t handle, const std::map<int64_t, void*>& data) {
+    Desc graph = Make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+    Set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    Set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_.size()),
+        ops_.data());
+    CHECK(cudnnBackendFinalize(graph));
+    Desc heur = Make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_INSTANT;
+    Ref(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
+    Set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    CHECK(cudnnBackendFinalize(heur));
+    Desc config = Make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    int64_t configs = 0;
+    CHECK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &configs,
+                                   &config));
+    if (configs < 1) Die("heuristics", 0);
+    Desc plan = Make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    Set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    Ref(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
+    CHECK(cudnnBackendFinalize(plan));
+    std::vector<int64_t> uids;
+    std::vector<void*> ptrs;
+    for (const auto& [uid, p] : data) uids.push_back(uid), ptrs.push_back(p);
+    Desc pack = Make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    void* workspace = nullptr;
+    Set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
+    Set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(ptrs.size()),
+        ptrs.data());
+    Set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+    CHECK(cudnnBackendFinalize(pack));
+    CHECK(cudnnBackendExecute(handle, plan, pack));
+  }
+
+ private:
+  std::vector<Desc> owned_, ops_;
+};
+
+void ConvGraph(cudnnHandle_t handle, uint64_t seq) {
+  Graph g;
+  Buf x(1, 2 * 4 * 9 * 9, false), w(2, 6 * 4 * 3 * 3, false), y(3, 2 * 6 * 5 * 5, false);
+  Desc xd = g.Tensor(1, CUDNN_DATA_FLOAT, {2, 4, 9, 9}), wd = g.Tensor(2, CUDNN_DATA_FLOAT, {6, 4, 3, 3});
+  Desc yd = g.Tensor(3, CUDNN_DATA_FLOAT, {2, 6, 5, 5});
+  Desc c = g.Make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const int64_t spatial = 2, pad[2] = {1, 1}, stride[2] = {2, 2}, dilation[2] = {1, 1};
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
+  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
+  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
+  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
+  CHECK(cudnnBackendFinalize(c));
+  Desc op = g.Op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                 {{CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, xd}, {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, wd},
+                  {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, yd}, {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, c}});
+  const float alpha = 1.0f, beta = 0.0f;
+  Graph::Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+  Graph::Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  g.Finish(op);
+  x.Dump(seq, 22);
+  w.Dump(seq, 22);
+  g.Execute(handle, {{1, x.dev}, {2, w.dev}, {3, y.dev}});
+  y.Dump(seq, 23);
+}
+
+struct Attn {
+  int64_t b, h, hk, sq, skv, d;
+};
+
+// Q, K, V, O as in NVIDIA's samples ([b, h, s, d], packed); returns the buffers (uids 1..5: Q K V O Stats).
+void Attention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool fused) {
+  const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
+  Graph g;
+  Buf q(1, s.b * s.h * s.sq * s.d, true), k(2, s.b * s.hk * s.skv * s.d, true), v(3, s.b * s.hk * s.skv * s.d, true);
+  Buf o(4, s.b * s.h * s.sq * s.d, true), stats(5, s.b * s.h * s.sq, false);
+  float scale = 0.35f;
+  const float neg_inf = -INFINITY;
+  Desc qd = g.Tensor(1, io, {s.b, s.h, s.sq, s.d}), vd = g.Tensor(3, io, {s.b, s.hk, s.skv, s.d});
+  Desc od = g.Tensor(4, io, {s.b, s.h, s.sq, s.d}), sd = g.Tensor(5, f32, {s.b, s.h, s.sq, 1});
+  Desc scd = g.Tensor(6, f32, {1, 1, 1, 1}, false, true);
+  if (fused) {
+    Desc kd = g.Tensor(2, io, {s.b, s.hk, s.skv, s.d});
+    g.Finish(g.Op(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR,
+                  {{CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, qd}, {CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, kd},
+                   {CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, vd}, {CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, od},
+                   {CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, sd}, {CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scd}}));
+  } else {
+    // Kᵀ through swapped strides, the causal mask from index comparisons, as cudnn-frontend builds them.
+    const int64_t ks[4] = {s.hk * s.skv * s.d, s.skv * s.d, s.d, 1};
+    Desc ktd = g.Strided(2, io, {s.b, s.hk, s.d, s.skv}, {ks[0], ks[1], ks[3], ks[2]});
+    const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv}, row = {s.b, s.h, s.sq, 1};
+    Desc s1 = g.Tensor(101, f32, sc, true), s2 = g.Tensor(102, f32, sc, true);
+    Desc ri = g.Tensor(103, CUDNN_DATA_INT32, sc, true), ci = g.Tensor(104, CUDNN_DATA_INT32, sc, true);
+    Desc keep = g.Tensor(105, CUDNN_DATA_BOOLEAN, sc, true), masked = g.Tensor(106, f32, sc, true);
+    Desc mx = g.Tensor(107, f32, row, true), sub = g.Tensor(108, f32, sc, true), ex = g.Tensor(109, f32, sc, true);
+    Desc sum = g.Tensor(110, f32, row, true), lg = g.Tensor(111, f32, row, true), p = g.Tensor(112, io, sc, true);
+    Desc ninf = g.Tensor(7, f32, {1, 1, 1, 1}, false, true);
+    g.Matmul(qd, ktd, s1);
+    g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
+    g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s2, nullptr, ri, nullptr, 2);
+    g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s2, nullptr, ci, nullptr, 3);
+    g.Pointwise(CUDNN_POINTWISE_CMP_GE, ri, ci, keep);
+    g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s2, ninf, masked, keep);
+    g.Reduction(CUDNN_REDUCE_TENSOR_MAX, masked, mx);
+    g.Pointwise(CUDNN_POINTWISE_SUB, masked, mx, sub);
+    g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
+    g.Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum);
+    g.Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
+    g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, sd);
+    g.Pointwise(CUDNN_POINTWISE_DIV, ex, sum, p);
+    g.Matmul(p, vd, od);
+  }
+  for (Buf* b : {&q, &k, &v}) b->Dump(seq, 22);
+  std::map<int64_t, void*> data = {{1, q.dev}, {2, k.dev}, {3, v.dev}, {4, o.dev}, {5, stats.dev}, {6, &scale}};
+  if (!fused) data[7] = const_cast<float*>(&neg_inf);
+  g.Execute(handle, data);
+  o.Dump(seq, 23);
+  stats.Dump(seq, 23);
+}
+
+void Relu(cudnnHandle_t handle, uint64_t seq) {
+  Graph g;
+  Buf x(1, 64, false), y(2, 64, false);
+  g.Pointwise(CUDNN_POINTWISE_RELU_FWD, g.Tensor(1, CUDNN_DATA_FLOAT, {1, 1, 8, 8}), nullptr,
+              g.Tensor(2, CUDNN_DATA_FLOAT, {1, 1, 8, 8}));
+  x.Dump(seq, 22);
+  g.Execute(handle, {{1, x.dev}, {2, y.dev}});
+  y.Dump(seq, 23);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3 || strcmp(argv[1], "--dump") != 0) {
+    fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked]\n");
+    return 2;
+  }
+  g_dump = fopen(argv[2], "wb");
+  if (g_dump == nullptr) Die("fopen", 0);
+  cudnnHandle_t handle;
+  CHECK(cudnnCreate(&handle));
+  CHECK(cudaStreamCreate(&g_stream));
+  CHECK(cudnnSetStream(handle, g_stream));
+  ConvGraph(handle, 0);
+  Attention(handle, 1, Attn{2, 4, 2, 5, 7, 8}, /*fused=*/true);
+  Attention(handle, 2, Attn{1, 2, 2, 6, 6, 8}, /*fused=*/false);
+  if (argc > 3 && strcmp(argv[3], "--unchecked") == 0) Relu(handle, 3);
+  CHECK(cudaStreamSynchronize(g_stream));
+  CHECK(cudnnDestroy(handle));
+  fclose(g_dump);
+  return 0;
+}
