@@ -318,6 +318,8 @@ void CheckGraphOp(int rank, const Op& op, CheckReport* report, uint64_t max_work
   if (r.flags & format::kGraphUnknown) return report->AddNotChecked("cuDNN graph not shadowed");
   if (r.flags & format::kGraphPackUnknown) return report->AddNotChecked("cuDNN variant pack not shadowed");
   if (!op.tensor_problem.empty()) return report->AddNotChecked("tensor unusable");
+  for (const GraphTensor& t : op.graph_tensors)
+    if (t.flags & format::kGraphTensorRagged) return report->AddNotChecked("cuDNN ragged tensors");
   const auto& ops = op.graph_ops;
   if (ops.size() == 1 && (ops[0].type == kConvFwd || ops[0].type == kConvBwdData || ops[0].type == kConvBwdFilter))
     return CheckConvGraph(rank, op, report, max_work);

@@ -143,6 +143,7 @@ format::GraphTensor TensorEntry(const Shadow& t) {
   if (t.Scalar(CUDNN_ATTR_TENSOR_IS_VIRTUAL, &b)) e.is_virtual = b;
   b = false;
   if (t.Scalar(CUDNN_ATTR_TENSOR_IS_BY_VALUE, &b)) e.by_value = b;
+  if (t.Find(CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC) != nullptr) e.flags |= format::kGraphTensorRagged;
   return e;
 }
 

@@ -320,10 +320,13 @@ struct GraphTensor {
   int32_t data_type;          // cudnnDataType_t
   uint8_t nb_dims;
   uint8_t is_virtual, by_value;
-  uint8_t reserved0;          // 0
+  uint8_t flags;              // GraphTensorFlags
   int64_t dims[kGraphMaxDims], strides[kGraphMaxDims];  // elements; entries past nb_dims are 0
   uint64_t ptr;               // the variant pack's pointer for uid at this execution, 0 when none (virtual)
   double value;               // a one-element by-value tensor's value as the program passed it (host memory)
+};
+enum GraphTensorFlags : uint8_t {
+  kGraphTensorRagged = 1u << 0,  // RAGGED_OFFSET_DESC set: batches packed at offsets the record does not hold
 };
 static_assert(sizeof(GraphTensor) == 160);
 

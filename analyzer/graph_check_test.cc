@@ -1,0 +1,158 @@
+// sdpa.forward against measured error: random attention problems (BF16 and FP16 Q, K, V; grouped-query heads;
+// with and without a causal mask; s_kv up to 96, d up to 64; scores up to ±8) computed here the way a flash-attention
+// kernel does: FP32 dot products summed in sequential, reversed or pairwise order, the scale product in FP32, an
+// online softmax over key blocks of 1, 16 or all keys (running maximum, FP32 expf, rescaled partial sums), P rounded
+// to the input type before P·V, O rounded to its type, Stats = m + logf(l). No element may exceed the bound, the
+// largest clean err/bound must exceed a stated fraction (the bound is not loose beyond that), and one corrupted
+// element is found where it is.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "analyzer/graph_check.h"
+#include "analyzer/test_util.h"
+#include "gtest/gtest.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+using format::DType;
+using testing::RoundTo;
+
+float Dot(const double* q, const double* k, int64_t d, int order) {
+  std::vector<float> p(static_cast<size_t>(d));
+  for (int64_t t = 0; t < d; ++t) p[static_cast<size_t>(t)] = static_cast<float>(q[t] * k[t]);  // exact for 8-bit inputs
+  if (order == 1) std::reverse(p.begin(), p.end());
+  if (order == 2) {
+    while (p.size() > 1) {
+      std::vector<float> next;
+      for (size_t i = 0; i + 1 < p.size(); i += 2) next.push_back(p[i] + p[i + 1]);
+      if (p.size() % 2) next.push_back(p.back());
+      p.swap(next);
+    }
+    return p[0];
+  }
+  float s = 0;
+  for (float x : p) s += x;
+  return s;
+}
+
+// The device: flash attention with key blocks of `block`, FP32 state, P in the input type.
+void Device(SdpaProblem* p, DType in, DType out, int order, int64_t block) {
+  const int64_t group = p->h / p->h_k;
+  p->o.assign(static_cast<size_t>(p->b * p->h * p->s_q * p->d_v), 0);
+  p->stats.assign(static_cast<size_t>(p->b * p->h * p->s_q), 0);
+  for (int64_t bh = 0; bh < p->b * p->h; ++bh) {
+    const int64_t kbh = bh / p->h * p->h_k + bh % p->h / group;
+    for (int64_t i = 0; i < p->s_q; ++i) {
+      float m = -INFINITY, l = 0;
+      std::vector<float> acc(static_cast<size_t>(p->d_v), 0.0f);
+      for (int64_t j0 = 0; j0 < p->s_kv; j0 += block) {
+        const int64_t j1 = std::min(p->s_kv, j0 + block);
+        std::vector<float> s;
+        float bm = -INFINITY;
+        for (int64_t j = j0; j < j1; ++j) {
+          const bool visible = p->mask.empty() || p->mask[static_cast<size_t>(i * p->s_kv + j)];
+          const float v = visible ? static_cast<float>(p->scale) *
+                                        Dot(&p->q[static_cast<size_t>((bh * p->s_q + i) * p->d)],
+                                            &p->k[static_cast<size_t>((kbh * p->s_kv + j) * p->d)], p->d, order)
+                                  : -INFINITY;
+          s.push_back(v);
+          bm = std::max(bm, v);
+        }
+        const float nm = std::max(m, bm);
+        if (nm == -INFINITY) continue;
+        const float corr = std::exp(m - nm);
+        l *= corr;
+        for (float& a : acc) a *= corr;
+        for (int64_t j = j0; j < j1; ++j) {
+          const float e = std::exp(s[static_cast<size_t>(j - j0)] - nm);
+          l += e;
+          const float pe = static_cast<float>(RoundTo(in, e));
+          for (int64_t c = 0; c < p->d_v; ++c)
+            acc[static_cast<size_t>(c)] += pe * static_cast<float>(p->v[static_cast<size_t>((kbh * p->s_kv + j) * p->d_v + c)]);
+        }
+        m = nm;
+      }
+      const size_t row = static_cast<size_t>(bh * p->s_q + i);
+      for (int64_t c = 0; c < p->d_v; ++c)
+        p->o[row * static_cast<size_t>(p->d_v) + static_cast<size_t>(c)] = RoundTo(out, acc[static_cast<size_t>(c)] / l);
+      p->stats[row] = m + std::log(l);
+    }
+  }
+}
+
+SdpaProblem Random(std::mt19937_64* rng, DType in, bool causal, int64_t s, int64_t d, double spread) {
+  SdpaProblem p;
+  p.b = 2, p.h = 4, p.h_k = 2, p.s_q = s, p.s_kv = s, p.d = d, p.d_v = d;
+  p.scale = 1 / std::sqrt(static_cast<double>(d));
+  std::normal_distribution<double> n(0, spread);
+  auto fill = [&](std::vector<double>* v, int64_t count) {
+    v->resize(static_cast<size_t>(count));
+    for (double& x : *v) x = RoundTo(in, n(*rng));
+  };
+  fill(&p.q, p.b * p.h * s * d);
+  fill(&p.k, p.b * p.h_k * s * d);
+  fill(&p.v, p.b * p.h_k * s * d);
+  if (causal) {
+    p.mask.assign(static_cast<size_t>(s * s), false);
+    for (int64_t i = 0; i < s; ++i)
+      for (int64_t j = 0; j <= i; ++j) p.mask[static_cast<size_t>(i * s + j)] = true;
+  }
+  p.u_in = p.u_out = in == DType::kBF16 ? 0x1p-8 : 0x1p-11;
+  p.eta_out = in == DType::kBF16 ? 0x1p-133 : 0x1p-25;
+  return p;
+}
+
+TEST(SdpaBoundTest, CleanUnderEveryOrderAndBlockingAndTight) {
+  std::mt19937_64 rng(3);
+  std::map<DType, double> worst_o;
+  double worst_stats = 0;
+  for (DType in : {DType::kBF16, DType::kF16}) {
+    for (bool causal : {false, true}) {
+      for (int64_t s : {7, 33, 96}) {
+        for (double spread : {0.5, 1.5}) {
+          for (int order = 0; order < 3; ++order) {
+            for (int64_t block : {int64_t{1}, int64_t{16}, s}) {
+              SdpaProblem p = Random(&rng, in, causal, s, s == 96 ? 64 : 16, spread);
+              Device(&p, in, in, order, block);
+              const SdpaOutputs r = ReplaySdpa(p);
+              EXPECT_EQ(r.o.violations, 0u) << "s " << s << " order " << order << " block " << block;
+              EXPECT_EQ(r.stats.violations, 0u) << "s " << s << " order " << order << " block " << block;
+              worst_o[in] = std::max(worst_o[in], r.o.worst_ratio);
+              worst_stats = std::max(worst_stats, r.stats.worst_ratio);
+            }
+          }
+        }
+      }
+    }
+  }
+  printf("worst clean err/bound: O BF16 %.3f, O FP16 %.3f, Stats %.3f\n", worst_o[DType::kBF16], worst_o[DType::kF16],
+         worst_stats);
+  // Stated tightness, 0.6 of the measured worst (BF16 0.785, FP16 0.718, Stats 0.069): O's bound is dominated by
+  // P's and O's roundings to the input type; Stats' by the score bound E, a worst case random scores do not reach.
+  EXPECT_GT(worst_o[DType::kBF16], 0.47);
+  EXPECT_GT(worst_o[DType::kF16], 0.43);
+  EXPECT_GT(worst_stats, 0.041);
+}
+
+TEST(SdpaBoundTest, CorruptedElementFoundWhereItIs) {
+  std::mt19937_64 rng(5);
+  for (bool causal : {false, true}) {
+    SdpaProblem p = Random(&rng, DType::kBF16, causal, 33, 16, 1.0);
+    Device(&p, DType::kBF16, DType::kBF16, 0, 16);
+    const size_t at = 1234;
+    p.o[at] = RoundTo(DType::kBF16, p.o[at] + 0.05 + 0.1 * std::fabs(p.o[at]));
+    p.stats[17] += 0.01;
+    const SdpaOutputs r = ReplaySdpa(p);
+    EXPECT_EQ(r.o.violations, 1u);
+    EXPECT_EQ(r.o.first_index, at);
+    EXPECT_EQ(r.stats.violations, 1u);
+    EXPECT_EQ(r.stats.first_index, 17u);
+  }
+}
+
+}  // namespace
+}  // namespace ttrace::analyzer
