@@ -14,6 +14,7 @@
 #include "analyzer/dump.h"
 #include "analyzer/json.h"
 #include "analyzer/progress.h"
+#include "analyzer/run_cli.h"
 #include "analyzer/trace_model.h"
 
 namespace ttrace::analyzer {
@@ -34,12 +35,13 @@ constexpr char kUsage[] =
     "      --max-memory-mb N   memory the decoded tensors may take (default: half the machine's memory)\n"
     "      --max-gemm-work N   multiply-adds one GEMM replay may cost (default 2^36); larger: not checked\n"
     TTRACE_DIFF_USAGE
+    TTRACE_RUN_USAGE
     "  dump FILE|DIR [--allow-truncated]\n"
     "      Print every record of a stream (or of each stream in DIR), one per line.\n"
     "  --help\n"
     "      This text.\n"
     "\n"
-    "exit status: 0 clean, 1 findings, 2 usage or data error, 3 incomplete\n"
+    "exit status: 0 clean, 1 findings, 2 usage or data error, 3 incomplete (run: also the command's own)\n"
     "docs: docs/format.md (trace format), docs/error-models.md (bounds)\n";
 
 struct Args {
@@ -167,6 +169,13 @@ int RunCommand(int argc, const char* const* argv, std::ostream& out, std::ostrea
 
 }  // namespace
 
+std::string CheckOptionsProblem(const std::vector<std::string>& options) {
+  std::vector<const char*> argv = {"ttrace", "check", "DIR"};
+  for (const std::string& o : options) argv.push_back(o.c_str());
+  Args args;
+  return ParseArgs(static_cast<int>(argv.size()), argv.data(), true, &args);
+}
+
 int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   try {
     return RunCommand(argc, argv, out, err);
@@ -187,6 +196,7 @@ int RunCommand(int argc, const char* const* argv, std::ostream& out, std::ostrea
     return kExitClean;
   }
   if (cmd == "diff") return RunDiffCommand(argc, argv, out, err);
+  if (cmd == "run") return RunRunCommand(argc, argv, out, err);
   if (cmd != "check" && cmd != "dump") return UsageError(err, absl::StrCat("unknown command '", cmd, "'"));
   Args args;
   std::string problem = ParseArgs(argc, argv, cmd == "check", &args);
