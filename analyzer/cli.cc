@@ -143,7 +143,7 @@ int Check(const Args& args, std::ostream& out, std::ostream& err) {
 }
 
 int Dump(const Args& args, std::ostream& out, std::ostream& err) {
-  ReaderOptions ro;
+  store::ReaderOptions ro;
   ro.allow_truncated = args.allow_truncated;
   std::vector<std::string> paths;
   const std::string& path = args.positional[0];

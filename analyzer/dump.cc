@@ -13,6 +13,9 @@
 namespace ttrace::analyzer {
 
 using format::RecordType;
+using store::ReaderOptions;
+using store::RecordView;
+using store::TraceReader;
 
 namespace {
 

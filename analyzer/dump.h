@@ -13,16 +13,16 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "analyzer/trace_reader.h"
+#include "store/trace_reader.h"
 
 namespace ttrace::analyzer {
 
 // The text line of one record (no newline).
-std::string RecordLine(const RecordView& r);
+std::string RecordLine(const store::RecordView& r);
 
 // Writes the stream's header comment and one line per record to `out`. A read error is returned after the
 // records before it were written; a truncation allowed by `options` is reported in `*warning`.
-absl::Status DumpStream(const std::string& path, const ReaderOptions& options, std::ostream& out,
+absl::Status DumpStream(const std::string& path, const store::ReaderOptions& options, std::ostream& out,
                         std::string* warning);
 
 }  // namespace ttrace::analyzer

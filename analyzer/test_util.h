@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collector/trace_writer.h"
+#include "store/trace_writer.h"
 #include "ttrace/format.h"
 
 namespace ttrace::analyzer::testing {

@@ -18,11 +18,14 @@
 #include "ttrace/byte_shuffle.h"
 #include "analyzer/status_macros.h"
 #include "analyzer/tensor_data.h"
-#include "analyzer/trace_reader.h"
+#include "store/trace_reader.h"
 
 namespace ttrace::analyzer {
 
 using format::RecordType;
+using store::ReaderOptions;
+using store::RecordView;
+using store::TraceReader;
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include "analyzer/check.h"
 #include "analyzer/cli.h"
 #include "analyzer/test_util.h"
-#include "collector/crc32c.h"
+#include "store/crc32c.h"
 #include "gtest/gtest.h"
 
 namespace ttrace::analyzer {

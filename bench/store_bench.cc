@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/trace_reader.h"
-#include "collector/crc32c.h"
-#include "collector/trace_writer.h"
+#include "store/trace_reader.h"
+#include "store/crc32c.h"
+#include "store/trace_writer.h"
 #include "ttrace/byte_shuffle.h"
 
 namespace {
@@ -60,8 +60,8 @@ void Run(const char* name, const std::vector<float>& pool, size_t total_mib, int
   const double mib = static_cast<double>(n * bytes) / (1 << 20);
   const double file_mib = static_cast<double>(w->bytes_written()) / (1 << 20);
   t0 = std::chrono::steady_clock::now();
-  auto r = ttrace::analyzer::TraceReader::Open(path);
-  ttrace::analyzer::RecordView v;
+  auto r = ttrace::store::TraceReader::Open(path);
+  ttrace::store::RecordView v;
   size_t records = 0;
   while (r.ok() && *(*r)->Next(&v)) ++records;
   const double rt = Seconds(t0);

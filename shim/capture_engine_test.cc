@@ -1,5 +1,5 @@
 // CaptureEngine against a fake driver (host memcpy, gateable events) and the real file sink, read back with the
-// analyzer's TraceReader.
+// store's TraceReader.
 #include "shim/capture_engine.h"
 
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "analyzer/trace_reader.h"
+#include "store/trace_reader.h"
 #include "ttrace/byte_shuffle.h"
 #include "gtest/gtest.h"
 
@@ -113,10 +113,10 @@ struct Read {
 
 std::vector<Read> ReadAll(const std::string& path) {
   std::vector<Read> out;
-  auto reader = analyzer::TraceReader::Open(path);
+  auto reader = store::TraceReader::Open(path);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return out;
-  analyzer::RecordView v;
+  store::RecordView v;
   while (true) {
     auto more = (*reader)->Next(&v);
     EXPECT_TRUE(more.ok()) << more.status();

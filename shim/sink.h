@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "collector/trace_writer.h"
+#include "store/trace_writer.h"
 #include "shim/options.h"
 #include "ttrace/format.h"
 

@@ -151,8 +151,8 @@ mutate "diff: bitwise mode ignores the last operand slot" diff.cc \
   "diff_test" "^Diff"
 # The store.
 mutate "reader: payload CRC ignored" trace_reader.cc \
-  "if (store::Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)" \
-  "if (false && store::Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)" \
+  "if (Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)" \
+  "if (false && Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)" \
   "trace_store_test" "TraceStore|Crc32c"
 mutate "reader: frame index not checked" trace_reader.cc "if (fh.frame_index != frames_read_)" \
   "if (false && fh.frame_index != frames_read_)" "trace_store_test" "TraceStore|Crc32c"

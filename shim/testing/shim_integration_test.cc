@@ -14,7 +14,7 @@
 
 #include "analyzer/check.h"
 #include "analyzer/trace_model.h"
-#include "analyzer/trace_reader.h"
+#include "store/trace_reader.h"
 #include "gtest/gtest.h"
 #include "shim/comm_registry.h"
 #include "shim/testing/dump.h"

@@ -1,6 +1,6 @@
 #include "shim/testing/trace_compare.h"
 
-#include "analyzer/trace_reader.h"
+#include "store/trace_reader.h"
 #include "gtest/gtest.h"
 #include "ttrace/byte_shuffle.h"
 
@@ -10,11 +10,11 @@ using format::RecordType;
 
 std::vector<DumpEntry> ReadTrace(const std::string& path, format::FileHeader* header) {
   std::vector<DumpEntry> out;
-  auto reader = analyzer::TraceReader::Open(path);
+  auto reader = store::TraceReader::Open(path);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return out;
   if (header) *header = (*reader)->header();
-  analyzer::RecordView v;
+  store::RecordView v;
   while (true) {
     auto more = (*reader)->Next(&v);
     EXPECT_TRUE(more.ok()) << more.status();

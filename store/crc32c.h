@@ -1,6 +1,6 @@
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of the trace format (docs/format.md).
-#ifndef TTRACE_COLLECTOR_CRC32C_H_
-#define TTRACE_COLLECTOR_CRC32C_H_
+#ifndef TTRACE_STORE_CRC32C_H_
+#define TTRACE_STORE_CRC32C_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -15,4 +15,4 @@ uint32_t Crc32cSoftware(const void* data, size_t n, uint32_t crc = 0);
 
 }  // namespace ttrace::store
 
-#endif  // TTRACE_COLLECTOR_CRC32C_H_
+#endif  // TTRACE_STORE_CRC32C_H_

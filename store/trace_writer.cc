@@ -1,7 +1,7 @@
 // A frame is compressed in one ZSTD_compress call: frames are a few MiB, so streaming compression would buy
 // nothing but state. Writes loop over short writes and EINTR; nothing here allocates per record beyond the
 // frame buffer's growth.
-#include "collector/trace_writer.h"
+#include "store/trace_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "collector/crc32c.h"
+#include "store/crc32c.h"
 
 namespace ttrace::store {
 namespace {

@@ -10,16 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/trace_reader.h"
-#include "collector/crc32c.h"
-#include "collector/trace_writer.h"
+#include "store/trace_reader.h"
+#include "store/crc32c.h"
+#include "store/trace_writer.h"
 #include "gtest/gtest.h"
 
 namespace ttrace {
 namespace {
 
-using analyzer::RecordView;
-using analyzer::TraceReader;
+using store::RecordView;
+using store::TraceReader;
 using format::RecordType;
 
 std::string TempPath(const std::string& name) {
@@ -75,7 +75,7 @@ std::string WriteSample(const std::string& name, int n, size_t frame_bytes) {
 }
 
 // Reads every record; returns the number of GEMM records, verifying each one's content.
-absl::StatusOr<int> ReadAll(const std::string& path, analyzer::ReaderOptions opt = {},
+absl::StatusOr<int> ReadAll(const std::string& path, store::ReaderOptions opt = {},
                             bool* truncated = nullptr) {
   auto reader = TraceReader::Open(path, opt);
   if (!reader.ok()) return reader.status();

@@ -1,15 +1,15 @@
 // Frames are read whole (bounded by kMaxFrameBytes) and decompressed into one buffer; records are views into it.
 // The checks run in the order that keeps every later read in bounds: header checksum, sizes against limits,
 // payload checksum, decompressed size, then each record's size against what is left of the frame.
-#include "analyzer/trace_reader.h"
+#include "store/trace_reader.h"
 
 #include <zstd.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "collector/crc32c.h"
+#include "store/crc32c.h"
 
-namespace ttrace::analyzer {
+namespace ttrace::store {
 
 using format::FileHeader;
 using format::FrameHeader;
@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
     return absl::DataLossError(absl::StrCat(path, ": not a ttrace stream (shorter than its header)"));
   if (memcmp(h.magic, format::kFileMagic, sizeof h.magic) != 0)
     return absl::DataLossError(absl::StrCat(path, ": not a ttrace stream (bad magic)"));
-  if (store::Crc32c(&h, offsetof(FileHeader, header_crc)) != h.header_crc)
+  if (Crc32c(&h, offsetof(FileHeader, header_crc)) != h.header_crc)
     return absl::DataLossError(absl::StrCat(path, ": file header checksum mismatch"));
   if (h.version != format::kFormatVersion)
     return absl::FailedPreconditionError(absl::StrCat(path, ": format version ", h.version,
@@ -83,7 +83,7 @@ absl::StatusOr<bool> TraceReader::ReadFrame() {
   };
   if (got != sizeof fh) return truncated("partial frame header");
   if (fh.magic != format::kFrameMagic) return Corrupt("bad frame magic");
-  if (store::Crc32c(&fh, offsetof(FrameHeader, header_crc)) != fh.header_crc)
+  if (Crc32c(&fh, offsetof(FrameHeader, header_crc)) != fh.header_crc)
     return Corrupt("frame header checksum mismatch");
   if (fh.compressed_size > format::kMaxFrameBytes || fh.uncompressed_size > format::kMaxFrameBytes)
     return Corrupt("frame larger than the format allows");
@@ -92,7 +92,7 @@ absl::StatusOr<bool> TraceReader::ReadFrame() {
   compressed_.resize(fh.compressed_size);
   if (fread(compressed_.data(), 1, fh.compressed_size, file_) != fh.compressed_size)
     return truncated("partial frame payload");
-  if (store::Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)
+  if (Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)
     return Corrupt("frame payload checksum mismatch");
   frame_.resize(fh.uncompressed_size);
   size_t n = ZSTD_decompress(frame_.data(), frame_.size(), compressed_.data(), compressed_.size());
@@ -132,4 +132,4 @@ absl::StatusOr<bool> TraceReader::Next(RecordView* out) {
   return true;
 }
 
-}  // namespace ttrace::analyzer
+}  // namespace ttrace::store

@@ -1,6 +1,6 @@
 // CRC-32C with the SSE4.2 crc32 instruction when the CPU has it (8 bytes per instruction), else a table, one
 // byte at a time. Both compute the same function; crc32c_test checks them against each other.
-#include "collector/crc32c.h"
+#include "store/crc32c.h"
 
 #include <array>
 #include <cstring>

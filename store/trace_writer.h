@@ -8,8 +8,8 @@
 // Not thread-safe: one thread owns a writer (the shim's drain thread). Depends on no CUDA library and on no
 // Abseil, because the shim links it statically. Errors are reported as false + message; after an I/O error the
 // writer stays failed (further calls return false) so the caller can disable capture once.
-#ifndef TTRACE_COLLECTOR_TRACE_WRITER_H_
-#define TTRACE_COLLECTOR_TRACE_WRITER_H_
+#ifndef TTRACE_STORE_TRACE_WRITER_H_
+#define TTRACE_STORE_TRACE_WRITER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -92,4 +92,4 @@ class TraceWriter {
 
 }  // namespace ttrace::store
 
-#endif  // TTRACE_COLLECTOR_TRACE_WRITER_H_
+#endif  // TTRACE_STORE_TRACE_WRITER_H_

@@ -15,8 +15,8 @@
 //     if (!more) break;
 //     if (r.type == format::RecordType::kGemm) { format::GemmRecord g = r.Body<format::GemmRecord>(); ... }
 //   }
-#ifndef TTRACE_ANALYZER_TRACE_READER_H_
-#define TTRACE_ANALYZER_TRACE_READER_H_
+#ifndef TTRACE_STORE_TRACE_READER_H_
+#define TTRACE_STORE_TRACE_READER_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -29,7 +29,7 @@
 #include "absl/strings/string_view.h"
 #include "ttrace/format.h"
 
-namespace ttrace::analyzer {
+namespace ttrace::store {
 
 // One record, valid until the next call to Next().
 struct RecordView {
@@ -94,6 +94,6 @@ class TraceReader {
 // Byte count a record type states for its trailing payload; 0 for types without one.
 uint64_t PayloadBytes(format::RecordType type, absl::string_view body);
 
-}  // namespace ttrace::analyzer
+}  // namespace ttrace::store
 
-#endif  // TTRACE_ANALYZER_TRACE_READER_H_
+#endif  // TTRACE_STORE_TRACE_READER_H_
