@@ -627,5 +627,100 @@ TEST(GemmCheckTest, ShapeProductsWrappingTo128BitsAreUnusable) {
   EXPECT_EQ(r.summary().not_checked.at("tensor unusable"), 1u);
 }
 
+// The replay runs through BLAS; this is the hand loop it replaced, written out (sequential sums over l), on small
+// problems of every shape the replay handles: transposes, batches with shared and per-batch operands, α and β
+// zero or not, k = 0. BLAS sums in its own order, so the references may differ by the FP64 replay error the
+// model already counts (each within E_ref = θ_{k+3}(2^-53)(|α|P + |β|Z) of the exact value: 2·E_ref apart at
+// most); |A|·|B| within 2θ_k(2^-53) relative; row and column sums and |C0| exactly. Outputs placed at 0.5 and 2
+// times the bound from the hand-loop reference get the same verdict, element for element.
+TEST(GemmCheckTest, BlasReplayMatchesTheHandLoop) {
+  std::mt19937_64 rng(2024);
+  std::uniform_real_distribution<double> u(-1, 1);
+  auto precision = ResolveGemmPrecision(static_cast<uint16_t>(format::ApiId::kCublasGemmEx), 68, 0, DType::kBF16,
+                                        DType::kBF16, DType::kBF16);
+  ASSERT_TRUE(precision.ok());
+  const double alphas[] = {1, -0.5, 0, 2.5};
+  const double betas[] = {0, 1, -0.75};
+  const int64_t ks[] = {0, 1, 2, 7, 33, 300};
+  uint64_t compared = 0, flagged = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    GemmProblem p;
+    p.m = 1 + static_cast<int64_t>(rng() % 9);
+    p.n = 1 + static_cast<int64_t>(rng() % 9);
+    p.k = ks[rng() % 6];
+    p.batch = 1 + static_cast<int64_t>(rng() % 3);
+    p.transa = static_cast<uint8_t>(rng() % 3);
+    p.transb = static_cast<uint8_t>(rng() % 3);
+    p.alpha = alphas[rng() % 4];
+    p.beta = betas[rng() % 3];
+    const int64_t m = p.m, n = p.n, k = p.k;
+    const int64_t a_batches = rng() % 2 ? p.batch : 1, b_batches = rng() % 2 ? p.batch : 1;
+    const int64_t c_batches = rng() % 2 ? p.batch : 1;
+    p.a.resize(static_cast<size_t>(m * k * a_batches));
+    p.b.resize(static_cast<size_t>(k * n * b_batches));
+    for (auto& v : p.a) v = RoundTo(DType::kBF16, u(rng));
+    for (auto& v : p.b) v = RoundTo(DType::kBF16, u(rng) * 1000);
+    if (p.beta != 0) {
+      p.c_in.resize(static_cast<size_t>(m * n * c_batches));
+      for (auto& v : p.c_in) v = RoundTo(DType::kBF16, u(rng));
+    }
+    // The hand loop: op(A)_il = a[i + l·m] (or a[l + i·k] transposed), op(B)_lj = b[l + j·k] (or b[j + l·n]).
+    std::vector<GemmElementTerms> hand(static_cast<size_t>(m * n * p.batch));
+    for (int64_t bt = 0; bt < p.batch; ++bt) {
+      const double* a = p.a.data() + (a_batches > 1 ? bt * m * k : 0);
+      const double* b = p.b.data() + (b_batches > 1 ? bt * k * n : 0);
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < m; ++i) {
+          GemmElementTerms& t = hand[static_cast<size_t>(bt * m * n + i + j * m)];
+          if (p.alpha != 0) {
+            double acc = 0;
+            for (int64_t l = 0; l < k; ++l) {
+              const double av = p.transa ? a[l + i * k] : a[i + l * m];
+              const double bv = p.transb ? b[j + l * n] : b[l + j * k];
+              acc += av * bv;
+              t.abs_ab += std::fabs(av) * std::fabs(bv);
+              t.abs_row_a += std::fabs(av);
+              t.abs_col_b += std::fabs(bv);
+            }
+            t.ref = p.alpha * acc;
+          }
+          if (p.beta != 0) {
+            const double c0 = p.c_in[static_cast<size_t>((c_batches > 1 ? bt * m * n : 0) + i + j * m)];
+            t.ref += p.beta * c0;
+            t.abs_c0 = std::fabs(c0);
+          }
+        }
+      }
+    }
+    const std::vector<GemmElementTerms> blas = GemmReference(p);
+    ASSERT_EQ(blas.size(), hand.size());
+    const double theta_ref = Theta(0x1p-53, static_cast<double>(k + 3));
+    const GemmBound bound(*precision, k, p.alpha, p.beta);
+    p.c_out.resize(hand.size());
+    std::vector<bool> violates(hand.size());
+    for (size_t x = 0; x < hand.size(); ++x) {
+      const GemmElementTerms &h = hand[x], &b = blas[x];
+      const double e_ref = theta_ref * (std::fabs(p.alpha) * h.abs_ab + std::fabs(p.beta) * h.abs_c0);
+      EXPECT_LE(std::fabs(b.ref - h.ref), 2 * e_ref) << "trial " << trial << " element " << x;
+      EXPECT_LE(std::fabs(b.abs_ab - h.abs_ab), 2 * Theta(0x1p-53, static_cast<double>(k)) * h.abs_ab);
+      EXPECT_EQ(b.abs_row_a, h.abs_row_a);
+      EXPECT_EQ(b.abs_col_b, h.abs_col_b);
+      EXPECT_EQ(b.abs_c0, h.abs_c0);
+      violates[x] = rng() % 4 == 0;
+      p.c_out[x] = h.ref + (violates[x] ? 2.0 : 0.5) * bound.Bound(h) * (rng() % 2 ? 1 : -1);
+    }
+    const ElementStats st = ReplayGemm(p, *precision);
+    uint64_t expected = 0, first = 0;
+    for (size_t x = hand.size(); x-- > 0;)
+      if (violates[x] && bound.Bound(hand[x]) > 0) ++expected, first = x;
+    EXPECT_EQ(st.violations, expected) << "trial " << trial;
+    if (expected > 0) EXPECT_EQ(st.first_index, first) << "trial " << trial;
+    compared += hand.size();
+    flagged += expected;
+  }
+  EXPECT_GT(compared, 2000u);
+  EXPECT_GT(flagged, 300u);
+}
+
 }  // namespace
 }  // namespace ttrace::analyzer

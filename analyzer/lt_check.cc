@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "analyzer/blas.h"
 #include "analyzer/gemm_check.h"
 #include "analyzer/tensor_data.h"
 
@@ -366,6 +367,7 @@ void CheckLtMatmulOp(int rank, const Op& op, CheckReport* report, const LtModelP
       (r.d_scale_ptr != 0 && op.tensor(TensorSlot::kScaleD) == nullptr))
     return report->AddNotChecked(op.MissingTensorsReason());
   if (!fp8) sa = sb = sc = 1, p.d_scale = p.aux_scale = 1;
+  if (need_ab && (!FitsBlas(m, n, k) || !FitsBlas(m * k, k * n, m * n))) return report->AddNotChecked("dimensions beyond BLAS indices");
   const uint64_t work = GemmReplayWork(m, n, k, batch, need_ab, need_c, false);
   if (work > max_work) {
     report->Warn(absl::StrCat(where, "replaying m=", m, " n=", n, " k=", k, " batch=", batch, " costs ",

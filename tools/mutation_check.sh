@@ -138,6 +138,9 @@ mutate "conv bound with k doubled" conv_check.cc \
   "const GemmBound bound(precision, 2 * ConvTermsPerOutput(p), p.alpha, p.beta);" "conv_check_test" "ConvCheck"
 mutate "gemm: last batch skipped" analyzer/gemm_check.cc "for (int64_t bt = 0; bt < p.batch; ++bt) {" \
   "for (int64_t bt = 0; bt < std::max<int64_t>(1, p.batch - 1); ++bt) {" "gemm_check_test" "GemmCheck"
+mutate "gemm: |A|·|B| replaced by A·B" analyzer/gemm_check.cc \
+  "MatMul(ta, tb, m, cols, k, abs_a.data(), lda, abs_b.data() + b_col, ldb, mag.data(), m);" \
+  "MatMul(ta, tb, m, cols, k, a, lda, b + b_col, ldb, mag.data(), m);" "gemm_check_test" "GemmCheck"
 mutate "all-reduce: identity check skipped" collective_check.cc \
   "if (members[rep[c]].recv->data == members[r].recv->data) cls[r]" "if (true) cls[r]" \
   "collective_check_test" "CollectiveCheck"

@@ -1,0 +1,29 @@
+// The analyzer's FP64 linear algebra through OpenBLAS (Debian's libopenblas-dev): the one place that includes
+// cblas.h. Column-major, 64-bit dimensions checked against BLAS's 32-bit indices by the caller (FitsBlas).
+//
+// Thread safety: the calls are reentrant (OpenBLAS locks its buffers). SetBlasThreads changes a process-wide
+// setting and must not run while another thread is inside a BLAS call.
+#ifndef TTRACE_ANALYZER_BLAS_H_
+#define TTRACE_ANALYZER_BLAS_H_
+
+#include <cstdint>
+
+namespace ttrace::analyzer {
+
+// Whether every dimension and leading dimension fits BLAS's int.
+bool FitsBlas(int64_t m, int64_t n, int64_t k);
+
+// c (m x n, ldc) = op(a) · op(b), op(a) m x k, op(b) k x n; `ta`/`tb` transpose the stored matrix (a stored k x m
+// when ta). k = 0 gives zeros.
+void MatMul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+            int64_t ldb, double* c, int64_t ldc);
+
+// y (rows of op(a)) = op(a) · x, a stored rows x cols (lda).
+void MatVec(bool ta, int64_t rows, int64_t cols, const double* a, int64_t lda, const double* x, double* y);
+
+// Threads OpenBLAS uses inside one call; 0 = its default. Returns the previous setting.
+int SetBlasThreads(int threads);
+
+}  // namespace ttrace::analyzer
+
+#endif  // TTRACE_ANALYZER_BLAS_H_
