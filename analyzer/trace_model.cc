@@ -257,6 +257,8 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
         t.end = r.Body<format::EndRecord>();
         break;
       case RecordType::kCommDestroy:
+        t.comm_ends.push_back(r.Body<format::CommDestroyRecord>());
+        break;
       case RecordType::kGroup:
         break;
       default:

@@ -71,6 +71,7 @@ struct RankTrace {
   format::FileHeader header{};
   std::vector<Op> ops;  // ascending seq, unique
   std::vector<format::CommInitRecord> comm_inits;
+  std::vector<format::CommDestroyRecord> comm_ends;  // ncclCommDestroy, ncclCommAbort, ncclCommFinalize, in order
   uint64_t records = 0;
   uint64_t unknown_records = 0;    // record types this analyzer does not know: skipped
   uint64_t notices = 0;

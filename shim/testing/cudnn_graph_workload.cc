@@ -22,10 +22,13 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "shim/testing/cudnn_graph.h"
 
 namespace {
 
-using Desc = cudnnBackendDescriptor_t;
+using ttrace::shim::testing::ConvolutionForward;
+using ttrace::shim::testing::Desc;
+using ttrace::shim::testing::Graph;
 
 [[noreturn]] void Die(const char* what, long code) {
   fprintf(stderr, "cudnn_graph_workload: %s failed (%ld)\n", what, code);
@@ -65,152 +68,14 @@ struct Buf {
   }
 };
 
-// Descriptors of one graph, destroyed with it.
-class Graph {
- public:
-  ~Graph() {
-    for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) cudnnBackendDestroyDescriptor(*it);
-  }
-  Desc Make(cudnnBackendDescriptorType_t type) {
-    Desc d = nullptr;
-    CHECK(cudnnBackendCreateDescriptor(type, &d));
-    owned_.push_back(d);
-    return d;
-  }
-  static void Set(Desc d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t n,
-                  const void* v) {
-    CHECK(cudnnBackendSetAttribute(d, name, type, n, v));
-  }
-  static void Ref(Desc d, cudnnBackendAttributeName_t name, Desc v) { Set(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &v); }
-  Desc Tensor(int64_t uid, cudnnDataType_t type, std::vector<int64_t> dims, bool is_virtual = false,
-              bool by_value = false) {
-    std::vector<int64_t> strides(dims.size(), 1);
-    for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
-    return Strided(uid, type, dims, strides, is_virtual, by_value);
-  }
-  Desc Strided(int64_t uid, cudnnDataType_t type, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
-               bool is_virtual = false, bool by_value = false) {
-    Desc t = Make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-    const int64_t alignment = 16;
-    Set(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-    Set(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, static_cast<int64_t>(dims.size()), dims.data());
-    Set(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, static_cast<int64_t>(strides.size()), strides.data());
-    Set(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
-    Set(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-    Set(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
-    Set(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
-    CHECK(cudnnBackendFinalize(t));
-    return t;
-  }
-  // An operation of `type` with descriptor-valued attributes `refs` and a sub-descriptor set up by `configure`.
-  Desc Op(cudnnBackendDescriptorType_t type, const std::vector<std::pair<cudnnBackendAttributeName_t, Desc>>& refs) {
-    Desc op = Make(type);
-    for (const auto& [name, d] : refs)
-      if (d != nullptr) Ref(op, name, d);
-    ops_.push_back(op);
-    return op;
-  }
-  Desc Pointwise(cudnnPointwiseMode_t mode, Desc x, Desc b, Desc y, Desc t = nullptr, int64_t axis = -1) {
-    Desc pw = Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    Set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
-    Set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    if (axis >= 0) Set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
-    CHECK(cudnnBackendFinalize(pw));
-    return Finish(Op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
-                     {{CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw}, {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x},
-                      {CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b}, {CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y},
-                      {CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t}}));
-  }
-  Desc Reduction(cudnnReduceTensorOp_t mode, Desc x, Desc y) {
-    Desc r = Make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
-    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    Set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode);
-    Set(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    CHECK(cudnnBackendFinalize(r));
-    return Finish(Op(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, {{CUDNN_ATTR_OPERATION_REDUCTION_DESC, r},
-                                                                    {CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x},
-                                                                    {CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y}}));
-  }
-  Desc Matmul(Desc a, Desc b, Desc c) {
-    Desc mm = Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
-    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-    Set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-    CHECK(cudnnBackendFinalize(mm));
-    return Finish(Op(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, {{CUDNN_ATTR_OPERATION_MATMUL_DESC, mm},
-                                                                 {CUDNN_ATTR_OPERATION_MATMUL_ADESC, a},
-                                                                 {CUDNN_ATTR_OPERATION_MATMUL_BDESC, b},
-                                                                 {CUDNN_ATTR_OPERATION_MATMUL_CDESC, c}}));
-  }
-  Desc Finish(Desc op) {
-    CHECK(cudnnBackendFinalize(op));
-    return op;
-  }
-  // Operation graph, heuristics, the first configuration, plan; then one execution with `data` (uid -> pointer).
-  void Execute(cudnnHandle_t handle, const std::map<int64_t, void*>& data) {
-    Desc graph = Make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-    Set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    Set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_.size()),
-        ops_.data());
-    CHECK(cudnnBackendFinalize(graph));
-    Desc heur = Make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_INSTANT;
-    Ref(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
-    Set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-    CHECK(cudnnBackendFinalize(heur));
-    Desc config = Make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-    int64_t configs = 0;
-    CHECK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &configs,
-                                   &config));
-    if (configs < 1) Die("heuristics", 0);
-    Desc plan = Make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    Set(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    Ref(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
-    CHECK(cudnnBackendFinalize(plan));
-    std::vector<int64_t> uids;
-    std::vector<void*> ptrs;
-    for (const auto& [uid, p] : data) uids.push_back(uid), ptrs.push_back(p);
-    Desc pack = Make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-    void* workspace = nullptr;
-    Set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
-    Set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(ptrs.size()),
-        ptrs.data());
-    Set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-    CHECK(cudnnBackendFinalize(pack));
-    CHECK(cudnnBackendExecute(handle, plan, pack));
-  }
-
- private:
-  std::vector<Desc> owned_, ops_;
-};
-
 void ConvGraph(cudnnHandle_t handle, uint64_t seq) {
-  Graph g;
+  Graph g(Die);
   Buf x(1, 2 * 4 * 9 * 9, false), w(2, 6 * 4 * 3 * 3, false), y(3, 2 * 6 * 5 * 5, false);
-  Desc xd = g.Tensor(1, CUDNN_DATA_FLOAT, {2, 4, 9, 9}), wd = g.Tensor(2, CUDNN_DATA_FLOAT, {6, 4, 3, 3});
-  Desc yd = g.Tensor(3, CUDNN_DATA_FLOAT, {2, 6, 5, 5});
-  Desc c = g.Make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  const int64_t spatial = 2, pad[2] = {1, 1}, stride[2] = {2, 2}, dilation[2] = {1, 1};
-  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
-  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
-  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
-  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
-  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
-  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
-  Graph::Set(c, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
-  CHECK(cudnnBackendFinalize(c));
-  Desc op = g.Op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-                 {{CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, xd}, {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, wd},
-                  {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, yd}, {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, c}});
-  const float alpha = 1.0f, beta = 0.0f;
-  Graph::Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-  Graph::Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-  g.Finish(op);
+  ConvolutionForward(g, g.Tensor(1, CUDNN_DATA_FLOAT, {2, 4, 9, 9}), g.Tensor(2, CUDNN_DATA_FLOAT, {6, 4, 3, 3}),
+                     g.Tensor(3, CUDNN_DATA_FLOAT, {2, 6, 5, 5}), /*pad=*/1, /*stride=*/2);
   x.Dump(seq, 22);
   w.Dump(seq, 22);
-  g.Execute(handle, {{1, x.dev}, {2, w.dev}, {3, y.dev}});
+  CHECK(g.Execute(handle, {{1, x.dev}, {2, w.dev}, {3, y.dev}}));
   y.Dump(seq, 23);
 }
 
@@ -221,7 +86,7 @@ struct Attn {
 // Q, K, V, O as in NVIDIA's samples ([b, h, s, d], packed); returns the buffers (uids 1..5: Q K V O Stats).
 void Attention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool fused) {
   const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
-  Graph g;
+  Graph g(Die);
   Buf q(1, s.b * s.h * s.sq * s.d, true), k(2, s.b * s.hk * s.skv * s.d, true), v(3, s.b * s.hk * s.skv * s.d, true);
   Buf o(4, s.b * s.h * s.sq * s.d, true), stats(5, s.b * s.h * s.sq, false);
   float scale = 0.35f;
@@ -264,18 +129,18 @@ void Attention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool fused) {
   for (Buf* b : {&q, &k, &v}) b->Dump(seq, 22);
   std::map<int64_t, void*> data = {{1, q.dev}, {2, k.dev}, {3, v.dev}, {4, o.dev}, {5, stats.dev}, {6, &scale}};
   if (!fused) data[7] = const_cast<float*>(&neg_inf);
-  g.Execute(handle, data);
+  CHECK(g.Execute(handle, data));
   o.Dump(seq, 23);
   stats.Dump(seq, 23);
 }
 
 void Relu(cudnnHandle_t handle, uint64_t seq) {
-  Graph g;
+  Graph g(Die);
   Buf x(1, 64, false), y(2, 64, false);
   g.Pointwise(CUDNN_POINTWISE_RELU_FWD, g.Tensor(1, CUDNN_DATA_FLOAT, {1, 1, 8, 8}), nullptr,
               g.Tensor(2, CUDNN_DATA_FLOAT, {1, 1, 8, 8}));
   x.Dump(seq, 22);
-  g.Execute(handle, {{1, x.dev}, {2, y.dev}});
+  CHECK(g.Execute(handle, {{1, x.dev}, {2, y.dev}}));
   y.Dump(seq, 23);
 }
 

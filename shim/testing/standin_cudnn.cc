@@ -1,6 +1,10 @@
-// The stand-in libcudnn.so.9 (status_standin.h): cudnnConvolutionForward, BackwardData and BackwardFilter answer
-// STANDIN_CUDNN_STATUS; handles, streams and the tensor, filter and convolution descriptors (which the shim reads
-// with their getters) are simgpu's.
+// The stand-in libcudnn.so.9 (status_standin.h): cudnnConvolutionForward, BackwardData and BackwardFilter and
+// cudnnBackendExecute answer STANDIN_CUDNN_STATUS; handles, streams, the tensor, filter and convolution
+// descriptors (which the shim reads with their getters) and backend descriptors are simgpu's, except a
+// descriptor of type CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR (which no graph uses): its create, set, get, finalize and
+// destroy answer STANDIN_CUDNN_STATUS too, so that each backend set-up entry point is driven through each status.
+#include <cstdint>
+
 #include "shim/testing/status_standin.h"
 
 #define STANDIN_CUDNN_FORWARD(name, params, args)                                                                \
@@ -43,3 +47,48 @@ STANDIN_CUDNN_FORWARD(cudnnGetConvolutionMathType, (const void* desc, int* math)
 STANDIN_CUDNN(cudnnConvolutionForward)
 STANDIN_CUDNN(cudnnConvolutionBackwardData)
 STANDIN_CUDNN(cudnnConvolutionBackwardFilter)
+
+// Backend descriptors: simgpu's, but for the knob-info stand-in descriptor.
+namespace {
+constexpr int kKnobInfoDescriptor = 8;  // CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR (cudnn_graph.h)
+char g_knob;                            // the stand-in descriptor
+// The stand-in descriptor, or none (its creation failed): answered with the status under test either way.
+bool IsKnob(const void* desc) { return desc == &g_knob || desc == nullptr; }
+int Answer() { return standin::StatusFromEnv("STANDIN_CUDNN_STATUS"); }
+template <typename Fn>
+Fn Real(const char* name) {
+  return reinterpret_cast<Fn>(standin::Simgpu("libcudnn.so.9", "libcudnn.so.9", name));
+}
+}  // namespace
+
+extern "C" int cudnnBackendCreateDescriptor(int type, void** desc) {
+  if (type == kKnobInfoDescriptor) {
+    const int status = Answer();
+    if (status == 0) *desc = &g_knob;
+    return status;
+  }
+  static auto real = Real<int (*)(int, void**)>("cudnnBackendCreateDescriptor");
+  return real(type, desc);
+}
+extern "C" int cudnnBackendDestroyDescriptor(void* desc) {
+  if (IsKnob(desc)) return Answer();
+  static auto real = Real<int (*)(void*)>("cudnnBackendDestroyDescriptor");
+  return real(desc);
+}
+extern "C" int cudnnBackendFinalize(void* desc) {
+  if (IsKnob(desc)) return Answer();
+  static auto real = Real<int (*)(void*)>("cudnnBackendFinalize");
+  return real(desc);
+}
+extern "C" int cudnnBackendSetAttribute(void* desc, int name, int type, int64_t count, const void* values) {
+  if (IsKnob(desc)) return Answer();
+  static auto real = Real<int (*)(void*, int, int, int64_t, const void*)>("cudnnBackendSetAttribute");
+  return real(desc, name, type, count, values);
+}
+extern "C" int cudnnBackendGetAttribute(const void* desc, int name, int type, int64_t requested, int64_t* count,
+                                        void* values) {
+  if (IsKnob(desc)) return Answer();
+  static auto real = Real<int (*)(const void*, int, int, int64_t, int64_t*, void*)>("cudnnBackendGetAttribute");
+  return real(desc, name, type, requested, count, values);
+}
+STANDIN_CUDNN(cudnnBackendExecute)

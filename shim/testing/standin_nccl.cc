@@ -1,8 +1,13 @@
 // The stand-in libnccl.so.2 (status_standin.h): every collective and point-to-point call answers
-// STANDIN_NCCL_STATUS outside a group and success inside one, where ncclGroupEnd answers it;
-// ncclCommGetAsyncError always reports the communicator done (ncclSuccess); ncclCommInitRank answers it for a 2-rank communicator and creates a 1-rank one (rank 0 on
-// device 0) whatever it says, so the collectives have a communicator to run on. As NCCL does, each ncclX is a weak
-// alias of a strong pncclX (the shim forwards to pnccl).
+// STANDIN_NCCL_STATUS outside a group and success inside one, where ncclGroupEnd answers it; ncclCommInitRank
+// answers it for a 2-rank communicator and creates a 1-rank one (rank 0 on device 0) whatever it says, so the
+// collectives have a communicator to run on. The other communicator calls answer STANDIN_NCCL_SETUP_STATUS:
+// ncclCommInitRankConfig, ncclCommInitRankScalable, ncclCommSplit and ncclCommInitAll create a 1-rank
+// communicator when it is ncclSuccess or ncclInProgress (a non-blocking creation returns the handle at once);
+// ncclCommDestroy, ncclCommAbort and ncclCommFinalize answer it; ncclCommGetAsyncError answers it and reports the
+// communicator done, except on the first communicator (ncclCommInitRank's), where it always succeeds, so the
+// outputs of operations in progress there are released. As NCCL does, each ncclX is a weak alias of a strong
+// pncclX (the shim forwards to pnccl).
 #include <cstring>
 
 #include "shim/testing/status_standin.h"
@@ -10,7 +15,13 @@
 namespace {
 struct Comm {
   int nranks, rank;
-} g_comm{1, 0}, g_two{2, 1};
+} g_comm{1, 0}, g_two{2, 1}, g_created[16];
+int g_created_count = 0;
+void* NewComm() {
+  Comm* c = &g_created[g_created_count++ % 16];
+  *c = Comm{1, 0};
+  return c;
+}
 struct UniqueId {
   char internal[128];  // ncclUniqueId, passed by value (in memory, not in registers)
 };
@@ -30,12 +41,35 @@ extern "C" int pncclCommInitRank(void** comm, int nranks, UniqueId, int rank) {
     return 0;
   }
   const int status = standin::StatusFromEnv("STANDIN_NCCL_STATUS");
-  if (status == 0) *comm = &g_two;
+  if (status == 0 || status == 7) *comm = &g_two;  // a non-blocking creation returns its handle at once
   return status;
 }
 STANDIN_NCCL_ALIAS(ncclCommInitRank, (void**, int, UniqueId, int))
-extern "C" int pncclCommDestroy(void*) { return 0; }
+int SetupStatus() { return standin::StatusFromEnv("STANDIN_NCCL_SETUP_STATUS"); }
+// A communicator-creating call's answer: the communicator exists after success or ncclInProgress.
+int Create(void** comm) {
+  const int status = SetupStatus();
+  if (status == 0 || status == 7) *comm = NewComm();
+  return status;
+}
+extern "C" int pncclCommInitRankConfig(void** comm, int, UniqueId, int, void*) { return Create(comm); }
+STANDIN_NCCL_ALIAS(ncclCommInitRankConfig, (void**, int, UniqueId, int, void*))
+extern "C" int pncclCommInitRankScalable(void** comm, int, int, int, UniqueId*, void*) { return Create(comm); }
+STANDIN_NCCL_ALIAS(ncclCommInitRankScalable, (void**, int, int, int, UniqueId*, void*))
+extern "C" int pncclCommSplit(void*, int, int, void** comm, void*) { return Create(comm); }
+STANDIN_NCCL_ALIAS(ncclCommSplit, (void*, int, int, void**, void*))
+extern "C" int pncclCommInitAll(void** comms, int ndev, const int*) {
+  const int status = SetupStatus();
+  for (int i = 0; (status == 0 || status == 7) && i < ndev; ++i) comms[i] = NewComm();
+  return status;
+}
+STANDIN_NCCL_ALIAS(ncclCommInitAll, (void**, int, const int*))
+extern "C" int pncclCommDestroy(void*) { return SetupStatus(); }
 STANDIN_NCCL_ALIAS(ncclCommDestroy, (void*))
+extern "C" int pncclCommAbort(void*) { return SetupStatus(); }
+STANDIN_NCCL_ALIAS(ncclCommAbort, (void*))
+extern "C" int pncclCommFinalize(void*) { return SetupStatus(); }
+STANDIN_NCCL_ALIAS(ncclCommFinalize, (void*))
 extern "C" int pncclCommCount(const void* comm, int* n) {
   *n = static_cast<const Comm*>(comm)->nranks;
   return 0;
@@ -63,9 +97,9 @@ extern "C" int pncclGroupEnd() {
   return standin::StatusFromEnv("STANDIN_NCCL_STATUS");
 }
 STANDIN_NCCL_ALIAS(ncclGroupEnd, ())
-extern "C" int pncclCommGetAsyncError(void*, int* async_error) {
+extern "C" int pncclCommGetAsyncError(void* comm, int* async_error) {
   *async_error = 0;
-  return 0;
+  return comm == &g_comm ? 0 : SetupStatus();
 }
 STANDIN_NCCL_ALIAS(ncclCommGetAsyncError, (void*, int*))
 

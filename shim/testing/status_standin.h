@@ -4,10 +4,14 @@
 // each documented status and not only the one blanket error NVIDIA's libraries give without a GPU.
 //
 //   STANDIN_CUBLAS_STATUS   cublasStatus_t returned by every intercepted cuBLAS and cuBLASLt entry point
-//   STANDIN_CUDNN_STATUS    cudnnStatus_t returned by cudnnConvolutionForward, BackwardData, BackwardFilter
+//   STANDIN_CUDNN_STATUS    cudnnStatus_t returned by cudnnConvolutionForward, BackwardData, BackwardFilter,
+//                           cudnnBackendExecute and the backend calls on a knob-info descriptor (standin_cudnn.cc)
 //   STANDIN_NCCL_STATUS     ncclResult_t returned by every intercepted NCCL collective and point-to-point call
 //                           outside a group, by ncclGroupEnd, and by ncclCommInitRank for a communicator of 2
 //                           ranks (1 rank: always created)
+//   STANDIN_NCCL_SETUP_STATUS  ncclResult_t returned by the other intercepted communicator calls: the creating ones
+//                           (InitRankConfig, InitRankScalable, Split, InitAll), the ending ones (Destroy, Abort,
+//                           Finalize) and ncclCommGetAsyncError (but not on ncclCommInitRank's communicator)
 //
 // Unset means 0 (success). An answering entry point does no work and reads no argument: with success the
 // outputs keep what the program put there. Everything else the program and the shim call (handles, streams,

@@ -1,7 +1,8 @@
 // shim_status_standin_probe: calls every entry point the shim intercepts once, with valid arguments, against the
 // stand-in vendor libraries of status_standin.h (which answer the status the test asks for), and prints
-// "op NAME=STATUS" for each and "setup NAME=STATUS" for the calls that set them up. Memory comes from simgpu's
-// cudart, so the shim can snapshot operands as on a device.
+// "op NAME=STATUS" for each op, "call NAME=STATUS" for the other calls the stand-ins answer with a status
+// (communicators, cuDNN backend descriptors), "setup NAME=STATUS" for the calls that set them up. Memory comes
+// from simgpu's cudart, so the shim can snapshot operands as on a device.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -9,11 +10,19 @@
 #include <nccl.h>
 
 #include <cstdio>
+#include <cstdlib>
+
+#include "shim/testing/cudnn_graph.h"
 
 namespace {
 
 void Op(const char* name, int status) { printf("op %s=%d\n", name, status); }
 void Setup(const char* name, int status) { printf("setup %s=%d\n", name, status); }
+void Call(const char* name, int status) { printf("call %s=%d\n", name, status); }
+[[noreturn]] void Die(const char* what, long status) {
+  fprintf(stderr, "status_standin_probe: %s failed (%ld)\n", what, status);
+  exit(1);
+}
 
 void Gemms(cublasHandle_t h, void* a, void* b, void* c) {
   const cublasOperation_t N = CUBLAS_OP_N;
@@ -74,6 +83,8 @@ void LtMatmul(void* a, void* b, void* c) {
   cublasLtDestroy(lt);
 }
 
+void BackendGraph(cudnnHandle_t h, void* x, void* w, void* y);
+
 // x 1x1x3x3, w 1x1x2x2, y 1x1x2x2: forward (x, w -> y), backward data (w, dy -> dx), backward filter (x, dy -> dw).
 void Convolutions(void* x, void* w, void* y) {
   cudnnHandle_t h = nullptr;
@@ -99,11 +110,34 @@ void Convolutions(void* x, void* w, void* y) {
   Op("cudnnConvolutionBackwardFilter", cudnnConvolutionBackwardFilter(h, &f1, xd, x, yd, y, cd,
                                                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, nullptr, 0,
                                                                       &f0, wd, w));
+  BackendGraph(h, x, w, y);
   cudnnDestroyConvolutionDescriptor(cd);
   cudnnDestroyFilterDescriptor(wd);
   cudnnDestroyTensorDescriptor(yd);
   cudnnDestroyTensorDescriptor(xd);
   Setup("cudnnDestroy", cudnnDestroy(h));
+}
+
+// A one-convolution backend graph (x 1x1x3x3, w 1x1x2x2 -> y 1x1x2x2) executed; then every backend set-up entry
+// point on the stand-in's knob-info descriptor, which answers the status under test.
+void BackendGraph(cudnnHandle_t h, void* x, void* w, void* y) {
+  {
+    ttrace::shim::testing::Graph g(Die);
+    ttrace::shim::testing::ConvolutionForward(g, g.Tensor(1, CUDNN_DATA_FLOAT, {1, 1, 3, 3}),
+                                              g.Tensor(2, CUDNN_DATA_FLOAT, {1, 1, 2, 2}),
+                                              g.Tensor(3, CUDNN_DATA_FLOAT, {1, 1, 2, 2}), /*pad=*/0, /*stride=*/1);
+    Op("cudnnBackendExecute", g.Execute(h, {{1, x}, {2, w}, {3, y}}));
+  }
+  cudnnBackendDescriptor_t knob = nullptr;
+  Call("cudnnBackendCreateDescriptor", cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, &knob));
+  const int64_t value = 1;
+  Call("cudnnBackendSetAttribute",
+       cudnnBackendSetAttribute(knob, CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, CUDNN_TYPE_INT64, 1, &value));
+  Call("cudnnBackendFinalize", cudnnBackendFinalize(knob));
+  int64_t count = 0, got = 0;
+  Call("cudnnBackendGetAttribute",
+       cudnnBackendGetAttribute(knob, CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE, CUDNN_TYPE_INT64, 1, &count, &got));
+  Call("cudnnBackendDestroyDescriptor", cudnnBackendDestroyDescriptor(knob));
 }
 
 void Collectives(void* a, void* c) {
@@ -129,7 +163,23 @@ void Collectives(void* a, void* c) {
   ncclResult_t async = ncclInProgress;
   Setup("ncclCommGetAsyncError", ncclCommGetAsyncError(comm, &async));
   Setup("ncclCommGetAsyncError.async", async);
-  Setup("ncclCommDestroy", ncclCommDestroy(comm));
+  // The communicator calls the stand-in answers STANDIN_NCCL_SETUP_STATUS; each creates or
+  // ends a 1-rank communicator, and each ending call gets a communicator of its own.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  ncclComm_t configured = nullptr, scalable = nullptr, split = nullptr, all[1] = {nullptr};
+  Call("ncclCommInitRankConfig", ncclCommInitRankConfig(&configured, 1, id, 0, &config));
+  Call("ncclCommInitRankScalable", ncclCommInitRankScalable(&scalable, 1, 0, 1, &id, &config));
+  Call("ncclCommSplit", ncclCommSplit(comm, 0, 0, &split, nullptr));
+  const int devices[1] = {0};
+  Call("ncclCommInitAll", ncclCommInitAll(all, 1, devices));
+  async = ncclInProgress;
+  Call("ncclCommGetAsyncError", ncclCommGetAsyncError(split, &async));
+  Call("ncclCommFinalize", ncclCommFinalize(split));
+  Call("ncclCommDestroy.split", ncclCommDestroy(split));
+  Call("ncclCommAbort", ncclCommAbort(configured));
+  Call("ncclCommDestroy.scalable", ncclCommDestroy(scalable));
+  Call("ncclCommDestroy.all", ncclCommDestroy(all[0]));
+  Call("ncclCommDestroy", ncclCommDestroy(comm));
 }
 
 }  // namespace

@@ -34,14 +34,15 @@ const int kNcclStatuses[] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 struct Probe {
   RunResult run;
-  std::map<std::string, int> ops, setup;  // name -> status printed
+  std::map<std::string, int> ops, call, setup;  // name -> status printed
 };
 
-Probe RunProbe(const std::string& trace_dir, int cublas, int cudnn, int nccl, bool shim) {
+Probe RunProbe(const std::string& trace_dir, int cublas, int cudnn, int nccl, int nccl_setup, bool shim) {
   std::map<std::string, std::string> env = {{"LD_LIBRARY_PATH", kStandins + ":" + kSimgpu},
                                             {"STANDIN_CUBLAS_STATUS", std::to_string(cublas)},
                                             {"STANDIN_CUDNN_STATUS", std::to_string(cudnn)},
-                                            {"STANDIN_NCCL_STATUS", std::to_string(nccl)}};
+                                            {"STANDIN_NCCL_STATUS", std::to_string(nccl)},
+                                            {"STANDIN_NCCL_SETUP_STATUS", std::to_string(nccl_setup)}};
   if (shim) {
     env["LD_PRELOAD"] = kShim;
     env["TTRACE_DIR"] = trace_dir;
@@ -53,7 +54,7 @@ Probe RunProbe(const std::string& trace_dir, int cublas, int cudnn, int nccl, bo
   while (lines >> kind >> rest) {
     const size_t eq = rest.find('=');
     if (eq == std::string::npos) continue;
-    (kind == "op" ? p.ops : p.setup)[rest.substr(0, eq)] = std::stoi(rest.substr(eq + 1));
+    (kind == "op" ? p.ops : kind == "call" ? p.call : p.setup)[rest.substr(0, eq)] = std::stoi(rest.substr(eq + 1));
   }
   return p;
 }
@@ -64,27 +65,33 @@ bool IsCudnn(const std::string& name) { return name.rfind("cudnn", 0) == 0; }
 TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheRecordsItImplies) {
   ASSERT_EQ(std::size(kCudnnStatuses), 48u);
   for (size_t i = 0; i < std::size(kCudnnStatuses); ++i) {
+    // The communicator calls' status runs through NCCL's statuses at another phase than the operations'.
     const int cublas = kCublasStatuses[i % std::size(kCublasStatuses)], cudnn = kCudnnStatuses[i],
-              nccl = kNcclStatuses[i % std::size(kNcclStatuses)];
+              nccl = kNcclStatuses[i % std::size(kNcclStatuses)],
+              nccl_setup = kNcclStatuses[(i + 3 + i / std::size(kNcclStatuses)) % std::size(kNcclStatuses)];
     SCOPED_TRACE("cuBLAS status " + std::to_string(cublas) + ", cuDNN status " + std::to_string(cudnn) +
-                 ", NCCL status " + std::to_string(nccl));
+                 ", NCCL status " + std::to_string(nccl) + ", NCCL communicator status " +
+                 std::to_string(nccl_setup));
     ScratchDir dir;
-    const Probe plain = RunProbe("", cublas, cudnn, nccl, /*shim=*/false);
-    const Probe traced = RunProbe(dir.path(), cublas, cudnn, nccl, /*shim=*/true);
+    const Probe plain = RunProbe("", cublas, cudnn, nccl, nccl_setup, /*shim=*/false);
+    const Probe traced = RunProbe(dir.path(), cublas, cudnn, nccl, nccl_setup, /*shim=*/true);
     ASSERT_EQ(plain.run.exit_code, 0) << plain.run.err;
     ASSERT_EQ(traced.run.exit_code, 0) << traced.run.err;
     EXPECT_EQ(traced.run.out, plain.run.out);
-    // GEMMs, Lt, convolutions, the init, collectives, the group
-    ASSERT_EQ(traced.ops.size(), 16u + 1 + 3 + 1 + 11 + 1) << traced.run.out;
+    // GEMMs, Lt, convolutions, the backend graph, the init, collectives, the group
+    ASSERT_EQ(traced.ops.size(), 16u + 1 + 3 + 1 + 1 + 11 + 1) << traced.run.out;
     for (const auto& [name, status] : traced.ops)
       EXPECT_EQ(status, IsCublas(name) ? cublas : IsCudnn(name) ? cudnn : nccl) << name;
     for (const auto& [name, status] : traced.setup) EXPECT_EQ(status, 0) << name;
+    // Communicator calls (11) and cuDNN backend descriptor calls (5)
+    ASSERT_EQ(traced.call.size(), 11u + 5) << traced.run.out;
+    for (const auto& [name, status] : traced.call) EXPECT_EQ(status, IsCudnn(name) ? cudnn : nccl_setup) << name;
 
     auto set = analyzer::LoadTraceDir(dir.path());
     ASSERT_TRUE(set.ok()) << set.status();
     ASSERT_EQ(set->ranks.size(), 1u);
     const analyzer::RankTrace& rank = set->ranks[0];
-    ASSERT_EQ(rank.ops.size(), 16u + 1 + 3 + 11 + 1);
+    ASSERT_EQ(rank.ops.size(), 16u + 1 + 3 + 1 + 11 + 1);
     std::set<std::string> seen;
     for (const analyzer::Op& op : rank.ops) {
       const std::string name = op.api_name();
@@ -113,6 +120,11 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
         EXPECT_EQ(inputs, 2) << name << ": both inputs are snapshotted before the call";
         EXPECT_EQ(op.tensor(TensorSlot::kCIn), nullptr) << name << ": beta is 0";
         EXPECT_EQ(op.tensor(TensorSlot::kCOut) != nullptr, ok) << name << ": the output after the call iff it succeeded";
+      } else if (op.kind == analyzer::OpKind::kGraph) {
+        EXPECT_EQ(op.graph.status, cudnn) << name;
+        EXPECT_EQ(op.graph.flags, 0u) << name << ": the graph and its variant pack were shadowed";
+        EXPECT_EQ(op.graph_in.size(), 2u) << name << ": x and w are snapshotted before the call";
+        EXPECT_EQ(op.graph_out.size(), ok ? 1u : 0u) << name << ": y after the call iff it succeeded";
       } else if (op.kind == analyzer::OpKind::kLtMatmul) {
         EXPECT_EQ(op.lt.status, cublas) << name;
         EXPECT_NE(op.tensor(TensorSlot::kA), nullptr) << name;
@@ -124,11 +136,43 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
             << name << ": the received data after the call iff it succeeded";
       }
     }
-    EXPECT_EQ(seen.size(), 16u + 1 + 3 + 11) << "every entry point recorded once";
-    // The 2-rank ncclCommInitRank: recorded with its status; the 1-rank one succeeded.
-    std::vector<int> init_statuses;
-    for (const auto& init : rank.comm_inits) init_statuses.push_back(init.status);
-    EXPECT_EQ(init_statuses, (std::vector<int>{0, nccl}));
+    EXPECT_EQ(seen.size(), 16u + 1 + 3 + 1 + 11) << "every entry point recorded once";
+    // Communicator creations: the 1-rank ncclCommInitRank succeeded, the 2-rank one answered `nccl`, the four
+    // others `nccl_setup`; a handle and an identity iff the communicator exists (success or in progress).
+    const auto created = [](int status) { return status == 0 || status == 7; };
+    std::vector<std::pair<std::string, int>> inits, want_inits = {{"ncclCommInitRank", 0},
+                                                                  {"ncclCommInitRank", nccl},
+                                                                  {"ncclCommInitRankConfig", nccl_setup},
+                                                                  {"ncclCommInitRankScalable", nccl_setup},
+                                                                  {"ncclCommSplit", nccl_setup},
+                                                                  {"ncclCommInitAll", nccl_setup}};
+    std::map<uint64_t, uint64_t> hash_of;  // handle -> identity
+    for (const auto& init : rank.comm_inits) {
+      inits.emplace_back(format::ApiName(init.api), init.status);
+      EXPECT_EQ(init.comm_handle != 0, created(init.status)) << format::ApiName(init.api);
+      if (init.comm_handle != 0) {
+        EXPECT_NE(init.comm_hash, 0u) << format::ApiName(init.api);
+        EXPECT_EQ(init.comm_size, &init == &rank.comm_inits[1] ? 2 : 1) << format::ApiName(init.api);
+        hash_of[init.comm_handle] = init.comm_hash;
+      }
+    }
+    EXPECT_EQ(inits, want_inits);
+    // Communicator ends, in the probe's order, each with its status and the identity of the communicator it
+    // ended (none for one never created).
+    std::vector<std::pair<std::string, int>> ends, want_ends = {{"ncclCommFinalize", nccl_setup},
+                                                                {"ncclCommDestroy", nccl_setup},
+                                                                {"ncclCommAbort", nccl_setup},
+                                                                {"ncclCommDestroy", nccl_setup},
+                                                                {"ncclCommDestroy", nccl_setup},
+                                                                {"ncclCommDestroy", nccl_setup}};
+    for (const auto& end : rank.comm_ends) {
+      ends.emplace_back(format::ApiName(end.api), end.status);
+      const auto it = hash_of.find(end.comm_handle);
+      EXPECT_EQ(end.comm_hash, it == hash_of.end() ? 0 : it->second) << format::ApiName(end.api);
+    }
+    EXPECT_EQ(ends, want_ends);
+    EXPECT_EQ(rank.comm_ends.back().comm_handle, rank.comm_inits.front().comm_handle);
+    EXPECT_EQ(rank.comm_ends.back().comm_hash != 0, true) << "the first communicator is known when it ends";
   }
 }
 
