@@ -7,7 +7,9 @@
 // (chunk c from comm rank c, NCCL's layout; `ttrace check` verifies the copy). If every input matches some chunk
 // of the reference within the threshold and the output does not, the gather put right data in the wrong places:
 // inside (a communicator whose rank order is not the layout's). If an input matches no chunk, it already differed:
-// between, at the gather's input.
+// between, at the gather's input. A gather whose output reaches a GEMM only through host code (a distributed
+// optimizer's weight gather, copied into the parameters and rounded) is found by content when an operand of a GEMM
+// diverges: JudgeContainingGather.
 #include <cmath>
 #include <limits>
 #include <map>
@@ -20,6 +22,7 @@
 #include "analyzer/diff_calibrate.h"
 #include "analyzer/diff_sharded.h"
 #include "analyzer/diff_sharded_state.h"
+#include "analyzer/tensor_data.h"
 
 namespace ttrace::analyzer::diff_internal {
 
@@ -67,6 +70,22 @@ size_t MatchChunks(const std::vector<double>& got, const std::vector<double>& wa
 
 bool IsAllGather(const Op& op) {
   return op.kind == OpKind::kCollective && op.api == static_cast<uint16_t>(format::ApiId::kNcclAllGather);
+}
+
+// The offsets at which `v` lies in `g` within one rounding to v's type (|v_e − g_e| ≤ eps·|g_e|, exact for a
+// zero), at most two: a second one makes the position ambiguous (constant or repeated data) and the caller
+// gives up.
+std::vector<size_t> FindRounded(const std::vector<double>& g, const std::vector<double>& v, double eps) {
+  std::vector<size_t> found;
+  if (v.empty() || v.size() > g.size()) return found;
+  auto near = [eps](double x, double ref) { return std::fabs(x - ref) <= eps * std::fabs(ref); };
+  for (size_t off = 0; off + v.size() <= g.size() && found.size() < 2; ++off) {
+    if (!near(v[0], g[off])) continue;
+    size_t e = 1;
+    while (e < v.size() && near(v[e], g[off + e])) ++e;
+    if (e == v.size()) found.push_back(off);
+  }
+  return found;
 }
 
 }  // namespace
@@ -181,8 +200,11 @@ bool Sharded::JudgeOperands(size_t i, const Op& rop, const LogicalGemm& r, const
       }
     }
     const bool diverges = !between && rel > j.tau;
-    const bool at_gather = JudgeGathers(rop, shards, split, operand_a, {r.m, r.n, r.k, 1}, operand_a ? r.a : r.b,
-                                        operand_a ? in.sa : in.sb, j, diverges);
+    const bool at_gather =
+        JudgeGathers(rop, shards, split, operand_a, {r.m, r.n, r.k, 1}, operand_a ? r.a : r.b,
+                     operand_a ? in.sa : in.sb, j, diverges) ||
+        (diverges && JudgeContainingGather(rop, shards, split, operand_a, operand_a ? r.a : r.b,
+                                           operand_a ? in.sa : in.sb, j));
     if (at_gather || !diverges) {
       between = between || diverges;
       continue;
@@ -251,6 +273,115 @@ bool Sharded::JudgeGathers(const Op& rop, const std::vector<Shard>& shards, cons
          detail);
   }
   return reported;
+}
+
+bool Sharded::JudgeContainingGather(const Op& rop, const std::vector<Shard>& shards, const GemmSplit& split,
+                                    bool operand_a, const std::vector<double>& ref_full, double scale,
+                                    const OperandJudge& judge) {
+  // The shard whose block differs most, and the reference's values of that block.
+  const Shard* worst = nullptr;
+  double worst_rel = -1;
+  std::vector<double> want;
+  for (const Shard& s : shards) {
+    const int64_t rows = operand_a ? s.g.m : s.g.k, cols = operand_a ? s.g.k : s.g.n;
+    std::vector<double> w = TakeBlock(ref_full, rows, cols, operand_a ? s.cm : s.ck, operand_a ? s.ck : s.cn,
+                                      operand_a ? split.m : split.k, operand_a ? split.k : split.n);
+    std::vector<double> got = operand_a ? s.g.a : s.g.b;
+    for (double& v : got) v /= scale;
+    const double rel = RelFrobenius(got, w);
+    if (rel > worst_rel) worst_rel = rel, worst = &s, want = std::move(w);
+  }
+  if (worst == nullptr || !(worst_rel > judge.tau)) return false;
+  // The operand as stored (packed, column-major rows x cols; op() transposes it when trans): one matrix, so a
+  // batched GEMM only for its shared A.
+  const format::GemmRecord& g = worst->op->gemm;
+  const Tensor* t = worst->op->tensor(operand_a ? TensorSlot::kA : TensorSlot::kB);
+  if (t == nullptr || (g.batch_count > 1 && !(operand_a && (g.stride_a == 0 || t->meta.batch == 1)))) return false;
+  const bool trans = (operand_a ? g.transa : g.transb) != 0;
+  const int64_t rows = t->meta.rows, cols = t->meta.cols;
+  const int64_t lrows = trans ? cols : rows;  // logical rows
+  if (static_cast<int64_t>(want.size()) != rows * cols) return false;
+  std::vector<double> stored = DecodeAll(static_cast<format::DType>(t->meta.dtype), t->data);
+  if (static_cast<int64_t>(stored.size()) < rows * cols) return false;
+  stored.resize(static_cast<size_t>(rows * cols));
+  std::vector<double> want_stored(stored.size());  // the reference's values in the operand's stored order
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t x = trans ? c : r, l = trans ? r : c;  // logical (row, column)
+      want_stored[static_cast<size_t>(r + c * rows)] = want[static_cast<size_t>(x + l * lrows)];
+    }
+  // The most recent all-gathers on the operand's rank (four at most: the weight gather precedes the step that
+  // reads the weights) whose output holds the operand as stored, at one position.
+  const double eps = Epsilon(static_cast<format::DType>(t->meta.dtype));
+  const Op* gather = nullptr;
+  size_t off = 0;
+  for (const RankTrace& rt : cand_.ranks) {
+    if (rt.rank() != worst->rank) continue;
+    int seen = 0;
+    for (size_t j = static_cast<size_t>(worst->op - rt.ops.data()); j-- > 0 && seen < 4 && gather == nullptr;) {
+      const Tensor* recv = IsAllGather(rt.ops[j]) ? rt.ops[j].tensor(TensorSlot::kRecv) : nullptr;
+      if (recv == nullptr || !IsFloatDType(static_cast<format::DType>(recv->meta.dtype))) continue;
+      ++seen;
+      auto it = gathered_.find(&rt.ops[j]);
+      if (it == gathered_.end())
+        it = gathered_.emplace(&rt.ops[j], DecodeAll(static_cast<format::DType>(recv->meta.dtype), recv->data)).first;
+      const std::vector<size_t> at = FindRounded(it->second, stored, eps);
+      if (at.size() == 1) gather = &rt.ops[j], off = at[0];
+    }
+  }
+  if (gather == nullptr || compared_.count(gather) > 0) return false;
+  compared_.insert(gather);
+  const std::vector<double>& out = gathered_[gather];
+  const size_t p = static_cast<size_t>(std::max(gather->coll.comm_size, 1)), len = out.size() / p;
+  // The operand's elements piece by piece, a piece per output chunk it spans (chunk c: comm rank c's input).
+  // Each piece is also read from every other chunk at the same place: when the reference's values are there,
+  // the gather placed right data in the wrong chunk.
+  double den = 0, own = 0, best = 0, worst_piece = -1;
+  size_t bad_chunk = 0;
+  std::string where;
+  bool moved = false;
+  for (size_t e0 = 0; e0 < stored.size();) {
+    const size_t c = (off + e0) / len, e1 = std::min(stored.size(), (c + 1) * len - off);
+    double piece_den = 0;
+    std::vector<double> err(p, 0);
+    for (size_t e = e0; e < e1; ++e) {
+      piece_den += want_stored[e] * want_stored[e];
+      for (size_t j = 0; j < p; ++j) {
+        const double d = out[off + e + j * len - c * len] / scale - want_stored[e];
+        err[j] += d * d;
+      }
+    }
+    const size_t bj = static_cast<size_t>(std::min_element(err.begin(), err.end()) - err.begin());
+    den += piece_den;
+    own += err[c];
+    best += err[bj];
+    moved = moved || (bj != c && err[bj] < err[c]);
+    const double rel = piece_den > 0 ? std::sqrt(err[c] / piece_den) : err[c] > 0 ? INFINITY : 0;
+    if (rel > worst_piece) worst_piece = rel, bad_chunk = c;
+    absl::StrAppend(&where, e0 > 0 ? ", " : "", "elements ", off + e0, "..", off + e1 - 1, " (chunk ", c, ") ",
+                    bj == c ? std::string("in place") : absl::StrCat("found in chunk ", bj));
+    e0 = e1;
+  }
+  const double rel = den > 0 ? std::sqrt(own / den) : 0, rel_moved = den > 0 ? std::sqrt(best / den) : 0;
+  const bool inside = moved && rel_moved <= judge.tau;
+  const OpName name{worst->rank, gather->seq, gather->api_name()};
+  ElementStats stats;
+  stats.elements = stored.size();
+  rep().AddChecked("diff.allgather", name, stats, false);
+  const std::string detail = absl::StrCat(
+      judge.detail, "; rank ", worst->rank, "'s all-gather output, as ", DTypeName(t->meta.dtype), ", is operand ", operand_a ? "A" : "B", " of rank ", worst->rank, " seq ", worst->op->seq, " at elements ", off,
+      "..", off + stored.size() - 1, " (", p, " chunks of ", len, "): ", where);
+  Find(inside ? "diff.inside" : "diff.between", name, rop, inside ? "recv" : "send", inside ? "inside" : "between",
+       rel, MaxAbsDiff(stored, want_stored), judge.eps, rel / judge.tau, judge.tau, judge.model,
+       inside ? absl::StrCat("the reference's values of operand ", operand_a ? "A" : "B", " of rank ", worst->rank,
+                             " seq ", worst->op->seq, " are in other chunks of its output (",
+                             FormatNumber(rel_moved), " relative Frobenius there; ", judge.why,
+                             "): the all-gather's rank order is not the layout's")
+              : absl::StrCat("its input from comm rank ", bad_chunk, " already differs from the reference's values ",
+                             "of operand ", operand_a ? "A" : "B", " of rank ", worst->rank, " seq ", worst->op->seq,
+                             " (", judge.why, ")"),
+       detail);
+  return true;
 }
 
 }  // namespace ttrace::analyzer::diff_internal

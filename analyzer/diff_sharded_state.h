@@ -107,6 +107,14 @@ class Sharded {
   bool JudgeGathers(const Op& rop, const std::vector<Shard>& shards, const GemmSplit& split, bool operand_a,
                     const GemmShape& rshape, const std::vector<double>& ref_full, double scale,
                     const OperandJudge& judge, bool diverged);
+  // When the shard whose operand A (or B) differs most from the reference lies, as stored, in the output of an
+  // all-gather issued earlier on its rank (a distributed optimizer's weight gather, copied into the parameters
+  // and rounded to the operand's type before the GEMM reads them), reports the divergence at that all-gather:
+  // inside when the reference's values are in another chunk of its output, else between at its input. True when
+  // it reported.
+  bool JudgeContainingGather(const Op& rop, const std::vector<Shard>& shards, const GemmSplit& split,
+                             bool operand_a, const std::vector<double>& ref_full, double scale,
+                             const OperandJudge& judge);
   void Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
             const std::string& kind, double rel, double abs, double eps, double ratio, double threshold,
             const std::string& model,
@@ -126,6 +134,7 @@ class Sharded {
   std::map<size_t, GemmOutcome> outcomes_;
   std::map<std::pair<int, const Op*>, Link> links_;
   std::set<const Op*> compared_;  // unaligned candidate collectives compared with a reference GEMM's output
+  std::map<const Op*, std::vector<double>> gathered_;  // decoded all-gather outputs (JudgeContainingGather)
   double max_out_rel_ = 0;
   bool has_last_ = false;
   OpName last_;
