@@ -90,12 +90,14 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
                                " tensors (their ops are not checked)"));
     for (const Op& op : t.ops) gemms += op.kind != OpKind::kCollective;
   }
+  GemmCheckOptions gemm = options.gemm;
+  gemm.max_work = options.max_gemm_work;
   const uint64_t total = s.ops;
   uint64_t done = 0;
   for (const RankTrace& t : set.ranks) {
     for (const Op& op : t.ops) {
       if (op.kind == OpKind::kGemm) {
-        CheckGemmOp(t.rank(), op, &report, options.max_gemm_work);
+        CheckGemmOp(t.rank(), op, &report, gemm);
       } else if (op.kind == OpKind::kLtMatmul) {
         CheckLtMatmulOp(t.rank(), op, &report, options.lt, options.max_gemm_work);
       } else if (op.kind == OpKind::kConv) {

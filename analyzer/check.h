@@ -21,6 +21,7 @@ using CheckProgress = std::function<void(uint64_t done, uint64_t total)>;
 
 struct CheckOptions {
   uint64_t max_gemm_work = kDefaultMaxGemmWork;  // multiply-adds one GEMM replay may cost (gemm_check.h)
+  GemmCheckOptions gemm;                          // method and bound of the GEMM check (its max_work is the above)
   LtModelParams lt;                               // parameters of ltmatmul.deterministic (lt_check.h)
 };
 

@@ -26,6 +26,7 @@ constexpr char kUsage[] =
     "\n"
     "commands:\n"
     "  check DIR [--json FILE] [--allow-incomplete] [--max-memory-mb N] [--max-gemm-work N]\n"
+    "            [--gemm-method full|projection|auto] [--bound deterministic|probabilistic]\n"
     "      Check every rank stream (*.ttr) in DIR: replay each captured GEMM in FP64 against the\n"
     "      gemm.deterministic error bound, check each all-reduce against all ranks' inputs and for bitwise\n"
     "      identical outputs. Prints a report; --json FILE also writes it as JSON. The verdict is clean only\n"
@@ -34,6 +35,13 @@ constexpr char kUsage[] =
     "      --allow-incomplete  exit 0 on an incomplete verdict (what was checked is accepted)\n"
     "      --max-memory-mb N   memory the decoded tensors may take (default: half the machine's memory)\n"
     "      --max-gemm-work N   multiply-adds one GEMM replay may cost (default 2^36); larger: not checked\n"
+    "                          (auto: verified by projection instead)\n"
+    "      --gemm-method M     full (replay every element), projection (Freivalds: random projections, then\n"
+    "                          replay of suspect rows/columns and random tiles), auto (default: projection\n"
+    "                          when m*n*k > 2^30 or over --max-gemm-work)\n"
+    "      --bound B           deterministic (default: gemm.deterministic, any order) or probabilistic\n"
+    "                          (gemm.probabilistic: sqrt(k) growth, each element fails with probability <= 2^-40\n"
+    "                          when rounding errors are independent)\n"
     TTRACE_DIFF_USAGE
     TTRACE_RUN_USAGE
     "  dump FILE|DIR [--allow-truncated]\n"
@@ -51,6 +59,8 @@ struct Args {
   bool allow_incomplete = false;
   uint64_t max_memory_mb = 0;  // 0: default
   uint64_t max_gemm_work = kDefaultMaxGemmWork;
+  GemmMethod gemm_method = GemmMethod::kAuto;
+  BoundKind bound = BoundKind::kDeterministic;
 };
 
 bool ParseCount(const std::string& text, uint64_t* out) {
@@ -72,6 +82,17 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
                                                                             : &args->max_gemm_work))
         return absl::StrCat(a, " needs a positive integer");
       ++i;
+    } else if (json_allowed && (a == "--gemm-method" || a.rfind("--gemm-method=", 0) == 0)) {
+      std::string v = a.size() > 13 ? a.substr(14) : (i + 1 < argc ? argv[++i] : "");
+      if (v == "full") args->gemm_method = GemmMethod::kFull;
+      else if (v == "projection") args->gemm_method = GemmMethod::kProjection;
+      else if (v == "auto") args->gemm_method = GemmMethod::kAuto;
+      else return "--gemm-method needs full, projection or auto";
+    } else if (json_allowed && (a == "--bound" || a.rfind("--bound=", 0) == 0)) {
+      std::string v = a.size() > 7 ? a.substr(8) : (i + 1 < argc ? argv[++i] : "");
+      if (v == "deterministic") args->bound = BoundKind::kDeterministic;
+      else if (v == "probabilistic") args->bound = BoundKind::kProbabilistic;
+      else return "--bound needs deterministic or probabilistic";
     } else if (json_allowed && a == "--json") {
       if (i + 1 >= argc) return "--json needs a file name";
       args->json = argv[++i];
@@ -118,6 +139,8 @@ int Check(const Args& args, std::ostream& out, std::ostream& err) {
     if (t.truncated) err << "ttrace: warning: " << t.truncation << "; checking the complete frames\n";
   CheckOptions co;
   co.max_gemm_work = args.max_gemm_work;
+  co.gemm.method = args.gemm_method;
+  co.gemm.bound = args.bound;
   CheckReport report = RunChecks(
       *set,
       [&](uint64_t done, uint64_t total) {

@@ -191,13 +191,35 @@ absl::StatusOr<GemmPrecision> ResolveGemmPrecision(uint16_t api, int32_t compute
   return p;
 }
 
-GemmBound::GemmBound(const GemmPrecision& p, int64_t k, double alpha, double beta)
+const char* BoundKindName(BoundKind kind) {
+  return kind == BoundKind::kProbabilistic ? "probabilistic" : "deterministic";
+}
+
+ErrorModelId GemmModel(BoundKind kind) {
+  return kind == BoundKind::kProbabilistic ? ErrorModelId::kGemmProbabilistic : ErrorModelId::kGemmDeterministic;
+}
+
+double ProbabilisticLambda(double n, double u, double failure) {
+  return std::sqrt(2 * std::log(2 * std::max(n, 1.0) / failure)) / (1 - u);
+}
+
+double GammaTilde(double n, double u, double lambda) {
+  return std::expm1(lambda * std::sqrt(n) * u + n * u * u / (1 - u));
+}
+
+GemmBound::GemmBound(const GemmPrecision& p, int64_t k, double alpha, double beta, BoundKind kind)
     : p_(p), k_(static_cast<double>(k)), alpha_(std::fabs(alpha)), beta_(std::fabs(beta)) {
   // With α = 0 the device forms β·C0 only (A and B are not read, as BLAS specifies) and so does the replay: no
   // k-term sum on either side.
   const double terms = alpha == 0 ? 0 : k_;
   const double roundings = p_.products_per_term * terms + 2 + p_.extra_roundings;
   theta_acc_ = Theta(p_.acc.u, roundings);
+  if (kind == BoundKind::kProbabilistic && p_.acc.u > 0) {
+    // Higham & Mary's γ̃ replaces θ where it is smaller (long sums); the deterministic θ always holds, so the
+    // minimum holds with the probability of γ̃.
+    const double gt = GammaTilde(roundings, p_.acc.u, ProbabilisticLambda(roundings, p_.acc.u, kProbabilisticFailure));
+    theta_acc_ = std::min(theta_acc_, gt);
+  }
   theta_ref_ = Theta(kU64, terms + 3);
   eta_count_ = 2 * roundings;
 }
@@ -214,6 +236,15 @@ double GemmBound::Bound(const GemmElementTerms& t) const {
   const double bound =
       (1 + p_.u_out) * e_acc + p_.u_out * (std::fabs(t.ref) + e_ref) + p_.eta_out + e_ref;
   return bound * kEvalSafety;
+}
+
+double GemmBound::SumBound(const GemmSumTerms& s) const {
+  if (std::isinf(theta_acc_)) return HUGE_VAL;
+  const double one_in = 1 + p_.u_in;
+  const double Q = one_in * one_in * s.abs_ab + p_.eta_in * one_in * s.abs_rs + s.count * k_ * p_.eta_in * p_.eta_in;
+  const double e_acc = theta_acc_ * (alpha_ * Q + beta_ * s.abs_c0) + alpha_ * (Q - s.abs_ab) +
+                       s.count * eta_count_ * p_.acc.eta * std::max(1.0, alpha_) * (1 + theta_acc_);
+  return (e_acc + p_.u_out * s.abs_out + s.count * p_.eta_out) * kEvalSafety;
 }
 
 bool GemmBound::OverflowPossible(const GemmElementTerms& t) const {

@@ -24,6 +24,9 @@ namespace ttrace::analyzer {
 #define TTRACE_ERROR_MODELS(X)                                                                            \
   X(kGemmDeterministic, "gemm.deterministic",                                                             \
     "|C^-C| <= (1+u_out)(g_{pk+2}(u_acc)(|a||A||B|+|b||C0|) + input conversion) + u_out|C| + underflow") \
+  X(kGemmProbabilistic, "gemm.probabilistic",                                                             \
+    "gemm.deterministic with g_{pk+2}(u_acc) replaced by min(it, exp(l*sqrt(n)*u + n*u^2/(1-u)) - 1), n = pk+2: "  \
+    "Higham & Mary 2019, independent mean-zero rounding errors; each element fails with probability <= 2^-40") \
   X(kLtMatmulDeterministic, "ltmatmul.deterministic",                                                     \
     "gemm.deterministic before the epilogue, then bias, activation (Lipschitz x error + evaluation), scales, "  \
     "output rounding; FP8 accumulation precision a parameter")                                            \
@@ -90,12 +93,40 @@ struct GemmElementTerms {
   double abs_col_b = 0;  // Σ_l |b_lj|
 };
 
-// gemm.deterministic for one op: fixed precision, inner dimension k, α and β.
+// Which accumulation term a GEMM bound uses. kDeterministic: θ_{pk+2}(u_acc), for every order and rounding
+// pattern (gemm.deterministic). kProbabilistic: min(θ_{pk+2}, γ̃_{pk+2}(λ)) with λ from kProbabilisticFailure
+// (gemm.probabilistic): holds with probability at least 1 - kProbabilisticFailure per element when the rounding
+// errors are independent with mean zero (Higham & Mary, SIAM J. Sci. Comput. 2019); docs/error-models.md.
+enum class BoundKind : uint8_t { kDeterministic, kProbabilistic };
+const char* BoundKindName(BoundKind kind);  // "deterministic", "probabilistic"
+ErrorModelId GemmModel(BoundKind kind);     // kGemmDeterministic, kGemmProbabilistic
+inline constexpr double kProbabilisticFailure = 0x1p-40;  // per output element, about 9.1e-13
+
+// λ such that n chained roundings exceed γ̃_n(λ) = exp(λ√n·u + n·u²/(1-u)) - 1 with probability at most
+// `failure`: n·2·exp(-λ²(1-u)²/2) = failure.
+double ProbabilisticLambda(double n, double u, double failure);
+// γ̃_n(λ) above.
+double GammaTilde(double n, double u, double lambda);
+
+// Sums over a row (or column) of the per-element quantities of GemmElementTerms and of the captured output,
+// for the projection check: Σ|a_il||b_lj| (P), Σ(R_i + S_j), Σ|c0|, Σ|Ĉ| and the number of elements summed.
+struct GemmSumTerms {
+  double abs_ab = 0, abs_rs = 0, abs_c0 = 0, abs_out = 0;
+  double count = 0;
+};
+
+// gemm.deterministic (or gemm.probabilistic) for one op: fixed precision, inner dimension k, α and β.
 class GemmBound {
  public:
-  GemmBound(const GemmPrecision& p, int64_t k, double alpha, double beta);
+  GemmBound(const GemmPrecision& p, int64_t k, double alpha, double beta,
+            BoundKind kind = BoundKind::kDeterministic);
   // The largest |Ĉ_ij - ref| a correct device computation can produce (includes the reference's own error).
   double Bound(const GemmElementTerms& t) const;
+  // Σ over a set of elements of a bound β_ij on |Ĉ_ij - C_ij| (C exact) that uses the captured output instead of
+  // the reference: β = E + u_out·|Ĉ| + η_out (round to nearest: |ŝ - fl(ŝ)| <= u·|fl(ŝ)|), E as in Bound. The
+  // sums must already include their own FP64 evaluation error (inflated by the caller); the replay's error is not
+  // included (the projection check adds its own).
+  double SumBound(const GemmSumTerms& s) const;
   // Whether a correct computation may overflow to ±Inf (or Inf - Inf = NaN) at this element.
   bool OverflowPossible(const GemmElementTerms& t) const;
   // False when the accumulation term θ is infinite (k beyond what the accumulator's model can bound, e.g. FP16

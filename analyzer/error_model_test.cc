@@ -262,3 +262,29 @@ TEST(ReduceBoundTest, BoundBeyondRangeIsInfiniteNotNaN) {
 
 }  // namespace
 }  // namespace ttrace::analyzer
+
+namespace ttrace::analyzer {
+namespace {
+
+// gemm.probabilistic's λ and γ̃ (Higham & Mary 2019) against values worked out by hand: λ = √(2·ln(2n/2^-40))/(1-u),
+// and the √k bound replaces θ_k only where it is smaller (k above about λ² ≈ 70).
+TEST(GemmProbabilisticBound, LambdaAndGammaTilde) {
+  const double u = 0x1p-24;
+  EXPECT_NEAR(ProbabilisticLambda(66, u, kProbabilisticFailure), 8.07, 0.01);
+  EXPECT_NEAR(ProbabilisticLambda(4098, u, kProbabilisticFailure), 8.57, 0.01);
+  EXPECT_NEAR(ProbabilisticLambda(16386, u, kProbabilisticFailure), 8.73, 0.01);
+  EXPECT_NEAR(GammaTilde(4098, u, 8.57) / (8.57 * 64.0156 * u), 1.0, 1e-4);
+  auto prec = ResolveGemmPrecision(static_cast<uint16_t>(format::ApiId::kCublasGemmEx), 68, 0, format::DType::kF32,
+                                   format::DType::kF32, format::DType::kF32);
+  ASSERT_TRUE(prec.ok());
+  GemmElementTerms t;
+  t.abs_ab = 1;
+  for (int64_t k : {16, 64, 4096, 16384}) {
+    const double det = GemmBound(*prec, k, 1, 0).Bound(t), prob = GemmBound(*prec, k, 1, 0, BoundKind::kProbabilistic).Bound(t);
+    const double n = static_cast<double>(k + 2), lambda = ProbabilisticLambda(n, u, kProbabilisticFailure);
+    EXPECT_NEAR(prob / det, std::min(1.0, lambda / std::sqrt(n)), 0.01) << "k=" << k;
+  }
+}
+
+}  // namespace
+}  // namespace ttrace::analyzer

@@ -1,14 +1,26 @@
-// The replay runs through BLAS (blas.h): per batch, C_ref = op(A)·op(B) and P = |op(A)|·|op(B)| as two FP64
-// GEMMs over column blocks of C, so memory stays O(m·k + k·n + m·block) and the FP64 work runs at the machine's
-// GEMM speed (2048^3 FP32: 22.5 s with the former hand loop on one thread). The summation order inside BLAS is its
-// own; the model's E_ref = θ_{k+3}(2^-53)·(|α|P + |β|Z) and P's inflation hold for any order, so the bound is
-// unchanged. Row sums of |op(A)| and column sums of |op(B)| are plain loops (O(m·k + k·n)). Elements are
-// compared column by column, batch after batch: the same order, hence the same first violation, as before.
+// Full replay runs through BLAS (blas.h): per batch, C_ref = op(A)·op(B) and P = |op(A)|·|op(B)| as two FP64 GEMMs
+// over blocks of C, so memory stays O(m·k + k·n + block) and the FP64 work runs at the machine's GEMM speed (2048^3
+// FP32: 22.5 s with the former hand loop on one thread, about 1 s of CPU now). The summation order inside BLAS is
+// its own; the model's E_ref = θ_{k+3}(2^-53)·(|α|P + |β|Z) and P's inflation hold for any order. Row sums of
+// |op(A)| and column sums of |op(B)| are plain loops. Full replay compares elements column by column, batch after
+// batch, so the first violation is the lowest index.
+//
+// Projection (docs/error-models.md, "Projection check"): for x with x_j = ±1, with D = Ĉ - C (C exact) and
+// |D_ij| <= β_ij = E_ij + u_out|Ĉ_ij| + η_out on a correct device (GemmBound::SumBound), |(D·x)_i| <= Σ_j β_ij, which
+// is linear in Σ_j P_ij = (|op(A)|·(|op(B)|·1))_i, Σ_j |c0_ij|, Σ_j |Ĉ_ij|, n·R_i + Σ_j S_j: O(m·k + k·n + m·n). The
+// FP64 evaluation of T = Ĉx - α·op(A)(op(B)x) - β·C0x errs by at most θ_{n+k+4}(2^-53)·M_i with
+// M_i = (|Ĉ|·1)_i + |α|(|op(A)|(|op(B)|·1))_i + |β|(|C0|·1)_i (each product and sum of nonnegative terms, then
+// three combining operations), added to the bound. A row whose |T_i| exceeds it is proven wrong. Rows whose
+// |T_i|/bound stands out from the median over all rows (screening) are replayed as well: their elements are
+// judged by the full replay's elementwise bound, so screening costs time, never a false finding. Columns likewise
+// with yᵀ. Random tiles add elements replayed with known probability. Elements replayed twice are judged once, in
+// index order.
 #include "analyzer/gemm_check.h"
 
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "analyzer/blas.h"
@@ -21,77 +33,151 @@ using format::TensorSlot;
 
 namespace {
 
+constexpr double kU64 = 0x1p-53;
+
+// One batch's operands: pointers into a GemmProblem and absolute values made once per batch.
+struct BatchView {
+  const GemmProblem* p = nullptr;
+  int64_t bt = 0;
+  const double* a = nullptr;      // as stored: m x k (k x m when transposed), lda
+  const double* b = nullptr;      // k x n (n x k when transposed), ldb
+  const double* c0 = nullptr;     // m x n, null when β = 0
+  const double* c_out = nullptr;  // m x n
+  std::vector<double> abs_a, abs_b;
+  int64_t lda = 1, ldb = 1;
+  bool ta = false, tb = false;
+
+  BatchView(const GemmProblem& prob, int64_t batch) : p(&prob), bt(batch) {
+    const int64_t m = p->m, n = p->n, k = p->k;
+    ta = p->transa != 0;
+    tb = p->transb != 0;
+    lda = ta ? k : m;
+    ldb = tb ? n : k;
+    const size_t c_size = static_cast<size_t>(m * n);
+    c_out = p->c_out.data() + bt * c_size;
+    if (p->beta != 0) c0 = p->c_in.data() + (p->c_in.size() > c_size ? bt * c_size : 0);
+    if (p->alpha != 0) {
+      const size_t a_size = static_cast<size_t>(m * k), b_size = static_cast<size_t>(k * n);
+      a = p->a.data() + (p->a.size() > a_size ? bt * a_size : 0);
+      b = p->b.data() + (p->b.size() > b_size ? bt * b_size : 0);
+      abs_a.resize(a_size);
+      abs_b.resize(b_size);
+      for (size_t x = 0; x < a_size; ++x) abs_a[x] = std::fabs(a[x]);
+      for (size_t x = 0; x < b_size; ++x) abs_b[x] = std::fabs(b[x]);
+    }
+  }
+  double op_a_abs(int64_t i, int64_t l) const { return abs_a[ta ? l + i * p->k : i + l * p->m]; }
+  double op_b_abs(int64_t l, int64_t j) const { return abs_b[tb ? j + l * p->n : l + j * p->k]; }
+};
+
+// An upper bound on the largest elementwise bound of one batch, in O(m·k + k·n + m·n) (for the sensitivity the
+// projection method states: an element flagged for replay is found when its error exceeds twice its own bound).
+// P_ij = Σ_l |a_il||b_lj| is at most ‖a_i‖₂‖b_j‖₂ (Cauchy-Schwarz), R_i·max|B| and S_j·max|A|; |ref| at most
+// |α|P + |β||c0|; the bound is increasing in each term.
+double MaxElementBound(const BatchView& v, const GemmBound& bound) {
+  const GemmProblem& p = *v.p;
+  const int64_t m = p.m, n = p.n, k = p.k;
+  GemmElementTerms t;
+  if (v.c0 != nullptr)
+    for (int64_t x = 0; x < m * n; ++x) t.abs_c0 = std::max(t.abs_c0, std::fabs(v.c0[x]));
+  if (p.alpha != 0) {
+    std::vector<double> sq_a(static_cast<size_t>(m), 0.0), sum_a(sq_a.size(), 0.0), sq_b(static_cast<size_t>(n), 0.0),
+        sum_b(sq_b.size(), 0.0);
+    double max_a = 0, max_b = 0;
+    for (int64_t l = 0; l < k; ++l)
+      for (int64_t i = 0; i < m; ++i) {
+        const double e = v.op_a_abs(i, l);
+        sq_a[i] += e * e, sum_a[i] += e, max_a = std::max(max_a, e);
+      }
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t l = 0; l < k; ++l) {
+        const double e = v.op_b_abs(l, j);
+        sq_b[j] += e * e, sum_b[j] += e, max_b = std::max(max_b, e);
+      }
+    const double norm_a = std::sqrt(*std::max_element(sq_a.begin(), sq_a.end()));
+    const double norm_b = std::sqrt(*std::max_element(sq_b.begin(), sq_b.end()));
+    t.abs_row_a = *std::max_element(sum_a.begin(), sum_a.end());
+    t.abs_col_b = *std::max_element(sum_b.begin(), sum_b.end());
+    // 1 + 2^-40 covers the evaluation of these sums and the square roots.
+    t.abs_ab = std::min({norm_a * norm_b, t.abs_row_a * max_b, t.abs_col_b * max_a}) * (1 + 0x1p-40 * (k + 4));
+  }
+  t.ref = std::fabs(p.alpha) * t.abs_ab + std::fabs(p.beta) * t.abs_c0;
+  return bound.Bound(t);
+}
+
+// The reference terms of the block rows [i0, i0 + rows) x columns [j0, j0 + cols) of one batch, through two BLAS
+// GEMMs; calls fn(i, j, terms) column by column. `ref` and `mag` are scratch of at least rows·cols.
+template <typename Fn>
+void ReplayBlock(const BatchView& v, int64_t i0, int64_t rows, int64_t j0, int64_t cols, std::vector<double>* ref,
+                 std::vector<double>* mag, Fn fn) {
+  const GemmProblem& p = *v.p;
+  const int64_t m = p.m, k = p.k;
+  const bool use_ab = p.alpha != 0;
+  std::vector<double> row_a(use_ab ? static_cast<size_t>(rows) : 0), col_b(use_ab ? static_cast<size_t>(cols) : 0);
+  if (use_ab) {
+    const size_t need = static_cast<size_t>(rows * cols);
+    if (ref->size() < need) ref->resize(need), mag->resize(need);
+    // Row i0 of op(A): a + i0 when stored m x k, a + i0·k when stored k x m; column j0 of op(B) likewise.
+    const int64_t a_row = v.ta ? i0 * k : i0, b_col = v.tb ? j0 : j0 * k;
+    MatMul(v.ta, v.tb, rows, cols, k, v.a + a_row, v.lda, v.b + b_col, v.ldb, ref->data(), rows);
+    MatMul(v.ta, v.tb, rows, cols, k, v.abs_a.data() + a_row, v.lda, v.abs_b.data() + b_col, v.ldb, mag->data(), rows);
+    for (int64_t l = 0; l < k; ++l)
+      for (int64_t i = 0; i < rows; ++i) row_a[i] += v.op_a_abs(i0 + i, l);
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t l = 0; l < k; ++l) col_b[j] += v.op_b_abs(l, j0 + j);
+  }
+  for (int64_t jj = 0; jj < cols; ++jj) {
+    const int64_t j = j0 + jj;
+    for (int64_t ii = 0; ii < rows; ++ii) {
+      const int64_t i = i0 + ii;
+      GemmElementTerms t;
+      if (use_ab) {
+        t.ref = p.alpha * (*ref)[ii + jj * rows];
+        t.abs_ab = (*mag)[ii + jj * rows];
+        t.abs_row_a = row_a[ii];
+        t.abs_col_b = col_b[jj];
+      }
+      if (v.c0 != nullptr) {
+        const double c0 = v.c0[i + j * m];
+        t.ref += p.beta * c0;
+        t.abs_c0 = std::fabs(c0);
+      }
+      fn(i, j, t);
+    }
+  }
+}
+
 // Columns of C per BLAS block: C_ref and P blocks of at most 2^20 elements each (8 MiB).
-int64_t ColumnBlock(int64_t m, int64_t n) { return std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(m, 1), 1, std::max<int64_t>(n, 1)); }
+int64_t ColumnBlock(int64_t m, int64_t n) {
+  return std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(m, 1), 1, std::max<int64_t>(n, 1));
+}
 
 // Calls fn(index, terms) for every output element, batch by batch, column by column.
 template <typename Fn>
 void ForEachGemmElement(const GemmProblem& p, Fn fn) {
-  const int64_t m = p.m, n = p.n, k = p.k;
+  const int64_t m = p.m, n = p.n;
   if (m == 0 || n == 0) return;
-  const bool use_ab = p.alpha != 0;
-  const bool use_c = p.beta != 0;
-  // Without α·A·B, k is bounded by no payload: neither computed with nor allocated.
-  const size_t a_size = use_ab ? static_cast<size_t>(m * k) : 0, b_size = use_ab ? static_cast<size_t>(k * n) : 0;
+  const bool use_ab = p.alpha != 0, use_c = p.beta != 0;
+  const size_t a_size = use_ab ? static_cast<size_t>(m * p.k) : 0, b_size = use_ab ? static_cast<size_t>(p.k * n) : 0;
   const size_t c_size = static_cast<size_t>(m * n);
-  const bool ta = p.transa != 0, tb = p.transb != 0;
-  const int64_t lda = ta ? k : m, ldb = tb ? n : k;
-  std::vector<double> abs_a(a_size), abs_b(b_size), row_a(use_ab ? static_cast<size_t>(m) : 0),
-      col_b(use_ab ? static_cast<size_t>(n) : 0);
-  const int64_t block = ColumnBlock(m, n);
-  std::vector<double> ref(use_ab ? static_cast<size_t>(m * block) : 0), mag(ref.size());
   // Every operand shared by all batches: the reference of batch 0 is every batch's (kept, m·n terms).
   const bool shared = p.batch > 1 && (!use_ab || (p.a.size() <= a_size && p.b.size() <= b_size)) &&
                       (!use_c || p.c_in.size() <= c_size);
   std::vector<GemmElementTerms> first_batch(shared ? c_size : 0);
+  const int64_t block = ColumnBlock(m, n);
+  std::vector<double> ref, mag;
   for (int64_t bt = 0; bt < p.batch; ++bt) {
     if (shared && bt > 0) {
       for (size_t x = 0; x < c_size; ++x) fn(static_cast<uint64_t>(bt) * c_size + x, first_batch[x]);
       continue;
     }
-    const double* a = nullptr;
-    const double* b = nullptr;
-    if (use_ab) {
-      a = p.a.data() + (p.a.size() > a_size ? bt * a_size : 0);
-      b = p.b.data() + (p.b.size() > b_size ? bt * b_size : 0);
-      for (size_t x = 0; x < a_size; ++x) abs_a[x] = std::fabs(a[x]);
-      for (size_t x = 0; x < b_size; ++x) abs_b[x] = std::fabs(b[x]);
-      // Row sums of |op(A)| (op(A)_il = a[i + l·m], or a[l + i·k] when transposed) and column sums of |op(B)|.
-      std::fill(row_a.begin(), row_a.end(), 0.0);
-      for (int64_t l = 0; l < k; ++l)
-        for (int64_t i = 0; i < m; ++i) row_a[i] += abs_a[ta ? l + i * k : i + l * m];
-      std::fill(col_b.begin(), col_b.end(), 0.0);
-      for (int64_t l = 0; l < k; ++l)
-        for (int64_t j = 0; j < n; ++j) col_b[j] += abs_b[tb ? j + l * n : l + j * k];
-    }
-    const size_t c_off = p.c_in.size() > c_size ? bt * c_size : 0;
+    const BatchView v(p, bt);
     for (int64_t j0 = 0; j0 < n; j0 += block) {
-      const int64_t cols = std::min(block, n - j0);
-      if (use_ab) {
-        // Column j0 of op(B): b + j0·k when stored k x n, b + j0 when stored n x k (transposed).
-        const int64_t b_col = tb ? j0 : j0 * k;
-        MatMul(ta, tb, m, cols, k, a, lda, b + b_col, ldb, ref.data(), m);
-        MatMul(ta, tb, m, cols, k, abs_a.data(), lda, abs_b.data() + b_col, ldb, mag.data(), m);
-      }
-      for (int64_t jj = 0; jj < cols; ++jj) {
-        const int64_t j = j0 + jj;
-        for (int64_t i = 0; i < m; ++i) {
-          GemmElementTerms t;
-          if (use_ab) {
-            t.ref = p.alpha * ref[i + jj * m];
-            t.abs_ab = mag[i + jj * m];
-            t.abs_row_a = row_a[i];
-            t.abs_col_b = col_b[j];
-          }
-          if (use_c) {
-            const double c0 = p.c_in[c_off + i + j * m];
-            t.ref += p.beta * c0;
-            t.abs_c0 = std::fabs(c0);
-          }
-          if (shared) first_batch[static_cast<size_t>(i + j * m)] = t;
-          fn(static_cast<uint64_t>(bt * c_size + i + j * m), t);
-        }
-      }
+      ReplayBlock(v, 0, m, j0, std::min(block, n - j0), &ref, &mag,
+                  [&](int64_t i, int64_t j, const GemmElementTerms& t) {
+                    if (shared) first_batch[static_cast<size_t>(i + j * m)] = t;
+                    fn(static_cast<uint64_t>(bt) * c_size + static_cast<uint64_t>(i + j * m), t);
+                  });
     }
   }
 }
@@ -115,6 +201,10 @@ unsigned __int128 Product(std::initializer_list<uint64_t> factors) {
   return p;
 }
 
+bool InputOverflow(const GemmProblem& p, const GemmPrecision& precision) {
+  return precision.in_max > 0 && p.alpha != 0 && (MaxAbs(p.a) > precision.in_max || MaxAbs(p.b) > precision.in_max);
+}
+
 }  // namespace
 
 uint64_t GemmReplayWork(int64_t m, int64_t n, int64_t k, int64_t batch, bool use_ab, bool use_c, bool shared) {
@@ -130,19 +220,289 @@ std::vector<GemmElementTerms> GemmReference(const GemmProblem& p) {
   return out;
 }
 
-ElementStats ReplayGemm(const GemmProblem& p, const GemmPrecision& precision) {
+
+namespace {
+
+// Full replay; `max_bound` (may be null) gets the largest element bound.
+ElementStats ReplayAll(const GemmProblem& p, const GemmPrecision& precision, BoundKind kind, double* max_bound) {
   ElementStats stats;
-  const bool input_overflow = precision.in_max > 0 && p.alpha != 0 &&
-                              (MaxAbs(p.a) > precision.in_max || MaxAbs(p.b) > precision.in_max);
-  const GemmBound bound(precision, p.k, p.alpha, p.beta);
+  const bool input_overflow = InputOverflow(p, precision);
+  const GemmBound bound(precision, p.k, p.alpha, p.beta, kind);
+  double worst = 0;
   ForEachGemmElement(p, [&](uint64_t index, const GemmElementTerms& t) {
     const double b = bound.Bound(t);
+    worst = std::max(worst, b);
     stats.Add(index, p.c_out[index], t.ref, b, input_overflow || bound.OverflowPossible(t));
   });
+  if (max_bound != nullptr) *max_bound = worst;
   return stats;
 }
 
-void CheckGemmOp(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
+}  // namespace
+
+ElementStats ReplayGemm(const GemmProblem& p, const GemmPrecision& precision, BoundKind kind) {
+  return ReplayAll(p, precision, kind, nullptr);
+}
+
+const char* GemmMethodName(GemmMethod method) {
+  switch (method) {
+    case GemmMethod::kFull: return "full";
+    case GemmMethod::kProjection: return "projection";
+    case GemmMethod::kAuto: return "auto";
+  }
+  return "?";
+}
+
+namespace {
+
+// Median of the finite values (0 when none); reorders `v`.
+double Median(std::vector<double>* v) {
+  v->erase(std::remove_if(v->begin(), v->end(), [](double x) { return !std::isfinite(x); }), v->end());
+  if (v->empty()) return 0;
+  std::nth_element(v->begin(), v->begin() + v->size() / 2, v->end());
+  return (*v)[v->size() / 2];
+}
+
+// One side of the projection check of one batch: rows (x of length n) or columns (y of length m).
+struct SideResult {
+  std::vector<double> ratio;      // per row/column: max over the vectors of |T| / rigorous bound
+  std::vector<double> bound;      // the rigorous bound per row/column
+  std::vector<double> eval;       // its FP64-evaluation part
+};
+
+// Row side: T = Ĉx - α·op(A)(op(B)x) - β·C0x for the r vectors of x (len x r, entries ±1) at once; columns: the same
+// on the transposed problem. `deviations` (may be null) gets |T| (out x r).
+SideResult ProjectSide(const BatchView& v, const GemmBound& bound, bool columns, const std::vector<double>& x,
+                       std::vector<double>* deviations = nullptr) {
+  const GemmProblem& p = *v.p;
+  const int64_t m = p.m, n = p.n, k = p.k;
+  const int64_t len = columns ? m : n;  // length of the random vectors
+  const int64_t out = columns ? n : m;  // rows/columns judged
+  const int r = static_cast<int>(x.size() / static_cast<size_t>(std::max<int64_t>(len, 1)));
+  const std::vector<double> ones_len(static_cast<size_t>(len), 1.0), ones_k(static_cast<size_t>(k), 1.0);
+  // Ĉ·X (m x r) or Ĉᵀ·Y (n x r).
+  std::vector<double> t(static_cast<size_t>(out * r));
+  MatMul(columns, false, out, r, len, v.c_out, m, x.data(), len, t.data(), out);
+  std::vector<double> abs_out(static_cast<size_t>(out), 0.0), abs_c0(static_cast<size_t>(out), 0.0);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < m; ++i) abs_out[columns ? j : i] += std::fabs(v.c_out[i + j * m]);
+  if (v.c0 != nullptr) {
+    std::vector<double> c0x(static_cast<size_t>(out * r));
+    MatMul(columns, false, out, r, len, v.c0, m, x.data(), len, c0x.data(), out);
+    for (size_t e = 0; e < t.size(); ++e) t[e] -= p.beta * c0x[e];
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) abs_c0[columns ? j : i] += std::fabs(v.c0[i + j * m]);
+  }
+  std::vector<double> sum_p(static_cast<size_t>(out), 0.0), rs(static_cast<size_t>(out), 0.0);
+  if (p.alpha != 0) {
+    const int64_t a_rows = v.ta ? k : m, a_cols = v.ta ? m : k, b_rows = v.tb ? n : k, b_cols = v.tb ? k : n;
+    std::vector<double> mid(static_cast<size_t>(k * r)), ab(static_cast<size_t>(out * r));
+    std::vector<double> abs_mid(static_cast<size_t>(k)), r_sum(static_cast<size_t>(m)), s_sum(static_cast<size_t>(n));
+    if (!columns) {
+      MatMul(v.tb, false, k, r, n, v.b, v.ldb, x.data(), n, mid.data(), k);     // op(B)·X
+      MatMul(v.ta, false, m, r, k, v.a, v.lda, mid.data(), k, ab.data(), m);    // op(A)·(op(B)·X)
+      MatVec(v.tb, b_rows, b_cols, v.abs_b.data(), v.ldb, ones_len.data(), abs_mid.data());  // |op(B)|·1
+      MatVec(v.ta, a_rows, a_cols, v.abs_a.data(), v.lda, abs_mid.data(), sum_p.data());     // |op(A)|·(|op(B)|·1)
+    } else {
+      MatMul(!v.ta, false, k, r, m, v.a, v.lda, x.data(), m, mid.data(), k);    // op(A)ᵀ·Y
+      MatMul(!v.tb, false, n, r, k, v.b, v.ldb, mid.data(), k, ab.data(), n);   // op(B)ᵀ·(op(A)ᵀ·Y)
+      MatVec(!v.ta, a_rows, a_cols, v.abs_a.data(), v.lda, ones_len.data(), abs_mid.data());  // |op(A)|ᵀ·1
+      MatVec(!v.tb, b_rows, b_cols, v.abs_b.data(), v.ldb, abs_mid.data(), sum_p.data());     // |op(B)|ᵀ·(|op(A)|ᵀ·1)
+    }
+    for (size_t e = 0; e < t.size(); ++e) t[e] -= p.alpha * ab[e];
+    MatVec(v.ta, a_rows, a_cols, v.abs_a.data(), v.lda, ones_k.data(), r_sum.data());   // R_i = Σ_l |op(A)_il|
+    MatVec(!v.tb, b_rows, b_cols, v.abs_b.data(), v.ldb, ones_k.data(), s_sum.data());  // S_j = Σ_l |op(B)_lj|
+    double r_total = 0, s_total = 0;
+    for (double e : r_sum) r_total += e;
+    for (double e : s_sum) s_total += e;
+    for (int64_t o = 0; o < out; ++o)
+      rs[o] = columns ? r_total + static_cast<double>(m) * s_sum[o] : static_cast<double>(n) * r_sum[o] + s_total;
+  }
+  // Every sum above is of nonnegative terms over at most n + k (or m + k) of them, each product exact to u64:
+  // relative error at most θ_{len+k}(u64) (θ_{len+k+4} covers the combinations); inflated by 2θ.
+  const double theta = Theta(kU64, static_cast<double>(len + k + 4));
+  const double inflate = 1 + 2 * theta;
+  SideResult res;
+  res.ratio.assign(static_cast<size_t>(out), 0.0);
+  res.bound.resize(static_cast<size_t>(out));
+  res.eval.resize(static_cast<size_t>(out));
+  for (int64_t o = 0; o < out; ++o) {
+    GemmSumTerms st;
+    st.abs_ab = sum_p[o] * inflate;
+    st.abs_rs = rs[o] * inflate;
+    st.abs_c0 = abs_c0[o] * inflate;
+    st.abs_out = abs_out[o] * inflate;
+    st.count = static_cast<double>(len);
+    const double mag = (abs_out[o] + std::fabs(p.alpha) * sum_p[o] + std::fabs(p.beta) * abs_c0[o]) * inflate;
+    res.eval[o] = 2 * theta * mag;
+    res.bound[o] = bound.SumBound(st) + res.eval[o];
+    for (int s = 0; s < r; ++s) {
+      const double dev = std::fabs(t[o + s * out]);
+      if (deviations != nullptr) deviations->push_back(dev);
+      // NaN marks a projection that is not finite (an Inf or NaN output): the row is replayed, not judged here.
+      const double ratio = !std::isfinite(dev) ? NAN : dev == 0 ? 0 : res.bound[o] > 0 ? dev / res.bound[o] : HUGE_VAL;
+      res.ratio[o] = std::isnan(ratio) || std::isnan(res.ratio[o]) ? NAN : std::max(res.ratio[o], ratio);
+    }
+  }
+  return res;
+}
+
+// The rows (or columns) to replay: every one whose projection is not finite (an Inf or NaN output: the elementwise
+// rules decide whether a correct device could give it, so it is replayed, never counted as proven, and never capped),
+// every one proven wrong (ratio > 1), then those above the screening threshold, highest first, at most `cap` besides
+// the non-finite ones (proven ones first). Returns the threshold used.
+double Flag(const SideResult& side, double screen, size_t cap, std::vector<int64_t>* picked, uint64_t* proven,
+            double* max_ratio) {
+  std::vector<double> sorted = side.ratio;
+  const double typical = Median(&sorted) / 0.6745;
+  // Where every deviation is exactly zero (exact arithmetic), any nonzero one is flagged: but not below the FP64
+  // evaluation error, which a correct row may show.
+  const double threshold = std::min(1.0, screen * typical);
+  std::vector<std::pair<double, int64_t>> cand;
+  for (size_t o = 0; o < side.ratio.size(); ++o) {
+    const double r = side.ratio[o];
+    const double floor_ratio = side.bound[o] > 0 ? side.eval[o] / side.bound[o] : 0;
+    if (std::isnan(r)) {
+      picked->push_back(static_cast<int64_t>(o));
+    } else if (r > 1) {
+      ++*proven;
+      cand.emplace_back(HUGE_VAL, static_cast<int64_t>(o));
+    } else if (r > threshold && r > 2 * floor_ratio) {
+      cand.emplace_back(r, static_cast<int64_t>(o));
+    }
+    if (!std::isnan(r)) *max_ratio = std::max(*max_ratio, r);
+  }
+  std::stable_sort(cand.begin(), cand.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (size_t c = 0; c < cand.size() && c < cap; ++c) picked->push_back(cand[c].second);
+  return threshold;
+}
+
+std::vector<double> RandomSigns(size_t count, std::mt19937_64* rng) {
+  std::vector<double> x(count);
+  for (double& e : x) e = ((*rng)() & 1) ? 1.0 : -1.0;
+  return x;
+}
+
+GemmProjection ProjectOneSide(const GemmProblem& p, const GemmPrecision& precision, BoundKind kind,
+                              const std::vector<double>& x, int64_t batch, bool columns) {
+  const BatchView v(p, batch);
+  const GemmBound bound(precision, p.k, p.alpha, p.beta, kind);
+  GemmProjection out;
+  out.bound = ProjectSide(v, bound, columns, x, &out.deviation).bound;
+  return out;
+}
+
+bool HasNonFinite(const std::vector<double>& v) {
+  for (double x : v)
+    if (!std::isfinite(x)) return true;
+  return false;
+}
+
+}  // namespace
+
+GemmProjection ProjectRows(const GemmProblem& p, const GemmPrecision& precision, BoundKind kind,
+                           const std::vector<double>& x, int64_t batch) {
+  return ProjectOneSide(p, precision, kind, x, batch, false);
+}
+
+GemmProjection ProjectColumns(const GemmProblem& p, const GemmPrecision& precision, BoundKind kind,
+                              const std::vector<double>& y, int64_t batch) {
+  return ProjectOneSide(p, precision, kind, y, batch, true);
+}
+
+GemmVerdict VerifyGemm(const GemmProblem& p, const GemmPrecision& precision, const GemmCheckOptions& o) {
+  GemmVerdict verdict;
+  for (double x : p.c_out) verdict.max_abs_out = std::max(verdict.max_abs_out, std::fabs(x));
+  const bool use_ab = p.alpha != 0, use_c = p.beta != 0;
+  const uint64_t per_batch = static_cast<uint64_t>(p.m) * static_cast<uint64_t>(p.n) * static_cast<uint64_t>(use_ab ? p.k : 1);
+  GemmMethod method = o.method;
+  if (method == GemmMethod::kAuto) method = per_batch > o.projection_above ? GemmMethod::kProjection : GemmMethod::kFull;
+  // Inputs with Inf or NaN, or beyond the range of a conversion the compute type makes: the elementwise rules decide
+  // (projections of them are NaN everywhere, and the model does not bound an overflowing conversion).
+  if ((use_ab && (HasNonFinite(p.a) || HasNonFinite(p.b))) || (use_c && HasNonFinite(p.c_in)) ||
+      InputOverflow(p, precision) || p.m == 0 || p.n == 0)
+    method = GemmMethod::kFull;
+  const GemmBound bound(precision, p.k, p.alpha, p.beta, o.bound);
+  if (method == GemmMethod::kFull) {
+    verdict.method = GemmMethod::kFull;
+    // An error d on top of a clean error e exceeds the bound b when |d| > b + |e|: certain beyond 2·b.
+    double worst = 0;
+    verdict.stats = ReplayAll(p, precision, o.bound, &worst);
+    verdict.guaranteed = verdict.screened = 2 * worst;
+    return verdict;
+  }
+  verdict.method = GemmMethod::kProjection;
+  verdict.replayed_fraction = 0;
+  const int64_t m = p.m, n = p.n;
+  const uint64_t c_size = static_cast<uint64_t>(m * n);
+  const size_t row_cap = static_cast<size_t>(std::max<int64_t>(8, m / 32)), col_cap = static_cast<size_t>(std::max<int64_t>(8, n / 32));
+  const int r = std::max(1, o.projections);
+  const double one_minus = 1 - precision.u_out;
+  std::vector<std::pair<uint64_t, GemmElementTerms>> replayed;
+  std::vector<double> ref, mag;
+  uint64_t tile_total = 0;
+  for (int64_t bt = 0; bt < p.batch; ++bt) {
+    std::mt19937_64 rng(o.seed ^ (static_cast<uint64_t>(bt) * 0x9E3779B97F4A7C15ull));
+    const BatchView v(p, bt);
+    const SideResult rows = ProjectSide(v, bound, false, RandomSigns(static_cast<size_t>(n * r), &rng));
+    const SideResult cols = ProjectSide(v, bound, true, RandomSigns(static_cast<size_t>(m * r), &rng));
+    std::vector<int64_t> flag_rows, flag_cols;
+    const double row_thr = Flag(rows, o.screen, row_cap, &flag_rows, &verdict.proven_rows, &verdict.projection_ratio);
+    const double col_thr = Flag(cols, o.screen, col_cap, &flag_cols, &verdict.proven_cols, &verdict.projection_ratio);
+    // Sensitivity. A single-element error d at (i, j) adds ±d to row i's deviation for every x (and to column j's
+    // for every y); the rest of the row deviates by at most its bound B_i, and d raises B_i by at most u_out·|d|.
+    // So |d|(1 - u_out) > 2·B_i proves the row wrong (guaranteed). The screened level is the threshold plus the
+    // largest clean deviation this op showed. An element is caught by its row or its column: the worst element's
+    // level is min(worst row level, worst column level).
+    auto levels = [&](const SideResult& side, double thr, double* guaranteed, double* screened) {
+      for (size_t o = 0; o < side.bound.size(); ++o) {
+        const double b = side.bound[o];
+        const double dev = std::isfinite(side.ratio[o]) ? std::min(side.ratio[o], 1.0) * b : b;
+        *guaranteed = std::max(*guaranteed, 2 * b / one_minus);
+        *screened = std::max(*screened, (thr * b + dev) / one_minus);
+      }
+    };
+    double g_row = 0, s_row = 0, g_col = 0, s_col = 0;
+    levels(rows, row_thr, &g_row, &s_row);
+    levels(cols, col_thr, &g_col, &s_col);
+    verdict.guaranteed = std::max(verdict.guaranteed, std::min(g_row, g_col));
+    // A flagged element is judged by its elementwise bound: an error on top of a clean one is certain to exceed it
+    // beyond twice the bound.
+    verdict.screened = std::max({verdict.screened, std::min(s_row, s_col), 2 * MaxElementBound(v, bound)});
+    verdict.replayed_rows += flag_rows.size();
+    verdict.replayed_cols += flag_cols.size();
+    auto keep = [&](int64_t i, int64_t j, const GemmElementTerms& t) {
+      replayed.emplace_back(static_cast<uint64_t>(bt) * c_size + static_cast<uint64_t>(i + j * m), t);
+    };
+    for (int64_t i : flag_rows) ReplayBlock(v, i, 1, 0, n, &ref, &mag, keep);
+    for (int64_t j : flag_cols) ReplayBlock(v, 0, m, j, 1, &ref, &mag, keep);
+    // Random tiles of at most 32 x 32, about tile_fraction of the batch's elements (at least one unless it is 0).
+    const int64_t tm = std::min<int64_t>(32, m), tn = std::min<int64_t>(32, n);
+    const uint64_t tiles =
+        o.tile_fraction <= 0
+            ? 0
+            : std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(o.tile_fraction * static_cast<double>(c_size) /
+                                                                    static_cast<double>(tm * tn))));
+    for (uint64_t x = 0; x < tiles; ++x) {
+      const int64_t i0 = static_cast<int64_t>(rng() % static_cast<uint64_t>(m - tm + 1));
+      const int64_t j0 = static_cast<int64_t>(rng() % static_cast<uint64_t>(n - tn + 1));
+      ReplayBlock(v, i0, tm, j0, tn, &ref, &mag, keep);
+      tile_total += static_cast<uint64_t>(tm * tn);
+    }
+  }
+  std::sort(replayed.begin(), replayed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  replayed.erase(std::unique(replayed.begin(), replayed.end(),
+                             [](const auto& x, const auto& y) { return x.first == y.first; }),
+                 replayed.end());
+  for (const auto& [index, t] : replayed)
+    verdict.stats.Add(index, p.c_out[index], t.ref, bound.Bound(t), bound.OverflowPossible(t));
+  verdict.guaranteed = std::max(verdict.guaranteed, verdict.screened);
+  verdict.tile_elements = tile_total;
+  verdict.replayed_fraction = std::min(1.0, static_cast<double>(replayed.size()) / static_cast<double>(c_size * p.batch));
+  return verdict;
+}
+
+void CheckGemmOp(int rank, const Op& op, CheckReport* report, const GemmCheckOptions& options) {
   const format::GemmRecord& g = op.gemm;
   const OpName name{rank, op.seq, op.api_name()};
   const std::string where = absl::StrCat("rank ", rank, " seq ", op.seq, " ", name.api, ": ");
@@ -206,10 +566,12 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report, uint64_t max_work)
     report->Warn(absl::StrCat(where, "m=", m, " n=", n, " k=", k, " exceed BLAS's 32-bit indices: not checked"));
     return report->AddNotChecked("dimensions beyond BLAS indices");
   }
-  if (work > max_work) {
+  GemmCheckOptions o = options;
+  if (o.method == GemmMethod::kAuto && work > o.max_work) o.method = GemmMethod::kProjection;
+  if (o.method == GemmMethod::kFull && work > o.max_work) {
     report->Warn(absl::StrCat(where, "replaying m=", m, " n=", n, " k=", k, " batch=", batch,
                               shared ? " (operands shared by every batch)" : "", " costs ", FormatCount(work),
-                              " multiply-adds, over the budget of ", FormatCount(max_work), ": not checked"));
+                              " multiply-adds, over the budget of ", FormatCount(o.max_work), ": not checked"));
     return report->AddNotChecked("replay over the work budget");
   }
   GemmProblem p;
@@ -227,22 +589,45 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report, uint64_t max_work)
   }
   if (need_c) p.c_in = DecodeAll(c_dt, c_in->data);
   p.c_out = DecodeAll(c_dt, c_out->data);
-  const ElementStats s = ReplayGemm(p, *precision);
-  const bool clean = s.violations == 0;
+  const GemmVerdict v = VerifyGemm(p, *precision, o);
+  const ElementStats& s = v.stats;
+  const bool clean = s.violations == 0 && v.proven_rows == 0 && v.proven_cols == 0;
+  const double scale = v.max_abs_out > 0 ? v.max_abs_out : 1;
   report->AddChecked("gemm", name, s, clean);
+  report->AddGemmMethod(GemmMethodName(v.method), GetErrorModel(GemmModel(o.bound)).name, v.guaranteed / scale,
+                        v.screened / scale, v.replayed_fraction);
   if (clean) return;
   Finding f;
-  f.check = "gemm.replay";
+  f.check = s.violations > 0 ? "gemm.replay" : "gemm.projection";
+  f.method = v.method == GemmMethod::kFull ? "full" : "projection";
   f.rank = rank;
   f.seq = op.seq;
   f.api = name.api;
-  f.model = GetErrorModel(ErrorModelId::kGemmDeterministic).name;
+  f.model = GetErrorModel(GemmModel(o.bound)).name;
   f.max_abs_err = s.max_abs_err;
   f.max_rel_err = s.max_rel_err;
   f.threshold = s.worst_bound;
   f.ratio = s.worst_ratio;
   f.elements = s.elements;
   f.violations = s.violations;
+  const std::string how =
+      v.method == GemmMethod::kFull
+          ? std::string("method full replay")
+          : absl::StrCat("method projection: ", v.proven_rows, " rows and ", v.proven_cols,
+                         " columns beyond their bound (worst projection err/bound ", FormatNumber(v.projection_ratio),
+                         "); ", v.replayed_rows, " rows, ", v.replayed_cols, " columns and ", v.tile_elements,
+                         " tile elements replayed");
+  f.detail = absl::StrCat(precision->description, "; m=", m, " n=", n, " k=", k, " batch=", batch, " op(A)=",
+                          std::string(1, "NTC"[g.transa]), " op(B)=", std::string(1, "NTC"[g.transb]),
+                          " alpha=", FormatNumber(alpha), " beta=", FormatNumber(beta), "; ", how);
+  if (s.violations == 0) {  // proven wrong by a projection, yet no replayed element beyond its own bound
+    f.ratio = v.projection_ratio;
+    f.message = absl::StrCat("the projection check proves the output wrong (", v.proven_rows, " rows, ",
+                             v.proven_cols, " columns beyond their bound, worst err/bound ",
+                             FormatNumber(v.projection_ratio), "), but no replayed element exceeds its own bound");
+    report->AddFinding(std::move(f));
+    return;
+  }
   f.has_element = true;
   const uint64_t mn = static_cast<uint64_t>(m * n);
   f.first.index = s.first_index;
@@ -259,14 +644,12 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report, uint64_t max_work)
                              " where the FP64 replay gives ", FormatNumber(s.first_ref), "; ", s.violations, " of ",
                              s.elements, " elements violate");
   } else {
-    f.message = absl::StrCat(s.violations, " of ", s.elements, " output elements exceed the bound; first at ", at,
+    f.message = absl::StrCat(s.violations, " of ", s.elements,
+                             v.method == GemmMethod::kFull ? "" : " replayed", " output elements exceed the bound; first at ", at,
                              ": got ", FormatNumber(s.first_got), ", FP64 replay ", FormatNumber(s.first_ref),
                              ", |err| ", FormatNumber(std::fabs(s.first_got - s.first_ref)), " > bound ",
                              FormatNumber(s.first_bound));
   }
-  f.detail = absl::StrCat(precision->description, "; m=", m, " n=", n, " k=", k, " batch=", batch, " op(A)=",
-                          std::string(1, "NTC"[g.transa]), " op(B)=", std::string(1, "NTC"[g.transb]), " alpha=", FormatNumber(alpha),
-                          " beta=", FormatNumber(beta));
   report->AddFinding(std::move(f));
 }
 

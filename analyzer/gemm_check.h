@@ -1,9 +1,16 @@
-// GEMM replay: recomputes C = α·op(A)·op(B) + β·C0 in FP64 from the captured operands and compares every element
-// of the captured C against the gemm.deterministic bound (error_model.h).
+// GEMM verification: compares every captured GEMM output C = α·op(A)·op(B) + β·C0 with its FP64 recomputation from
+// the captured operands under gemm.deterministic (or gemm.probabilistic) (error_model.h). Two methods:
+// - full replay: every element recomputed (two FP64 GEMMs through BLAS: O(m·n·k)) and judged by its bound;
+// - projection (Freivalds): for several seeded random ±1 vectors x (and y), Ĉ·x against α·op(A)·(op(B)·x) +
+//   β·C0·x per row (and yᵀĈ against α·(yᵀop(A))·op(B) + β·yᵀC0 per column) in FP64, O(m·n + m·k + k·n) each, with
+//   a rigorous bound Σ_j β_ij·|x_j| per row from the same model; then the rows and columns whose projection
+//   exceeds its bound, or stands out from the others (screening), and random tiles are replayed element by element.
+//   Every finding comes from an element replay (or, should a replay find nothing, from the projection's proof).
+// docs/error-models.md derives the projection bound and the sensitivity of each method.
 //
-// Two layers: ReplayGemm works on decoded operands (tests drive it directly with thousands of synthetic GEMMs);
-// CheckGemmOp takes an op of the trace model, decides whether it can be checked, and reports into a CheckReport.
-// Single-threaded, no I/O.
+// Two layers: ReplayGemm / VerifyGemm work on decoded operands (tests drive them directly with thousands of
+// synthetic GEMMs); CheckGemmOp takes an op of the trace model, decides whether and how it can be checked, and
+// reports into a CheckReport. No I/O; BLAS may use several threads inside one call (blas.h).
 #ifndef TTRACE_ANALYZER_GEMM_CHECK_H_
 #define TTRACE_ANALYZER_GEMM_CHECK_H_
 
@@ -35,7 +42,8 @@ std::vector<GemmElementTerms> GemmReference(const GemmProblem& p);
 
 // Compares p.c_out with the reference under `precision`. When an input exceeds the range of a conversion the
 // compute type makes (precision.in_max), Inf/NaN outputs are not findings.
-ElementStats ReplayGemm(const GemmProblem& p, const GemmPrecision& precision);
+ElementStats ReplayGemm(const GemmProblem& p, const GemmPrecision& precision,
+                        BoundKind bound = BoundKind::kDeterministic);
 
 // Multiply-adds a replay of `p` performs: the distinct batches (an operand of one batch is shared by all, so
 // when A, B and C0 all are, every batch has the same reference and it is computed once) times m·n·k, plus m·n
@@ -45,9 +53,56 @@ uint64_t GemmReplayWork(int64_t m, int64_t n, int64_t k, int64_t batch, bool use
 // Multiply-adds one GEMM op may cost before it is counted as not checked ("replay over the work budget").
 inline constexpr uint64_t kDefaultMaxGemmWork = uint64_t{1} << 36;
 
+enum class GemmMethod : uint8_t { kFull, kProjection, kAuto };
+const char* GemmMethodName(GemmMethod method);  // "full", "projection", "auto"
+
+struct GemmCheckOptions {
+  GemmMethod method = GemmMethod::kAuto;
+  BoundKind bound = BoundKind::kDeterministic;
+  // kAuto: projection when one batch's m·n·k exceeds this (full replay of 1024^3 takes about 0.1 s of BLAS), or
+  // when the full replay would exceed max_work; full replay otherwise.
+  uint64_t projection_above = uint64_t{1} << 30;
+  uint64_t max_work = kDefaultMaxGemmWork;  // full replay only; a projection's cost is O(m·n + m·k + k·n)
+  int projections = 3;                      // random ±1 vectors per side (rows and columns)
+  double tile_fraction = 1.0 / 64;          // of the output elements, replayed in random 32 x 32 tiles
+  double screen = 16;                       // screening: replay rows/columns whose err/bound exceeds this many
+                                            // times the typical (median / 0.6745) one
+  uint64_t seed = 0x74747261636521;         // fixed: the same trace gives the same report
+};
+
+// What VerifyGemm did and found for one GEMM.
+struct GemmVerdict {
+  GemmMethod method = GemmMethod::kFull;  // kFull or kProjection
+  ElementStats stats;                     // over the elements replayed (all of them for kFull)
+  uint64_t proven_rows = 0, proven_cols = 0;  // projections beyond their rigorous bound (the op is wrong)
+  uint64_t replayed_rows = 0, replayed_cols = 0, tile_elements = 0;  // distinct elements replayed: stats.elements
+  double projection_ratio = 0;            // the largest |projection error| / rigorous bound over rows and columns
+  // Sensitivity, absolute, worst over the op's elements: any single-element error larger than `guaranteed` is
+  // caught whatever the data; larger than `screened` it is caught unless the other elements' rounding errors
+  // conspire against it (the screening threshold, measured on this op); every element is also replayed with
+  // probability `replayed_fraction` (1 for full replay).
+  double guaranteed = 0, screened = 0, replayed_fraction = 1;
+  double max_abs_out = 0;                 // max |Ĉ|, to state the sensitivity relative to the output
+};
+
+// Verifies `p` by `options.method` (kAuto chooses by size); a problem whose inputs hold Inf or NaN is always
+// replayed in full (the rules for non-finite values are elementwise).
+GemmVerdict VerifyGemm(const GemmProblem& p, const GemmPrecision& precision, const GemmCheckOptions& options);
+
+// One side of a projection of batch `batch`: per row i, |(Ĉx)_i - (α·op(A)(op(B)x) + β·C0x)_i| for x (length n,
+// entries ±1), and its rigorous bound (Σ_j β_ij plus the FP64 evaluation error: docs/error-models.md); ProjectColumns
+// the same per column j with yᵀ (length m). The verification's own building block, exposed for tests.
+struct GemmProjection {
+  std::vector<double> deviation, bound;
+};
+GemmProjection ProjectRows(const GemmProblem& p, const GemmPrecision& precision, BoundKind kind,
+                           const std::vector<double>& x, int64_t batch = 0);
+GemmProjection ProjectColumns(const GemmProblem& p, const GemmPrecision& precision, BoundKind kind,
+                              const std::vector<double>& y, int64_t batch = 0);
+
 // Checks one GEMM op of `rank` and records the outcome (checked, not checked with a reason, finding) in `report`.
-// The work is computed from the shapes and checked against `max_work` before anything is decoded.
-void CheckGemmOp(int rank, const Op& op, CheckReport* report, uint64_t max_work = kDefaultMaxGemmWork);
+// The work is computed from the shapes and checked against the budget before anything is decoded.
+void CheckGemmOp(int rank, const Op& op, CheckReport* report, const GemmCheckOptions& options = {});
 
 }  // namespace ttrace::analyzer
 

@@ -46,7 +46,9 @@ std::string FindingJson(const Finding& f) {
   return absl::StrCat("{", Str("check", f.check), ", ", Int("rank", f.rank), ", ", Int("seq", f.seq), ", ",
                       Str("api", f.api), ", ", Str("message", f.message), ", ", Num("max_abs_err", f.max_abs_err),
                       ", ", Num("max_rel_err", f.max_rel_err), ", ", Num("threshold", f.threshold), ", ",
-                      Num("ratio", f.ratio), ", ", Str("model", f.model), ", ", Int("elements", f.elements), ", ",
+                      Num("ratio", f.ratio), ", ", Str("model", f.model), ", ",
+                      f.method.empty() ? std::string() : absl::StrCat(Str("method", f.method), ", "),
+                      Int("elements", f.elements), ", ",
                       Int("violations", f.violations), ", \"first_violation\": ", first, ", ",
                       Str("detail", f.detail), "}");
 }
@@ -147,6 +149,15 @@ std::string ReportToJson(const CheckReport& report, const Divergence* divergence
     first = false;
   }
   absl::StrAppend(&out, "},\n");
+  absl::StrAppend(&out, "    \"gemm\": {", Str("model", s.gemm_model), ", \"methods\": {");
+  first = true;
+  for (const auto& [method, g] : s.gemm_methods) {
+    absl::StrAppend(&out, first ? "" : ", ", JsonString(method), ": {", Int("ops", g.ops), ", ",
+                    Num("guaranteed_rel", g.guaranteed), ", ", Num("screened_rel", g.screened), ", ",
+                    Num("replayed_fraction", g.replayed), "}");
+    first = false;
+  }
+  absl::StrAppend(&out, "}},\n");
   absl::StrAppend(&out, "    \"warnings\": [");
   for (size_t i = 0; i < s.warnings.size(); ++i)
     absl::StrAppend(&out, i == 0 ? "\n      " : ",\n      ", JsonString(s.warnings[i]));

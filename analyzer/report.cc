@@ -108,6 +108,17 @@ void CheckReport::Finish() {
   });
 }
 
+void CheckReport::AddGemmMethod(const std::string& method, const std::string& model, double guaranteed,
+                                double screened, double replayed) {
+  GemmMethodSummary& m = summary_.gemm_methods[method];
+  if (m.ops == 0) m.replayed = replayed;
+  ++m.ops;
+  m.guaranteed = std::max(m.guaranteed, guaranteed);
+  m.screened = std::max(m.screened, screened);
+  m.replayed = std::min(m.replayed, replayed);
+  summary_.gemm_model = model;
+}
+
 std::string FormatNumber(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -144,6 +155,20 @@ void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows) 
     for (const auto& [kind, t] : s.tightness)
       parts.push_back(absl::StrCat(kind, " ", FormatNumber(t.max_ratio), " at ", OpText(t.op)));
     out << " (" << absl::StrJoin(parts, "; ") << ")\n";
+  }
+  if (!s.gemm_methods.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [method, g] : s.gemm_methods) {
+      if (method == "full") {
+        parts.push_back(absl::StrCat("full replay ", g.ops, " (catches an element off by more than ",
+                                     FormatNumber(g.guaranteed), " of max|C|)"));
+      } else {
+        parts.push_back(absl::StrCat(method, " ", g.ops, " (catches an element off by more than ",
+                                     FormatNumber(g.guaranteed), " of max|C|; screened ", FormatNumber(g.screened),
+                                     "; replays >= ", FormatNumber(100 * g.replayed), "% of elements)"));
+      }
+    }
+    out << "gemm:        " << absl::StrJoin(parts, "; ") << ", bound " << s.gemm_model << "\n";
   }
   if (!findings.empty()) {
     const Finding& f = findings.front();

@@ -34,6 +34,7 @@ struct Finding {
   std::string api;
   std::string message;         // one line, complete on its own
   std::string model;           // error model name (error_model.h), empty when none applies
+  std::string method;          // how a GEMM was verified: "full" (replay) or "projection"; empty for other checks
   double max_abs_err = 0;
   double max_rel_err = 0;
   double threshold = 0;        // the bound at the worst element
@@ -73,6 +74,15 @@ struct Tightness {
   OpName op;                   // where it was reached
 };
 
+// The GEMMs verified by one method (gemm_check.h), with the method's sensitivity: the smallest single-element error
+// it catches, relative to the largest |output| of its op, worst over the ops: `guaranteed` whatever the data,
+// `screened` unless the other elements' rounding errors conspire against it; `replayed` is the smallest fraction
+// of an op's elements compared one by one (1 for full replay).
+struct GemmMethodSummary {
+  uint64_t ops = 0;
+  double guaranteed = 0, screened = 0, replayed = 1;
+};
+
 enum class Verdict { kClean, kFindings, kIncomplete };
 const char* VerdictName(Verdict verdict);  // "clean", "findings", "incomplete"
 
@@ -88,6 +98,8 @@ struct CheckSummary {
   uint64_t elements_checked = 0;
   uint64_t unknown_records = 0;                 // skipped record types
   std::map<std::string, Tightness> tightness;   // by kind
+  std::map<std::string, GemmMethodSummary> gemm_methods;  // by method: "full", "projection"
+  std::string gemm_model;                       // the GEMM bound's model ("gemm.deterministic"), empty: no GEMM
   Tightness overall;
   std::vector<std::string> warnings;
   uint64_t warnings_suppressed = 0;
@@ -102,6 +114,9 @@ class CheckReport {
   // An op whose check ran. `clean` ops feed the tightness; findings are added separately.
   void AddChecked(const std::string& kind, const OpName& op, const ElementStats& stats, bool clean);
   void AddNotChecked(const std::string& reason, uint64_t ops = 1);
+  // One GEMM verified by `method` under `model`, with its sensitivity (GemmMethodSummary).
+  void AddGemmMethod(const std::string& method, const std::string& model, double guaranteed, double screened,
+                     double replayed);
   void AddFinding(Finding f) { findings_.push_back(std::move(f)); }
   // Adds a warning to the summary unless the same text was added before; at most kMaxWarnings are kept.
   void Warn(const std::string& warning);

@@ -284,7 +284,8 @@ TEST(BudgetTest, BroadcastGemmIsReplayedThroughItsDistinctBatches) {
   EXPECT_EQ(GemmReplayWork(int64_t{1} << 40, int64_t{1} << 40, 2, 2, true, false, false), UINT64_MAX);
 }
 
-// A GEMM whose replay costs more than --max-gemm-work is not checked, with the reason; nothing is decoded.
+// A GEMM whose full replay costs more than --max-gemm-work is not checked under --gemm-method full, with the
+// reason; nothing is decoded. Under auto (the default) it is verified by projection instead.
 TEST(BudgetTest, GemmOverTheWorkBudgetIsNotChecked) {
   const std::string dir = testing::TempDir("budget");
   const int64_t n = 512;
@@ -296,12 +297,21 @@ TEST(BudgetTest, GemmOverTheWorkBudgetIsNotChecked) {
     w.Tensor(0, TensorSlot::kB, DType::kF32, n, n, 1, zeros);
     w.Tensor(0, TensorSlot::kCOut, DType::kF32, n, n, 1, zeros);
   }
-  CliRun c = Cli({"check", dir, "--max-gemm-work", "1000000"});
+  CliRun c = Cli({"check", dir, "--max-gemm-work", "1000000", "--gemm-method", "full"});
   EXPECT_EQ(c.rc, kExitIncomplete) << c.out;
   EXPECT_NE(c.out.find("1 of 1 ops not checked: replay over the work budget"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("costs 134,479,872 multiply-adds, over the budget of 1,000,000"), std::string::npos)
       << c.out;
   EXPECT_EQ(Cli({"check", dir}).rc, kExitClean);
+  c = Cli({"check", dir, "--max-gemm-work", "1000000"});
+  EXPECT_EQ(c.rc, kExitClean) << c.out;
+  EXPECT_NE(c.out.find("gemm:        projection 1 "), std::string::npos) << c.out;
+  c = Cli({"check", dir, "--gemm-method=full", "--bound=probabilistic"});
+  EXPECT_EQ(c.rc, kExitClean) << c.out;
+  EXPECT_NE(c.out.find("full replay 1 "), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("bound gemm.probabilistic"), std::string::npos) << c.out;
+  EXPECT_EQ(Cli({"check", dir, "--gemm-method", "fast"}).rc, kExitError);
+  EXPECT_EQ(Cli({"check", dir, "--bound"}).rc, kExitError);
 }
 
 // 24 tensors of 200 MiB that belong to no op, in a small stream (zeros compress): skipped without being

@@ -136,11 +136,29 @@ mutate "ltmatmul output bound x0.5" lt_check.cc "    return (grow * std::fabs(sc
 mutate "conv bound with k doubled" conv_check.cc \
   "const GemmBound bound(precision, ConvTermsPerOutput(p), p.alpha, p.beta);" \
   "const GemmBound bound(precision, 2 * ConvTermsPerOutput(p), p.alpha, p.beta);" "conv_check_test" "ConvCheck"
-mutate "gemm: last batch skipped" analyzer/gemm_check.cc "for (int64_t bt = 0; bt < p.batch; ++bt) {" \
-  "for (int64_t bt = 0; bt < std::max<int64_t>(1, p.batch - 1); ++bt) {" "gemm_check_test" "GemmCheck"
+mutate "gemm: last batch skipped" analyzer/gemm_check.cc $'for (int64_t bt = 0; bt < p.batch; ++bt) {\n    if (shared' \
+  $'for (int64_t bt = 0; bt < std::max<int64_t>(1, p.batch - 1); ++bt) {\n    if (shared' "gemm_check_test" "GemmCheck"
 mutate "gemm: |A|·|B| replaced by A·B" analyzer/gemm_check.cc \
-  "MatMul(ta, tb, m, cols, k, abs_a.data(), lda, abs_b.data() + b_col, ldb, mag.data(), m);" \
-  "MatMul(ta, tb, m, cols, k, a, lda, b + b_col, ldb, mag.data(), m);" "gemm_check_test" "GemmCheck"
+  "MatMul(v.ta, v.tb, rows, cols, k, v.abs_a.data() + a_row, v.lda, v.abs_b.data() + b_col, v.ldb, mag->data(), rows);" \
+  "MatMul(v.ta, v.tb, rows, cols, k, v.a + a_row, v.lda, v.b + b_col, v.ldb, mag->data(), rows);" "gemm_check_test" \
+  "GemmCheck"
+mutate "gemm projection bound x2" error_model.cc "  return (e_acc + p_.u_out * s.abs_out + s.count * p_.eta_out) * kEvalSafety;" \
+  "  return 2 * (e_acc + p_.u_out * s.abs_out + s.count * p_.eta_out) * kEvalSafety;" "gemm_projection_test" \
+  "GemmProjection"
+mutate "gemm projection bound x0.5" error_model.cc \
+  "  return (e_acc + p_.u_out * s.abs_out + s.count * p_.eta_out) * kEvalSafety;" \
+  "  return 0.5 * (e_acc + p_.u_out * s.abs_out + s.count * p_.eta_out) * kEvalSafety;" "gemm_projection_test" \
+  "GemmProjection"
+mutate "gemm projection: flagged rows and columns not replayed" analyzer/gemm_check.cc \
+  "for (size_t c = 0; c < cand.size() && c < cap; ++c) picked->push_back(cand[c].second);" \
+  "(void)cap;" "gemm_projection_test" "GemmProjection"
+mutate "gemm projection: non-finite rows counted as proven" analyzer/gemm_check.cc \
+  "      picked->push_back(static_cast<int64_t>(o));
+    } else if (r > 1) {" "      ++*proven;
+      picked->push_back(static_cast<int64_t>(o));
+    } else if (r > 1) {" "gemm_projection_test" "GemmProjection"
+mutate "gemm probabilistic bound x2" error_model.cc "    theta_acc_ = std::min(theta_acc_, gt);" \
+  "    theta_acc_ = std::min(theta_acc_, 2 * gt);" "gemm_bound_test" "GemmProbabilistic"
 mutate "all-reduce: identity check skipped" collective_check.cc \
   "if (members[rep[c]].recv->data == members[r].recv->data) cls[r]" "if (true) cls[r]" \
   "collective_check_test" "CollectiveCheck"
