@@ -3,7 +3,10 @@
 // named (report.h: the verdict): streams without their EndRecord or cut inside a frame ("rank 0's stream ends at
 // seq 41 without an end record"), missing ranks, op and tensor records the EndRecord counts but the stream lacks,
 // and ops not checked.
-// Single-threaded; `progress` (may be empty) is called with (ops handled, ops total) as the checks advance.
+// Threads: the per-op checks (GEMMs, cuBLASLt, convolutions, graphs) run on `options.threads` worker threads, each
+// op into a report of its own, merged into the result in trace order (rank by rank, ascending seq) by the calling
+// thread, so the report is the same at any thread count. Collectives are checked after them, on the calling thread.
+// `progress` (may be empty) is called on the calling thread as ops are merged.
 #ifndef TTRACE_ANALYZER_CHECK_H_
 #define TTRACE_ANALYZER_CHECK_H_
 
@@ -17,9 +20,15 @@
 
 namespace ttrace::analyzer {
 
-using CheckProgress = std::function<void(uint64_t done, uint64_t total)>;
+// Ops handled so far and in all, and the bytes of their captured tensors.
+struct CheckCounts {
+  uint64_t ops_done = 0, ops_total = 0;
+  uint64_t bytes_done = 0, bytes_total = 0;
+};
+using CheckProgress = std::function<void(const CheckCounts& counts)>;
 
 struct CheckOptions {
+  int threads = 0;                                // worker threads for per-op checks; 0: hardware concurrency
   uint64_t max_gemm_work = kDefaultMaxGemmWork;  // multiply-adds one GEMM replay may cost (gemm_check.h)
   GemmCheckOptions gemm;                          // method and bound of the GEMM check (its max_work is the above)
   LtModelParams lt;                               // parameters of ltmatmul.deterministic (lt_check.h)

@@ -26,7 +26,7 @@ constexpr char kUsage[] =
     "\n"
     "commands:\n"
     "  check DIR [--json FILE] [--allow-incomplete] [--max-memory-mb N] [--max-gemm-work N]\n"
-    "            [--gemm-method full|projection|auto] [--bound deterministic|probabilistic]\n"
+    "            [--gemm-method full|projection|auto] [--bound deterministic|probabilistic] [--threads N]\n"
     "      Check every rank stream (*.ttr) in DIR: replay each captured GEMM in FP64 against the\n"
     "      gemm.deterministic error bound, check each all-reduce against all ranks' inputs and for bitwise\n"
     "      identical outputs. Prints a report; --json FILE also writes it as JSON. The verdict is clean only\n"
@@ -39,6 +39,8 @@ constexpr char kUsage[] =
     "      --gemm-method M     full (replay every element), projection (Freivalds: random projections, then\n"
     "                          replay of suspect rows/columns and random tiles), auto (default: projection\n"
     "                          when m*n*k > 2^30 or over --max-gemm-work)\n"
+    "      --threads N         worker threads for the per-op checks (default: one per core); the report is the\n"
+    "                          same at any count\n"
     "      --bound B           deterministic (default: gemm.deterministic, any order) or probabilistic\n"
     "                          (gemm.probabilistic: sqrt(k) growth, each element fails with probability <= 2^-40\n"
     "                          when rounding errors are independent)\n"
@@ -61,6 +63,7 @@ struct Args {
   uint64_t max_gemm_work = kDefaultMaxGemmWork;
   GemmMethod gemm_method = GemmMethod::kAuto;
   BoundKind bound = BoundKind::kDeterministic;
+  int threads = 0;  // 0: hardware concurrency
 };
 
 bool ParseCount(const std::string& text, uint64_t* out) {
@@ -93,6 +96,11 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
       if (v == "deterministic") args->bound = BoundKind::kDeterministic;
       else if (v == "probabilistic") args->bound = BoundKind::kProbabilistic;
       else return "--bound needs deterministic or probabilistic";
+    } else if (json_allowed && (a == "--threads" || a.rfind("--threads=", 0) == 0)) {
+      std::string v = a.size() > 9 ? a.substr(10) : (i + 1 < argc ? argv[++i] : "");
+      uint64_t t = 0;
+      if (!ParseCount(v, &t) || t > 1024) return "--threads needs an integer from 1 to 1024";
+      args->threads = static_cast<int>(t);
     } else if (json_allowed && a == "--json") {
       if (i + 1 >= argc) return "--json needs a file name";
       args->json = argv[++i];
@@ -141,10 +149,14 @@ int Check(const Args& args, std::ostream& out, std::ostream& err) {
   co.max_gemm_work = args.max_gemm_work;
   co.gemm.method = args.gemm_method;
   co.gemm.bound = args.bound;
+  co.threads = args.threads;
+  const double start = progress.seconds();
   CheckReport report = RunChecks(
       *set,
-      [&](uint64_t done, uint64_t total) {
-        progress.Update(absl::StrCat("ttrace: checked ", done, " of ", total, " ops"), done == total);
+      [&](const CheckCounts& c) {
+        progress.Update(FormatProgress(c.ops_done, c.ops_total, c.bytes_done, c.bytes_total,
+                                       progress.seconds() - start),
+                        c.ops_done == c.ops_total);
       },
       co);
   progress.Clear();
