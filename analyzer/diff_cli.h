@@ -16,7 +16,8 @@ namespace ttrace::analyzer {
     "       [--calibration-multiple K] [--allow-incomplete]\n" \
     "      Compare a run (CAND_DIR) with a trusted reference run of the same program (REF_DIR: one rank, or\n" \
     "      the same layout for a bitwise comparison). Reports the first divergent op, inside it or between\n" \
-    "      ops (docs/diff.md). --mapping FILE sets shard layouts by reference op; --max-gap N bounds the ops\n" \
+    "      ops (docs/diff.md). --mapping FILE sets shard layouts by reference op and the reference ops\n" \
+    "      each pipeline stage owns; --max-gap N bounds the ops\n" \
     "      alignment may skip or reorder (default 64). --calibrate CLEAN_DIR: a second trusted one-rank run\n" \
     "      (the reference with inputs perturbed by one rounding) whose spread from REF_DIR sets the threshold\n" \
     "      of each input operand (K x spread + u, K = 12 unless --calibration-multiple says otherwise).\n"

@@ -109,7 +109,12 @@ std::vector<std::pair<int, const Op*>> Sharded::ShardsOf(size_t i) const {
 void Sharded::Run() {
   const std::vector<Op>& rops = ref_.ranks[0].ops;
   pipeline_ = InferPipeline(cand_);
-  align_ = AlignPipelined(rops, cand_, pipeline_, opt_.max_gap);
+  align_ = AlignPipelined(rops, cand_, pipeline_, opt_.max_gap, &opt_.mapping.owns);
+  for (const auto& [rank, ranges] : opt_.mapping.owns) {
+    bool present = false;
+    for (const RankTrace& r : cand_.ranks) present = present || r.rank() == rank;
+    if (!present) rep().AddGap(absl::StrCat("the mapping file names rank ", rank, ", which the candidate does not have"));
+  }
   uint64_t ref_unaligned = 0;
   std::vector<std::string> unaligned;
   for (size_t i = 0; i < rops.size(); ++i) {
@@ -221,8 +226,8 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
   }
   const GemmShape rs{r->m, r->n, r->k, 1}, cs{shards[0].g.m, shards[0].g.n, shards[0].g.k, 1};
   std::vector<GemmSplit> splits;
-  auto mapped = opt_.mapping.find(rop.seq);
-  if (mapped != opt_.mapping.end()) {
+  auto mapped = opt_.mapping.ops.find(rop.seq);
+  if (mapped != opt_.mapping.ops.end()) {
     GemmSplit s = mapped->second;
     if (ResolveRoles(comms_, shards[0].rank, &s)) splits.push_back(s);
   }

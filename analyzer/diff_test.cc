@@ -403,12 +403,21 @@ TEST(DiffShard, GroupedSplitsInterleaveSlices) {
 TEST(DiffMapping, ParsesAndRejects) {
   absl::StatusOr<SplitMapping> m = ParseSplitMapping("# comment\nop 4 m=2@0x2222 k=2@1111\n\nop 7\n");
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->at(4).m.factor, 2);
-  EXPECT_EQ(m->at(4).m.comm, 0x2222u);
-  EXPECT_EQ(m->at(4).k.comm, 0x1111u);
-  EXPECT_EQ(m->at(7).n.factor, 1);
+  EXPECT_EQ(m->ops.at(4).m.factor, 2);
+  EXPECT_EQ(m->ops.at(4).m.comm, 0x2222u);
+  EXPECT_EQ(m->ops.at(4).k.comm, 0x1111u);
+  EXPECT_EQ(m->ops.at(7).n.factor, 1);
+  EXPECT_TRUE(m->owns.empty());
   EXPECT_FALSE(ParseSplitMapping("op x").ok());
   EXPECT_FALSE(ParseSplitMapping("op 1 q=2@1").ok());
+  absl::StatusOr<SplitMapping> o = ParseSplitMapping("owns 1 0,3-5 8-8\nowns 0 1 # stage 0\nop 2\n");
+  ASSERT_TRUE(o.ok()) << o.status();
+  using R = std::vector<std::pair<uint64_t, uint64_t>>;
+  EXPECT_EQ(o->owns.at(1), (R{{0, 0}, {3, 5}, {8, 8}}));
+  EXPECT_EQ(o->owns.at(0), (R{{1, 1}}));
+  EXPECT_EQ(o->ops.count(2), 1u);
+  for (const char* bad : {"owns", "owns 1", "owns -1 3", "owns x 3", "owns 1 5-3", "owns 1 a-b", "owns 1 3-"})
+    EXPECT_FALSE(ParseSplitMapping(bad).ok()) << bad;
 }
 
 }  // namespace

@@ -130,11 +130,43 @@ std::vector<std::pair<size_t, size_t>> MergeChain(const TraceSet& cand, const st
 }
 
 std::vector<RankAlignment> AlignPipelined(const std::vector<Op>& ref, const TraceSet& cand,
-                                          const PipelineLayout& layout, int64_t max_gap) {
+                                          const PipelineLayout& layout, int64_t max_gap, const OwnedRanges* owned) {
   std::vector<RankAlignment> out(cand.ranks.size());
   std::vector<const Op*> ref_ops;
   for (const Op& op : ref) ref_ops.push_back(&op);
-  for (const std::vector<size_t>& chain : layout.chains) {
+  auto owns = [&](size_t r) -> const std::vector<std::pair<uint64_t, uint64_t>>* {
+    if (owned == nullptr) return nullptr;
+    auto it = owned->find(cand.ranks[r].rank());
+    return it == owned->end() ? nullptr : &it->second;
+  };
+  for (size_t r = 0; r < cand.ranks.size(); ++r) {
+    const std::vector<std::pair<uint64_t, uint64_t>>* ranges = owns(r);
+    if (ranges == nullptr) continue;
+    std::vector<const Op*> mine, sub;
+    std::vector<size_t> at;  // index into ref of each op of sub
+    for (const Op& op : cand.ranks[r].ops) mine.push_back(&op);
+    for (size_t i = 0; i < ref.size(); ++i)
+      for (const auto& [lo, hi] : *ranges)
+        if (ref[i].seq >= lo && ref[i].seq <= hi) {
+          sub.push_back(&ref[i]);
+          at.push_back(i);
+          break;
+        }
+    const RankAlignment a = AlignOps(sub, mine, max_gap);
+    out[r].ref_of_cand.assign(mine.size(), -1);
+    out[r].cand_of_ref.assign(ref.size(), -1);
+    out[r].reordered = a.reordered;
+    for (size_t j = 0; j < mine.size(); ++j)
+      if (a.ref_of_cand[j] >= 0) {
+        const size_t i = at[static_cast<size_t>(a.ref_of_cand[j])];
+        out[r].ref_of_cand[j] = static_cast<int64_t>(i);
+        out[r].cand_of_ref[i] = static_cast<int64_t>(j);
+      }
+  }
+  for (std::vector<size_t> chain : layout.chains) {
+    chain.erase(std::remove_if(chain.begin(), chain.end(), [&](size_t r) { return owns(r) != nullptr; }),
+                chain.end());
+    if (chain.empty()) continue;
     if (chain.size() == 1) {
       out[chain[0]] = AlignOps(ref, cand.ranks[chain[0]].ops, max_gap);
       continue;

@@ -16,6 +16,8 @@
 #define TTRACE_ANALYZER_PIPELINE_H_
 
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "analyzer/align.h"
@@ -34,9 +36,16 @@ PipelineLayout InferPipeline(const TraceSet& cand);
 // The order in which a single process would issue the ops of `chain` (pairs of rank index and op index).
 std::vector<std::pair<size_t, size_t>> MergeChain(const TraceSet& cand, const std::vector<size_t>& chain);
 
-// One alignment per candidate rank (in TraceSet::ranks order) with the one-rank reference's `ref`.
+// Reference ops owned by candidate ranks, set by hand (a mapping file's `owns` lines): rank -> inclusive ranges
+// of reference seqs.
+using OwnedRanges = std::map<int, std::vector<std::pair<uint64_t, uint64_t>>>;
+
+// One alignment per candidate rank (in TraceSet::ranks order) with the one-rank reference's `ref`. A rank named
+// in `owned` is aligned on its own with the reference ops it owns there (and taken out of its chain: the others
+// are merged without it), whatever the sends and receives say.
 std::vector<RankAlignment> AlignPipelined(const std::vector<Op>& ref, const TraceSet& cand,
-                                          const PipelineLayout& layout, int64_t max_gap);
+                                          const PipelineLayout& layout, int64_t max_gap,
+                                          const OwnedRanges* owned = nullptr);
 
 }  // namespace ttrace::analyzer
 

@@ -96,6 +96,33 @@ TEST(Pipeline, EachStageOwnsItsOwnLayers) {
   EXPECT_EQ(AlignOps(f.ref, f.cand.ranks[1].ops, 64).ref_of_cand[2], 4);
 }
 
+// A program whose stages talk through calls the shim does not see (no send/recv records): each rank is its own
+// chain and stage 0 aligned on its own pairs its second forward with a layer-1 op. A mapping file's `owns` lines
+// give each rank its stage's reference ops, and every op lands on its own layer again.
+TEST(Pipeline, OwnedRangesOverrideInference) {
+  const Fixture f;
+  TraceSet cand;
+  cand.ranks.push_back(Rank(1, "FHFHhBhB", 1));
+  cand.ranks.push_back(Rank(0, "FFBB", 0));
+  const PipelineLayout p = InferPipeline(cand);
+  ASSERT_EQ(p.chains.size(), 2u);
+  EXPECT_EQ(AlignPipelined(f.ref, cand, p, 64)[1].ref_of_cand, (std::vector<int64_t>{0, 1, 7, 8}));
+  const OwnedRanges owned = {{0, {{0, 0}, {3, 3}, {8, 8}, {11, 11}}}, {1, {{1, 2}, {4, 7}, {9, 10}}}};
+  const std::vector<RankAlignment> a = AlignPipelined(f.ref, cand, p, 64, &owned);
+  EXPECT_EQ(a[0].ref_of_cand, (std::vector<int64_t>{1, 2, 4, 5, 6, 7, 9, 10}));
+  EXPECT_EQ(a[1].ref_of_cand, (std::vector<int64_t>{0, 3, 8, 11}));
+  EXPECT_EQ(a[1].cand_of_ref[8], 2);
+  EXPECT_EQ(a[1].cand_of_ref[1], -1);
+  // A rank the mapping names is taken out of its inferred chain; the other ranks of the chain are merged without it.
+  const std::vector<RankAlignment> b = AlignPipelined(f.ref, f.cand, InferPipeline(f.cand), 64,
+                                                      &owned);
+  EXPECT_EQ(b[1].ref_of_cand, (std::vector<int64_t>{0, -1, 3, -1, -1, 8, -1, 11}));
+  const OwnedRanges only_stage0 = {{0, {{0, 0}, {3, 3}, {8, 8}, {11, 11}}}};
+  const std::vector<RankAlignment> c = AlignPipelined(f.ref, f.cand, InferPipeline(f.cand), 64, &only_stage0);
+  EXPECT_EQ(c[1].ref_of_cand, (std::vector<int64_t>{0, -1, 3, -1, -1, 8, -1, 11}));
+  EXPECT_EQ(c[0].ref_of_cand.size(), f.cand.ranks[0].ops.size());
+}
+
 TEST(Pipeline, RanksWithoutPointToPointOpsAreTheirOwnChains) {
   TraceSet cand;
   cand.ranks.push_back(Rank(0, "FFH", 0));

@@ -265,8 +265,24 @@ absl::StatusOr<SplitMapping> ParseSplitMapping(const std::string& text) {
       return absl::InvalidArgumentError(absl::StrCat("mapping line ", line_no, ": ", why));
     };
     uint64_t seq = 0;
+    if (words[0] == "owns") {
+      int rank = -1;
+      if (words.size() < 3 || !absl::SimpleAtoi(words[1], &rank) || rank < 0)
+        return bad("expected: owns RANK REF_SEQ[-REF_SEQ][,...] ...");
+      std::vector<std::pair<uint64_t, uint64_t>>& ranges = out.owns[rank];
+      for (size_t i = 2; i < words.size(); ++i)
+        for (absl::string_view item : absl::StrSplit(words[i], ',', absl::SkipEmpty())) {
+          std::vector<absl::string_view> ends = absl::StrSplit(item, absl::MaxSplits('-', 1));
+          uint64_t lo = 0, hi = 0;
+          if (!absl::SimpleAtoi(ends[0], &lo) || !absl::SimpleAtoi(ends.size() == 2 ? ends[1] : ends[0], &hi) ||
+              hi < lo)
+            return bad(absl::StrCat("bad reference seq range '", item, "' (SEQ or FIRST-LAST)"));
+          ranges.emplace_back(lo, hi);
+        }
+      continue;
+    }
     if (words.size() < 2 || words[0] != "op" || !absl::SimpleAtoi(words[1], &seq))
-      return bad("expected: op REF_SEQ [m|n|k=FACTOR@COMM_HASH] ...");
+      return bad("expected: op REF_SEQ [m|n|k=FACTOR@COMM_HASH] ... or owns RANK REF_SEQ[-REF_SEQ][,...]");
     GemmSplit s;
     s.source = "mapping";
     for (size_t i = 2; i < words.size(); ++i) {
@@ -283,7 +299,7 @@ absl::StatusOr<SplitMapping> ParseSplitMapping(const std::string& text) {
       else if (kv[0] == "k") s.k = d;
       else return bad(absl::StrCat("unknown dimension '", kv[0], "'"));
     }
-    out[seq] = s;
+    out.ops[seq] = s;
   }
   return out;
 }

@@ -103,8 +103,13 @@ void PlaceBlock(const std::vector<double>& block, int64_t rows, int64_t cols, in
 // Sets each split dimension's role from its comm as `rank` sees it; false when `rank` does not use that comm.
 bool ResolveRoles(const CommLayout& comms, int rank, GemmSplit* split);
 
-// A mapping file: per reference op seq, the split to use (docs/diff.md).
-using SplitMapping = std::map<uint64_t, GemmSplit>;
+// A mapping file (docs/diff.md "Mapping file"): per reference op seq, the split to use (`op` lines); per
+// candidate rank, the reference ops it owns (`owns` lines: its pipeline stage's ops, when inference from the sends
+// and receives cannot tell, e.g. a program whose stages talk through something the shim does not capture).
+struct SplitMapping {
+  std::map<uint64_t, GemmSplit> ops;
+  std::map<int, std::vector<std::pair<uint64_t, uint64_t>>> owns;  // rank -> inclusive reference seq ranges
+};
 absl::StatusOr<SplitMapping> ParseSplitMapping(const std::string& text);
 absl::StatusOr<SplitMapping> ReadSplitMapping(const std::string& path);
 
