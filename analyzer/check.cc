@@ -8,12 +8,14 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analyzer/status_macros.h"
 #include "analyzer/blas.h"
 #include "analyzer/collective_check.h"
 #include "analyzer/conv_check.h"
@@ -70,10 +72,10 @@ void AddStreamGaps(const RankTrace& t, CheckReport* report) {
 uint64_t OpBytes(const Op& op) {
   uint64_t bytes = 0;
   for (const auto& t : op.tensors)
-    if (t != nullptr) bytes += t->data.size();
+    if (t != nullptr) bytes += t->deferred ? t->payload_bytes : t->data.size();
   for (const auto* side : {&op.graph_in, &op.graph_out})
     for (const auto& [number, t] : *side)
-      if (t != nullptr) bytes += t->data.size();
+      if (t != nullptr) bytes += t->deferred ? t->payload_bytes : t->data.size();
   return bytes;
 }
 
@@ -115,67 +117,151 @@ void MergeOpReport(const CheckReport& part, CheckReport* into) {
   for (const Finding& f : part.findings()) into->AddFinding(f);
 }
 
-// Checks `items` on `threads` workers; the calling thread merges the reports in item order. A worker does not
-// start an item more than `window` ahead of the merge, so at most that many reports wait in memory.
-void CheckOps(const std::vector<std::pair<int, const Op*>>& items, const CheckOptions& options,
-              const GemmCheckOptions& gemm, int threads, CheckReport* report,
-              const std::function<void(size_t item)>& merged_one) {
-  const size_t n = items.size();
-  if (threads <= 1 || n <= 1) {
-    for (size_t i = 0; i < n; ++i) {
-      CheckReport part;
-      CheckOneOp(items[i].first, *items[i].second, options, gemm, &part);
-      MergeOpReport(part, report);
-      merged_one(i);
-    }
-    return;
+// Every tensor of `op` (slots and graph tensors). The Tensor objects are owned through unique_ptr, so a const Op
+// still gives them to the loader, which fills and frees deferred payloads.
+std::vector<Tensor*> TensorsOf(const Op& op) {
+  std::vector<Tensor*> out;
+  for (const auto& t : op.tensors)
+    if (t != nullptr) out.push_back(t.get());
+  for (const auto* side : {&op.graph_in, &op.graph_out})
+    for (const auto& [number, t] : *side)
+      if (t != nullptr) out.push_back(t.get());
+  return out;
+}
+
+// What checking `op` holds in memory, estimated: its payloads, plus 16 bytes per element for their FP64 values and
+// the absolute values the bounds need (the replay's blocks are bounded separately, gemm_check.cc).
+uint64_t OpCost(const Op& op) {
+  uint64_t cost = 0;
+  for (const Tensor* t : TensorsOf(op)) {
+    const uint32_t size = std::max<uint32_t>(1, format::DTypeSize(t->meta.dtype));
+    const uint64_t bytes = t->deferred ? t->payload_bytes : t->data.size();
+    cost += bytes + 16 * (bytes / size);
   }
-  const size_t window = 4 * static_cast<size_t>(threads) + 16;
-  std::vector<std::unique_ptr<CheckReport>> slots(n);
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t next = 0, merged = 0;
-  auto work = [&] {
+  return cost;
+}
+
+// Frees the payloads LoadDeferred filled (tensors loaded with the trace stay).
+void Release(const Op& op) {
+  for (Tensor* t : TensorsOf(op))
+    if (t->deferred) std::string().swap(t->data);
+}
+
+// One op to check, in merge order, and whether it is over the memory limit (then it is not checked).
+struct Item {
+  int rank;
+  const Op* op;
+  uint64_t bytes;
+  bool over_limit;
+};
+
+// Checks items on `threads` workers; the calling thread merges the reports in submission order. With one thread
+// the check runs inside Submit.
+class OrderedPool {
+ public:
+  using Check = std::function<void(const Item&, CheckReport*)>;
+  using Merged = std::function<void(const Item&, const CheckReport&)>;
+
+  OrderedPool(int threads, Check check, Merged merged)
+      : check_(std::move(check)), merged_(std::move(merged)), threads_(threads) {
+    for (int t = 0; t < (threads_ > 1 ? threads_ : 0); ++t) workers_.emplace_back([this] { Work(); });
+  }
+  ~OrderedPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& w : workers_) w.join();
+  }
+
+  void Submit(const Item& item) {
+    if (threads_ <= 1) {
+      CheckReport part;
+      check_(item, &part);
+      merged_(item, part);
+      ++submitted_, ++merged_count_;
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      items_.push_back(item);
+      slots_.emplace_back();
+      ++submitted_;
+    }
+    cv_.notify_all();
+  }
+
+  // Merges, in order, until `count` items are merged. Rethrows std::bad_alloc from a worker.
+  void MergeUntil(uint64_t count) {
+    while (merged_count_ < std::min(count, submitted_)) {
+      std::unique_ptr<CheckReport> part;
+      Item item;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        const size_t i = merged_count_ - base_;
+        cv_.wait(lock, [&] { return slots_[i] != nullptr || out_of_memory_; });
+        if (out_of_memory_) throw std::bad_alloc();
+        part = std::move(slots_[i]);
+        item = items_[i];
+      }
+      merged_(item, *part);
+      part.reset();
+      std::lock_guard<std::mutex> lock(mu_);
+      ++merged_count_;
+      // Drop the merged prefix now and then (the queues hold only what is in flight).
+      if (merged_count_ - base_ > 1024 && merged_count_ - base_ == slots_.size()) {
+        items_.clear(), slots_.clear();
+        base_ = merged_count_;
+        next_ = std::max(next_, base_);
+      }
+    }
+  }
+  uint64_t submitted() const { return submitted_; }
+
+ private:
+  void Work() {
     for (;;) {
       size_t i;
+      Item item;
       {
-        std::unique_lock<std::mutex> lock(mu);
-        cv.wait(lock, [&] { return next >= n || next < merged + window; });
-        if (next >= n) return;
-        i = next++;
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return closing_ || next_ < base_ + items_.size(); });
+        if (next_ >= base_ + items_.size()) return;
+        i = next_++ - base_;
+        item = items_[i];
       }
       auto part = std::make_unique<CheckReport>();
-      CheckOneOp(items[i].first, *items[i].second, options, gemm, part.get());
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        slots[i] = std::move(part);
+      bool oom = false;
+      try {
+        check_(item, part.get());
+      } catch (const std::bad_alloc&) {
+        oom = true;
       }
-      cv.notify_all();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (oom) {
+          out_of_memory_ = true;
+        } else {
+          slots_[i] = std::move(part);
+        }
+      }
+      cv_.notify_all();
     }
-  };
-  // BLAS's own threads would compete with the workers: one each while they run (blas.h: set before any call).
-  const int blas_before = SetBlasThreads(1);
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) workers.emplace_back(work);
-  for (size_t i = 0; i < n; ++i) {
-    std::unique_ptr<CheckReport> part;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return slots[i] != nullptr; });
-      part = std::move(slots[i]);
-    }
-    MergeOpReport(*part, report);
-    part.reset();
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      merged = i + 1;
-    }
-    cv.notify_all();
-    merged_one(i);
   }
-  for (std::thread& w : workers) w.join();
-  SetBlasThreads(blas_before);
-}
+
+  Check check_;
+  Merged merged_;
+  int threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // items_[x] and slots_[x] are item base_ + x; next_ is the next item a worker takes.
+  std::vector<Item> items_;
+  std::vector<std::unique_ptr<CheckReport>> slots_;
+  uint64_t base_ = 0, next_ = 0, submitted_ = 0, merged_count_ = 0;
+  bool closing_ = false, out_of_memory_ = false;
+};
 
 }  // namespace
 
@@ -194,7 +280,6 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
                                " ranks have no stream (", absl::StrJoin(listed, ", "),
                                set.missing_rank_count > listed.size() ? ", ...)" : ")"));
   }
-  uint64_t gemms = 0;
   for (const RankTrace& t : set.ranks) {
     s.ops += t.ops.size();
     s.unknown_records += t.unknown_records;
@@ -205,44 +290,143 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
     if (t.dropped_payloads > 0)
       report.Warn(absl::StrCat(RankName(t), ": the capture dropped ", t.dropped_payloads,
                                " tensors (their ops are not checked)"));
-    for (const Op& op : t.ops) gemms += op.kind != OpKind::kCollective;
   }
   GemmCheckOptions gemm = options.gemm;
   gemm.max_work = options.max_gemm_work;
+  const uint64_t limit = options.memory_limit > 0 ? options.memory_limit : UINT64_MAX;
   CheckCounts counts;
   counts.ops_total = s.ops;
-  std::vector<std::pair<int, const Op*>> items;
-  std::vector<uint64_t> item_bytes;
-  items.reserve(gemms);
-  item_bytes.reserve(gemms);
+  uint64_t checkable = 0;
   for (const RankTrace& t : set.ranks)
     for (const Op& op : t.ops) {
-      const uint64_t bytes = OpBytes(op);
-      counts.bytes_total += bytes;
-      if (op.kind == OpKind::kCollective) continue;
-      items.emplace_back(t.rank(), &op);
-      item_bytes.push_back(bytes);
+      counts.bytes_total += OpBytes(op);
+      checkable += op.kind != OpKind::kCollective;
     }
-  const int threads = options.threads > 0 ? options.threads
-                                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  CheckOps(items, options, gemm, std::min<int>(threads, static_cast<int>(std::min<size_t>(items.size(), 1 << 16))),
-           &report, [&](size_t i) {
-             ++counts.ops_done;
-             counts.bytes_done += item_bytes[i];
-             if (progress) progress(counts);
-           });
-  const uint64_t coll_bytes_start = counts.bytes_done;
-  const uint64_t coll_bytes = counts.bytes_total - coll_bytes_start;
-  const uint64_t colls = counts.ops_total - gemms;
-  CheckCollectives(set, &report, [&](uint64_t n) {
-    counts.ops_done = gemms + n;
-    // Collectives' bytes are counted in proportion to the collectives checked.
-    counts.bytes_done = coll_bytes_start + (colls == 0 ? coll_bytes
-                                                      : static_cast<uint64_t>(static_cast<double>(coll_bytes) *
-                                                                              static_cast<double>(std::min(n, colls)) /
-                                                                              static_cast<double>(colls)));
-    if (progress) progress(counts);
-  });
+  const int threads = static_cast<int>(std::min<uint64_t>(
+      options.threads > 0 ? static_cast<uint64_t>(options.threads)
+                          : std::max(1u, std::thread::hardware_concurrency()),
+      std::max<uint64_t>(1, checkable)));
+  auto over_limit = [&](const Item& item, CheckReport* part) {
+    part->Warn(absl::StrCat("rank ", item.rank, " seq ", item.op->seq, " ", item.op->api_name(), ": checking it needs about ",
+                            FormatCount(OpCost(*item.op) >> 20), " MiB, over the memory limit of ",
+                            FormatCount(limit >> 20), " MiB (--memory-limit): not checked"));
+    part->AddNotChecked("over the memory limit");
+  };
+  absl::Status load_error;
+  {
+    // BLAS's own threads would compete with the workers: one each while they run (blas.h: set before any call).
+    const int blas_before = threads > 1 ? SetBlasThreads(1) : 0;
+    OrderedPool pool(
+        threads,
+        [&](const Item& item, CheckReport* part) {
+          if (item.over_limit) return over_limit(item, part);
+          CheckOneOp(item.rank, *item.op, options, gemm, part);
+        },
+        [&](const Item& item, const CheckReport& part) {
+          MergeOpReport(part, &report);
+          Release(*item.op);
+          ++counts.ops_done;
+          counts.bytes_done += item.bytes;
+          if (progress) progress(counts);
+        });
+    // Rank by rank, in seq order, in batches of at most half the limit: a batch's payloads are read (one forward
+    // pass over the stream) while the workers check the batch before it, so at most two batches are held.
+    uint64_t previous_end = 0;  // items submitted before the last batch
+    for (const RankTrace& t : set.ranks) {
+      DeferredTensorReader reader(t.path, true);
+      std::vector<Item> batch;
+      uint64_t batch_cost = 0;
+      auto flush = [&]() -> absl::Status {
+        // The batch before last is released first (a batch over half the limit waits for every one).
+        pool.MergeUntil(batch_cost > limit / 2 ? pool.submitted() : previous_end);
+        std::vector<Tensor*> wanted;
+        for (const Item& item : batch)
+          if (!item.over_limit)
+            for (Tensor* x : TensorsOf(*item.op))
+              if (x->deferred && x->data.empty() && x->payload_bytes > 0) wanted.push_back(x);
+        TTRACE_RETURN_IF_ERROR(reader.Load(std::move(wanted)));
+        previous_end = pool.submitted();
+        for (const Item& item : batch) pool.Submit(item);
+        batch.clear();
+        batch_cost = 0;
+        return absl::OkStatus();
+      };
+      for (const Op& op : t.ops) {
+        if (op.kind == OpKind::kCollective) continue;
+        const uint64_t cost = OpCost(op);
+        if (!batch.empty() && batch_cost + cost > limit / 2) {
+          load_error = flush();
+          if (!load_error.ok()) break;
+        }
+        batch.push_back(Item{t.rank(), &op, OpBytes(op), cost > limit});
+        batch_cost += cost > limit ? 0 : cost;
+      }
+      if (load_error.ok() && !batch.empty()) load_error = flush();
+      if (!load_error.ok()) break;
+    }
+    if (load_error.ok()) pool.MergeUntil(pool.submitted());
+    if (threads > 1) SetBlasThreads(blas_before);
+  }
+  if (!load_error.ok()) {
+    report.AddGap(absl::StrCat("reading tensors failed: ", load_error.message()));
+    report.Finish();
+    return report;
+  }
+  // Collectives unit by unit (a group's members or a point-to-point pair), in batches of at most the limit, their
+  // members' payloads read from every rank's stream before the batch is checked.
+  const CollectivePlan plan(set);
+  std::map<std::string, std::unique_ptr<DeferredTensorReader>> readers;
+  std::map<const Op*, const RankTrace*> owner;
+  for (const RankTrace& t : set.ranks)
+    for (const Op& op : t.ops)
+      if (op.kind == OpKind::kCollective) owner[&op] = &t;
+  size_t u = 0;
+  while (u < plan.size()) {
+    size_t end = u;
+    uint64_t cost = 0;
+    std::map<const RankTrace*, std::vector<Tensor*>> wanted;
+    std::vector<bool> over;
+    while (end < plan.size()) {
+      uint64_t c = 0;
+      for (const Op* op : plan.ops(end)) c += OpCost(*op);
+      if (end > u && cost + c > limit) break;
+      over.push_back(c > limit);
+      if (c <= limit) {
+        cost += c;
+        for (const Op* op : plan.ops(end))
+          for (Tensor* x : TensorsOf(*op))
+            if (x->deferred && x->data.empty() && x->payload_bytes > 0) wanted[owner[op]].push_back(x);
+      }
+      ++end;
+    }
+    for (auto& [t, tensors] : wanted) {
+      auto& reader = readers[t->path];
+      if (reader == nullptr) reader = std::make_unique<DeferredTensorReader>(t->path, true);
+      absl::Status st = reader->Load(std::move(tensors));
+      if (!st.ok()) {
+        report.AddGap(absl::StrCat("reading tensors failed: ", st.message()));
+        report.Finish();
+        return report;
+      }
+    }
+    for (size_t x = u; x < end; ++x) {
+      if (over[x - u]) {
+        for (const Op* op : plan.ops(x)) {
+          const RankTrace* t = owner[op];
+          over_limit(Item{t->rank(), op, 0, true}, &report);
+        }
+      } else {
+        plan.Check(x, &report);
+      }
+      for (const Op* op : plan.ops(x)) {
+        Release(*op);
+        ++counts.ops_done;
+        counts.bytes_done += OpBytes(*op);
+      }
+      if (progress) progress(counts);
+    }
+    u = end;
+  }
   report.Finish();
   return report;
 }

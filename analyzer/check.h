@@ -29,6 +29,7 @@ using CheckProgress = std::function<void(const CheckCounts& counts)>;
 
 struct CheckOptions {
   int threads = 0;                                // worker threads for per-op checks; 0: hardware concurrency
+  uint64_t memory_limit = 0;                      // bytes the checks may hold at once (estimated); 0: no limit
   uint64_t max_gemm_work = kDefaultMaxGemmWork;  // multiply-adds one GEMM replay may cost (gemm_check.h)
   GemmCheckOptions gemm;                          // method and bound of the GEMM check (its max_work is the above)
   LtModelParams lt;                               // parameters of ltmatmul.deterministic (lt_check.h)

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <new>
 #include <string>
 #include <vector>
@@ -25,7 +26,7 @@ constexpr char kUsage[] =
     "usage: ttrace <command> [args]\n"
     "\n"
     "commands:\n"
-    "  check DIR [--json FILE] [--allow-incomplete] [--max-memory-mb N] [--max-gemm-work N]\n"
+    "  check DIR [--json FILE] [--allow-incomplete] [--memory-limit S] [--max-gemm-work N]\n"
     "            [--gemm-method full|projection|auto] [--bound deterministic|probabilistic] [--threads N]\n"
     "      Check every rank stream (*.ttr) in DIR: replay each captured GEMM in FP64 against the\n"
     "      gemm.deterministic error bound, check each all-reduce against all ranks' inputs and for bitwise\n"
@@ -33,7 +34,9 @@ constexpr char kUsage[] =
     "      when every op was checked, every rank is present and every stream ends with its end record;\n"
     "      otherwise incomplete (exit 3), naming what is missing.\n"
     "      --allow-incomplete  exit 0 on an incomplete verdict (what was checked is accepted)\n"
-    "      --max-memory-mb N   memory the decoded tensors may take (default: half the machine's memory)\n"
+    "      --memory-limit S    memory the checks may hold at once (N MiB, or NK, NM, NG; default 4G or a quarter\n"
+    "                          of the machine's memory): tensors are read op by op as they are checked, so any\n"
+    "                          trace size fits; an op needing more is not checked. --max-memory-mb N: the same\n"
     "      --max-gemm-work N   multiply-adds one GEMM replay may cost (default 2^36); larger: not checked\n"
     "                          (auto: verified by projection instead)\n"
     "      --gemm-method M     full (replay every element), projection (Freivalds: random projections, then\n"
@@ -80,6 +83,17 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
       args->allow_truncated = true;
     } else if (json_allowed && a == "--allow-incomplete") {
       args->allow_incomplete = true;
+    } else if (json_allowed && (a == "--memory-limit" || a.rfind("--memory-limit=", 0) == 0)) {
+      std::string v = a.size() > 14 ? a.substr(15) : (i + 1 < argc ? argv[++i] : "");
+      uint64_t shift = 20;  // MiB without a suffix
+      if (!v.empty() && (v.back() == 'K' || v.back() == 'M' || v.back() == 'G')) {
+        shift = v.back() == 'K' ? 10 : v.back() == 'M' ? 20 : 30;
+        v.pop_back();
+      }
+      uint64_t n = 0;
+      if (!ParseCount(v, &n) || n > (uint64_t{1} << (63 - shift)))
+        return "--memory-limit needs a size: N (MiB), NK, NM or NG";
+      args->max_memory_mb = std::max<uint64_t>(1, (n << shift) >> 20);
     } else if (json_allowed && (a == "--max-memory-mb" || a == "--max-gemm-work")) {
       if (i + 1 >= argc || !ParseCount(argv[i + 1], a == "--max-memory-mb" ? &args->max_memory_mb
                                                                             : &args->max_gemm_work))
@@ -117,11 +131,11 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
   return "";
 }
 
-// Half the physical memory: the decoded tensors are not all the analyzer holds.
+// 4 GiB, or a quarter of the physical memory when that is less: what the checks hold at once (estimated; check.h).
 uint64_t DefaultMemoryBudget() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return uint64_t{8} << 30;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 2;
+  if (pages <= 0 || page <= 0) return uint64_t{4} << 30;
+  return std::min(uint64_t{4} << 30, static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4);
 }
 
 int UsageError(std::ostream& err, const std::string& message) {
@@ -138,7 +152,8 @@ int Check(const Args& args, std::ostream& out, std::ostream& err) {
   Progress progress;
   LoadOptions lo;
   lo.allow_truncated = true;  // a cut stream is incomplete evidence, not an error (check.h)
-  lo.max_tensor_bytes = args.max_memory_mb > 0 ? args.max_memory_mb << 20 : DefaultMemoryBudget();
+  lo.defer_tensors = true;  // payloads are streamed op by op within the memory limit (check.h)
+  const uint64_t limit = args.max_memory_mb > 0 ? args.max_memory_mb << 20 : DefaultMemoryBudget();
   lo.on_file = [&](const std::string& path) { progress.Update("ttrace: reading " + BaseName(path), true); };
   absl::StatusOr<TraceSet> set = LoadTraceDir(args.positional[0], lo);
   progress.Clear();
@@ -150,6 +165,7 @@ int Check(const Args& args, std::ostream& out, std::ostream& err) {
   co.gemm.method = args.gemm_method;
   co.gemm.bound = args.bound;
   co.threads = args.threads;
+  co.memory_limit = limit;
   const double start = progress.seconds();
   CheckReport report = RunChecks(
       *set,
@@ -216,7 +232,7 @@ int RunCli(int argc, const char* const* argv, std::ostream& out, std::ostream& e
     return RunCommand(argc, argv, out, err);
   } catch (const std::bad_alloc&) {
     err << "ttrace: error: out of memory (the trace needs more memory than this machine gives; "
-           "--max-memory-mb bounds what is decoded)\n";
+           "--memory-limit bounds what the checks hold)\n";
     return kExitError;
   }
 }

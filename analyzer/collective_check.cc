@@ -496,7 +496,14 @@ ReduceElementTerms ReduceReference(ReduceOp op, const std::vector<double>& input
   return t;
 }
 
-void CheckCollectives(const TraceSet& set, CheckReport* report, const std::function<void(uint64_t)>& progress) {
+struct CollectivePlan::Unit {
+  std::vector<Member> members;  // a group's members, or
+  P2pPair pair;                 // a point-to-point pair's
+  bool is_pair = false;
+  std::vector<const Op*> ops;
+};
+
+CollectivePlan::CollectivePlan(const TraceSet& set) {
   std::map<std::pair<uint64_t, uint64_t>, std::vector<Member>> groups;
   std::map<P2pKey, P2pPair> pairs;
   for (const RankTrace& t : set.ranks) {
@@ -514,15 +521,40 @@ void CheckCollectives(const TraceSet& set, CheckReport* report, const std::funct
       }
     }
   }
-  uint64_t done = 0;
   for (auto& [key, members] : groups) {
-    done += members.size();
-    CheckGroup(std::move(members), report);
-    if (progress) progress(done);
+    Unit u;
+    for (const Member& m : members) u.ops.push_back(m.op);
+    u.members = std::move(members);
+    units_.push_back(std::move(u));
   }
-  for (const auto& [key, pair] : pairs) {
-    done += pair.sends.size() + pair.recvs.size();
-    CheckPair(pair, report);
+  for (auto& [key, pair] : pairs) {
+    Unit u;
+    u.is_pair = true;
+    for (const auto* side : {&pair.sends, &pair.recvs})
+      for (const Member& m : *side) u.ops.push_back(m.op);
+    u.pair = std::move(pair);
+    units_.push_back(std::move(u));
+  }
+}
+
+CollectivePlan::~CollectivePlan() = default;
+
+size_t CollectivePlan::size() const { return units_.size(); }
+
+const std::vector<const Op*>& CollectivePlan::ops(size_t unit) const { return units_[unit].ops; }
+
+void CollectivePlan::Check(size_t unit, CheckReport* report) const {
+  const Unit& u = units_[unit];
+  if (u.is_pair) return CheckPair(u.pair, report);
+  CheckGroup(u.members, report);
+}
+
+void CheckCollectives(const TraceSet& set, CheckReport* report, const std::function<void(uint64_t)>& progress) {
+  const CollectivePlan plan(set);
+  uint64_t done = 0;
+  for (size_t u = 0; u < plan.size(); ++u) {
+    done += plan.ops(u).size();
+    plan.Check(u, report);
     if (progress) progress(done);
   }
 }

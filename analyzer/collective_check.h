@@ -30,6 +30,26 @@ namespace ttrace::analyzer {
 // FP64 reference and bound terms of one element from the members' input values (in comm rank order).
 ReduceElementTerms ReduceReference(ReduceOp op, const std::vector<double>& inputs);
 
+// The collectives of `set` as the units they are checked in, in order: each group (every member of one
+// collective, by (comm_hash, comm_op_index)), then each point-to-point pair. A unit needs only its own ops'
+// tensors, so a caller may load them unit by unit (check.h streams them within its memory limit). `set` must
+// outlive the plan.
+class CollectivePlan {
+ public:
+  explicit CollectivePlan(const TraceSet& set);
+  ~CollectivePlan();
+  CollectivePlan(const CollectivePlan&) = delete;
+  CollectivePlan& operator=(const CollectivePlan&) = delete;
+
+  size_t size() const;
+  const std::vector<const Op*>& ops(size_t unit) const;  // its member ops
+  void Check(size_t unit, CheckReport* report) const;    // records each member op in `report`
+
+ private:
+  struct Unit;
+  std::vector<Unit> units_;
+};
+
 // Checks every collective of `set`, recording each member op in `report`. `progress(done)` is called with the
 // number of member ops handled so far (may be empty).
 void CheckCollectives(const TraceSet& set, CheckReport* report,

@@ -96,8 +96,11 @@ namespace {
 absl::Status DecodeTensor(const RecordView& r, const LoadOptions& options, uint64_t* held, PendingTensor* out) {
   auto tensor = std::make_unique<Tensor>();
   tensor->meta = r.Body<format::TensorRecord>();
+  tensor->payload_bytes = r.payload.size();
   std::string problem = TensorProblem(tensor->meta, r.payload.size());
-  if (problem.empty()) {
+  if (options.defer_tensors) {
+    tensor->deferred = true;
+  } else if (problem.empty()) {
     *held += r.payload.size();
     if (options.max_tensor_bytes > 0 && *held > options.max_tensor_bytes)
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -144,6 +147,43 @@ absl::Status LoadLateTensors(const std::string& path, const LoadOptions& options
 }
 
 }  // namespace
+
+DeferredTensorReader::DeferredTensorReader(std::string path, bool allow_truncated)
+    : path_(std::move(path)), allow_truncated_(allow_truncated) {}
+
+DeferredTensorReader::~DeferredTensorReader() = default;
+
+absl::Status DeferredTensorReader::Load(std::vector<Tensor*> wanted) {
+  if (wanted.empty()) return absl::OkStatus();
+  std::sort(wanted.begin(), wanted.end(), [](const Tensor* a, const Tensor* b) { return a->ordinal < b->ordinal; });
+  if (reader_ == nullptr || wanted.front()->ordinal < next_ordinal_) {
+    ReaderOptions ro;
+    ro.allow_truncated = allow_truncated_;
+    TTRACE_ASSIGN_OR_RETURN(reader_, TraceReader::Open(path_, ro));
+    next_ordinal_ = 0;
+  }
+  RecordView r;
+  size_t next = 0;
+  while (next < wanted.size()) {
+    TTRACE_ASSIGN_OR_RETURN(bool more, reader_->Next(&r));
+    if (!more) return absl::DataLossError(absl::StrCat(path_, ": the stream changed while it was read"));
+    if (r.type != RecordType::kTensor) continue;
+    const uint64_t ordinal = next_ordinal_++;
+    if (ordinal != wanted[next]->ordinal) continue;
+    Tensor* tensor = wanted[next];
+    while (next < wanted.size() && wanted[next]->ordinal == ordinal) ++next;  // (a tensor listed twice)
+    if (r.payload.size() != tensor->payload_bytes)
+      return absl::DataLossError(absl::StrCat(path_, ": the stream changed while it was read"));
+    if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled)) {
+      const uint32_t e = format::DTypeSize(tensor->meta.dtype);
+      tensor->data.resize(r.payload.size());
+      format::UnshuffleBytes(r.payload.data(), r.payload.size() / e, e, tensor->data.data());
+    } else {
+      tensor->data.assign(r.payload.data(), r.payload.size());
+    }
+  }
+  return absl::OkStatus();
+}
 
 std::string Printable(absl::string_view text) {
   std::string out;
@@ -224,12 +264,13 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
       case RecordType::kTensor: {
         const uint64_t ordinal = t.tensor_records++;
         const uint64_t seq = r.Body<format::TensorRecord>().seq;
-        if (ops.count(seq) == 0) {
+        if (ops.count(seq) == 0 && !options.defer_tensors) {
           late.emplace_back(ordinal, seq);
           break;
         }
         PendingTensor p;
         TTRACE_RETURN_IF_ERROR(DecodeTensor(r, options, &held, &p));
+        p.tensor->ordinal = ordinal;
         tensors.push_back(std::move(p));
         break;
       }
@@ -279,6 +320,10 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
   }
   if (!wanted.empty()) TTRACE_RETURN_IF_ERROR(LoadLateTensors(path, options, wanted, &held, &tensors));
   for (PendingTensor& p : tensors) {
+    if (ops.count(p.seq) == 0) {  // deferred: a tensor of no op record (never decoded)
+      ++t.orphan_tensors;
+      continue;
+    }
     Op& op = ops.at(p.seq);
     const uint8_t slot = p.tensor->meta.slot;
     if (slot >= op.tensors.size()) {

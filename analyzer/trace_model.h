@@ -16,7 +16,8 @@
 // (ResourceExhausted beyond). Strings from the trace (job, host, notice messages) are made printable: control
 // bytes are escaped, so a trace cannot send terminal escape sequences.
 //
-// The whole trace is held in memory (payloads of ops included). Single-threaded.
+// The whole trace is held in memory (payloads of ops included), unless LoadOptions::defer_tensors: then only the
+// records, and the payloads are read op by op later. Single-threaded.
 #ifndef TTRACE_ANALYZER_TRACE_MODEL_H_
 #define TTRACE_ANALYZER_TRACE_MODEL_H_
 
@@ -32,11 +33,20 @@
 #include "absl/strings/string_view.h"
 #include "ttrace/format.h"
 
+namespace ttrace::store {
+class TraceReader;
+}
+
 namespace ttrace::analyzer {
 
 struct Tensor {
   format::TensorRecord meta;
   std::string data;  // payload bytes in the kFull layout (kShuffled payloads are decoded on load), size checked
+  // Loaded with LoadOptions::defer_tensors: `data` stays empty until LoadDeferredTensors fills it; `ordinal` is the
+  // record's position among the stream's tensor records and `payload_bytes` its size.
+  bool deferred = false;
+  uint64_t ordinal = 0;
+  uint64_t payload_bytes = 0;
 };
 
 enum class OpKind : uint8_t { kGemm, kCollective, kLtMatmul, kConv, kGraph };
@@ -103,6 +113,9 @@ struct TraceSet {
 struct LoadOptions {
   bool allow_truncated = false;
   uint64_t max_tensor_bytes = 0;  // decoded tensor bytes a load may hold in all; 0: no limit
+  // Index only: tensors are validated and attached to their ops without their payloads (Tensor::deferred), in one
+  // pass; LoadDeferredTensors reads the payloads later (check.h streams them within its memory limit).
+  bool defer_tensors = false;
   std::function<void(const std::string& path)> on_file;  // called before each stream is read (progress)
 };
 
@@ -114,6 +127,22 @@ absl::StatusOr<std::vector<std::string>> ListStreams(const std::string& dir);
 
 // Reads and validates every stream of `dir`.
 absl::StatusOr<TraceSet> LoadTraceDir(const std::string& dir, const LoadOptions& options = {});
+
+// Reads the payloads of deferred tensors of one stream, forward: Load(wanted) fills each wanted tensor's data (kFull
+// layout), continuing from where the last call stopped when every ordinal lies ahead, else reading from the start.
+// DataLoss when the stream no longer holds them. Single-threaded.
+class DeferredTensorReader {
+ public:
+  DeferredTensorReader(std::string path, bool allow_truncated);
+  ~DeferredTensorReader();
+  absl::Status Load(std::vector<Tensor*> wanted);  // any order; sorted by ordinal inside
+
+ private:
+  std::string path_;
+  bool allow_truncated_;
+  std::unique_ptr<store::TraceReader> reader_;
+  uint64_t next_ordinal_ = 0;  // ordinal of the next tensor record reader_ returns
+};
 
 // The basename of a path, for messages.
 std::string BaseName(const std::string& path);

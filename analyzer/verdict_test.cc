@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "analyzer/blas.h"
 #include "analyzer/check.h"
 #include "analyzer/cli.h"
 #include "analyzer/test_util.h"
@@ -337,23 +339,56 @@ TEST(BudgetTest, TensorsOfNoOpAreNeverDecoded) {
   EXPECT_NE(c.out.find("24 tensors belong to no op record (skipped, not decoded)"), std::string::npos) << c.out;
 }
 
-// The same tensors belonging to ops are what the trace is: over --max-memory-mb they are exit 2 with a clear
-// message, before they are all held.
-TEST(BudgetTest, TensorsOverTheMemoryBudgetAreAnError) {
+// Streaming: a trace far larger than --memory-limit is checked op by op within it, with the same report as an
+// unlimited check (same findings, same tightness), at a fraction of the peak memory; an op that alone needs more
+// than the limit is not checked, with the reason, and the rest still is.
+TEST(BudgetTest, TraceFarLargerThanTheMemoryLimitIsStreamed) {
   const std::string dir = testing::TempDir("budget");
-  const int64_t elems = int64_t{8} << 18;  // 8 MiB of FP32
+  const int64_t n = 384;
+  const int gemms = 24;
+  std::mt19937_64 rng(99);
+  std::uniform_real_distribution<double> u(-1, 1);
+  uint64_t payload = 0;
   {
-    StreamBuilder w(Rank(dir, 0), 0, 1);
-    const std::string zeros(static_cast<size_t>(elems) * 4, '\0');
-    for (int i = 0; i < 4; ++i) {
-      w.Gemm(testing::GemmRec(static_cast<uint64_t>(i), elems, 1, 1, DType::kF32, DType::kF32));
-      w.Tensor(static_cast<uint64_t>(i), TensorSlot::kCOut, DType::kF32, elems, 1, 1, zeros);
+    StreamBuilder w(Rank(dir, 0), 0, 1, "job", /*frame_bytes=*/1 << 20);
+    std::vector<double> a(static_cast<size_t>(n * n)), b(a.size()), c(a.size());
+    for (int g = 0; g < gemms; ++g) {
+      for (auto& v : a) v = testing::RoundTo(DType::kF32, u(rng));
+      for (auto& v : b) v = testing::RoundTo(DType::kF32, u(rng));
+      MatMul(false, false, n, n, n, a.data(), n, b.data(), n, c.data(), n);
+      for (auto& v : c) v = testing::RoundTo(DType::kF32, v);
+      if (g == 17) c[1234] += 1;
+      const auto seq = static_cast<uint64_t>(g);
+      w.Gemm(testing::GemmRec(seq, n, n, n, DType::kF32, DType::kF32));
+      w.Tensor(seq, TensorSlot::kA, DType::kF32, n, n, 1, Encode(DType::kF32, a), true);
+      w.Tensor(seq, TensorSlot::kB, DType::kF32, n, n, 1, Encode(DType::kF32, b), true);
+      w.Tensor(seq, TensorSlot::kCOut, DType::kF32, n, n, 1, Encode(DType::kF32, c), true);
+      payload += 3 * static_cast<uint64_t>(n * n) * 4;
     }
   }
-  CliRun c = Cli({"check", dir, "--max-memory-mb", "20"});
-  EXPECT_EQ(c.rc, kExitError) << c.out;
-  EXPECT_NE(c.err.find("need more than 20 MiB of memory"), std::string::npos) << c.err;
-  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
+  // Each op needs about 3 x 0.56 MiB of payload + 16 bytes per element: 9.4 MiB; the trace 40 MiB of payload.
+  const CliRun full = Cli({"check", dir, "--threads", "2"});
+  const CliRun limited = Cli({"check", dir, "--threads", "2", "--memory-limit", "20M"});
+  EXPECT_EQ(full.rc, kExitFindings) << full.out;
+  EXPECT_EQ(limited.out, full.out);
+  EXPECT_EQ(limited.rc, full.rc);
+  EXPECT_NE(full.out.find("rank 0 seq 17"), std::string::npos) << full.out;
+  const Measured big = RunBinary({"check", dir, "--threads", "2"});
+  const Measured small = RunBinary({"check", dir, "--threads", "2", "--memory-limit", "20M"});
+  printf("[ measured ] %llu MiB of payload in %d GEMMs: peak %.0f MiB unlimited, %.0f MiB at --memory-limit 20M "
+         "(%.2f s, %.2f s)\n",
+         static_cast<unsigned long long>(payload >> 20), gemms, big.peak_mib, small.peak_mib, big.seconds,
+         small.seconds);
+  EXPECT_EQ(small.rc, kExitFindings);
+  EXPECT_LT(small.peak_mib, 0.6 * big.peak_mib) << "the whole trace is not held";
+  EXPECT_LT(small.peak_mib, 20 + 20.0) << "the limit, plus 20 MiB for the process itself";
+  const CliRun tiny = Cli({"check", dir, "--memory-limit", "8M"});
+  EXPECT_EQ(tiny.rc, kExitIncomplete) << tiny.out;
+  EXPECT_NE(tiny.out.find("24 of 24 ops not checked: over the memory limit"), std::string::npos) << tiny.out;
+  EXPECT_NE(tiny.out.find("over the memory limit of 8 MiB (--memory-limit): not checked"), std::string::npos)
+      << tiny.out;
+  EXPECT_EQ(Cli({"check", dir, "--memory-limit", "20X"}).rc, kExitError);
+  EXPECT_EQ(Cli({"check", dir, "--memory-limit=1G"}).rc, kExitFindings);
 }
 
 // Out of memory (here: a 300 MiB address space for four 64 MiB tensors of ops) is exit 2 with one clear line,
