@@ -157,6 +157,9 @@ mutate "gemm projection: non-finite rows counted as proven" analyzer/gemm_check.
     } else if (r > 1) {" "      ++*proven;
       picked->push_back(static_cast<int64_t>(o));
     } else if (r > 1) {" "gemm_projection_test" "GemmProjection"
+mutate "streaming: ops over the memory limit checked anyway" check.cc \
+  "batch.push_back(Item{t.rank(), &op, OpBytes(op), cost > limit});" \
+  "batch.push_back(Item{t.rank(), &op, OpBytes(op), false});" "verdict_test" "BudgetTest"
 mutate "gemm probabilistic bound x2" error_model.cc "    theta_acc_ = std::min(theta_acc_, gt);" \
   "    theta_acc_ = std::min(theta_acc_, 2 * gt);" "gemm_bound_test" "GemmProbabilistic"
 mutate "all-reduce: identity check skipped" collective_check.cc \
