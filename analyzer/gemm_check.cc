@@ -44,6 +44,7 @@ struct BatchView {
   const double* c0 = nullptr;     // m x n, null when β = 0
   const double* c_out = nullptr;  // m x n
   std::vector<double> abs_a, abs_b;
+  std::vector<double> row_a, col_b;  // Σ_l |op(A)_il| per row, Σ_l |op(B)_lj| per column (empty when α = 0)
   int64_t lda = 1, ldb = 1;
   bool ta = false, tb = false;
 
@@ -64,6 +65,13 @@ struct BatchView {
       abs_b.resize(b_size);
       for (size_t x = 0; x < a_size; ++x) abs_a[x] = std::fabs(a[x]);
       for (size_t x = 0; x < b_size; ++x) abs_b[x] = std::fabs(b[x]);
+      // Once per batch (every replayed block reads them): O(m·k + k·n).
+      row_a.assign(static_cast<size_t>(m), 0.0);
+      col_b.assign(static_cast<size_t>(n), 0.0);
+      for (int64_t l = 0; l < k; ++l)
+        for (int64_t i = 0; i < m; ++i) row_a[i] += op_a_abs(i, l);
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t l = 0; l < k; ++l) col_b[j] += op_b_abs(l, j);
     }
   }
   double op_a_abs(int64_t i, int64_t l) const { return abs_a[ta ? l + i * p->k : i + l * p->m]; }
@@ -113,7 +121,6 @@ void ReplayBlock(const BatchView& v, int64_t i0, int64_t rows, int64_t j0, int64
   const GemmProblem& p = *v.p;
   const int64_t m = p.m, k = p.k;
   const bool use_ab = p.alpha != 0;
-  std::vector<double> row_a(use_ab ? static_cast<size_t>(rows) : 0), col_b(use_ab ? static_cast<size_t>(cols) : 0);
   if (use_ab) {
     const size_t need = static_cast<size_t>(rows * cols);
     if (ref->size() < need) ref->resize(need), mag->resize(need);
@@ -121,10 +128,6 @@ void ReplayBlock(const BatchView& v, int64_t i0, int64_t rows, int64_t j0, int64
     const int64_t a_row = v.ta ? i0 * k : i0, b_col = v.tb ? j0 : j0 * k;
     MatMul(v.ta, v.tb, rows, cols, k, v.a + a_row, v.lda, v.b + b_col, v.ldb, ref->data(), rows);
     MatMul(v.ta, v.tb, rows, cols, k, v.abs_a.data() + a_row, v.lda, v.abs_b.data() + b_col, v.ldb, mag->data(), rows);
-    for (int64_t l = 0; l < k; ++l)
-      for (int64_t i = 0; i < rows; ++i) row_a[i] += v.op_a_abs(i0 + i, l);
-    for (int64_t j = 0; j < cols; ++j)
-      for (int64_t l = 0; l < k; ++l) col_b[j] += v.op_b_abs(l, j0 + j);
   }
   for (int64_t jj = 0; jj < cols; ++jj) {
     const int64_t j = j0 + jj;
@@ -134,8 +137,8 @@ void ReplayBlock(const BatchView& v, int64_t i0, int64_t rows, int64_t j0, int64
       if (use_ab) {
         t.ref = p.alpha * (*ref)[ii + jj * rows];
         t.abs_ab = (*mag)[ii + jj * rows];
-        t.abs_row_a = row_a[ii];
-        t.abs_col_b = col_b[jj];
+        t.abs_row_a = v.row_a[i];
+        t.abs_col_b = v.col_b[j];
       }
       if (v.c0 != nullptr) {
         const double c0 = v.c0[i + j * m];
