@@ -117,6 +117,7 @@ std::string RecordLine(const RecordView& r) {
       const auto t = r.Body<format::TensorRecord>();
       const std::string kind = t.payload_kind == 0   ? std::string("full")
                                : t.payload_kind == 1 ? std::string("full-shuffled")
+                               : t.payload_kind == 2 ? std::string("full-coded")
                                                      : std::to_string(t.payload_kind);
       return absl::StrCat("tensor seq=", t.seq, " slot=", SlotName(t.slot), " kind=", kind,
                           " dtype=", DTypeName(t.dtype), " shape=", t.rows, "x", t.cols, "x", t.batch,

@@ -14,11 +14,13 @@
 #include "analyzer/test_util.h"
 #include "analyzer/trace_model.h"
 #include "gtest/gtest.h"
+#include "store/float_codec.h"
 
 namespace ttrace::analyzer {
 namespace {
 
 using format::DType;
+using format::PayloadKind;
 using format::TensorSlot;
 using testing::Encode;
 using testing::RoundTo;
@@ -568,6 +570,60 @@ TEST(GemmCheckTest, ShuffledPayloadsDecodeToTheirElements) {
     } else {
       ASSERT_EQ(r.findings().size(), 1u);
       EXPECT_EQ(r.findings()[0].first.index, 5u);
+    }
+  }
+}
+
+TEST(GemmCheckTest, FloatCodedPayloadsDecodeToTheirElements) {
+  // The same GEMM stored float-coded (BF16 inputs, FP32 output): checked clean; a flip of the exponent's top bit
+  // of C element 5 before coding is found at element 5; a coded payload that does not decode, or whose shape
+  // claims more elements than it holds, leaves the op not checked with the reason.
+  std::mt19937_64 rng(22);
+  Sample s = MakeSample(0, 40, 30, 50, DType::kBF16, DType::kF32, 1, 0, rng);
+  for (int variant = 0; variant < 4; ++variant) {
+    std::string dir = testing::TempDir("coded_" + std::to_string(variant));
+    {
+      StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+      w.Gemm(s.rec);
+      w.Tensor(0, TensorSlot::kA, DType::kBF16, 40, 50, 1, Encode(DType::kBF16, s.a), PayloadKind::kFloatCoded);
+      w.Tensor(0, TensorSlot::kB, DType::kBF16, 50, 30, 1, Encode(DType::kBF16, s.b), PayloadKind::kFloatCoded);
+      std::string c = Encode(DType::kF32, s.c_out);
+      if (variant == 1) c[5 * 4 + 3] ^= 0x40;
+      if (variant < 2) {
+        w.Tensor(0, TensorSlot::kCOut, DType::kF32, 40, 30, 1, c, PayloadKind::kFloatCoded);
+      } else {
+        std::string coded(store::FloatCodecMaxBytes(1200, 4), '\0');
+        coded.resize(store::FloatEncode(c.data(), 1200, 4, coded.data()));
+        if (variant == 2) coded.back() ^= 0x5a;  // inside the last plane: raw, or a stream's last byte
+        if (variant == 2) coded += '\0';         // a trailing byte the codec refuses either way
+        format::TensorRecord t{};
+        t.slot = static_cast<uint8_t>(TensorSlot::kCOut);
+        t.payload_kind = static_cast<uint8_t>(PayloadKind::kFloatCoded);
+        t.dtype = static_cast<uint8_t>(DType::kF32);
+        t.rows = variant == 2 ? 40 : int64_t{1} << 40;
+        t.cols = variant == 2 ? 30 : 1 << 20;
+        t.batch = 1;
+        t.payload_bytes = coded.size();
+        std::string body(reinterpret_cast<const char*>(&t), sizeof t);
+        w.Raw(static_cast<uint16_t>(format::RecordType::kTensor), body, coded);
+      }
+    }
+    auto set = LoadTraceDir(dir);
+    ASSERT_TRUE(set.ok()) << set.status();
+    CheckReport r = RunChecks(*set);
+    if (variant == 0) {
+      EXPECT_EQ(r.summary().checked.at("gemm"), 1u);
+      EXPECT_TRUE(r.no_findings()) << r.findings()[0].message;
+    } else if (variant == 1) {
+      ASSERT_EQ(r.findings().size(), 1u);
+      EXPECT_EQ(r.findings()[0].first.index, 5u);
+    } else {
+      EXPECT_TRUE(r.no_findings());
+      EXPECT_EQ(r.summary().checked.count("gemm"), 0u);
+      bool said = false;
+      for (const auto& w : r.summary().warnings)
+        said |= w.find(variant == 2 ? "float-coded payload: " : "cannot hold") != std::string::npos;
+      EXPECT_TRUE(said) << "variant " << variant;
     }
   }
 }

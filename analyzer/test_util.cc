@@ -2,6 +2,7 @@
 // mode), which is exact for every format narrower than FP64.
 #include "analyzer/test_util.h"
 
+#include "store/float_codec.h"
 #include "ttrace/byte_shuffle.h"
 
 #include <ftw.h>
@@ -195,13 +196,23 @@ void StreamBuilder::CommInit(uint64_t comm_hash, int comm_rank, int comm_size) {
 
 void StreamBuilder::Tensor(uint64_t seq, format::TensorSlot slot, DType dtype, int64_t rows, int64_t cols,
                            int64_t batch, const std::string& full, bool shuffled) {
+  Tensor(seq, slot, dtype, rows, cols, batch, full, shuffled ? format::PayloadKind::kShuffled : format::PayloadKind::kFull);
+}
+
+void StreamBuilder::Tensor(uint64_t seq, format::TensorSlot slot, DType dtype, int64_t rows, int64_t cols,
+                           int64_t batch, const std::string& full, format::PayloadKind kind) {
   std::string bytes = full;
   const uint32_t e = format::DTypeSize(static_cast<uint8_t>(dtype));
-  if (shuffled && e > 0) format::ShuffleBytes(full.data(), full.size() / e, e, bytes.data());
+  if (kind == format::PayloadKind::kShuffled && e > 0)
+    format::ShuffleBytes(full.data(), full.size() / e, e, bytes.data());
+  if (kind == format::PayloadKind::kFloatCoded) {
+    bytes.resize(store::FloatCodecMaxBytes(full.size() / e, e));
+    bytes.resize(store::FloatEncode(full.data(), full.size() / e, e, bytes.data()));
+  }
   format::TensorRecord t{};
   t.seq = seq;
   t.slot = static_cast<uint8_t>(slot);
-  t.payload_kind = static_cast<uint8_t>(shuffled ? format::PayloadKind::kShuffled : format::PayloadKind::kFull);
+  t.payload_kind = static_cast<uint8_t>(kind);
   t.dtype = static_cast<uint8_t>(dtype);
   t.rows = rows;
   t.cols = cols;

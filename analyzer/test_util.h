@@ -45,6 +45,9 @@ class StreamBuilder {
   // `bytes` in the kFull layout; with `shuffled` they are written byte-shuffled (PayloadKind::kShuffled).
   void Tensor(uint64_t seq, format::TensorSlot slot, format::DType dtype, int64_t rows, int64_t cols,
               int64_t batch, const std::string& bytes, bool shuffled = false);
+  // `bytes` in the kFull layout, written as `kind` (kFull, kShuffled or kFloatCoded).
+  void Tensor(uint64_t seq, format::TensorSlot slot, format::DType dtype, int64_t rows, int64_t cols,
+              int64_t batch, const std::string& bytes, format::PayloadKind kind);
   void Raw(uint16_t type, const std::string& body, const std::string& payload = "");
   // Writes the EndRecord the shim writes at a clean close (counts of what was appended), then closes. The
   // destructor closes too.

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "store/float_codec.h"
 #include "ttrace/byte_shuffle.h"
 #include "analyzer/status_macros.h"
 #include "analyzer/tensor_data.h"
@@ -39,10 +40,13 @@ void Warn(RankTrace* t, std::string message) {
   }
 }
 
-// Why a tensor cannot be used, or "" when its payload matches its shape.
-std::string TensorProblem(const format::TensorRecord& m, uint64_t payload_size) {
+// Why a tensor cannot be used, or "" when its payload matches its shape; `full_bytes` gets the bytes of its kFull
+// layout (a float-coded payload is smaller than that, and decodes to it).
+std::string TensorProblem(const format::TensorRecord& m, const char* payload, uint64_t payload_size,
+                          uint64_t* full_bytes) {
+  const bool coded = m.payload_kind == static_cast<uint8_t>(format::PayloadKind::kFloatCoded);
   if (m.payload_kind != static_cast<uint8_t>(format::PayloadKind::kFull) &&
-      m.payload_kind != static_cast<uint8_t>(format::PayloadKind::kShuffled))
+      m.payload_kind != static_cast<uint8_t>(format::PayloadKind::kShuffled) && !coded)
     return absl::StrCat("payload kind ", m.payload_kind, " not supported");
   const uint32_t size = format::DTypeSize(m.dtype);
   if (size == 0) return absl::StrCat("unknown dtype ", m.dtype);
@@ -50,9 +54,13 @@ std::string TensorProblem(const format::TensorRecord& m, uint64_t payload_size) 
   unsigned __int128 bytes = size;  // stays below 2^127: each factor < 2^63 multiplies at most 2^64
   for (int64_t d : {m.rows, m.cols, m.batch})
     if (bytes <= UINT64_MAX || d == 0) bytes *= static_cast<uint64_t>(d);
-  if (bytes != payload_size || m.payload_bytes != payload_size)
+  if ((coded ? bytes > UINT64_MAX : bytes != payload_size) || m.payload_bytes != payload_size)
     return absl::StrCat("payload of ", payload_size, " bytes does not hold ", m.rows, "x", m.cols, "x", m.batch, " ",
                         DTypeName(m.dtype));
+  if (coded && bytes > static_cast<unsigned __int128>(store::FloatCodecMaxElements(payload, payload_size, size)) * size)
+    return absl::StrCat("float-coded payload of ", payload_size, " bytes cannot hold ", m.rows, "x", m.cols, "x",
+                        m.batch, " ", DTypeName(m.dtype));
+  *full_bytes = static_cast<uint64_t>(bytes);
   return "";
 }
 
@@ -91,29 +99,44 @@ std::string BaseName(const std::string& path) {
 
 namespace {
 
-// Decodes a tensor record's payload into `tensor` (kShuffled to the kFull layout the checks read), counting its
-// bytes against the load's budget.
+// A tensor record's payload into tensor->data in the kFull layout the checks read (kShuffled and kFloatCoded
+// decoded; `full_bytes` from TensorProblem); "" or why it cannot be used.
+std::string DecodePayload(const RecordView& r, uint64_t full_bytes, Tensor* tensor) {
+  const uint32_t e = format::DTypeSize(tensor->meta.dtype);
+  if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled)) {
+    tensor->data.resize(r.payload.size());
+    format::UnshuffleBytes(r.payload.data(), r.payload.size() / e, e, tensor->data.data());
+  } else if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kFloatCoded)) {
+    tensor->data.resize(full_bytes);
+    if (const char* err = store::FloatDecode(r.payload.data(), r.payload.size(), e, tensor->data.data(), full_bytes)) {
+      tensor->data.clear();
+      return absl::StrCat("float-coded payload: ", err);
+    }
+    tensor->meta.payload_bytes = full_bytes;
+  } else {
+    tensor->data.assign(r.payload.data(), r.payload.size());
+  }
+  tensor->meta.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFull);
+  return "";
+}
+
+// Decodes a tensor record's payload into `tensor`, counting its bytes against the load's budget (or, deferred,
+// validates and indexes it).
 absl::Status DecodeTensor(const RecordView& r, const LoadOptions& options, uint64_t* held, PendingTensor* out) {
   auto tensor = std::make_unique<Tensor>();
   tensor->meta = r.Body<format::TensorRecord>();
-  tensor->payload_bytes = r.payload.size();
-  std::string problem = TensorProblem(tensor->meta, r.payload.size());
+  uint64_t full_bytes = 0;
+  std::string problem = TensorProblem(tensor->meta, r.payload.data(), r.payload.size(), &full_bytes);
+  tensor->payload_bytes = problem.empty() ? full_bytes : r.payload.size();
   if (options.defer_tensors) {
     tensor->deferred = true;
   } else if (problem.empty()) {
-    *held += r.payload.size();
+    *held += full_bytes;
     if (options.max_tensor_bytes > 0 && *held > options.max_tensor_bytes)
       return absl::ResourceExhaustedError(absl::StrCat(
           "the tensors of this trace's ops need more than ", options.max_tensor_bytes >> 20,
           " MiB of memory (the analyzer's memory budget; --max-memory-mb raises it)"));
-    if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled)) {
-      const uint32_t e = format::DTypeSize(tensor->meta.dtype);
-      tensor->data.resize(r.payload.size());
-      format::UnshuffleBytes(r.payload.data(), r.payload.size() / e, e, tensor->data.data());
-      tensor->meta.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFull);
-    } else {
-      tensor->data.assign(r.payload.data(), r.payload.size());
-    }
+    problem = DecodePayload(r, full_bytes, tensor.get());
   }
   out->seq = tensor->meta.seq;
   out->tensor = std::move(tensor);
@@ -172,15 +195,11 @@ absl::Status DeferredTensorReader::Load(std::vector<Tensor*> wanted) {
     if (ordinal != wanted[next]->ordinal) continue;
     Tensor* tensor = wanted[next];
     while (next < wanted.size() && wanted[next]->ordinal == ordinal) ++next;  // (a tensor listed twice)
-    if (r.payload.size() != tensor->payload_bytes)
+    if (r.payload.size() != tensor->meta.payload_bytes)
       return absl::DataLossError(absl::StrCat(path_, ": the stream changed while it was read"));
-    if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled)) {
-      const uint32_t e = format::DTypeSize(tensor->meta.dtype);
-      tensor->data.resize(r.payload.size());
-      format::UnshuffleBytes(r.payload.data(), r.payload.size() / e, e, tensor->data.data());
-    } else {
-      tensor->data.assign(r.payload.data(), r.payload.size());
-    }
+    const std::string problem = DecodePayload(r, tensor->payload_bytes, tensor);
+    if (!problem.empty())
+      return absl::DataLossError(absl::StrCat(path_, ": tensor of seq ", tensor->meta.seq, ": ", problem));
   }
   return absl::OkStatus();
 }

@@ -41,9 +41,9 @@ namespace ttrace::analyzer {
 
 struct Tensor {
   format::TensorRecord meta;
-  std::string data;  // payload bytes in the kFull layout (kShuffled payloads are decoded on load), size checked
+  std::string data;  // payload bytes in the kFull layout (kShuffled, kFloatCoded payloads decoded on load), size checked
   // Loaded with LoadOptions::defer_tensors: `data` stays empty until LoadDeferredTensors fills it; `ordinal` is the
-  // record's position among the stream's tensor records and `payload_bytes` its size.
+  // record's position among the stream's tensor records and `payload_bytes` the size `data` will have.
   bool deferred = false;
   uint64_t ordinal = 0;
   uint64_t payload_bytes = 0;

@@ -396,6 +396,7 @@ inline constexpr uint32_t kTensorSlots = 24;  // slots 0 .. kTensorSlots-1
 enum class PayloadKind : uint8_t {
   kFull = 0,                  // every element, dense: rows x cols column-major (ld = rows), batches back to back
   kShuffled = 1,              // the kFull bytes, byte-shuffled by element size (byte_shuffle.h)
+  kFloatCoded = 2,            // the kFull bytes, float-coded (store/float_codec.h): sign-rotated byte planes, Huffman
 };
 struct TensorRecord {
   uint64_t seq;

@@ -1,0 +1,49 @@
+// Float codec (format.h: PayloadKind::kFloatCoded; the byte layout is specified in docs/format.md, "Float-coded
+// payloads"). Lossless for every bit pattern (NaN payloads, Inf, subnormals, -0).
+//
+// Each element's sign bit is rotated below its lowest bit, so the top byte of an FP32, BF16 or FP64 element is its
+// exponent (FP16: exponent and the top 3 mantissa bits; FP8: the whole value). The rotated elements of a block
+// (2^16 of them) are split into byte planes; each plane is stored raw, as one repeated byte, or canonical-Huffman
+// coded (code lengths <= 12, four interleaved bit streams), whichever is smallest. In trained tensors only the
+// exponent plane is far from uniform, and Huffman codes it within a few hundredths of a bit of its entropy; the
+// mantissa planes stay raw unless a sample says coding them saves at least 1/16 (smooth or quantized data, FP32
+// holding BF16 values).
+//
+// Pure functions over bytes: the shim's drain encodes (FloatEncode allocates nothing and cannot fail), the reader
+// decodes. FloatDecode treats its input as hostile: it rejects any malformed payload with a reason and never reads
+// or writes outside the two buffers it is given. Thread-safe (no state).
+#ifndef TTRACE_STORE_FLOAT_CODEC_H_
+#define TTRACE_STORE_FLOAT_CODEC_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ttrace::store {
+
+inline constexpr uint8_t kFloatCodecVersion = 1;
+inline constexpr size_t kFloatCodecHeaderBytes = 16;
+
+// True for the element sizes the codec takes (1, 2, 4, 8 bytes).
+bool FloatCodecSupports(size_t elem_bytes);
+
+// Largest encoding of n elements of elem_bytes: the capacity FloatEncode's `out` must have.
+size_t FloatCodecMaxBytes(size_t n, size_t elem_bytes);
+
+// Encodes n little-endian elements of elem_bytes (FloatCodecSupports) from `in` into `out` (capacity
+// FloatCodecMaxBytes(n, elem_bytes), not overlapping `in`). Returns the bytes written.
+size_t FloatEncode(const void* in, size_t n, size_t elem_bytes, void* out);
+
+// The most elements `size` coded bytes at `in` can decode to (every block costs at least 2 bytes a plane), from
+// its header's block size; 0 when the header is malformed. A reader refuses a record whose shape needs more before
+// it allocates for it.
+uint64_t FloatCodecMaxElements(const void* in, size_t size, size_t elem_bytes);
+
+// Decodes the `size` bytes at `in` into exactly `out_bytes` bytes at `out`, elements of `elem_bytes`. Returns
+// nullptr on success, else a static string saying what is malformed (the header's element size or count differ
+// from the caller's, a plane or stream runs past the end, an invalid code, trailing bytes, ...). On failure `out`
+// holds unspecified bytes.
+const char* FloatDecode(const void* in, size_t size, size_t elem_bytes, void* out, size_t out_bytes);
+
+}  // namespace ttrace::store
+
+#endif  // TTRACE_STORE_FLOAT_CODEC_H_
