@@ -1,9 +1,11 @@
 // Store writer throughput: MiB/s of tensor payload through TraceWriter (frame building, CRC-32C, zstd) and back
 // through TraceReader. Payloads are FP32 values of a smooth random walk (compressible like real activations) or
 // uniform random bits (incompressible), in 1 MiB tensors, stored as they are (payload kind full) or byte-shuffled
-// first as the shim stores them (full shuffled; the shuffle is timed with the write). Also Gaussian FP32 and BF16
-// values (weights-like). Usage: store_bench [MiB] (default 256).
-#include <chrono>
+// first (full shuffled; the shuffle is timed with the write, the unshuffle with the read) or float-coded as the shim stores them (full coded,
+// store/float_codec.h; coded, and decoded on read, in the timed loops). Also Gaussian FP32 and BF16 values
+// (weights-like). Usage: store_bench [MiB] (default 256).
+#include <time.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -12,22 +14,31 @@
 
 #include "store/trace_reader.h"
 #include "store/crc32c.h"
+#include "store/float_codec.h"
 #include "store/trace_writer.h"
 #include "ttrace/byte_shuffle.h"
 
 namespace {
 
-double Seconds(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+// The benchmark thread's CPU time (user + system): equal to wall time on an idle machine, and what a loaded one
+// still measures per core.
+double Now() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
+double Seconds(double t0) { return Now() - t0; }
 
 // `pool` holds 64 distinct 1 MiB tensors, cycled: a repeat is 64 MiB away, far outside any 4 MiB frame.
-void Run(const char* name, const std::vector<float>& pool, size_t total_mib, int level, bool shuffle,
+enum class Kind { kFull, kShuffled, kCoded };
+
+void Run(const char* name, const std::vector<float>& pool, size_t total_mib, int level, Kind kind,
          ttrace::format::DType dtype = ttrace::format::DType::kF32) {
+  const bool shuffle = kind == Kind::kShuffled;
   const size_t elem_bytes = ttrace::format::DTypeSize(static_cast<uint8_t>(dtype));
   const size_t elems = (1u << 20) / elem_bytes;
   const char* base = reinterpret_cast<const char*>(pool.data());
-  std::vector<char> shuffled(1u << 20);
+  std::vector<char> shuffled(ttrace::store::FloatCodecMaxBytes(elems, elem_bytes));
   const std::string path = "/tmp/ttrace_store_bench.ttr";
   ttrace::store::WriterOptions opt;
   opt.zstd_level = level;
@@ -39,7 +50,7 @@ void Run(const char* name, const std::vector<float>& pool, size_t total_mib, int
   }
   const size_t bytes = elems * elem_bytes;
   const size_t n = total_mib * (1u << 20) / bytes;
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = Now();
   for (size_t i = 0; i < n; ++i) {
     ttrace::format::TensorRecord t{};
     t.seq = i;
@@ -48,25 +59,44 @@ void Run(const char* name, const std::vector<float>& pool, size_t total_mib, int
     t.cols = t.batch = 1;
     t.payload_bytes = bytes;
     const char* payload = base + (i % 64) * bytes;
+    if (kind == Kind::kCoded) {
+      t.payload_kind = static_cast<uint8_t>(ttrace::format::PayloadKind::kFloatCoded);
+      t.payload_bytes = ttrace::store::FloatEncode(payload, elems, elem_bytes, shuffled.data());
+      payload = shuffled.data();
+    }
     if (shuffle) {
       t.payload_kind = static_cast<uint8_t>(ttrace::format::PayloadKind::kShuffled);
       ttrace::format::ShuffleBytes(payload, elems, elem_bytes, shuffled.data());
       payload = shuffled.data();
     }
-    w->Append(ttrace::format::RecordType::kTensor, t, payload, bytes);
+    w->Append(ttrace::format::RecordType::kTensor, t, payload, t.payload_bytes);
   }
   w->Close(&err);
   const double wt = Seconds(t0);
   const double mib = static_cast<double>(n * bytes) / (1 << 20);
   const double file_mib = static_cast<double>(w->bytes_written()) / (1 << 20);
-  t0 = std::chrono::steady_clock::now();
+  t0 = Now();
   auto r = ttrace::store::TraceReader::Open(path);
   ttrace::store::RecordView v;
   size_t records = 0;
-  while (r.ok() && *(*r)->Next(&v)) ++records;
+  std::vector<char> decoded(bytes);
+  while (r.ok() && *(*r)->Next(&v)) {
+    ++records;
+    const auto t = v.Body<ttrace::format::TensorRecord>();
+    if (v.type == ttrace::format::RecordType::kTensor &&
+        t.payload_kind == static_cast<uint8_t>(ttrace::format::PayloadKind::kShuffled))
+      ttrace::format::UnshuffleBytes(v.payload.data(), elems, elem_bytes, decoded.data());
+    if (v.type == ttrace::format::RecordType::kTensor &&
+        t.payload_kind == static_cast<uint8_t>(ttrace::format::PayloadKind::kFloatCoded) &&
+        ttrace::store::FloatDecode(v.payload.data(), v.payload.size(), elem_bytes, decoded.data(), bytes)) {
+      fprintf(stderr, "a coded payload does not decode\n");
+      exit(1);
+    }
+  }
   const double rt = Seconds(t0);
   printf("%-14s %-13s zstd %d: write %7.1f MiB/s, read %7.1f MiB/s, ratio %.2f (%zu records)\n", name,
-         shuffle ? "full shuffled" : "full", level, mib / wt, mib / rt, mib / file_mib, records);
+         kind == Kind::kCoded ? "full coded" : shuffle ? "full shuffled" : "full", level, mib / wt, mib / rt,
+         mib / file_mib, records);
 }
 
 }  // namespace
@@ -93,15 +123,15 @@ int main(int argc, char** argv) {
     memcpy(&v, &u, 4);
   }
   std::vector<char> buf(64 << 20, 1);
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = Now();
   uint32_t c = ttrace::store::Crc32c(buf.data(), buf.size());
   printf("crc32c: %.0f MiB/s (%08x)\n", 64 / Seconds(t0), c);
   for (int level : {1, 3}) {
-    for (bool shuffle : {false, true}) {
-      Run("smooth fp32", smooth, mib, level, shuffle);
-      Run("gaussian fp32", gauss, mib, level, shuffle);
-      Run("gaussian bf16", bf16, mib, level, shuffle, ttrace::format::DType::kBF16);
-      Run("random bits", noise, mib, level, shuffle);
+    for (Kind kind : {Kind::kFull, Kind::kShuffled, Kind::kCoded}) {
+      Run("smooth fp32", smooth, mib, level, kind);
+      Run("gaussian fp32", gauss, mib, level, kind);
+      Run("gaussian bf16", bf16, mib, level, kind, ttrace::format::DType::kBF16);
+      Run("random bits", noise, mib, level, kind);
     }
   }
   return 0;

@@ -227,7 +227,9 @@ TEST(FloatCodecTest, MalformedInputIsRejectedWithinBounds) {
       const char* err = GuardedDecode(in, bad, 2, out_bytes);
       rejected += err != nullptr;
       // (Byte 2 is the block size's log2: 16 -> 17 still holds these 3000 elements in one block.)
-      if (k < kFloatCodecHeaderBytes && !(k == 2 && bit == 0x01)) EXPECT_NE(err, nullptr) << "header byte " << k;
+      if (k < kFloatCodecHeaderBytes && !(k == 2 && bit == 0x01)) {
+        EXPECT_NE(err, nullptr) << "header byte " << k;
+      }
     }
   EXPECT_GT(rejected, 3 * kFloatCodecHeaderBytes);
   std::mt19937 rng(8);

@@ -1,0 +1,358 @@
+// Float codec (store/float_codec.h) against plain zstd (levels 1, 3), today's byte shuffle + zstd, and Blosc
+// (when built with it): compression ratio and MB/s (10^6 bytes of tensor data per second of the benchmark
+// thread's CPU time, i.e. per core, so a loaded machine slows the numbers less than wall time would) for encode
+// and decode, per dtype, on synthetic data and on the tensors of traces given with --trace.
+//
+// Synthetic data: 16 tensors of 1 MiB per (distribution, dtype): gaussian N(0, 0.02) (weights), uniform [-1, 1),
+// heavy-tailed (Student t, 2 degrees of freedom, scale 0.02: gradients), smooth (a random walk, steps N(0, 0.01):
+// activations); FP8 values are scaled so the largest magnitude is 0.9 of the format's largest, as FP8 training
+// scales by amax. Traces (`--trace DIR`, e.g. a gpt run on simgpu with TTRACE_DIR=DIR): every tensor of every
+// rank-*.ttr, decoded to its elements, grouped by dtype and by slot: GEMM inputs (A, B), GEMM outputs (C), and
+// collective buffers (send, recv).
+//
+// Usage: codec_bench [--min-seconds S] [--trace DIR]... [--no-synthetic]
+#include <dirent.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <zstd.h>
+
+#include "kernels/dtype.h"
+#include "kernels/fp8.h"
+#include "store/float_codec.h"
+#include "store/trace_reader.h"
+#include "ttrace/byte_shuffle.h"
+#ifdef TTRACE_HAVE_BLOSC
+#include <blosc.h>
+#endif
+
+namespace {
+
+using ttrace::format::DType;
+
+double CpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+struct Tensor {
+  std::string bytes;  // kFull layout
+  size_t elem = 0;
+};
+
+struct DataSet {
+  std::string name;
+  std::string dtype;
+  std::vector<Tensor> tensors;
+  size_t bytes() const {
+    size_t b = 0;
+    for (const Tensor& t : tensors) b += t.bytes.size();
+    return b;
+  }
+};
+
+// One method: encode a tensor into `out` (returns the size), decode `size` bytes back into `back`.
+struct Method {
+  std::string name;
+  std::function<size_t(const Tensor&, std::string* out)> encode;
+  std::function<void(const Tensor&, const std::string& enc, std::string* back)> decode;
+};
+
+ZSTD_CCtx* cctx = ZSTD_createCCtx();
+ZSTD_DCtx* dctx = ZSTD_createDCtx();
+std::string scratch;
+
+size_t Zstd(const char* in, size_t n, int level, std::string* out) {
+  out->resize(ZSTD_compressBound(n));
+  return ZSTD_compressCCtx(cctx, out->data(), out->size(), in, n, level);
+}
+void Unzstd(const std::string& enc, size_t n, char* out) {
+  const size_t r = ZSTD_decompressDCtx(dctx, out, n, enc.data(), enc.size());
+  if (r != n) abort();
+}
+
+std::vector<Method> Methods() {
+  std::vector<Method> m;
+  m.push_back({"float codec",
+               [](const Tensor& t, std::string* out) {
+                 const size_t n = t.bytes.size() / t.elem;
+                 out->resize(ttrace::store::FloatCodecMaxBytes(n, t.elem));
+                 return ttrace::store::FloatEncode(t.bytes.data(), n, t.elem, out->data());
+               },
+               [](const Tensor& t, const std::string& enc, std::string* back) {
+                 if (ttrace::store::FloatDecode(enc.data(), enc.size(), t.elem, back->data(), back->size())) abort();
+               }});
+  m.push_back({"float codec + zstd 1",
+               [](const Tensor& t, std::string* out) {
+                 const size_t n = t.bytes.size() / t.elem;
+                 scratch.resize(ttrace::store::FloatCodecMaxBytes(n, t.elem));
+                 const size_t c = ttrace::store::FloatEncode(t.bytes.data(), n, t.elem, scratch.data());
+                 return Zstd(scratch.data(), c, 1, out);
+               },
+               [](const Tensor& t, const std::string& enc, std::string* back) {
+                 const size_t c = ZSTD_getFrameContentSize(enc.data(), enc.size());
+                 scratch.resize(c);
+                 Unzstd(enc, c, scratch.data());
+                 if (ttrace::store::FloatDecode(scratch.data(), c, t.elem, back->data(), back->size())) abort();
+               }});
+  for (int level : {1, 3}) {
+    m.push_back({"zstd " + std::to_string(level),
+                 [level](const Tensor& t, std::string* out) { return Zstd(t.bytes.data(), t.bytes.size(), level, out); },
+                 [](const Tensor& t, const std::string& enc, std::string* back) {
+                   Unzstd(enc, back->size(), back->data());
+                 }});
+    m.push_back({"shuffle + zstd " + std::to_string(level),
+                 [level](const Tensor& t, std::string* out) {
+                   scratch.resize(t.bytes.size());
+                   ttrace::format::ShuffleBytes(t.bytes.data(), t.bytes.size() / t.elem, t.elem, scratch.data());
+                   return Zstd(scratch.data(), scratch.size(), level, out);
+                 },
+                 [](const Tensor& t, const std::string& enc, std::string* back) {
+                   scratch.resize(back->size());
+                   Unzstd(enc, back->size(), scratch.data());
+                   ttrace::format::UnshuffleBytes(scratch.data(), back->size() / t.elem, t.elem, back->data());
+                 }});
+  }
+#ifdef TTRACE_HAVE_BLOSC
+  struct BloscConfig {
+    const char* name;
+    const char* compressor;
+    int level, shuffle;
+  };
+  for (BloscConfig c : {BloscConfig{"blosc lz4 shuffle 5", "lz4", 5, BLOSC_SHUFFLE},
+                        BloscConfig{"blosc zstd bitshuffle 1", "zstd", 1, BLOSC_BITSHUFFLE}}) {
+    m.push_back({c.name,
+                 [c](const Tensor& t, std::string* out) {
+                   out->resize(t.bytes.size() + BLOSC_MAX_OVERHEAD);
+                   const int r = blosc_compress_ctx(c.level, c.shuffle, t.elem, t.bytes.size(), t.bytes.data(),
+                                                    out->data(), out->size(), c.compressor, 0, 1);
+                   if (r <= 0) abort();
+                   return static_cast<size_t>(r);
+                 },
+                 [](const Tensor& t, const std::string& enc, std::string* back) {
+                   if (blosc_decompress_ctx(enc.data(), back->data(), back->size(), 1) != static_cast<int>(back->size()))
+                     abort();
+                 }});
+  }
+#endif
+  return m;
+}
+
+struct Result {
+  double ratio, encode_mbs, decode_mbs;
+};
+
+Result Measure(const DataSet& d, const Method& m, double min_seconds) {
+  std::vector<std::string> enc(d.tensors.size());
+  size_t coded = 0;
+  std::string out;
+  double t0 = CpuSeconds(), encode_s = 0;
+  size_t reps = 0;
+  do {
+    coded = 0;
+    for (size_t i = 0; i < d.tensors.size(); ++i) {
+      const size_t c = m.encode(d.tensors[i], &out);
+      out.resize(c);
+      if (reps == 0) enc[i] = out;
+      coded += c;
+    }
+    ++reps;
+    encode_s = CpuSeconds() - t0;
+  } while (encode_s < min_seconds);
+  const double encode_mbs = static_cast<double>(d.bytes()) * reps / encode_s / 1e6;
+  std::vector<std::string> back(d.tensors.size());
+  for (size_t i = 0; i < d.tensors.size(); ++i) back[i].resize(d.tensors[i].bytes.size());
+  t0 = CpuSeconds();
+  double decode_s = 0;
+  reps = 0;
+  do {
+    for (size_t i = 0; i < d.tensors.size(); ++i) m.decode(d.tensors[i], enc[i], &back[i]);
+    ++reps;
+    decode_s = CpuSeconds() - t0;
+  } while (decode_s < min_seconds);
+  for (size_t i = 0; i < d.tensors.size(); ++i)
+    if (back[i] != d.tensors[i].bytes) {
+      fprintf(stderr, "%s: %s does not round-trip tensor %zu\n", d.name.c_str(), m.name.c_str(), i);
+      exit(1);
+    }
+  return {static_cast<double>(d.bytes()) / static_cast<double>(coded), encode_mbs,
+          static_cast<double>(d.bytes()) * reps / decode_s / 1e6};
+}
+
+// ---- data ----------------------------------------------------------------------------------------------------
+
+template <typename T>
+void Put(std::string* s, size_t i, T v) {
+  memcpy(s->data() + i * sizeof(T), &v, sizeof(T));
+}
+
+std::vector<DataSet> Synthetic() {
+  const char* dists[] = {"gaussian", "uniform", "heavy-tailed", "smooth"};
+  const char* dtypes[] = {"fp32", "bf16", "fp16", "fp8 e4m3", "fp8 e5m2"};
+  const size_t elem[] = {4, 2, 2, 1, 1};
+  std::vector<DataSet> out;
+  for (int di = 0; di < 4; ++di) {
+    std::mt19937 rng(100 + di);
+    std::normal_distribution<float> gauss(0.0f, 0.02f);
+    std::uniform_real_distribution<float> uni(-1.0f, 1.0f);
+    std::student_t_distribution<float> heavy(2.0f);
+    std::normal_distribution<float> step(0.0f, 0.01f);
+    float walk = 0;
+    for (int ti = 0; ti < 5; ++ti) {
+      DataSet d{dists[di], dtypes[ti], {}};
+      for (int k = 0; k < 16; ++k) {
+        const size_t n = (size_t{1} << 20) / elem[ti];
+        std::vector<float> v(n);
+        for (float& x : v) {
+          switch (di) {
+            case 0: x = gauss(rng); break;
+            case 1: x = uni(rng); break;
+            case 2: x = 0.02f * heavy(rng); break;
+            default: x = walk += step(rng);
+          }
+        }
+        float amax = 0;
+        for (float x : v) amax = std::max(amax, std::fabs(x));
+        Tensor t;
+        t.elem = elem[ti];
+        t.bytes.resize(n * t.elem);
+        for (size_t i = 0; i < n; ++i) {
+          switch (ti) {
+            case 0: Put(&t.bytes, i, v[i]); break;
+            case 1: Put(&t.bytes, i, ttrace::kernels::FloatToBf16(v[i])); break;
+            case 2: Put(&t.bytes, i, ttrace::kernels::FloatToHalf(v[i])); break;
+            case 3: Put(&t.bytes, i, ttrace::kernels::FloatToE4M3(v[i] * 0.9f * 448 / amax)); break;
+            default: Put(&t.bytes, i, ttrace::kernels::FloatToE5M2(v[i] * 0.9f * 57344 / amax));
+          }
+        }
+        d.tensors.push_back(std::move(t));
+      }
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
+const char* DTypeLabel(uint8_t dtype) {
+  switch (static_cast<DType>(dtype)) {
+    case DType::kF32: return "fp32";
+    case DType::kF16: return "fp16";
+    case DType::kBF16: return "bf16";
+    case DType::kF64: return "fp64";
+    case DType::kE4M3: return "fp8 e4m3";
+    case DType::kE5M2: return "fp8 e5m2";
+    default: return nullptr;  // integers: not float data
+  }
+}
+
+// Every float tensor of the traces in `dir`, grouped; at most 64 MiB per group.
+std::vector<DataSet> FromTraces(const std::string& dir) {
+  std::map<std::string, DataSet> groups;
+  DIR* dp = opendir(dir.c_str());
+  if (!dp) {
+    fprintf(stderr, "cannot open %s\n", dir.c_str());
+    exit(2);
+  }
+  std::vector<std::string> files;
+  while (dirent* e = readdir(dp)) {
+    const std::string name = e->d_name;
+    if (name.size() > 4 && name.substr(name.size() - 4) == ".ttr") files.push_back(dir + "/" + name);
+  }
+  closedir(dp);
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    auto r = ttrace::store::TraceReader::Open(f);
+    if (!r.ok()) continue;
+    ttrace::store::RecordView v;
+    while (true) {
+      auto more = (*r)->Next(&v);
+      if (!more.ok() || !*more) break;
+      if (v.type != ttrace::format::RecordType::kTensor) continue;
+      const auto t = v.Body<ttrace::format::TensorRecord>();
+      const char* label = DTypeLabel(t.dtype);
+      const size_t e = ttrace::format::DTypeSize(t.dtype);
+      if (!label || v.payload.size() < 4096) continue;
+      const char* slot = t.slot <= 1 ? "GEMM inputs" : t.slot <= 3 ? "GEMM outputs" : t.slot <= 5 ? "collectives" : nullptr;
+      if (!slot) continue;
+      Tensor tensor;
+      tensor.elem = e;
+      const uint64_t full = static_cast<uint64_t>(t.rows) * t.cols * t.batch * e;
+      tensor.bytes.resize(full);
+      if (t.payload_kind == static_cast<uint8_t>(ttrace::format::PayloadKind::kShuffled)) {
+        ttrace::format::UnshuffleBytes(v.payload.data(), full / e, e, tensor.bytes.data());
+      } else if (t.payload_kind == static_cast<uint8_t>(ttrace::format::PayloadKind::kFloatCoded)) {
+        if (ttrace::store::FloatDecode(v.payload.data(), v.payload.size(), e, tensor.bytes.data(), full)) continue;
+      } else if (v.payload.size() == full) {
+        memcpy(tensor.bytes.data(), v.payload.data(), full);
+      } else {
+        continue;
+      }
+      DataSet& d = groups[std::string(slot) + "|" + label];
+      d.name = slot;
+      d.dtype = label;
+      if (d.bytes() < (64u << 20)) d.tensors.push_back(std::move(tensor));
+    }
+  }
+  std::vector<DataSet> out;
+  for (auto& [k, d] : groups) out.push_back(std::move(d));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double min_seconds = 0.3;
+  bool synthetic = true;
+  std::vector<std::string> traces;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--min-seconds" && i + 1 < argc) {
+      min_seconds = atof(argv[++i]);
+    } else if (a == "--trace" && i + 1 < argc) {
+      traces.push_back(argv[++i]);
+    } else if (a == "--no-synthetic") {
+      synthetic = false;
+    } else {
+      fprintf(stderr, "usage: codec_bench [--min-seconds S] [--trace DIR]... [--no-synthetic]\n");
+      return 2;
+    }
+  }
+  std::vector<DataSet> sets;
+  if (synthetic) sets = Synthetic();
+  for (const std::string& t : traces) {
+    std::vector<DataSet> s = FromTraces(t);
+    for (DataSet& d : s) {
+      d.name = t.substr(t.find_last_of('/') + 1) + ": " + d.name;
+      sets.push_back(std::move(d));
+    }
+  }
+  double load[3] = {0, 0, 0};
+  if (FILE* f = fopen("/proc/loadavg", "r")) {
+    if (fscanf(f, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
+    fclose(f);
+  }
+  printf("load average at start: %.2f %.2f %.2f; MB/s = 10^6 bytes of tensor data per CPU second of this thread\n\n",
+         load[0], load[1], load[2]);
+  printf("| data | dtype | MiB | method | ratio | encode MB/s | decode MB/s |\n|---|---|---|---|---|---|---|\n");
+  const std::vector<Method> methods = Methods();
+  for (const DataSet& d : sets) {
+    for (const Method& m : methods) {
+      const Result r = Measure(d, m, min_seconds);
+      printf("| %s | %s | %.0f | %s | %.3f | %.0f | %.0f |\n", d.name.c_str(), d.dtype.c_str(),
+             static_cast<double>(d.bytes()) / (1 << 20), m.name.c_str(), r.ratio, r.encode_mbs, r.decode_mbs);
+      fflush(stdout);
+    }
+  }
+  return 0;
+}
