@@ -8,9 +8,25 @@
 
 #include "shim/capture_engine.h"
 #include "shim/log.h"
+#include "store/float_codec.h"
 #include "ttrace/byte_shuffle.h"
 
 namespace ttrace::shim {
+namespace {
+
+// The element types whose payloads are float-coded: the codec's sign rotation makes their top byte the exponent.
+// Integers stay byte-shuffled (zstd finds their runs and repeats, which a per-byte code does not), and FP8 stays as
+// it is: a byte is a whole value, so zstd's own Huffman stage codes it as well and faster (bench/codec_bench).
+bool IsFloat(format::DType d) {
+  switch (d) {
+    case format::DType::kF32: case format::DType::kF16: case format::DType::kBF16: case format::DType::kF64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
 
 void CaptureEngine::DrainLoop() {
   const RelaxedCaptureMode relaxed(driver_);
@@ -175,11 +191,14 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
   const char* staged = item.owned ? item.owned->data() : ring_base_ + item.offset;
   const size_t bytes = item.plan.packed_bytes;
   const char* payload = staged;
-  // Elements wider than a byte are byte-shuffled (PayloadKind::kShuffled, TTRACE_SHUFFLE): packed first when the
-  // staging is not dense, then shuffled from there into the second half of the buffer.
+  // Floating-point elements are float-coded (PayloadKind::kFloatCoded, TTRACE_CODEC); other elements wider than a
+  // byte are byte-shuffled (PayloadKind::kShuffled, TTRACE_SHUFFLE): packed first when the staging is not dense,
+  // then coded or shuffled from there into the second part of the buffer.
   const uint32_t elem = item.plan.elem_bytes;
-  const bool shuffle = config_.shuffle && elem > 1;
-  const size_t need = (item.plan.staged_dense ? 0 : bytes) + (shuffle ? bytes : 0);
+  const bool code = config_.codec && IsFloat(item.spec.dtype) && store::FloatCodecSupports(elem);
+  const bool shuffle = !code && config_.shuffle && elem > 1;
+  const size_t need = (item.plan.staged_dense ? 0 : bytes) +
+                      (code ? store::FloatCodecMaxBytes(bytes / elem, elem) : shuffle ? bytes : 0);
   if (payload_capacity_ < need) {
     payload_.reset(new char[need]);
     payload_capacity_ = need;
@@ -193,18 +212,26 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
     format::ShuffleBytes(payload, bytes / elem, elem, shuffled);
     payload = shuffled;
   }
+  size_t payload_bytes = bytes;
+  if (code) {
+    char* coded = payload_.get() + (item.plan.staged_dense ? 0 : bytes);
+    payload_bytes = store::FloatEncode(payload, bytes / elem, elem, coded);
+    payload = coded;
+  }
   format::TensorRecord t;
   memset(&t, 0, sizeof t);
   t.seq = item.seq;
   t.slot = static_cast<uint8_t>(item.spec.slot);
   t.index = item.spec.index;
-  t.payload_kind = static_cast<uint8_t>(shuffle ? format::PayloadKind::kShuffled : format::PayloadKind::kFull);
+  t.payload_kind = static_cast<uint8_t>(code      ? format::PayloadKind::kFloatCoded
+                                        : shuffle ? format::PayloadKind::kShuffled
+                                                  : format::PayloadKind::kFull);
   t.dtype = static_cast<uint8_t>(item.spec.dtype);
   t.rows = item.spec.rows;
   t.cols = item.spec.cols;
   t.batch = item.spec.batch;
-  t.payload_bytes = bytes;
-  if (Append(format::RecordType::kTensor, &t, sizeof t, payload, bytes)) {
+  t.payload_bytes = payload_bytes;
+  if (Append(format::RecordType::kTensor, &t, sizeof t, payload, payload_bytes)) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.tensors;
     stats_.tensor_bytes += bytes;

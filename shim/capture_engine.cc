@@ -25,6 +25,7 @@ EngineConfig EngineConfigFromOptions(const Options& options) {
   c.max_tensor_bytes = static_cast<size_t>(options.max_tensor_mb) << 20;
   c.graph_bytes = static_cast<size_t>(options.graph_mb) << 20;
   c.shuffle = options.shuffle;
+  c.codec = options.codec;
   c.ring_wait_ms = static_cast<int>(options.ring_wait_ms);
   c.flush_ms = options.flush_ms > 0 ? static_cast<int>(options.flush_ms) : 1;
   c.exit_wait_ms = options.exit_wait_ms > 0 ? static_cast<int>(options.exit_wait_ms) : 0;

@@ -69,6 +69,7 @@ struct EngineConfig {
   size_t max_tensor_bytes = 128u << 20;
   size_t graph_bytes = 256u << 20;   // TTRACE_GRAPH_MB: graph staging plus launched data not yet written
   bool shuffle = true;               // TTRACE_SHUFFLE: byte-shuffled payloads (PayloadKind::kShuffled)
+  bool codec = true;                 // TTRACE_CODEC: float payloads float-coded (PayloadKind::kFloatCoded)
   int ring_wait_ms = 200;
   int flush_ms = 1000;
   int exit_wait_ms = 3000;  // TTRACE_EXIT_WAIT_MS

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "store/float_codec.h"
 #include "store/trace_reader.h"
 #include "ttrace/byte_shuffle.h"
 #include "gtest/gtest.h"
@@ -111,6 +112,17 @@ struct Read {
   }
 };
 
+// What the engine writes with the default options: floats wider than a byte float-coded, wider integers shuffled,
+// bytes (FP8 included) as they are.
+format::PayloadKind ExpectedKind(uint8_t dtype) {
+  switch (static_cast<format::DType>(dtype)) {
+    case format::DType::kF32: case format::DType::kF16: case format::DType::kBF16: case format::DType::kF64:
+      return format::PayloadKind::kFloatCoded;
+    default:
+      return format::DTypeSize(dtype) > 1 ? format::PayloadKind::kShuffled : format::PayloadKind::kFull;
+  }
+}
+
 std::vector<Read> ReadAll(const std::string& path) {
   std::vector<Read> out;
   auto reader = store::TraceReader::Open(path);
@@ -122,13 +134,19 @@ std::vector<Read> ReadAll(const std::string& path) {
     EXPECT_TRUE(more.ok()) << more.status();
     if (!more.ok() || !*more) break;
     out.push_back({v.type, std::string(v.body), std::string(v.payload)});
-    if (v.type == RecordType::kTensor) {  // compared in the kFull layout (the engine shuffles wider elements)
-      const auto t = out.back().As<format::TensorRecord>();
+    if (v.type == RecordType::kTensor) {  // compared in the kFull layout (the engine codes float elements)
+      auto t = out.back().As<format::TensorRecord>();
       const uint32_t e = format::DTypeSize(t.dtype);
-      EXPECT_EQ(t.payload_kind,
-                static_cast<uint8_t>(e > 1 ? format::PayloadKind::kShuffled : format::PayloadKind::kFull));
+      EXPECT_EQ(t.payload_kind, static_cast<uint8_t>(ExpectedKind(t.dtype)));
       if (t.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled) && e > 0)
         format::UnshuffleBytes(v.payload.data(), v.payload.size() / e, e, out.back().payload.data());
+      if (t.payload_kind == static_cast<uint8_t>(format::PayloadKind::kFloatCoded) && e > 0) {
+        const uint64_t full = static_cast<uint64_t>(t.rows) * t.cols * t.batch * e;
+        out.back().payload.resize(full);
+        EXPECT_EQ(store::FloatDecode(v.payload.data(), v.payload.size(), e, out.back().payload.data(), full), nullptr);
+        t.payload_bytes = full;  // compared as the kFull record it stands for
+        memcpy(out.back().body.data(), &t, std::min(sizeof t, out.back().body.size()));
+      }
     }
   }
   return out;

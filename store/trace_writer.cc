@@ -10,6 +10,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "store/crc32c.h"
@@ -38,6 +39,49 @@ bool MakeParents(const std::string& path) {
     if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) return false;
   }
   return true;
+}
+
+// A zstd frame of raw blocks holding `n` bytes (RFC 8878 3.1.1): any zstd decoder reads it back at memcpy speed.
+// Header: magic; descriptor 0x80 (a 4-byte content size, no single segment, checksum or dictionary); window
+// descriptor 0x38 (2^17 bytes, so blocks of up to 128 KiB); the content size. Each block: a 3-byte header
+// (bit 0 last block, bits 1-2 type 0 = raw, bits 3-23 size), then its bytes.
+constexpr size_t kRawBlock = 128u << 10;
+size_t RawZstdBound(size_t n) { return 10 + 3 * (n / kRawBlock + 1) + n; }
+size_t RawZstdFrame(const char* src, size_t n, char* dst) {
+  char* o = dst;
+  const uint32_t magic = 0xFD2FB528u, size = static_cast<uint32_t>(n);
+  memcpy(o, &magic, 4);
+  o[4] = static_cast<char>(0x80);
+  o[5] = 0x38;
+  memcpy(o + 6, &size, 4);
+  o += 10;
+  size_t pos = 0;
+  do {
+    const size_t b = std::min(n - pos, kRawBlock);
+    const uint32_t header = (pos + b == n ? 1u : 0u) | static_cast<uint32_t>(b) << 3;
+    o[0] = static_cast<char>(header);
+    o[1] = static_cast<char>(header >> 8);
+    o[2] = static_cast<char>(header >> 16);
+    memcpy(o + 3, src + pos, b);
+    o += 3 + b;
+    pos += b;
+  } while (pos < n);
+  return static_cast<size_t>(o - dst);
+}
+
+// Would zstd find matches in this frame? A level-1 trial on four 32 KiB pieces spread over it, into `scratch`
+// (at least ZSTD_compressBound(32 KiB) bytes): float-coded payloads of smooth data (a slowly varying signal,
+// repeated rows) still hold repeats that zstd finds and the codec, byte by byte, does not.
+bool ZstdFindsMatches(const char* data, size_t n, char* scratch, size_t scratch_bytes) {
+  constexpr size_t kPiece = 32u << 10;
+  if (n < 8 * kPiece) return true;
+  size_t out = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    const size_t c = ZSTD_compress(scratch, scratch_bytes, data + (n - kPiece) * (2 * k + 1) / 8, kPiece, 1);
+    if (ZSTD_isError(c)) return true;
+    out += c;
+  }
+  return out * 32 < 4 * kPiece * 31;  // saves at least 1/32
 }
 
 void CopyPadded(char* dst, size_t n, const std::string& src) {
@@ -121,6 +165,10 @@ bool TraceWriter::Append(format::RecordType type, const void* body, size_t body_
   rh.type = static_cast<uint16_t>(type);
   rh.body_offset = sizeof rh;
   rh.size = static_cast<uint32_t>(total);
+  if (type == format::RecordType::kTensor && body_bytes >= offsetof(format::TensorRecord, payload_kind) + 1 &&
+      static_cast<const uint8_t*>(body)[offsetof(format::TensorRecord, payload_kind)] ==
+          static_cast<uint8_t>(format::PayloadKind::kFloatCoded))
+    precoded_bytes_ += payload_bytes;
   char* at = pending_.Append(total);
   memcpy(at, &rh, sizeof rh);
   memcpy(at + sizeof rh, body, body_bytes);
@@ -133,10 +181,13 @@ bool TraceWriter::Append(format::RecordType type, const void* body, size_t body_
 bool TraceWriter::Flush(std::string* error) {
   if (!failed_.empty()) return Fail(failed_, error);
   if (pending_.empty()) return true;
-  const size_t bound = ZSTD_compressBound(pending_.size());
+  const size_t bound = std::max(ZSTD_compressBound(pending_.size()), RawZstdBound(pending_.size()));
   if (compressed_.size() < bound) compressed_.resize(bound);
-  size_t n = ZSTD_compress(compressed_.data(), compressed_.size(), pending_.data(), pending_.size(),
-                           options_.zstd_level);
+  const bool stored = precoded_bytes_ * 8 >= pending_.size() * 7 &&
+                      !ZstdFindsMatches(pending_.data(), pending_.size(), compressed_.data(), compressed_.size());
+  size_t n = stored ? RawZstdFrame(pending_.data(), pending_.size(), compressed_.data())
+                    : ZSTD_compress(compressed_.data(), compressed_.size(), pending_.data(), pending_.size(),
+                                    options_.zstd_level);
   if (ZSTD_isError(n)) return Fail(std::string("zstd: ") + ZSTD_getErrorName(n), error);
   if (n > format::kMaxFrameBytes) return Fail("compressed frame exceeds the frame limit", error);
   format::FrameHeader fh;
@@ -154,6 +205,7 @@ bool TraceWriter::Flush(std::string* error) {
   bytes_written_ += sizeof fh + n;
   records_written_ += pending_records_;
   pending_records_ = 0;
+  precoded_bytes_ = 0;
   pending_.clear();
   return true;
 }

@@ -2,7 +2,9 @@
 // the store format, used by the shim's embedded file sink and by the collector.
 //
 // Records accumulate in an in-memory frame; the frame is compressed and written when it reaches `frame_bytes`
-// or on Flush(). Each frame is written with one write(2) call sequence of header + payload, so a process killed
+// or on Flush(). A frame that is at least 7/8 float-coded tensor payloads (PayloadKind::kFloatCoded, already
+// entropy-coded) is stored in a zstd frame of raw blocks instead, unless a zstd trial on a sample of it saves 1/32:
+// zstd would spend its time finding nothing. Each frame is written with one write(2) call sequence of header + payload, so a process killed
 // mid-run leaves a stream that reads back up to its last complete frame.
 //
 // Not thread-safe: one thread owns a writer (the shim's drain thread). Depends on no CUDA library and on no
@@ -83,6 +85,7 @@ class TraceWriter {
   WriterOptions options_;
   Buffer pending_;
   std::vector<char> compressed_;  // sized once to the largest compress bound seen
+  uint64_t precoded_bytes_ = 0;    // bytes of float-coded payloads (entropy-coded already) in pending_
   uint32_t pending_records_ = 0;
   uint32_t frame_index_ = 0;
   uint64_t bytes_written_ = 0;

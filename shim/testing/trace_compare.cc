@@ -2,11 +2,21 @@
 
 #include "store/trace_reader.h"
 #include "gtest/gtest.h"
+#include "store/float_codec.h"
 #include "ttrace/byte_shuffle.h"
 
 namespace ttrace::shim::testing {
 
 using format::RecordType;
+
+format::PayloadKind ShimPayloadKind(uint8_t dtype) {
+  switch (static_cast<format::DType>(dtype)) {
+    case format::DType::kF32: case format::DType::kF16: case format::DType::kBF16: case format::DType::kF64:
+      return format::PayloadKind::kFloatCoded;
+    default:
+      return format::DTypeSize(dtype) > 1 ? format::PayloadKind::kShuffled : format::PayloadKind::kFull;
+  }
+}
 
 std::vector<DumpEntry> ReadTrace(const std::string& path, format::FileHeader* header) {
   std::vector<DumpEntry> out;
@@ -21,11 +31,20 @@ std::vector<DumpEntry> ReadTrace(const std::string& path, format::FileHeader* he
     if (!more.ok() || !*more) break;
     out.push_back({v.type, std::string(v.body), std::string(v.payload)});
     if (v.type == RecordType::kTensor) {
-      // Shuffled payloads are compared in the program's (kFull) layout; the body keeps the kind written.
-      const auto t = out.back().As<format::TensorRecord>();
+      // Shuffled and float-coded payloads are compared in the program's (kFull) layout; the body keeps the kind
+      // written, with payload_bytes the kFull size.
+      auto t = out.back().As<format::TensorRecord>();
       const uint32_t e = format::DTypeSize(t.dtype);
       if (t.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled) && e > 0)
         format::UnshuffleBytes(v.payload.data(), v.payload.size() / e, e, out.back().payload.data());
+      if (t.payload_kind == static_cast<uint8_t>(format::PayloadKind::kFloatCoded) && e > 0) {
+        const uint64_t full = static_cast<uint64_t>(t.rows) * t.cols * t.batch * e;
+        out.back().payload.resize(full);
+        EXPECT_EQ(store::FloatDecode(v.payload.data(), v.payload.size(), e, out.back().payload.data(), full), nullptr)
+            << "tensor seq " << t.seq;
+        t.payload_bytes = full;
+        memcpy(out.back().body.data(), &t, std::min(sizeof t, out.back().body.size()));
+      }
     }
   }
   return out;
@@ -61,10 +80,7 @@ void ExpectSameTensor(const DumpEntry& want, const DumpEntry& got, const std::st
   EXPECT_EQ(g.rows, w.rows) << where;
   EXPECT_EQ(g.cols, w.cols) << where;
   EXPECT_EQ(g.batch, w.batch) << where;
-  // The shim byte-shuffles elements wider than a byte.
-  EXPECT_EQ(g.payload_kind, static_cast<uint8_t>(format::DTypeSize(g.dtype) > 1 ? format::PayloadKind::kShuffled
-                                                                                 : format::PayloadKind::kFull))
-      << where;
+  EXPECT_EQ(g.payload_kind, static_cast<uint8_t>(ShimPayloadKind(g.dtype))) << where;
   EXPECT_EQ(g.payload_bytes, w.payload_bytes) << where;
   EXPECT_TRUE(got.payload == want.payload) << where << ": payload differs from the program's data";
 }

@@ -14,7 +14,11 @@
 
 namespace ttrace::shim::testing {
 
-// Every record of a stream, as dump entries; shuffled tensor payloads are unshuffled (the program's layout).
+// The payload kind the shim writes with its default options: floats wider than a byte float-coded, wider integers
+// shuffled, bytes (FP8 included) as they are.
+format::PayloadKind ShimPayloadKind(uint8_t dtype);
+// Every record of a stream, as dump entries; shuffled and float-coded tensor payloads are decoded (the program's
+// layout; payload_bytes in the body is the decoded size, payload_kind the one written).
 std::vector<DumpEntry> ReadTrace(const std::string& path, format::FileHeader* header = nullptr);
 // The tensor records (tensors) or the other records but notices (!tensors), in order.
 std::vector<DumpEntry> Select(const std::vector<DumpEntry>& all, bool tensors);
