@@ -1,7 +1,7 @@
 # ttrace_cc_library / ttrace_cc_test: one helper per target kind, after Abseil's CMake helpers.
 #
 #   ttrace_cc_library(NAME foo SRCS a.cc b.cc DEPS absl::status [PUBLIC_INCLUDES dir] [SHARED])
-#   ttrace_cc_test(NAME foo_test SRCS foo_test.cc DEPS foo [LABELS gpu] [ENV "K=V" ...])
+#   ttrace_cc_test(NAME foo_test SRCS foo_test.cc DEPS foo [LABELS gpu] [ENV "K=V" ...])   (label: foo_test too)
 #
 # Every library sees the public include/ dir and the CUDA headers (never the CUDA libraries).
 
@@ -32,11 +32,11 @@ function(ttrace_cc_test)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  # Empty values would shift the PROPERTIES key/value list: add LABELS and ENVIRONMENT only when given.
-  set(props TIMEOUT ${T_TIMEOUT})
-  if(T_LABELS)
-    list(APPEND props LABELS "${T_LABELS}")
-  endif()
+  # Every test is labelled with its binary's name too (ctest -L shim_capture_engine_test: tools/sanitize.sh).
+  # An empty value would shift the PROPERTIES key/value list: ENVIRONMENT only when there is one.
+  set(labels ${T_NAME} ${T_LABELS})
+  set(props TIMEOUT ${T_TIMEOUT} LABELS "${labels}")
+  list(APPEND T_ENV ${TTRACE_SANITIZER_ENV})
   if(T_ENV)
     list(APPEND props ENVIRONMENT "${T_ENV}")
   endif()
