@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The sanitizer pass CI runs after tools/test.sh (docs/testing.md): each part in a build directory of its own.
+#
+#   tools/sanitize.sh [asan] [tsan] [fuzz]     (no argument: all three)
+#
+# asan  build-asan/ (GCC, TTRACE_SANITIZE=address,undefined): the whole suite, except the tests listed in
+#       ASAN_EXCLUDE below with their reason.
+# tsan  build-tsan/ (GCC, TTRACE_SANITIZE=thread): the threaded parts: the shim's capture engine with its drain
+#       thread, the ring, the record queue and buffer, several application threads under the preloaded shim; the
+#       analyzer's check workers.
+# fuzz  build-fuzz/ (clang, ASan + UBSan + libFuzzer): each fuzz/ harness for TTRACE_FUZZ_SECONDS (default 20)
+#       from the seed corpus. Skipped, with a note, when clang++ is not installed.
+# Environment: JOBS (parallel builds and tests, default nproc), TTRACE_CUDA_ROOT, TTRACE_FUZZ_SECONDS.
+set -euo pipefail
+source "$(dirname "$0")/lib/setup.sh"
+ttrace_setup
+
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(asan tsan fuzz)
+jobs="${JOBS:-$(nproc)}"
+
+# What the address build does not run, and why (a regex over ctest's test names):
+# - fingerprint GPU tests: they need a device (and no CUDA code is built under the sanitizers).
+ASAN_EXCLUDE='^$'
+# The tests that run threads, by binary: the shim's (shim/CMakeLists.txt, shim/testing/CMakeLists.txt) and the
+# analyzer's check workers (check_test: the same report at 1 to 64 threads).
+TSAN_TESTS=(shim_byte_ring_test shim_record_queue_test shim_record_buffer_test shim_capture_engine_test
+            shim_comm_registry_test shim_threads_test check_test)
+
+configure() {  # configure DIR [cmake args...]
+  local dir="$TTRACE_ROOT/$1"
+  shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    ttrace_log "configuring $dir"
+    cmake -S "$TTRACE_ROOT" -B "$dir" -G Ninja -DTTRACE_CUDA_ROOT="$TTRACE_CUDA_ROOT" "$@" >/dev/null
+  fi
+}
+
+run_timed() {  # run_timed NAME CMD...: runs CMD, says how long it took
+  local name=$1 start
+  shift
+  start=$(date +%s)
+  "$@"
+  echo "$name took $(( $(date +%s) - start ))s"
+}
+
+for part in "${parts[@]}"; do
+  case "$part" in
+    asan)
+      configure build-asan -DTTRACE_SANITIZE=address,undefined
+      ttrace_log "building build-asan (ASan + UBSan)"
+      run_timed "asan build" ninja -C "$TTRACE_ROOT/build-asan" -j "$jobs"
+      ttrace_log "running the suite under ASan + UBSan"
+      (cd "$TTRACE_ROOT/build-asan" &&
+       run_timed "asan tests" ctest --output-on-failure --timeout 1200 -j "$jobs" -E "$ASAN_EXCLUDE")
+      ;;
+    tsan)
+      configure build-tsan -DTTRACE_SANITIZE=thread
+      ttrace_log "building build-tsan (TSan: the shim's threads)"
+      run_timed "tsan build" ninja -C "$TTRACE_ROOT/build-tsan" -j "$jobs" "${TSAN_TESTS[@]}"
+      ttrace_log "running the shim's threaded tests under TSan"
+      (cd "$TTRACE_ROOT/build-tsan" &&
+       run_timed "tsan tests" ctest --output-on-failure --timeout 1200 -j "$jobs" \
+         -L "^($(IFS='|'; echo "${TSAN_TESTS[*]}"))\$")
+      ;;
+    fuzz)
+      if ! command -v clang++ >/dev/null; then
+        echo "note: clang++ not installed: the libFuzzer runs are skipped (the corpus replays ran in tools/test.sh)"
+        continue
+      fi
+      CC=clang CXX=clang++ configure build-fuzz -DTTRACE_SANITIZE=address,undefined -DTTRACE_FUZZ=ON \
+        -DTTRACE_FUZZ_SECONDS="${TTRACE_FUZZ_SECONDS:-20}"
+      ttrace_log "building build-fuzz (clang, libFuzzer)"
+      run_timed "fuzz build" ninja -C "$TTRACE_ROOT/build-fuzz" -j "$jobs" fuzzers
+      ttrace_log "fuzzing"
+      (cd "$TTRACE_ROOT/build-fuzz" && run_timed "fuzz runs" ctest --output-on-failure -j "$jobs" -L fuzz)
+      ;;
+    *) echo "usage: tools/sanitize.sh [asan] [tsan] [fuzz]" >&2; exit 2 ;;
+  esac
+done
