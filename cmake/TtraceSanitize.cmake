@@ -32,6 +32,10 @@ if(TTRACE_SANITIZE)
     "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0:halt_on_error=1:abort_on_error=0:strict_string_checks=1"
     "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1"
     "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1")
+  # For code that runs before the sanitizer runtime is initialized, where instrumented code crashes the process at
+  # start: ifunc resolvers of target_clones (GCC instruments them; the loader runs them while relocating), and the
+  # shim's interposed dlsym (the runtime's own initialization calls dlsym). Such files are built without.
+  set(TTRACE_NO_SANITIZE_OPTIONS -fno-sanitize=all)
   message(STATUS "ttrace: sanitizers ${TTRACE_SANITIZE}")
 endif()
 
