@@ -61,12 +61,6 @@ DType DTypeOf(int32_t cudnn_type) {
   }
 }
 
-int64_t Elements(const GraphTensor& t) {
-  int64_t n = t.nb_dims > 0 ? 1 : 0;
-  for (int i = 0; i < t.nb_dims; ++i) n *= t.dims[i];
-  return n;
-}
-
 // A captured graph tensor, dense in row-major order of its dims; false when missing or not as the record says.
 bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out) {
   if (index < 0 || static_cast<size_t>(index) >= op.graph_tensors.size()) return false;
@@ -75,17 +69,23 @@ bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out) {
   auto it = map.find(static_cast<uint32_t>(index));
   const DType dt = DTypeOf(t.data_type);
   if (it == map.end() || dt == DType::kInvalid || t.nb_dims < 1 || t.nb_dims > format::kGraphMaxDims) return false;
-  int64_t span = 1;
+  // Dims and strides come from the trace: checked arithmetic (they may overflow), and a layout whose elements
+  // overlap (a stride of 0 under a dim above 1) is refused, so the dense copy never holds more elements than were
+  // captured (the load's memory budget bounds those).
+  int64_t span = 1, elements = 1;
   for (int i = 0; i < t.nb_dims; ++i) {
-    if (t.dims[i] < 1 || t.strides[i] < 0) return false;
-    span += (t.dims[i] - 1) * t.strides[i];
+    int64_t reach;
+    if (t.dims[i] < 1 || t.strides[i] < 0 || __builtin_mul_overflow(t.dims[i] - 1, t.strides[i], &reach) ||
+        __builtin_add_overflow(span, reach, &span) || __builtin_mul_overflow(elements, t.dims[i], &elements))
+      return false;
   }
   const Tensor& c = *it->second;
-  if (c.meta.rows != span || c.meta.cols != 1 || c.meta.batch != 1 || c.meta.dtype != static_cast<uint8_t>(dt))
+  if (elements > span || c.meta.rows != span || c.meta.cols != 1 || c.meta.batch != 1 ||
+      c.meta.dtype != static_cast<uint8_t>(dt))
     return false;
   const std::vector<double> flat = DecodeAll(dt, c.data);
   out->clear();
-  out->reserve(static_cast<size_t>(Elements(t)));
+  out->reserve(static_cast<size_t>(elements));
   int64_t idx[format::kGraphMaxDims] = {};
   const int n = t.nb_dims;
   while (true) {

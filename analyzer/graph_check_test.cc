@@ -6,8 +6,10 @@
 // largest clean err/bound must exceed a stated fraction (the bound is not loose beyond that), and one corrupted
 // element is found where it is.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -152,6 +154,38 @@ TEST(SdpaBoundTest, CorruptedElementFoundWhereItIs) {
     EXPECT_EQ(r.stats.violations, 1u);
     EXPECT_EQ(r.stats.first_index, 17u);
   }
+}
+
+
+// Graph tensors whose dims and strides came from a hostile trace (found by fuzz_trace_load): a span that
+// overflows int64, and strides of 0 under large dims (a dense copy of 2^40 elements from 1 captured element) are
+// not checked, with no undefined arithmetic and no allocation beyond what was captured.
+TEST(SdpaFillTest, HostileDimsAndStridesAreNotChecked) {
+  auto attempt = [](const std::array<int64_t, 4>& dims, const std::array<int64_t, 4>& strides, int64_t span) {
+    Op op;
+    op.kind = OpKind::kGraph;
+    for (int i = 0; i < 4; ++i) {
+      format::GraphTensor t{};
+      t.uid = i + 1;
+      t.data_type = 9;  // CUDNN_DATA_BFLOAT16
+      t.nb_dims = 4;
+      std::copy(dims.begin(), dims.end(), t.dims);
+      std::copy(strides.begin(), strides.end(), t.strides);
+      op.graph_tensors.push_back(t);
+      auto captured = std::make_unique<Tensor>();
+      captured->meta.dtype = static_cast<uint8_t>(DType::kBF16);
+      captured->meta.rows = span;
+      captured->meta.cols = captured->meta.batch = 1;
+      captured->data.assign(2, '\0');
+      (i == 3 ? op.graph_out : op.graph_in)[static_cast<uint32_t>(i)] = std::move(captured);
+    }
+    SdpaProblem p;
+    return FillSdpa(op, 0, 1, 2, 3, -1, &p);
+  };
+  EXPECT_EQ(attempt({1, 1, 1, 1}, {1, 1, 1, 1}, 1), "");  // the same tensors with a sane layout are filled
+  EXPECT_NE(attempt({1, 1, int64_t{1} << 40, int64_t{1} << 40}, {0, 0, int64_t{1} << 40, 1}, 1), "");
+  EXPECT_NE(attempt({7, 1, 1, 1}, {4539628424389459969, 1, 1, 1}, 1), "");
+  EXPECT_NE(attempt({1, 1, int64_t{1} << 20, int64_t{1} << 20}, {0, 0, 0, 0}, 1), "");
 }
 
 }  // namespace
