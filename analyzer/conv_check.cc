@@ -160,6 +160,17 @@ int64_t ConvTermsPerOutput(const ConvProblem& p) {
   return terms;
 }
 
+int64_t StridedSpan(int rank, const int64_t* dims, const int64_t* strides) {
+  int64_t span = 1, elements = 1;
+  for (int i = 0; i < rank; ++i) {
+    int64_t reach;
+    if (dims[i] < 1 || strides[i] < 0 || __builtin_mul_overflow(dims[i] - 1, strides[i], &reach) ||
+        __builtin_add_overflow(span, reach, &span) || __builtin_mul_overflow(elements, dims[i], &elements))
+      return 0;
+  }
+  return elements <= span ? span : 0;
+}
+
 int64_t ConvOutputElements(const ConvProblem& p) {
   int64_t dims[format::kConvMaxDims];
   const int rank = OutputDims(p, dims);
@@ -221,22 +232,12 @@ absl::StatusOr<GemmPrecision> ResolveConvPrecision(int32_t data_type, int32_t co
 
 namespace {
 
-// The span of memory a strided tensor occupies (format.h: kConvX): 0 when a dimension is empty or negative.
-int64_t Span(int rank, const int64_t* dims, const int64_t* strides) {
-  int64_t span = 1;
-  for (int i = 0; i < rank; ++i) {
-    if (dims[i] < 1 || strides[i] < 0) return 0;
-    span += (dims[i] - 1) * strides[i];
-  }
-  return span;
-}
-
 // Decodes a captured span tensor; false when its shape or type is not what the record says.
 bool Decode(const Tensor* t, int32_t cudnn_type, int rank, const int64_t* dims, const int64_t* strides,
             ConvTensor* out) {
   const DType want = cudnn_type == 0 ? DType::kF32 : cudnn_type == 1 ? DType::kF64 : cudnn_type == 2 ? DType::kF16
                      : cudnn_type == 9 ? DType::kBF16 : DType::kInvalid;
-  const int64_t span = Span(rank, dims, strides);
+  const int64_t span = StridedSpan(rank, dims, strides);
   if (t == nullptr || span == 0 || t->meta.rows != span || t->meta.cols != 1 || t->meta.batch != 1 ||
       t->meta.dtype != static_cast<uint8_t>(want))
     return false;

@@ -45,6 +45,12 @@ struct ConvProblem {
   ConvTensor out_before, out_after;
 };
 
+// The elements of memory a strided tensor of `rank` dims occupies (1 + Σ (dims[i] - 1)·strides[i]: format.h,
+// kConvX), or 0 when it cannot index a captured span safely: a dim below 1, a negative stride, arithmetic that
+// overflows, or elements that overlap (more elements than the span holds, a stride of 0 under a dim above 1).
+// Dims and strides come from the trace: untrusted.
+int64_t StridedSpan(int rank, const int64_t* dims, const int64_t* strides);
+
 // Products each output element sums: C/G·ΠF forward, K/G·ΠF backward data, N·ΠO backward filter (padding and
 // stride holes count: their products are zero but a device may add them).
 int64_t ConvTermsPerOutput(const ConvProblem& p);

@@ -69,22 +69,17 @@ bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out) {
   auto it = map.find(static_cast<uint32_t>(index));
   const DType dt = DTypeOf(t.data_type);
   if (it == map.end() || dt == DType::kInvalid || t.nb_dims < 1 || t.nb_dims > format::kGraphMaxDims) return false;
-  // Dims and strides come from the trace: checked arithmetic (they may overflow), and a layout whose elements
-  // overlap (a stride of 0 under a dim above 1) is refused, so the dense copy never holds more elements than were
-  // captured (the load's memory budget bounds those).
-  int64_t span = 1, elements = 1;
-  for (int i = 0; i < t.nb_dims; ++i) {
-    int64_t reach;
-    if (t.dims[i] < 1 || t.strides[i] < 0 || __builtin_mul_overflow(t.dims[i] - 1, t.strides[i], &reach) ||
-        __builtin_add_overflow(span, reach, &span) || __builtin_mul_overflow(elements, t.dims[i], &elements))
-      return false;
-  }
+  // StridedSpan refuses overflowing and overlapping layouts, so the dense copy never holds more elements than
+  // were captured (the load's memory budget bounds those).
+  const int64_t span = StridedSpan(t.nb_dims, t.dims, t.strides);
   const Tensor& c = *it->second;
-  if (elements > span || c.meta.rows != span || c.meta.cols != 1 || c.meta.batch != 1 ||
+  if (span == 0 || c.meta.rows != span || c.meta.cols != 1 || c.meta.batch != 1 ||
       c.meta.dtype != static_cast<uint8_t>(dt))
     return false;
   const std::vector<double> flat = DecodeAll(dt, c.data);
   out->clear();
+  int64_t elements = 1;
+  for (int i = 0; i < t.nb_dims; ++i) elements *= t.dims[i];  // <= span: StridedSpan checked it
   out->reserve(static_cast<size_t>(elements));
   int64_t idx[format::kGraphMaxDims] = {};
   const int n = t.nb_dims;
@@ -119,14 +114,20 @@ Finding ElementFinding(int rank, const Op& op, const char* check, ErrorModelId m
   return f;
 }
 
-// Fills a ConvProblem tensor straight from the captured span (conv_check indexes by strides).
+// Fills a ConvProblem tensor straight from the captured span (conv_check indexes by strides); false when the
+// capture is not the span the tensor's dims and strides occupy (the replay would index outside it).
 bool Span(const Op& op, bool after, int32_t index, ConvTensor* out) {
   if (index < 0 || static_cast<size_t>(index) >= op.graph_tensors.size()) return false;
   const auto& map = after ? op.graph_out : op.graph_in;
   auto it = map.find(static_cast<uint32_t>(index));
   if (it == map.end()) return false;
   const GraphTensor& t = op.graph_tensors[static_cast<size_t>(index)];
-  out->data = DecodeAll(static_cast<DType>(it->second->meta.dtype), it->second->data);
+  const Tensor& c = *it->second;
+  const int64_t span = StridedSpan(t.nb_dims, t.dims, t.strides);
+  if (span == 0 || t.nb_dims > format::kConvMaxDims || c.meta.rows != span || c.meta.cols != 1 ||
+      c.meta.batch != 1 || DTypeOf(t.data_type) != static_cast<DType>(c.meta.dtype))
+    return false;
+  out->data = DecodeAll(static_cast<DType>(c.meta.dtype), c.data);
   std::copy(t.strides, t.strides + format::kConvMaxDims, out->strides);
   return true;
 }

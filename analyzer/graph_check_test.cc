@@ -188,5 +188,51 @@ TEST(SdpaFillTest, HostileDimsAndStridesAreNotChecked) {
   EXPECT_NE(attempt({1, 1, int64_t{1} << 20, int64_t{1} << 20}, {0, 0, 0, 0}, 1), "");
 }
 
+
+// A convolution graph whose input's strides reach past what was captured (found by reading the checker after
+// the SDPA finding above): not checked, where the replay used to read outside the captured span.
+TEST(ConvGraphTest, StridesBeyondTheCapturedSpanAreNotChecked) {
+  auto check = [](int64_t x_stride) {
+    Op op;
+    op.kind = OpKind::kGraph;
+    format::GraphOp g{};
+    g.type = 10;  // CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
+    g.mode = 1;   // cross-correlation
+    g.compute_type = 0;
+    g.spatial = 1;
+    g.operands[0] = 0, g.operands[1] = 1, g.operands[2] = 2;
+    for (int i = 3; i < 8; ++i) g.operands[i] = -1;
+    g.stride[0] = g.dilation[0] = 1;
+    g.alpha = 1;
+    op.graph_ops.push_back(g);
+    const std::vector<std::vector<double>> values = {{1, 2, 3, 4}, {2}, {2, 4, 6, 8}};
+    const int64_t lengths[3] = {4, 1, 4};
+    for (int i = 0; i < 3; ++i) {
+      format::GraphTensor t{};
+      t.uid = i + 1;
+      t.data_type = 0;  // CUDNN_DATA_FLOAT
+      t.nb_dims = 3;
+      t.dims[0] = t.dims[1] = 1, t.dims[2] = lengths[i];
+      t.strides[0] = t.strides[1] = lengths[i], t.strides[2] = i == 0 ? x_stride : 1;
+      op.graph_tensors.push_back(t);
+      auto captured = std::make_unique<Tensor>();
+      captured->meta.dtype = static_cast<uint8_t>(DType::kF32);
+      captured->meta.rows = lengths[i];
+      captured->meta.cols = captured->meta.batch = 1;
+      captured->data = testing::Encode(DType::kF32, values[static_cast<size_t>(i)]);
+      (i == 2 ? op.graph_out : op.graph_in)[static_cast<uint32_t>(i)] = std::move(captured);
+    }
+    CheckReport report;
+    CheckGraphOp(0, op, &report, uint64_t{1} << 30);
+    return report;
+  };
+  const CheckReport sane = check(1);
+  EXPECT_EQ(sane.summary().checked_total(), 1u);
+  EXPECT_TRUE(sane.findings().empty());
+  const CheckReport hostile = check(int64_t{1} << 30);
+  EXPECT_EQ(hostile.summary().checked_total(), 0u);
+  EXPECT_EQ(hostile.summary().not_checked_total(), 1u);
+}
+
 }  // namespace
 }  // namespace ttrace::analyzer
