@@ -57,7 +57,10 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
 TraceReader::TraceReader(std::string path, FILE* file, const ReaderOptions& options)
     : path_(std::move(path)), file_(file), options_(options) {}
 
-TraceReader::~TraceReader() { fclose(file_); }
+TraceReader::~TraceReader() {
+  fclose(file_);
+  ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(dctx_));
+}
 
 absl::Status TraceReader::Corrupt(const std::string& what) const {
   return absl::DataLossError(
@@ -89,13 +92,18 @@ absl::StatusOr<bool> TraceReader::ReadFrame() {
     return Corrupt("frame larger than the format allows");
   if (fh.frame_index != frames_read_)
     return Corrupt(absl::StrCat("frame index ", fh.frame_index, ", expected ", frames_read_));
+  if (expect_header_crc_ && fh.header_crc != expected_header_crc_)
+    return Corrupt("the frame is not the one its index entry describes");
+  expect_header_crc_ = false;
   compressed_.resize(fh.compressed_size);
   if (fread(compressed_.data(), 1, fh.compressed_size, file_) != fh.compressed_size)
     return truncated("partial frame payload");
   if (Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)
     return Corrupt("frame payload checksum mismatch");
   frame_.resize(fh.uncompressed_size);
-  size_t n = ZSTD_decompress(frame_.data(), frame_.size(), compressed_.data(), compressed_.size());
+  if (dctx_ == nullptr && (dctx_ = ZSTD_createDCtx()) == nullptr) return absl::ResourceExhaustedError("zstd context");
+  size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(dctx_), frame_.data(), frame_.size(), compressed_.data(),
+                                 compressed_.size());
   if (ZSTD_isError(n)) return Corrupt(absl::StrCat("zstd: ", ZSTD_getErrorName(n)));
   if (n != fh.uncompressed_size) return Corrupt("decompressed size differs from the frame header");
   frame_offset_ = offset_;
@@ -105,6 +113,29 @@ absl::StatusOr<bool> TraceReader::ReadFrame() {
   frame_records_ = fh.record_count;
   records_seen_ = 0;
   return true;
+}
+
+absl::Status TraceReader::SeekTo(uint64_t offset, uint32_t frame_index) {
+  if (offset < header_.header_size)
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": seek before the first frame"));
+  if (fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0)
+    return absl::DataLossError(absl::StrCat(path_, ": cannot seek to byte ", offset));
+  clearerr(file_);
+  offset_ = offset;
+  frames_read_ = frame_index;
+  frame_.clear();
+  pos_ = 0;
+  frame_records_ = records_seen_ = 0;
+  expect_header_crc_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status TraceReader::SeekFrame(const format::IndexEntry& entry) {
+  absl::Status s = SeekTo(entry.offset, entry.frame_index);
+  if (!s.ok()) return s;
+  expect_header_crc_ = true;
+  expected_header_crc_ = entry.frame_header_crc;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<bool> TraceReader::Next(RecordView* out) {

@@ -65,6 +65,16 @@ class TraceReader {
   // Advances to the next record. Returns false at the end of the stream, DataLoss on a corrupt stream.
   absl::StatusOr<bool> Next(RecordView* out);
 
+  // Positions the reader at the frame an index entry names (store/stream_index.h): the next Next() reads that
+  // frame, checking that its header is the one the entry describes (else DataLoss, as for any corrupt frame),
+  // and reading goes on from there.
+  absl::Status SeekFrame(const format::IndexEntry& entry);
+  // Positions the reader at `offset`, where frame `frame_index` starts (the frame after an index's last entry).
+  absl::Status SeekTo(uint64_t offset, uint32_t frame_index);
+  // The frame of the record Next() returned last (0-based), and how many records of it are still unread.
+  uint32_t current_frame() const { return frames_read_ - 1; }
+  uint32_t records_left_in_frame() const { return frame_records_ - records_seen_; }
+
   bool truncated() const { return truncated_; }
   const std::string& truncation() const { return truncation_; }  // what was cut, for a warning
   uint32_t frames_read() const { return frames_read_; }
@@ -89,6 +99,9 @@ class TraceReader {
   uint32_t frames_read_ = 0;
   bool truncated_ = false;
   std::string truncation_;
+  void* dctx_ = nullptr;  // ZSTD_DCtx, made at the first frame and reused (zstd.h stays out of this header)
+  bool expect_header_crc_ = false;  // set by SeekFrame: the next frame's header_crc must be expected_header_crc_
+  uint32_t expected_header_crc_ = 0;
 };
 
 // Byte count a record type states for its trailing payload; 0 for types without one.

@@ -1,12 +1,8 @@
 // A frame is compressed in one ZSTD_compress call: frames are a few MiB, so streaming compression would buy
-// nothing but state. Writes loop over short writes and EINTR; nothing here allocates per record beyond the
-// frame buffer's growth.
+// nothing but state. The compressed bytes land right after room for their FrameHeader, so a frame leaves as one
+// buffer. Nothing here allocates per record beyond the frame buffer's growth; the index range costs a switch.
 #include "store/trace_writer.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -14,32 +10,10 @@
 #include <cstring>
 
 #include "store/crc32c.h"
+#include "store/stream_file.h"
 
 namespace ttrace::store {
 namespace {
-
-bool WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-// mkdir -p of the directory part of `path`.
-bool MakeParents(const std::string& path) {
-  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
-    std::string dir = path.substr(0, pos);
-    if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) return false;
-  }
-  return true;
-}
 
 // A zstd frame of raw blocks holding `n` bytes (RFC 8878 3.1.1): any zstd decoder reads it back at memcpy speed.
 // Header: magic; descriptor 0x80 (a 4-byte content size, no single segment, checksum or dictionary); window
@@ -89,19 +63,14 @@ void CopyPadded(char* dst, size_t n, const std::string& src) {
   memcpy(dst, src.data(), src.size() < n - 1 ? src.size() : n - 1);
 }
 
+static_assert(offsetof(format::GemmRecord, seq) == 0 && offsetof(format::CollectiveRecord, seq) == 0 &&
+              offsetof(format::TensorRecord, seq) == 0 && offsetof(format::LtMatmulRecord, seq) == 0 &&
+              offsetof(format::ConvRecord, seq) == 0 && offsetof(format::BackendGraphRecord, seq) == 0 &&
+              offsetof(format::NoticeRecord, seq) == 8);
+
 }  // namespace
 
-std::unique_ptr<TraceWriter> TraceWriter::Open(const std::string& path, const StreamIdentity& id,
-                                               const WriterOptions& options, std::string* error) {
-  if (!MakeParents(path)) {
-    if (error) *error = "cannot create the directory of " + path + ": " + strerror(errno);
-    return nullptr;
-  }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    if (error) *error = "cannot open " + path + ": " + strerror(errno);
-    return nullptr;
-  }
+format::FileHeader MakeFileHeader(const StreamIdentity& id) {
   format::FileHeader h;
   memset(&h, 0, sizeof h);
   memcpy(h.magic, format::kFileMagic, sizeof h.magic);
@@ -114,14 +83,50 @@ std::unique_ptr<TraceWriter> TraceWriter::Open(const std::string& path, const St
   h.start_unix_ns = id.start_unix_ns;
   CopyPadded(h.job, sizeof h.job, id.job);
   CopyPadded(h.host, sizeof h.host, id.host);
+  h.flags = id.flags;
   h.header_crc = Crc32c(&h, offsetof(format::FileHeader, header_crc));
-  if (!WriteAll(fd, &h, sizeof h)) {
-    if (error) *error = "cannot write " + path + ": " + strerror(errno);
-    ::close(fd);
+  return h;
+}
+
+uint64_t RecordSeq(format::RecordType type, const void* body, size_t body_bytes) {
+  size_t at;
+  switch (type) {
+    case format::RecordType::kGemm:
+    case format::RecordType::kCollective:
+    case format::RecordType::kTensor:
+    case format::RecordType::kLtMatmul:
+    case format::RecordType::kConv:
+    case format::RecordType::kBackendGraph:
+      at = 0;
+      break;
+    case format::RecordType::kNotice:
+      at = offsetof(format::NoticeRecord, seq);
+      break;
+    default:
+      return format::kNoSeq;
+  }
+  if (body_bytes < at + sizeof(uint64_t)) return format::kNoSeq;
+  uint64_t seq;
+  memcpy(&seq, static_cast<const char*>(body) + at, sizeof seq);
+  return seq;
+}
+
+std::unique_ptr<TraceWriter> TraceWriter::Open(const std::string& path, const StreamIdentity& id,
+                                               const WriterOptions& options, std::string* error) {
+  std::unique_ptr<StreamFile> file = StreamFile::Create(path, StreamFileOptions{}, error);
+  if (file == nullptr) return nullptr;
+  return Create(std::move(file), id, options, error);
+}
+
+std::unique_ptr<TraceWriter> TraceWriter::Create(std::unique_ptr<StreamOutput> output, const StreamIdentity& id,
+                                                 const WriterOptions& options, std::string* error) {
+  const format::FileHeader h = MakeFileHeader(id);
+  if (!output->Begin(h, error)) {
+    output->Finish(StreamSummary{}, nullptr);
     return nullptr;
   }
-  std::unique_ptr<TraceWriter> w(new TraceWriter(fd, options));
-  w->bytes_written_ = sizeof h;
+  std::unique_ptr<TraceWriter> w(new TraceWriter(std::move(output), options));
+  w->summary_.bytes = sizeof h;
   return w;
 }
 
@@ -140,7 +145,8 @@ char* TraceWriter::Buffer::Append(size_t n) {
   return at;
 }
 
-TraceWriter::TraceWriter(int fd, const WriterOptions& options) : fd_(fd), options_(options) {
+TraceWriter::TraceWriter(std::unique_ptr<StreamOutput> output, const WriterOptions& options)
+    : output_(std::move(output)), options_(options) {
   pending_.Reserve(options_.frame_bytes + (64u << 10));
 }
 
@@ -154,7 +160,7 @@ bool TraceWriter::Fail(const std::string& message, std::string* error) {
 
 bool TraceWriter::Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
                          size_t payload_bytes, std::string* error) {
-  if (!failed_.empty() || fd_ < 0) return Fail(failed_.empty() ? "writer closed" : failed_, error);
+  if (!failed_.empty() || finished_) return Fail(failed_.empty() ? "writer closed" : failed_, error);
   const size_t total = sizeof(format::RecordHeader) + body_bytes + payload_bytes;
   if (total > format::kMaxFrameBytes) {
     if (error) *error = "record of " + std::to_string(total) + " bytes exceeds the frame limit";
@@ -174,20 +180,32 @@ bool TraceWriter::Append(format::RecordType type, const void* body, size_t body_
   memcpy(at + sizeof rh, body, body_bytes);
   if (payload_bytes) memcpy(at + sizeof rh + body_bytes, payload, payload_bytes);
   ++pending_records_;
+  const uint64_t seq = RecordSeq(type, body, body_bytes);
+  if (seq != format::kNoSeq) {
+    pending_min_seq_ = std::min(pending_min_seq_, seq);
+    pending_max_seq_ = std::max(pending_max_seq_, seq);
+    ++pending_seq_records_;
+  }
+  if (type == format::RecordType::kEnd) {
+    summary_.has_end = true;
+    memset(&summary_.end, 0, sizeof summary_.end);
+    memcpy(&summary_.end, body, std::min(body_bytes, sizeof summary_.end));
+  }
   if (pending_.size() >= options_.frame_bytes) return Flush(error);
   return true;
 }
 
 bool TraceWriter::Flush(std::string* error) {
   if (!failed_.empty()) return Fail(failed_, error);
-  if (pending_.empty()) return true;
-  const size_t bound = std::max(ZSTD_compressBound(pending_.size()), RawZstdBound(pending_.size()));
+  if (pending_.empty() || finished_) return true;
+  constexpr size_t kHead = sizeof(format::FrameHeader);
+  const size_t bound = kHead + std::max(ZSTD_compressBound(pending_.size()), RawZstdBound(pending_.size()));
   if (compressed_.size() < bound) compressed_.resize(bound);
   const bool stored = precoded_bytes_ * 8 >= pending_.size() * 7 &&
                       !ZstdFindsMatches(pending_.data(), pending_.size(), compressed_.data(), compressed_.size());
-  size_t n = stored ? RawZstdFrame(pending_.data(), pending_.size(), compressed_.data())
-                    : ZSTD_compress(compressed_.data(), compressed_.size(), pending_.data(), pending_.size(),
-                                    options_.zstd_level);
+  size_t n = stored ? RawZstdFrame(pending_.data(), pending_.size(), compressed_.data() + kHead)
+                    : ZSTD_compress(compressed_.data() + kHead, compressed_.size() - kHead, pending_.data(),
+                                    pending_.size(), options_.zstd_level);
   if (ZSTD_isError(n)) return Fail(std::string("zstd: ") + ZSTD_getErrorName(n), error);
   if (n > format::kMaxFrameBytes) return Fail("compressed frame exceeds the frame limit", error);
   format::FrameHeader fh;
@@ -196,25 +214,40 @@ bool TraceWriter::Flush(std::string* error) {
   fh.compressed_size = static_cast<uint32_t>(n);
   fh.uncompressed_size = static_cast<uint32_t>(pending_.size());
   fh.record_count = pending_records_;
-  fh.payload_crc = Crc32c(compressed_.data(), n);
+  fh.payload_crc = Crc32c(compressed_.data() + kHead, n);
   fh.reserved = 0;
   fh.header_crc = Crc32c(&fh, offsetof(format::FrameHeader, header_crc));
-  if (!WriteAll(fd_, &fh, sizeof fh) || !WriteAll(fd_, compressed_.data(), n))
-    return Fail(std::string("write failed: ") + strerror(errno), error);
+  memcpy(compressed_.data(), &fh, kHead);
+  format::IndexEntry e;
+  memset(&e, 0, sizeof e);
+  e.frame_index = frame_index_;
+  e.record_count = pending_records_;
+  e.min_seq = pending_min_seq_;
+  e.max_seq = pending_max_seq_;
+  e.compressed_size = fh.compressed_size;
+  e.frame_header_crc = fh.header_crc;
+  e.seq_records = pending_seq_records_;
+  std::string why;
+  if (!output_->WriteFrame(compressed_.data(), kHead + n, e, &why)) return Fail(why, error);
   ++frame_index_;
-  bytes_written_ += sizeof fh + n;
-  records_written_ += pending_records_;
+  ++summary_.frames;
+  summary_.bytes += kHead + n;
+  summary_.records += pending_records_;
   pending_records_ = 0;
   precoded_bytes_ = 0;
+  pending_min_seq_ = format::kNoSeq;
+  pending_max_seq_ = 0;
+  pending_seq_records_ = 0;
   pending_.clear();
   return true;
 }
 
 bool TraceWriter::Close(std::string* error) {
-  if (fd_ < 0) return failed_.empty() || Fail(failed_, error);
+  if (finished_) return failed_.empty() || Fail(failed_, error);
   bool ok = Flush(error);
-  if (::close(fd_) != 0 && ok) ok = Fail(std::string("close failed: ") + strerror(errno), error);
-  fd_ = -1;
+  finished_ = true;
+  std::string why;
+  if (!output_->Finish(summary_, &why) && ok) ok = Fail(why, error);
   return ok;
 }
 

@@ -1,11 +1,13 @@
 // TraceWriter: appends records to one trace stream (include/ttrace/format.h, docs/format.md). The one writer of
-// the store format, used by the shim's embedded file sink and by the collector.
+// the store format, used by the shim's embedded file sink, the shim's collector sink and (through StreamFile) the
+// collector daemon.
 //
-// Records accumulate in an in-memory frame; the frame is compressed and written when it reaches `frame_bytes`
-// or on Flush(). A frame that is at least 7/8 float-coded tensor payloads (PayloadKind::kFloatCoded, already
-// entropy-coded) is stored in a zstd frame of raw blocks instead, unless a zstd trial on a sample of it saves 1/32:
-// zstd would spend its time finding nothing. Each frame is written with one write(2) call sequence of header + payload, so a process killed
-// mid-run leaves a stream that reads back up to its last complete frame.
+// Records accumulate in an in-memory frame; the frame is compressed and handed to the StreamOutput when it
+// reaches `frame_bytes` or on Flush(), as one contiguous buffer (FrameHeader + compressed bytes) with its index
+// entry (the seq range of its records), so a file output writes it with one write(2) and a process killed
+// mid-run leaves a stream that reads back up to its last complete frame. A frame that is at least 7/8 float-coded
+// tensor payloads (PayloadKind::kFloatCoded, already entropy-coded) is stored in a zstd frame of raw blocks
+// instead, unless a zstd trial on a sample of it saves 1/32: zstd would spend its time finding nothing.
 //
 // Not thread-safe: one thread owns a writer (the shim's drain thread). Depends on no CUDA library and on no
 // Abseil, because the shim links it statically. Errors are reported as false + message; after an I/O error the
@@ -31,6 +33,7 @@ struct StreamIdentity {
   uint64_t start_unix_ns = 0;
   std::string job = "default";
   std::string host;
+  uint32_t flags = 0;  // FileHeader.flags (format::FileFlags)
 };
 
 struct WriterOptions {
@@ -38,11 +41,43 @@ struct WriterOptions {
   int zstd_level = 3;
 };
 
+// What a writer knows of its stream when it closes it: for the manifest.
+struct StreamSummary {
+  uint64_t frames = 0;   // frames handed to the output
+  uint64_t records = 0;  // records in them
+  uint64_t bytes = 0;    // header + frames
+  bool has_end = false;  // an EndRecord was appended (the last one is in `end`)
+  format::EndRecord end{};
+};
+
+// Where a stream's bytes go: a file in a store directory (StreamFile), or a connection to the collector (the
+// shim's collector sink). Called by one TraceWriter, on its thread, in the order Begin, WriteFrame*, Finish.
+class StreamOutput {
+ public:
+  virtual ~StreamOutput() = default;
+  virtual bool Begin(const format::FileHeader& header, std::string* error) = 0;
+  // `frame` is a FrameHeader followed by its compressed_size bytes; `entry` is its index entry with offset 0
+  // (the output knows where the frame lands) and entry_crc 0 (computed where the offset is set).
+  virtual bool WriteFrame(const char* frame, size_t bytes, const format::IndexEntry& entry, std::string* error) = 0;
+  // The stream ends; `summary` has the writer's final counts. Called once, also after a failure (to release).
+  virtual bool Finish(const StreamSummary& summary, std::string* error) = 0;
+};
+
+// The FileHeader a writer starts a stream with (its header_crc set).
+format::FileHeader MakeFileHeader(const StreamIdentity& id);
+
+// The seq a record carries (op records, tensors, notices about an op), or format::kNoSeq: what the index ranges.
+uint64_t RecordSeq(format::RecordType type, const void* body, size_t body_bytes);
+
 class TraceWriter {
  public:
-  // Creates (truncates) `path`, creating missing parent directories, and writes the file header.
+  // Creates (truncates) the stream file `path`, its index `path`.idx and an open entry in the directory's
+  // manifest.ttm (StreamFile with default options), creating missing parent directories, and writes the header.
   static std::unique_ptr<TraceWriter> Open(const std::string& path, const StreamIdentity& id,
                                            const WriterOptions& options, std::string* error);
+  // A writer into any output; calls output->Begin with the header.
+  static std::unique_ptr<TraceWriter> Create(std::unique_ptr<StreamOutput> output, const StreamIdentity& id,
+                                             const WriterOptions& options, std::string* error);
   ~TraceWriter();  // flushes and closes; errors at this point are lost: call Close() to see them
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
@@ -57,13 +92,15 @@ class TraceWriter {
   }
 
   bool Flush(std::string* error = nullptr);  // writes the pending frame, if any
-  bool Close(std::string* error = nullptr);  // Flush + close(2)
+  bool Close(std::string* error = nullptr);  // Flush + output Finish
 
-  uint64_t bytes_written() const { return bytes_written_; }
-  uint64_t records_written() const { return records_written_; }
+  uint64_t bytes_written() const { return summary_.bytes; }
+  uint64_t records_written() const { return summary_.records; }
+  const StreamSummary& summary() const { return summary_; }
+  StreamOutput* output() { return output_.get(); }
 
  private:
-  TraceWriter(int fd, const WriterOptions& options);
+  TraceWriter(std::unique_ptr<StreamOutput> output, const WriterOptions& options);
   bool Fail(const std::string& message, std::string* error);
 
   // A byte buffer that grows without zero-filling (records are copied in right after growing).
@@ -81,15 +118,17 @@ class TraceWriter {
     size_t size_ = 0, capacity_ = 0;
   };
 
-  int fd_;
+  std::unique_ptr<StreamOutput> output_;
+  bool finished_ = false;
   WriterOptions options_;
   Buffer pending_;
-  std::vector<char> compressed_;  // sized once to the largest compress bound seen
+  std::vector<char> compressed_;  // FrameHeader + zstd frame; sized once to the largest compress bound seen
   uint64_t precoded_bytes_ = 0;    // bytes of float-coded payloads (entropy-coded already) in pending_
   uint32_t pending_records_ = 0;
+  uint64_t pending_min_seq_ = format::kNoSeq, pending_max_seq_ = 0;
+  uint32_t pending_seq_records_ = 0;
   uint32_t frame_index_ = 0;
-  uint64_t bytes_written_ = 0;
-  uint64_t records_written_ = 0;
+  StreamSummary summary_;
   std::string failed_;
 };
 

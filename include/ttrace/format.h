@@ -13,6 +13,10 @@
 //   the rest, so an old reader reads a new stream and a new reader reads an old one.
 // - TensorRecord.payload_kind tells how its payload is encoded (full tensor today; summaries, tiles later).
 // kFormatVersion changes only for an incompatible change of FileHeader, FrameHeader or RecordHeader.
+// - The index (IndexHeader, IndexEntry) and the manifest (ManifestEntry) beside the streams grow the same way: new
+//   fields go after the last one and before the trailing CRC, which stays the last 4 bytes; header_size /
+//   entry_size say how long each is as written, and readers read the fields they know. kIndexVersion and
+//   kManifestVersion change only for an incompatible change.
 #ifndef TTRACE_INCLUDE_TTRACE_FORMAT_H_
 #define TTRACE_INCLUDE_TTRACE_FORMAT_H_
 
@@ -98,10 +102,15 @@ struct FileHeader {
   uint64_t start_unix_ns;     // wall clock when the stream was opened
   char job[48];               // job id (TTRACE_JOB, else TORCHELASTIC_RUN_ID, else "default"), NUL-padded
   char host[32];              // host name, NUL-padded, truncated
-  uint32_t flags;             // reserved, 0
+  uint32_t flags;             // FileFlags
   uint32_t header_crc;        // CRC-32C of the preceding bytes of this header
 };
 static_assert(sizeof(FileHeader) == 128, "FileHeader layout is part of the format");
+enum FileFlags : uint32_t {
+  // The shim streamed to a collector until it went away and wrote the rest here: this stream's first records
+  // are in the collector's store (its frames are numbered from 0 again; its EndRecord counts the whole stream).
+  kFileFailover = 1u << 0,
+};
 
 struct FrameHeader {
   uint32_t magic;             // kFrameMagic
@@ -114,6 +123,118 @@ struct FrameHeader {
   uint32_t header_crc;        // CRC-32C of the preceding 28 bytes of this header
 };
 static_assert(sizeof(FrameHeader) == 32, "FrameHeader layout is part of the format");
+
+// ---- the store around the streams (docs/format.md "Index" and "Manifest") ----------------------------------------
+// Beside each stream `<name>.ttr` lies its index `<name>.ttr.idx`: an IndexHeader, then one IndexEntry per frame
+// in frame order, appended after the frame itself is written, so an index is never ahead of its stream (after a
+// kill it may lag behind; the reader scans past its end). The index is a hint: a reader verifies every frame it
+// reaches through it, and a missing, stale or inconsistent index means "scan".
+inline constexpr char kIndexMagic[8] = {'T', 'T', 'I', 'N', 'D', 'E', 'X', '\n'};
+inline constexpr uint32_t kIndexVersion = 1;
+inline constexpr uint64_t kNoSeq = ~0ull;  // "no seq" in NoticeRecord.seq and IndexEntry.min_seq
+struct IndexHeader {
+  char magic[8];              // kIndexMagic
+  uint32_t version;           // kIndexVersion
+  uint32_t header_size;       // sizeof(IndexHeader) of the writer: entries start at this offset
+  uint32_t entry_size;        // sizeof(IndexEntry) of the writer: entries are this far apart
+  uint32_t stream_header_crc; // FileHeader.header_crc of the stream indexed: binds the index to one stream
+  uint64_t stream_start_unix_ns;  // FileHeader.start_unix_ns of that stream
+  uint32_t stream_pid;        // FileHeader.pid of that stream
+  uint32_t flags;             // 0
+  uint8_t reserved[20];       // 0
+  uint32_t header_crc;        // CRC-32C of the preceding 60 bytes
+};
+static_assert(sizeof(IndexHeader) == 64, "IndexHeader layout is part of the format");
+
+struct IndexEntry {
+  uint64_t offset;            // stream file offset of the frame's FrameHeader
+  uint32_t frame_index;       // FrameHeader.frame_index: entry i describes frame i
+  uint32_t record_count;      // FrameHeader.record_count
+  uint64_t min_seq;           // smallest seq of a record in the frame that has one (RecordSeq), kNoSeq if none
+  uint64_t max_seq;           // largest such seq, 0 if none
+  uint32_t compressed_size;   // FrameHeader.compressed_size: the frame ends at offset + 32 + compressed_size
+  uint32_t frame_header_crc;  // FrameHeader.header_crc: ties the entry to that very frame
+  uint32_t seq_records;       // records of the frame that have a seq
+  uint32_t entry_crc;         // CRC-32C of the preceding 44 bytes
+};
+static_assert(sizeof(IndexEntry) == 48, "IndexEntry layout is part of the format");
+
+// One per job directory, `manifest.ttm`: a log of ManifestEntry, appended (O_APPEND, one write each) by every
+// writer of a stream in that directory: one when the stream opens (state kOpen), one when it closes (kClosed or
+// kCut, final counts). The last intact entry of a stream name is its state; entries with a bad checksum or
+// magic (a torn append) are skipped. Many processes append to one manifest without locks.
+inline constexpr char kManifestMagic[8] = {'T', 'T', 'M', 'A', 'N', 'I', 'F', '\n'};
+inline constexpr uint32_t kManifestVersion = 1;
+enum class ManifestState : uint32_t {
+  kOpen = 1,                  // the stream is being written (or its writer died: no later entry)
+  kClosed = 2,                // the writer closed it after its EndRecord: the counts are final
+  kCut = 3,                   // the writer closed it without an EndRecord (a collector whose client went away)
+};
+enum class ManifestWriter : uint32_t { kShim = 1, kCollector = 2 };
+// Why a writer of the store lost data (ManifestEntry.lost_reason): the first reason, with frames_lost and
+// bytes_lost counting every loss.
+#define TTRACE_LOSS_REASONS(X)                                                     \
+  X(kNone, 0, "none")                                                              \
+  X(kConnectionLost, 1, "connection lost (the stream ends where the client went)") \
+  X(kWriteFailed, 2, "write failed (disk full or I/O error)")                      \
+  X(kOverLimit, 3, "over a per-connection limit")                                  \
+  X(kMalformed, 4, "malformed stream")
+enum class LossReason : uint32_t {
+#define TTRACE_LOSS_ENUM(name, id, text) name = id,
+  TTRACE_LOSS_REASONS(TTRACE_LOSS_ENUM)
+#undef TTRACE_LOSS_ENUM
+};
+inline const char* LossReasonName(uint32_t reason) {
+  switch (reason) {
+#define TTRACE_LOSS_NAME(name, id, text) \
+  case id:                               \
+    return text;
+    TTRACE_LOSS_REASONS(TTRACE_LOSS_NAME)
+#undef TTRACE_LOSS_NAME
+  }
+  return "unknown";
+}
+enum ManifestFlags : uint32_t {
+  kManifestFailover = 1u << 0,  // the shim lost its collector and wrote the rest of the stream to a local file
+  kManifestHasEnd = 1u << 1,    // the counts from ops on are the stream's EndRecord's
+};
+struct ManifestEntry {
+  char magic[8];              // kManifestMagic
+  uint32_t version;           // kManifestVersion
+  uint32_t entry_size;        // sizeof(ManifestEntry) of the writer: the next entry starts this far on
+  uint32_t state;             // ManifestState
+  uint32_t writer;            // ManifestWriter
+  int32_t rank;               // the stream's FileHeader identity
+  int32_t world_size;
+  int32_t local_rank;
+  uint32_t pid;
+  uint64_t start_unix_ns;     // FileHeader.start_unix_ns
+  uint64_t end_unix_ns;       // wall clock at the close, 0 while open
+  uint64_t written_unix_ns;   // wall clock when this entry was written
+  char job[48];               // NUL-padded
+  char host[64];              // NUL-padded, truncated
+  char stream[64];            // the stream's file name in the job directory, NUL-padded
+  char tool[32];              // "ttrace <version>" of the writer
+  char libraries[160];        // vendor libraries loaded, as their files are named, space-separated, truncated
+  uint32_t end_reason;        // EndRecord.reason, 0 without an EndRecord
+  int32_t end_signal;         // EndRecord.signal
+  uint64_t frames;            // frames in the stream file
+  uint64_t records;           // records in those frames
+  uint64_t bytes;             // bytes of the stream file
+  uint64_t ops;               // EndRecord.ops (kManifestHasEnd), else 0
+  uint64_t tensors;           // EndRecord.tensors
+  uint64_t tensor_bytes;      // EndRecord.tensor_bytes
+  uint64_t records_dropped;   // EndRecord.records_dropped
+  uint64_t payloads_dropped;  // EndRecord.payloads_dropped
+  uint64_t dropped[8];        // EndRecord.dropped by DropReason (room for one more reason)
+  uint64_t frames_lost;       // frames the store writer lost (LossReason), whole or in part
+  uint64_t bytes_lost;        // their bytes, as far as known
+  uint32_t lost_reason;       // LossReason of the first loss
+  uint32_t flags;             // ManifestFlags
+  uint8_t reserved[44];       // 0
+  uint32_t entry_crc;         // CRC-32C of the preceding 636 bytes
+};
+static_assert(sizeof(ManifestEntry) == 640, "ManifestEntry layout is part of the format");
 
 // ---- records -------------------------------------------------------------------------------------------------
 // X(Enum, id, Body): the one list of record types.
