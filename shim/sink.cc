@@ -1,29 +1,41 @@
-// The file sink is a thin adapter: TraceWriter already frames, compresses, checksums and writes whole frames.
+// The file sink is a thin adapter: TraceWriter already frames, compresses, checksums and writes whole frames, and
+// StreamFile keeps the index and the manifest. The manifest's library list is taken when the stream opens and
+// again when it closes (libraries loaded later, by dlopen, are named at the close).
 #include "shim/sink.h"
 
+#include <limits.h>
+#include <link.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <ctime>
+
+#include "store/stream_file.h"
 
 namespace ttrace::shim {
 namespace {
 
 class FileSink : public Sink {
  public:
-  FileSink(std::unique_ptr<store::TraceWriter> writer, std::string path)
-      : writer_(std::move(writer)), path_(std::move(path)) {}
+  FileSink(std::unique_ptr<store::TraceWriter> writer, store::StreamFile* file, std::string path)
+      : writer_(std::move(writer)), file_(file), path_(std::move(path)) {}
 
   bool Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
               size_t payload_bytes) override {
     return writer_->Append(type, body, body_bytes, payload, payload_bytes, &error_);
   }
   bool Flush() override { return writer_->Flush(&error_); }
-  bool Close() override { return writer_->Close(&error_); }
+  bool Close() override {
+    file_->set_libraries(LoadedVendorLibraries());
+    return writer_->Close(&error_);
+  }
   std::string error() const override { return error_; }
   std::string name() const override { return path_; }
 
  private:
   std::unique_ptr<store::TraceWriter> writer_;
+  store::StreamFile* file_;  // owned by writer_
   std::string path_;
   std::string error_;
 };
@@ -45,9 +57,44 @@ int32_t EnvInt(const EnvLookup& env, const char* name) {
 
 std::unique_ptr<Sink> OpenFileSink(const std::string& path, const store::StreamIdentity& identity,
                                    std::string* error, const store::WriterOptions& options) {
-  std::unique_ptr<store::TraceWriter> writer = store::TraceWriter::Open(path, identity, options, error);
+  store::StreamFileOptions file_options;
+  file_options.libraries = LoadedVendorLibraries();
+  std::unique_ptr<store::StreamFile> file = store::StreamFile::Create(path, file_options, error);
+  if (file == nullptr) return nullptr;
+  store::StreamFile* raw = file.get();
+  std::unique_ptr<store::TraceWriter> writer = store::TraceWriter::Create(std::move(file), identity, options, error);
   if (writer == nullptr) return nullptr;
-  return std::make_unique<FileSink>(std::move(writer), path);
+  return std::make_unique<FileSink>(std::move(writer), raw, path);
+}
+
+std::string LoadedVendorLibraries() {
+  static constexpr const char* kSonames[] = {
+#define TTRACE_VENDOR_NODE(library, index, soname, versioned) soname,
+#include "shim/vendor_libraries.inc"
+#undef TTRACE_VENDOR_NODE
+      "libcuda.so.1", "libcudart.so."};
+  std::string out;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* arg) {
+        const char* name = info->dlpi_name;
+        if (name == nullptr || *name == '\0') return 0;
+        const char* base = strrchr(name, '/');
+        base = base != nullptr ? base + 1 : name;
+        for (const char* soname : kSonames) {
+          if (strncmp(base, soname, strlen(soname)) != 0) continue;
+          char real[PATH_MAX];
+          const char* file = realpath(name, real) != nullptr ? real : name;
+          const char* file_base = strrchr(file, '/');
+          std::string* list = static_cast<std::string*>(arg);
+          const std::string entry = file_base != nullptr ? file_base + 1 : file;
+          if ((" " + *list + " ").find(" " + entry + " ") == std::string::npos)
+            *list += (list->empty() ? "" : " ") + entry;
+          break;
+        }
+        return 0;
+      },
+      &out);
+  return out;
 }
 
 std::string StreamPath(const Options& options, const EnvLookup& env, int pid) {

@@ -1,5 +1,6 @@
-// Sink: where the shim's records go. Today a per-rank file written by store::TraceWriter (embedded, no daemon);
-// the collector sink (DESIGN.md §2) will implement the same interface.
+// Sink: where the shim's records go. Today a per-rank file in a store directory (store::TraceWriter into a
+// store::StreamFile: stream, index, manifest entries; embedded, no daemon); the collector sink (DESIGN.md §2) will
+// implement the same interface.
 //
 // Ownership and threads: CaptureEngine owns its sink and calls it from the drain thread only (and from the
 // thread that runs Shutdown after the drain thread has stopped). A sink that fails stays failed; error() says why.
@@ -31,6 +32,11 @@ class Sink {
 // Opens (creates, truncates) the stream file at `path`, creating its directory. nullptr + `error` on failure.
 std::unique_ptr<Sink> OpenFileSink(const std::string& path, const store::StreamIdentity& identity,
                                    std::string* error, const store::WriterOptions& options = {});
+
+// The vendor libraries loaded in this process (vendor_libraries.inc, libcuda, libcudart) as their files are
+// named once symbolic links are resolved ("libcublas.so.13.1.0.3 libnccl.so.2.27.7"), space-separated: the
+// manifest's library versions. Takes the loader's lock (dl_iterate_phdr): never from a signal handler.
+std::string LoadedVendorLibraries();
 
 // This process's stream: <options.dir>/rank-<RANK>.ttr, or <options.dir>/pid-<pid>.ttr when RANK is unset or not
 // a non-negative integer.
