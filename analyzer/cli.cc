@@ -49,8 +49,11 @@ constexpr char kUsage[] =
     "                          when rounding errors are independent)\n"
     TTRACE_DIFF_USAGE
     TTRACE_RUN_USAGE
-    "  dump FILE|DIR [--allow-truncated]\n"
-    "      Print every record of a stream (or of each stream in DIR), one per line.\n"
+    "  dump FILE|DIR [--allow-truncated] [--rank R] [--seq S] [--manifest]\n"
+    "      Print every record of a stream (or of each stream in DIR), one per line. --rank R: only rank R's\n"
+    "      stream; --seq S: only the records of op S (its call, tensors, notices), found through the stream's\n"
+    "      index (a missing or stale index: the stream is scanned, with one note); --manifest: the job's\n"
+    "      manifest, one line per stream (who wrote it, its state, counts and drops).\n"
     "  --help\n"
     "      This text.\n"
     "\n"
@@ -67,7 +70,17 @@ struct Args {
   GemmMethod gemm_method = GemmMethod::kAuto;
   BoundKind bound = BoundKind::kDeterministic;
   int threads = 0;  // 0: hardware concurrency
+  int rank = -1;        // dump --rank
+  bool has_seq = false;  // dump --seq
+  uint64_t seq = 0;
+  bool manifest = false;  // dump --manifest
 };
+
+bool ParseUnsigned(const std::string& text, uint64_t* out) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  *out = std::stoull(text);
+  return true;
+}
 
 bool ParseCount(const std::string& text, uint64_t* out) {
   if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return false;
@@ -115,6 +128,19 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
       uint64_t t = 0;
       if (!ParseCount(v, &t) || t > 1024) return "--threads needs an integer from 1 to 1024";
       args->threads = static_cast<int>(t);
+    } else if (!json_allowed && (a == "--rank" || a == "--seq")) {
+      uint64_t v = 0;
+      if (i + 1 >= argc || !ParseUnsigned(argv[i + 1], &v) || (a == "--rank" && v > INT32_MAX))
+        return absl::StrCat(a, " needs a non-negative integer");
+      ++i;
+      if (a == "--rank") {
+        args->rank = static_cast<int>(v);
+      } else {
+        args->has_seq = true;
+        args->seq = v;
+      }
+    } else if (!json_allowed && a == "--manifest") {
+      args->manifest = true;
     } else if (json_allowed && a == "--json") {
       if (i + 1 >= argc) return "--json needs a file name";
       args->json = argv[++i];
@@ -128,6 +154,7 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
     }
   }
   if (args->positional.size() != 1) return "expected exactly one path";
+  if (args->manifest && (args->has_seq || args->rank >= 0)) return "--manifest takes no --rank or --seq";
   return "";
 }
 
@@ -196,8 +223,14 @@ int Check(const Args& args, std::ostream& out, std::ostream& err) {
 int Dump(const Args& args, std::ostream& out, std::ostream& err) {
   store::ReaderOptions ro;
   ro.allow_truncated = args.allow_truncated;
-  std::vector<std::string> paths;
   const std::string& path = args.positional[0];
+  if (args.manifest) {
+    std::string warning;
+    absl::Status s = DumpManifest(path, out, &warning);
+    if (!warning.empty()) err << "ttrace: warning: " << warning << "\n";
+    return s.ok() ? kExitClean : DataError(err, s);
+  }
+  std::vector<std::string> paths;
   absl::StatusOr<std::vector<std::string>> listed = ListStreams(path);
   if (listed.ok()) {
     paths = std::move(*listed);
@@ -206,10 +239,25 @@ int Dump(const Args& args, std::ostream& out, std::ostream& err) {
   } else {
     return DataError(err, listed.status());
   }
+  if (args.rank >= 0 && listed.ok()) {
+    absl::StatusOr<std::string> found = FindRankStream(path, args.rank);
+    if (!found.ok()) return DataError(err, found.status());
+    paths = {*found};
+  } else if (args.rank >= 0) {
+    absl::StatusOr<std::unique_ptr<store::TraceReader>> reader = store::TraceReader::Open(path, ro);
+    if (!reader.ok()) return DataError(err, reader.status());
+    if ((*reader)->header().rank != args.rank)
+      return DataError(err, absl::NotFoundError(absl::StrCat(path, " is rank ", (*reader)->header().rank,
+                                                             "'s stream, not rank ", args.rank, "'s")));
+  }
+  if (args.has_seq && paths.size() != 1)
+    return UsageError(err, absl::StrCat("dump: --seq needs one stream: ", path, " holds ", paths.size(),
+                                        " (name it, or add --rank R)"));
   for (const std::string& p : paths) {
-    std::string warning;
-    absl::Status s = DumpStream(p, ro, out, &warning);
+    std::string warning, note;
+    absl::Status s = args.has_seq ? DumpSeq(p, args.seq, ro, out, &note, &warning) : DumpStream(p, ro, out, &warning);
     out.flush();
+    if (!note.empty()) err << "ttrace: note: " << note << "\n";
     if (!s.ok()) return DataError(err, s);
     if (!warning.empty()) err << "ttrace: warning: " << warning << "\n";
   }

@@ -4,8 +4,10 @@
 #include "analyzer/cli.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -315,6 +317,75 @@ TEST(CliTest, DumpPrintsOneLinePerRecord) {
   EXPECT_EQ(d.rc, 0);
   EXPECT_NE(d.out.find("# rank-0.ttr"), std::string::npos);
   EXPECT_NE(d.out.find("# rank-1.ttr"), std::string::npos);
+}
+
+// `dump --rank R --seq S` goes through the stream's index: with frames of ~200 bytes the op's records lie in a
+// few of the stream's frames, and only those are read; without the index (or with another stream's) the same
+// lines come from a scan, and one note says why. `--manifest` lists the streams the writers recorded.
+TEST(CliTest, DumpSeqSeeksThroughTheIndexAndFallsBackToAScan) {
+  const std::string dir = TwoRankTrace(-1, /*frame_bytes=*/200);
+  const CliRun all = Cli({"dump", dir + "/rank-1.ttr"});
+  ASSERT_EQ(all.rc, 0) << all.err;
+  std::vector<std::string> want;  // the scan's lines of seq 1
+  {
+    std::istringstream lines(all.out);
+    std::string line;
+    while (std::getline(lines, line))
+      if (line.find(" seq=1 ") != std::string::npos || line.rfind("seq=1 ", 0) == 0) want.push_back(line);
+  }
+  ASSERT_EQ(want.size(), 4u) << all.out;  // the GEMM and its three tensors
+  auto seq_lines = [](const std::string& out) {
+    std::vector<std::string> v;
+    std::istringstream lines(out);
+    std::string line;
+    while (std::getline(lines, line))
+      if (!line.empty() && line[0] != '#') v.push_back(line);
+    return v;
+  };
+  CliRun r = Cli({"dump", dir, "--rank", "1", "--seq", "1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(seq_lines(r.out), want) << r.out;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out.rfind("# rank-1.ttr: rank 1 of 2", 0), 0u) << r.out;
+  size_t frames_read = 0, frames_total = 0;
+  ASSERT_EQ(sscanf(r.out.substr(r.out.find("# seq 1: 4 records, read ")).c_str(),
+                   "# seq 1: 4 records, read %zu of %zu frames (index)", &frames_read, &frames_total),
+            2)
+      << r.out;
+  EXPECT_GE(frames_total, 6u);
+  EXPECT_LE(frames_read, 3u) << "only the frames holding seq 1";
+  // The same through the file, with its rank checked.
+  EXPECT_EQ(seq_lines(Cli({"dump", dir + "/rank-1.ttr", "--seq", "1"}).out), want);
+  EXPECT_EQ(Cli({"dump", dir + "/rank-1.ttr", "--rank", "0", "--seq", "1"}).rc, 2);
+  EXPECT_EQ(Cli({"dump", dir, "--seq", "1"}).rc, 2) << "two streams: --rank needed";
+  EXPECT_EQ(Cli({"dump", dir, "--rank", "5"}).rc, 2);
+  r = Cli({"dump", dir, "--rank", "1", "--seq", "99"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("holds no record of seq 99"), std::string::npos) << r.err;
+
+  // A stale index (rank 0's beside rank 1's stream), then none: the same lines, from a scan, with one note.
+  const std::string index = dir + "/rank-1.ttr.idx";
+  WriteAll(index, ReadAll(dir + "/rank-0.ttr.idx"));
+  r = Cli({"dump", dir, "--rank", "1", "--seq", "1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(seq_lines(r.out), want);
+  EXPECT_NE(r.err.find("ttrace: note: " + index + ": stale index"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("note", r.err.find("note") + 1), std::string::npos) << "said once: " << r.err;
+  EXPECT_NE(r.out.find("frames (scan)"), std::string::npos) << r.out;
+  unlink(index.c_str());
+  r = Cli({"dump", dir, "--rank", "1", "--seq", "1"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(seq_lines(r.out), want);
+  EXPECT_NE(r.err.find("no index"), std::string::npos) << r.err;
+
+  r = Cli({"dump", dir, "--manifest"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("rank-0.ttr closed rank=0 world=2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank-1.ttr closed rank=1 world=2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" ops=4 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" job=cli-job tool=\"ttrace "), std::string::npos) << r.out;
+  EXPECT_EQ(Cli({"dump", dir, "--manifest", "--seq", "1"}).rc, 2);
+  EXPECT_EQ(Cli({"dump", dir + "/none", "--manifest"}).rc, 2);
 }
 
 // Cut a stream at every byte: inside the file header, exit 2 naming the file; after it, whatever frame the cut

@@ -9,6 +9,8 @@
 #include "analyzer/status_macros.h"
 #include "analyzer/tensor_data.h"
 #include "analyzer/trace_model.h"
+#include "store/manifest.h"
+#include "store/stream_index.h"
 
 namespace ttrace::analyzer {
 
@@ -164,12 +166,19 @@ std::string RecordLine(const RecordView& r) {
   return absl::StrCat("unknown type=", static_cast<uint16_t>(r.type), " bytes=", r.body.size() + r.payload.size());
 }
 
+namespace {
+
+void HeaderComment(const std::string& path, const format::FileHeader& h, std::ostream& out) {
+  out << "# " << BaseName(path) << ": rank " << h.rank << " of " << h.world_size << ", job '" << Printable(h.job)
+      << "', host " << Printable(h.host) << ", pid " << h.pid << ", format v" << h.version << "\n";
+}
+
+}  // namespace
+
 absl::Status DumpStream(const std::string& path, const ReaderOptions& options, std::ostream& out,
                         std::string* warning) {
   TTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, options));
-  const format::FileHeader& h = reader->header();
-  out << "# " << BaseName(path) << ": rank " << h.rank << " of " << h.world_size << ", job '" << Printable(h.job)
-      << "', host " << Printable(h.host) << ", pid " << h.pid << ", format v" << h.version << "\n";
+  HeaderComment(path, reader->header(), out);
   RecordView r;
   while (true) {
     TTRACE_ASSIGN_OR_RETURN(bool more, reader->Next(&r));
@@ -177,6 +186,50 @@ absl::Status DumpStream(const std::string& path, const ReaderOptions& options, s
     out << RecordLine(r) << "\n";
   }
   if (reader->truncated() && warning != nullptr) *warning = reader->truncation();
+  return absl::OkStatus();
+}
+
+absl::Status DumpSeq(const std::string& path, uint64_t seq, const ReaderOptions& options, std::ostream& out,
+                     std::string* note, std::string* warning) {
+  format::FileHeader header;
+  {
+    TTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, options));
+    header = reader->header();
+  }
+  TTRACE_ASSIGN_OR_RETURN(store::SeqRecords found, store::ReadSeq(path, seq, options));
+  if (note != nullptr) *note = found.index_problem;
+  if (found.truncated && warning != nullptr) *warning = found.truncation;
+  if (found.records.empty())
+    return absl::NotFoundError(absl::StrCat(BaseName(path), " (rank ", header.rank, ") holds no record of seq ", seq,
+                                            " in its ", found.frames_total, " frames"));
+  HeaderComment(path, header, out);
+  for (const store::OwnedRecord& r : found.records) out << RecordLine(r.view()) << "\n";
+  out << "# seq " << seq << ": " << found.records.size() << " records, read " << found.frames_read << " of "
+      << found.frames_total << " frames (" << (found.used_index ? "index" : "scan") << ")\n";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> FindRankStream(const std::string& dir, int rank) {
+  auto rank_of = [](const std::string& path) -> int {
+    absl::StatusOr<std::unique_ptr<TraceReader>> r = TraceReader::Open(path);
+    return r.ok() ? (*r)->header().rank : -1;
+  };
+  const std::string named = absl::StrCat(dir, dir.empty() || dir.back() == '/' ? "" : "/", "rank-", rank, ".ttr");
+  if (rank_of(named) == rank) return named;
+  TTRACE_ASSIGN_OR_RETURN(std::vector<std::string> paths, ListStreams(dir));
+  for (const std::string& p : paths)
+    if (rank_of(p) == rank) return p;
+  return absl::NotFoundError(absl::StrCat(dir, ": no stream of rank ", rank));
+}
+
+absl::Status DumpManifest(const std::string& dir, std::ostream& out, std::string* warning) {
+  const std::string path = absl::StrCat(dir, dir.empty() || dir.back() == '/' ? "" : "/", store::kManifestName);
+  store::Manifest m;
+  std::string error;
+  if (!store::ReadManifest(path, &m, &error)) return absl::NotFoundError(error);
+  for (const format::ManifestEntry& e : m.streams) out << store::ManifestLine(e) << "\n";
+  if (m.skipped > 0 && warning != nullptr)
+    *warning = absl::StrCat(path, ": ", m.skipped, " damaged entries skipped (a writer killed mid-append)");
   return absl::OkStatus();
 }
 

@@ -5,7 +5,8 @@
 //   setup <api> status=N ...               communicator and group calls
 //   notice code=N seq=N count=N message="..."
 //   unknown type=N bytes=N                 a record type this build does not know
-// Each stream starts with a comment line "# <file>: rank R of W, job '...', host ..., pid P".
+// Each stream starts with a comment line "# <file>: rank R of W, job '...', host ..., pid P". Lines starting with
+// '#' are comments for people; scripts skip them.
 #ifndef TTRACE_ANALYZER_DUMP_H_
 #define TTRACE_ANALYZER_DUMP_H_
 
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "store/trace_reader.h"
 
 namespace ttrace::analyzer {
@@ -24,6 +26,24 @@ std::string RecordLine(const store::RecordView& r);
 // records before it were written; a truncation allowed by `options` is reported in `*warning`.
 absl::Status DumpStream(const std::string& path, const store::ReaderOptions& options, std::ostream& out,
                         std::string* warning);
+
+// `ttrace dump --seq S`: the header comment, then every record of op `seq` (its op record, tensors, notices) in
+// stream order, found through the stream's index (store/stream_index.h), then a comment line saying how many
+// frames were read: "# seq S: N records, read F of T frames (index)" or "(scan)". When the index could not be
+// used (missing, stale, inconsistent) `*note` says why, once, and the stream is scanned. NotFound when the stream
+// holds no record of `seq`.
+absl::Status DumpSeq(const std::string& path, uint64_t seq, const store::ReaderOptions& options, std::ostream& out,
+                     std::string* note, std::string* warning);
+
+// The stream of rank `rank` in the store directory `dir`: `dir`/rank-<rank>.ttr when its header says that rank,
+// else the stream whose header does. NotFound when no stream of `dir` is that rank's.
+absl::StatusOr<std::string> FindRankStream(const std::string& dir, int rank);
+
+// `ttrace dump DIR --manifest`: one line per stream of the directory's manifest (store/manifest.h), the last
+// state its writers recorded: "<stream> open|closed|cut rank=R world=W pid=P host=H writer=shim|collector
+// frames=F records=N bytes=B job=J tool="..." libraries="..." [ops=... tensors=... payloads_dropped=...
+// [reason]=n ...] [frames_lost=...]".
+absl::Status DumpManifest(const std::string& dir, std::ostream& out, std::string* warning);
 
 }  // namespace ttrace::analyzer
 

@@ -158,7 +158,9 @@ std::string ManifestLine(const format::ManifestEntry& e) {
                   FieldString(e.host, sizeof e.host) + " writer=" +
                   (e.writer == static_cast<uint32_t>(format::ManifestWriter::kCollector) ? "collector" : "shim") +
                   " frames=" + std::to_string(e.frames) + " records=" + std::to_string(e.records) +
-                  " bytes=" + std::to_string(e.bytes);
+                  " bytes=" + std::to_string(e.bytes) + " job=" + FieldString(e.job, sizeof e.job) + " tool=\"" +
+                  FieldString(e.tool, sizeof e.tool) + "\" libraries=\"" + FieldString(e.libraries, sizeof e.libraries) +
+                  "\"";
   if (e.flags & format::kManifestHasEnd) {
     s += " ops=" + std::to_string(e.ops) + " tensors=" + std::to_string(e.tensors) +
          " payloads_dropped=" + std::to_string(e.payloads_dropped);

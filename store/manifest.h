@@ -40,7 +40,9 @@ struct Manifest {
 // skipped and counted. Fields of entries written by a newer writer are read as far as this build knows them.
 bool ReadManifest(const std::string& path, Manifest* out, std::string* error);
 
-// One line of text for an entry: "rank-0.ttr closed rank 0/4 pid 123 host h records 10 ... dropped ring full 3".
+// One line of text for an entry: "rank-0.ttr closed rank=0 world=4 pid=123 host=h writer=shim frames=3
+// records=77 bytes=187921 job=j tool=\"ttrace 0.1.0\" libraries=\"libcublas.so.13.1.0 ...\" ops=20 ..."; the
+// counts of the EndRecord and the losses only where there are some.
 std::string ManifestLine(const format::ManifestEntry& e);
 
 // A NUL-padded char field as a string.

@@ -71,6 +71,45 @@ TEST(Incomplete, KilledRankIsNamedAndTheOthersAreStillChecked) {
   EXPECT_GT(report.summary().checked.at("gemm"), 60u) << "the complete ranks' GEMMs are checked";
   EXPECT_EQ(report.verdict(), analyzer::Verdict::kIncomplete);
   EXPECT_EQ(Shell(Ttrace() + " check " + dir + " --allow-incomplete", &out), 0) << out;
+
+  // The killed rank's store: its manifest entry still says open (it never closed), the others closed with their
+  // end records' counts; its last op reads back through the index (which may lag by one frame: scanned past),
+  // the same lines as a scan of the whole stream, and without the index from a scan, with one note.
+  EXPECT_EQ(Shell(Ttrace() + " dump " + dir + " --manifest", &out), 0) << out;
+  EXPECT_NE(out.find("rank-2.ttr open rank=2 world=4"), std::string::npos) << out;
+  EXPECT_NE(out.find("libcublas.so.13"), std::string::npos) << "the vendor libraries of the job: " << out;
+  for (const char* closed : {"rank-0.ttr closed rank=0", "rank-1.ttr closed rank=1", "rank-3.ttr closed rank=3"})
+    EXPECT_NE(out.find(closed), std::string::npos) << closed << "\n" << out;
+  const analyzer::RankTrace& killed = set->ranks[2];
+  ASSERT_EQ(killed.rank(), 2);
+  ASSERT_FALSE(killed.ops.empty());
+  const std::string last = std::to_string(killed.ops.back().seq);
+  const std::string seq_lines = " | grep -v '^#' | sort";
+  std::string scanned, indexed;
+  ASSERT_EQ(Shell(Ttrace() + " dump " + dir + "/rank-2.ttr --allow-truncated 2>/dev/null | grep -E '^(tensor |notice code=[0-9]+ )?seq=" +
+                      last + " '" + seq_lines,
+                  &scanned),
+            0);
+  ASSERT_EQ(Shell(Ttrace() + " dump " + dir + " --rank 2 --seq " + last + " --allow-truncated 2>&1 >/dev/null", &out), 0)
+      << out;
+  EXPECT_EQ(out.find("note"), std::string::npos) << "the index is used: " << out;
+  ASSERT_EQ(Shell(Ttrace() + " dump " + dir + " --rank 2 --seq " + last + " --allow-truncated 2>/dev/null" + seq_lines,
+                  &indexed),
+            0);
+  EXPECT_FALSE(indexed.empty());
+  EXPECT_EQ(indexed, scanned);
+  ASSERT_EQ(Shell(Ttrace() + " dump " + dir + " --rank 2 --seq " + last + " --allow-truncated 2>/dev/null | tail -1", &out),
+            0);
+  EXPECT_NE(out.find("frames (index)"), std::string::npos) << out;
+  ASSERT_EQ(Shell("rm " + dir + "/rank-2.ttr.idx && " + Ttrace() + " dump " + dir + " --rank 2 --seq " + last +
+                      " --allow-truncated 2>&1 >/dev/null",
+                  &out),
+            0);
+  EXPECT_NE(out.find("ttrace: note: " + dir + "/rank-2.ttr.idx: no index"), std::string::npos) << out;
+  ASSERT_EQ(Shell(Ttrace() + " dump " + dir + " --rank 2 --seq " + last + " --allow-truncated 2>/dev/null" + seq_lines,
+                  &indexed),
+            0);
+  EXPECT_EQ(indexed, scanned);
 }
 
 TEST(Incomplete, FaultBeforeTheKillIsStillAFinding) {
