@@ -59,7 +59,7 @@ TEST(ShimDlsymTest, LookupsInARtldLocalHandleReachTheShim) {
     for (const char* c : {"c1.bin", "c2.bin"})
       EXPECT_TRUE(ReadFile(traced + "/" + c) == ReadFile(plain + "/" + c)) << where << ": " << c << " differs";
 
-    const std::vector<std::string> files = ListDir(traces);
+    const std::vector<std::string> files = ListStreams(traces);
     ASSERT_EQ(files.size(), 1u) << where;
     const std::vector<DumpEntry> trace = ReadTrace(traces + "/" + files[0]);
     std::vector<uint16_t> apis;

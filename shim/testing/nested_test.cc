@@ -40,7 +40,7 @@ TEST(ShimNestedTest, CublasCallingCublasLtIsRecordedOnce) {
   }
   EXPECT_TRUE(inner_bound_to_shim) << "the stand-in's cublasLtMatmul was not bound to the shim";
 
-  const std::vector<std::string> files = ListDir(dir.path());
+  const std::vector<std::string> files = ListStreams(dir.path());
   ASSERT_EQ(files.size(), 1u);
   const std::vector<DumpEntry> trace = ReadTrace(dir / files[0]);
   std::vector<std::pair<format::RecordType, uint64_t>> ops;  // (type, seq)

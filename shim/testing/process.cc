@@ -96,12 +96,14 @@ ScratchDir::~ScratchDir() {
   if (!path_.empty()) nftw(path_.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-std::vector<std::string> ListDir(const std::string& dir) {
+std::vector<std::string> ListStreams(const std::string& dir) {
   std::vector<std::string> names;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return names;
-  while (dirent* e = readdir(d))
-    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) names.push_back(e->d_name);
+  while (dirent* e = readdir(d)) {
+    const size_t n = strlen(e->d_name);
+    if (n > 4 && strcmp(e->d_name + n - 4, ".ttr") == 0) names.push_back(e->d_name);
+  }
   closedir(d);
   std::sort(names.begin(), names.end());
   return names;

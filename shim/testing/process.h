@@ -31,8 +31,9 @@ class ScratchDir {
   std::string path_;
 };
 
-// Names in a directory (not recursive, without . and ..), sorted; empty when it does not exist.
-std::vector<std::string> ListDir(const std::string& dir);
+// The trace streams (*.ttr) in a directory, sorted (the index and manifest beside them are left out); empty when
+// it does not exist.
+std::vector<std::string> ListStreams(const std::string& dir);
 std::string ReadFile(const std::string& path);
 
 }  // namespace ttrace::shim::testing

@@ -148,7 +148,7 @@ void CheckProbe(const std::string& libdir, const std::string& what) {
   EXPECT_EQ(OpStatuses(plain.out).size(), 27u) << plain.out;
   EXPECT_EQ(shimmed.out, plain.out) << what << ": statuses differ with the shim";
   // The trace records the same statuses the application saw, one op record per GEMM / all-reduce call.
-  const std::vector<std::string> files = ListDir(dir.path());
+  const std::vector<std::string> files = ListStreams(dir.path());
   ASSERT_EQ(files.size(), 1u) << shimmed.err;
   std::vector<int> recorded;
   for (const DumpEntry& e : ReadTrace(dir / files[0])) {
@@ -165,7 +165,7 @@ TEST(ShimIntegrationTest, ScalarsReadInComputeType) {
   ScratchDir dir;
   const RunResult r = RunProgram({kProbe}, Preloaded(kSimgpu, dir.path()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::vector<std::string> files = ListDir(dir.path());
+  const std::vector<std::string> files = ListStreams(dir.path());
   ASSERT_EQ(files.size(), 1u);
   int half_calls = 0;
   for (const DumpEntry& e : ReadTrace(dir / files[0])) {
@@ -240,7 +240,7 @@ TEST(ShimIntegrationTest, MultiRankTraceMatchesWhatTheProgramDid) {
   EXPECT_EQ(traced.result.err.find("ttrace"), std::string::npos) << "the shim complained:\n" << traced.result.err;
 
   // The forked child recorded nothing and opened no stream of its own.
-  EXPECT_EQ(ListDir(traces), (std::vector<std::string>{"rank-0.ttr", "rank-1.ttr", "rank-2.ttr"}));
+  EXPECT_EQ(ListStreams(traces), (std::vector<std::string>{"rank-0.ttr", "rank-1.ttr", "rank-2.ttr"}));
   const std::string id = ReadFile(scratch / "rdzv-traced/nccl-id");
   ASSERT_EQ(id.size(), 128u);
   const uint64_t id_hash = Fnv1a64(id.data(), id.size());
@@ -384,7 +384,7 @@ TEST(ShimIntegrationTest, CommDestroyFlushesBeforeAKill) {
       RunSingle(scratch, "killed", Preloaded(kSimgpu, traces, {{"TTRACE_FLUSH_MS", "600000"}, {"RANK", "0"}}),
                 {"--kill-after-destroy"}, &r);
   EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.err;
-  ASSERT_EQ(ListDir(traces), (std::vector<std::string>{"rank-0.ttr"}));
+  ASSERT_EQ(ListStreams(traces), (std::vector<std::string>{"rank-0.ttr"}));
   const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-0.ttr");
   ExpectSameCalls(Select(dump, false), Select(trace, false), "killed");
   EXPECT_EQ(TensorsByKey(trace).size(), TensorsByKey(dump).size());
@@ -401,7 +401,7 @@ TEST(ShimIntegrationTest, NonBlockingCommunicatorOutputsAreCapturedOnceEnqueued)
       scratch, "nonblocking", Preloaded(kSimgpu, traces, {{"RANK", "0"}, {"SIMGPU_NCCL_ASYNC_DELAY_MS", "20"}}),
       {"--nonblocking", "--iters", "2"}, &r);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_EQ(ListDir(traces), (std::vector<std::string>{"rank-0.ttr"}));
+  ASSERT_EQ(ListStreams(traces), (std::vector<std::string>{"rank-0.ttr"}));
   const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-0.ttr");
   ExpectSameCalls(Select(dump, false), Select(trace, false), "nonblocking");
   ExpectSameTensors(TensorsByKey(dump), TensorsByKey(trace));
@@ -477,7 +477,7 @@ TEST(ShimIntegrationTest, ExitIsNotHeldByAHungStream) {
                 {"--hang-at-exit"}, &r);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_LT(r.seconds, 60.0);
-  ASSERT_EQ(ListDir(traces), (std::vector<std::string>{"rank-0.ttr"}));
+  ASSERT_EQ(ListStreams(traces), (std::vector<std::string>{"rank-0.ttr"}));
   const std::vector<DumpEntry> trace = ReadTrace(traces + "/rank-0.ttr");
   std::vector<DumpEntry> calls = Select(trace, false);
   ASSERT_FALSE(calls.empty());
@@ -508,7 +508,7 @@ TEST(ShimIntegrationTest, TinyBufferDropsPayloadsWithNoticesAndKeepsResults) {
   const auto want = TensorsByKey(dump);
   for (const auto& [key, entry] : want) EXPECT_TRUE(want_plain.at(key).payload == entry.payload);
 
-  const std::vector<std::string> files = ListDir(traces);
+  const std::vector<std::string> files = ListStreams(traces);
   ASSERT_EQ(files.size(), 1u);
   const std::vector<DumpEntry> trace = ReadTrace(traces + "/" + files[0]);
   ExpectSameCalls(Select(dump, false), Select(trace, false), "tiny buffer");
@@ -540,7 +540,7 @@ TEST(ShimIntegrationTest, MetaModeRecordsCallsWithoutTensors) {
   const std::vector<DumpEntry> dump = RunSingle(scratch, "meta", Preloaded(kSimgpu, traces, {{"TTRACE_MODE", "meta"}}),
                                                 {}, &r);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::vector<std::string> files = ListDir(traces);
+  const std::vector<std::string> files = ListStreams(traces);
   ASSERT_EQ(files.size(), 1u);
   const std::vector<DumpEntry> trace = ReadTrace(traces + "/" + files[0]);
   ExpectSameCalls(Select(dump, false), Select(trace, false), "meta");
@@ -557,7 +557,7 @@ TEST(ShimIntegrationTest, DisabledWritesNothingAndChangesNothing) {
       TensorsByKey(RunSingle(scratch, "off", Preloaded(kSimgpu, traces, {{"TTRACE_DISABLE", "1"}}), {}, &disabled));
   ASSERT_EQ(disabled.exit_code, 0) << disabled.err;
   EXPECT_TRUE(disabled.err.empty()) << disabled.err;
-  EXPECT_TRUE(ListDir(traces).empty());
+  EXPECT_TRUE(ListStreams(traces).empty());
   ASSERT_EQ(got.size(), want.size());
   for (const auto& [key, entry] : want) EXPECT_TRUE(got.at(key).payload == entry.payload);
 }
