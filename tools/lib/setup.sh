@@ -7,7 +7,7 @@ TTRACE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TTRACE_BUILD_DIR="${TTRACE_BUILD_DIR:-$TTRACE_ROOT/build}"
 TTRACE_CUDA_ROOT="${TTRACE_CUDA_ROOT:-/usr/local/cuda}"
 TTRACE_PACKAGES=(cmake ninja-build g++ pkg-config libabsl-dev libzstd-dev zstd libgtest-dev libgmock-dev
-                 googletest libopenblas-dev)
+                 googletest libopenblas-dev libcpp-httplib-dev)
 
 ttrace_log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 

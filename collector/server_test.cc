@@ -1,0 +1,332 @@
+// The collector over real sockets, with store::RemoteOutput (the shim's client) on the other side: a unix socket
+// created 0600; 64 concurrent rank streams, nothing lost; TCP only with the right token (a wrong one: the client
+// writes its local file, says why); a malformed client closed while another streams on; a collector that goes
+// away mid-stream: the client fails over, and every record is in one store or the other.
+#include "collector/server.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "store/crc32c.h"
+#include "store/manifest.h"
+#include "store/remote_output.h"
+#include "store/trace_reader.h"
+#include "store/trace_writer.h"
+
+namespace ttrace::collector {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const std::string dir = "/tmp/ttrace_server_test_" + std::to_string(getpid()) + "/" + name;
+  EXPECT_EQ(system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  return dir;
+}
+
+store::StreamIdentity Identity(int rank) {
+  store::StreamIdentity id;
+  id.rank = rank;
+  id.world_size = 64;
+  id.pid = 7000 + static_cast<uint32_t>(rank);
+  id.start_unix_ns = 1700000000000000000ull + static_cast<uint64_t>(rank);
+  id.job = "job-s";
+  id.host = "node-2";
+  return id;
+}
+
+void Op(store::TraceWriter* w, int i) {
+  format::GemmRecord g{};
+  g.seq = static_cast<uint64_t>(i);
+  ASSERT_TRUE(w->Append(format::RecordType::kGemm, g));
+  std::vector<float> data(256, static_cast<float>(i) * 0.5f);
+  format::TensorRecord t{};
+  t.seq = g.seq;
+  t.slot = 3;
+  t.dtype = static_cast<uint8_t>(format::DType::kF32);
+  t.rows = 256;
+  t.cols = t.batch = 1;
+  t.payload_bytes = data.size() * 4;
+  ASSERT_TRUE(w->Append(format::RecordType::kTensor, t, data.data(), t.payload_bytes));
+}
+
+void End(store::TraceWriter* w, int ops) {
+  format::EndRecord e{};
+  e.reason = 1;
+  e.ops = static_cast<uint64_t>(ops);
+  ASSERT_TRUE(w->Append(format::RecordType::kEnd, e));
+}
+
+// GEMM seqs in a stream (complete frames), and whether it has an end record and which header flags.
+struct Read {
+  std::multiset<uint64_t> gemms;
+  bool ended = false;
+  uint32_t flags = 0;
+  bool ok = false;
+};
+Read ReadStream(const std::string& path) {
+  Read out;
+  store::ReaderOptions ro;
+  ro.allow_truncated = true;
+  auto reader = store::TraceReader::Open(path, ro);
+  if (!reader.ok()) return out;
+  out.flags = (*reader)->header().flags;
+  store::RecordView r;
+  while (true) {
+    auto more = (*reader)->Next(&r);
+    if (!more.ok()) return out;
+    if (!*more) break;
+    out.ended = r.type == format::RecordType::kEnd;
+    if (r.type == format::RecordType::kGemm) out.gemms.insert(r.Body<format::GemmRecord>().seq);
+  }
+  out.ok = true;
+  return out;
+}
+
+class Running {
+ public:
+  Running(const ServerOptions& options, std::string* error) {
+    server_ = Server::Start(options, &metrics_, &log_, error);
+    if (server_ != nullptr) thread_ = std::thread([this] { server_->Run(); });
+  }
+  ~Running() { Stop(); }
+  void Stop() {
+    if (server_ == nullptr) return;
+    server_->Stop();
+    thread_.join();
+    server_.reset();
+  }
+  Server* server() { return server_.get(); }
+  Metrics& metrics() { return metrics_; }
+  std::string log() const { return log_.str(); }
+
+ private:
+  Metrics metrics_;
+  std::ostringstream log_;
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+};
+
+store::RemoteOptions Remote(const std::string& endpoint, const std::string& fallback, std::string* failover) {
+  store::RemoteOptions o;
+  o.endpoint = endpoint;
+  o.timeout_ms = 5000;
+  o.fallback_path = fallback;
+  o.on_failover = [failover](const std::string& why) { *failover = why; };
+  return o;
+}
+
+TEST(Server, UnixSocketIsOwnerOnlyAndSixtyFourStreamsArriveWhole) {
+  const std::string dir = TempDir("sixtyfour");
+  ServerOptions options;
+  std::string error;
+  ASSERT_TRUE(store::ParseEndpoint("unix:" + dir + "/c.sock", &options.listen, &error)) << error;
+  options.dir = dir + "/store";
+  Running running(options, &error);
+  ASSERT_NE(running.server(), nullptr) << error;
+  struct stat st;
+  ASSERT_EQ(stat((dir + "/c.sock").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  constexpr int kClients = 64, kOps = 150;
+  std::vector<std::string> failovers(kClients);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      store::WriterOptions wo;
+      wo.frame_bytes = 8192;
+      std::string err;
+      auto w = store::TraceWriter::Create(
+          std::make_unique<store::RemoteOutput>(Remote("unix:" + dir + "/c.sock",
+                                                       dir + "/local/rank-" + std::to_string(c) + ".ttr",
+                                                       &failovers[c])),
+          Identity(c), wo, &err);
+      ASSERT_NE(w, nullptr) << err;
+      for (int i = 0; i < kOps; ++i) Op(w.get(), i);
+      End(w.get(), kOps);
+      EXPECT_TRUE(w->Close(&err)) << err;
+    });
+  }
+  for (auto& t : clients) t.join();
+  running.Stop();
+  store::Manifest m;
+  ASSERT_TRUE(store::ReadManifest(dir + "/store/job-s/manifest.ttm", &m, &error)) << error;
+  EXPECT_EQ(m.streams.size(), static_cast<size_t>(kClients));
+  uint64_t frames = 0;
+  for (int c = 0; c < kClients; ++c) {
+    EXPECT_EQ(failovers[c], "") << c;
+    const Read r = ReadStream(dir + "/store/job-s/rank-" + std::to_string(c) + ".ttr");
+    ASSERT_TRUE(r.ok) << c;
+    EXPECT_TRUE(r.ended) << c;
+    EXPECT_EQ(r.gemms.size(), static_cast<size_t>(kOps)) << c;
+    EXPECT_EQ(std::set<uint64_t>(r.gemms.begin(), r.gemms.end()).size(), static_cast<size_t>(kOps)) << c;
+  }
+  for (const auto& e : m.streams) {
+    EXPECT_EQ(e.state, static_cast<uint32_t>(format::ManifestState::kClosed));
+    frames += e.frames;
+  }
+  EXPECT_EQ(running.metrics().frames.load(), frames);
+  EXPECT_EQ(running.metrics().closed_clean.load(), static_cast<uint64_t>(kClients));
+  EXPECT_EQ(running.metrics().connections.load(), static_cast<uint64_t>(kClients));
+  EXPECT_EQ(running.metrics().records.load(), static_cast<uint64_t>(kClients) * (2 * kOps + 1));
+  const std::string text = running.metrics().Render();
+  EXPECT_NE(text.find("ttrace_collector_streams_closed_total{state=\"closed\"} 64"), std::string::npos) << text;
+  struct stat gone;
+  EXPECT_NE(stat((dir + "/local").c_str(), &gone), 0) << "no client fell back";
+}
+
+TEST(Server, TcpNeedsTheRightToken) {
+  const std::string dir = TempDir("tcp");
+  ServerOptions options;
+  std::string error;
+  ASSERT_TRUE(store::ParseEndpoint("tcp:127.0.0.1:0", &options.listen, &error));
+  options.dir = dir + "/store";
+  EXPECT_EQ(Server::Start(options, nullptr, nullptr, &error), nullptr);
+  EXPECT_NE(error.find("TCP needs a token"), std::string::npos) << error;
+  options.session.require_token = true;
+  options.session.token = "0123456789abcdef";
+  Running running(options, &error);
+  ASSERT_NE(running.server(), nullptr) << error;
+  const std::string endpoint = "tcp:127.0.0.1:" + std::to_string(running.server()->port());
+  for (const std::string token : {"0123456789abcdeF", "", "0123456789abcdef"}) {
+    std::string failover;
+    store::RemoteOptions o = Remote(endpoint, dir + "/local/rank-1.ttr", &failover);
+    o.token = token;
+    std::string err;
+    {
+      auto w = store::TraceWriter::Create(std::make_unique<store::RemoteOutput>(o), Identity(1), {}, &err);
+      ASSERT_NE(w, nullptr) << err;
+      for (int i = 0; i < 20; ++i) Op(w.get(), i);
+      End(w.get(), 20);
+      ASSERT_TRUE(w->Close(&err)) << err;
+    }
+    const bool right = token == "0123456789abcdef";
+    EXPECT_EQ(failover.empty(), right) << failover;
+    if (!right) {
+      EXPECT_NE(failover.find("refused the stream: bad token"), std::string::npos) << failover;
+      const Read local = ReadStream(dir + "/local/rank-1.ttr");
+      EXPECT_TRUE(local.ended);
+      EXPECT_EQ(local.gemms.size(), 20u);
+      EXPECT_EQ(local.flags & format::kFileFailover, 0u) << "the collector never had any of it";
+    }
+  }
+  running.Stop();
+  EXPECT_EQ(ReadStream(dir + "/store/job-s/rank-1.ttr").gemms.size(), 20u);
+  EXPECT_EQ(running.metrics().refused[static_cast<uint32_t>(wire::RefuseReason::kBadToken)].load(), 2u);
+}
+
+int ConnectUnix(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  memcpy(addr.sun_path, path.data(), path.size());
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  return fd;
+}
+
+TEST(Server, MalformedClientIsClosedWhileAnotherStreamsOn) {
+  const std::string dir = TempDir("malformed");
+  ServerOptions options;
+  std::string error;
+  ASSERT_TRUE(store::ParseEndpoint("unix:" + dir + "/c.sock", &options.listen, &error));
+  options.dir = dir + "/store";
+  Running running(options, &error);
+  ASSERT_NE(running.server(), nullptr) << error;
+  std::string failover;
+  store::WriterOptions wo;
+  wo.frame_bytes = 4096;
+  std::string err;
+  auto good = store::TraceWriter::Create(
+      std::make_unique<store::RemoteOutput>(Remote("unix:" + dir + "/c.sock", dir + "/local/rank-0.ttr", &failover)),
+      Identity(0), wo, &err);
+  ASSERT_NE(good, nullptr);
+  for (int i = 0; i < 50; ++i) Op(good.get(), i);
+  // A fake client: a valid hello and header, then an index entry and frame of garbage.
+  int fd = ConnectUnix(dir + "/c.sock");
+  wire::Hello h{};
+  memcpy(h.magic, wire::kHelloMagic, sizeof h.magic);
+  h.version = wire::kProtocolVersion;
+  h.hello_size = sizeof h;
+  format::FileHeader fh = store::MakeFileHeader(Identity(1));
+  std::string bytes(reinterpret_cast<const char*>(&h), sizeof h);
+  bytes.append(reinterpret_cast<const char*>(&fh), sizeof fh);
+  ASSERT_EQ(send(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  wire::Reply reply{};
+  ASSERT_EQ(recv(fd, &reply, sizeof reply, MSG_WAITALL), static_cast<ssize_t>(sizeof reply));
+  EXPECT_EQ(reply.status, static_cast<uint32_t>(wire::ReplyStatus::kWelcome));
+  std::string garbage(5000, '\x7f');
+  send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL);
+  char b;
+  EXPECT_EQ(recv(fd, &b, 1, 0), 0) << "the collector closes the malformed connection";
+  close(fd);
+  for (int i = 50; i < 100; ++i) Op(good.get(), i);
+  End(good.get(), 100);
+  ASSERT_TRUE(good->Close(&err)) << err;
+  running.Stop();
+  EXPECT_EQ(failover, "");
+  EXPECT_EQ(ReadStream(dir + "/store/job-s/rank-0.ttr").gemms.size(), 100u);
+  EXPECT_NE(running.log().find("job-s/rank-1.ttr: malformed stream: index entry checksum mismatch before frame 0"),
+            std::string::npos)
+      << running.log();
+  EXPECT_EQ(running.metrics().closed_cut.load(), 1u);
+}
+
+// The collector goes away while a client streams: the client's next send or acknowledgement read fails, it writes
+// the frames not acknowledged and the rest to its local file (flagged failover), and every op is in one of the two
+// stores (some maybe in both: at-least-once).
+TEST(Server, CollectorGoneMidStreamFailsOverWithTheFramesInFlight) {
+  const std::string dir = TempDir("gone");
+  ServerOptions options;
+  std::string error;
+  ASSERT_TRUE(store::ParseEndpoint("unix:" + dir + "/c.sock", &options.listen, &error));
+  options.dir = dir + "/store";
+  auto running = std::make_unique<Running>(options, &error);
+  ASSERT_NE(running->server(), nullptr) << error;
+  std::string failover;
+  store::WriterOptions wo;
+  wo.frame_bytes = 4096;
+  std::string err;
+  auto output = std::make_unique<store::RemoteOutput>(Remote("unix:" + dir + "/c.sock", dir + "/local/rank-3.ttr", &failover));
+  store::RemoteOutput* remote = output.get();
+  auto w = store::TraceWriter::Create(std::move(output), Identity(3), wo, &err);
+  ASSERT_NE(w, nullptr) << err;
+  constexpr int kOps = 400;
+  for (int i = 0; i < kOps / 2; ++i) Op(w.get(), i);
+  ASSERT_TRUE(w->Flush(&err));
+  running.reset();  // the collector stops: its connections end
+  for (int i = kOps / 2; i < kOps; ++i) Op(w.get(), i);
+  End(w.get(), kOps);
+  ASSERT_TRUE(w->Close(&err)) << err;
+  EXPECT_TRUE(remote->failed_over());
+  EXPECT_NE(failover, "");
+  const Read collected = ReadStream(dir + "/store/job-s/rank-3.ttr");
+  const Read local = ReadStream(dir + "/local/rank-3.ttr");
+  ASSERT_TRUE(collected.ok && local.ok);
+  EXPECT_FALSE(collected.ended);
+  EXPECT_TRUE(local.ended);
+  EXPECT_EQ(local.flags & format::kFileFailover, format::kFileFailover);
+  EXPECT_GT(collected.gemms.size(), 0u);
+  std::set<uint64_t> all(collected.gemms.begin(), collected.gemms.end());
+  all.insert(local.gemms.begin(), local.gemms.end());
+  EXPECT_EQ(all.size(), static_cast<size_t>(kOps)) << "every op delivered";
+  EXPECT_EQ(*all.rbegin(), static_cast<uint64_t>(kOps - 1));
+  store::Manifest m;
+  ASSERT_TRUE(store::ReadManifest(dir + "/local/manifest.ttm", &m, &error)) << error;
+  ASSERT_EQ(m.streams.size(), 1u);
+  EXPECT_TRUE(m.streams[0].flags & format::kManifestFailover);
+  EXPECT_EQ(m.streams[0].state, static_cast<uint32_t>(format::ManifestState::kClosed));
+}
+
+}  // namespace
+}  // namespace ttrace::collector
