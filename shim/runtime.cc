@@ -114,8 +114,14 @@ CaptureEngine* Engine() {
   std::string error;
   store::WriterOptions writer_options;
   writer_options.zstd_level = static_cast<int>(std::min<int64_t>(options.zstd_level, 19));
+  const store::StreamIdentity identity = StreamIdentityFromEnv(options, Getenv, pid);
   std::unique_ptr<Sink> sink =
-      OpenFileSink(path, StreamIdentityFromEnv(options, Getenv, pid), &error, writer_options);
+      options.collector.empty()
+          ? OpenFileSink(path, identity, &error, writer_options)
+          : OpenCollectorSink(options.collector,
+                              options.collector_token_file.empty() ? "" : ReadTokenFile(options.collector_token_file),
+                              static_cast<int>(std::min<int64_t>(options.collector_timeout_ms, 600000)), path,
+                              identity, &error, writer_options);
   if (sink == nullptr) {
     DisableCapture("cannot create the trace stream: " + error);
     return nullptr;

@@ -3,6 +3,7 @@
 // again when it closes (libraries loaded later, by dlopen, are named at the close).
 #include "shim/sink.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <stdlib.h>
@@ -11,11 +12,14 @@
 #include <cstring>
 #include <ctime>
 
+#include "store/remote_output.h"
 #include "store/stream_file.h"
+#include "shim/log.h"
 
 namespace ttrace::shim {
 namespace {
 
+// A TraceWriter into a local StreamFile (`file`) or a RemoteOutput (`file` null).
 class FileSink : public Sink {
  public:
   FileSink(std::unique_ptr<store::TraceWriter> writer, store::StreamFile* file, std::string path)
@@ -27,7 +31,13 @@ class FileSink : public Sink {
   }
   bool Flush() override { return writer_->Flush(&error_); }
   bool Close() override {
-    file_->set_libraries(LoadedVendorLibraries());
+    // The last frame (the end record) first: what follows (the loader walk, the manifest) may be cut short when a
+    // signal ends the process.
+    if (!writer_->Flush(&error_)) {
+      writer_->Close(nullptr);
+      return false;
+    }
+    if (file_ != nullptr) file_->set_libraries(LoadedVendorLibraries());
     return writer_->Close(&error_);
   }
   std::string error() const override { return error_; }
@@ -65,6 +75,37 @@ std::unique_ptr<Sink> OpenFileSink(const std::string& path, const store::StreamI
   std::unique_ptr<store::TraceWriter> writer = store::TraceWriter::Create(std::move(file), identity, options, error);
   if (writer == nullptr) return nullptr;
   return std::make_unique<FileSink>(std::move(writer), raw, path);
+}
+
+std::unique_ptr<Sink> OpenCollectorSink(const std::string& endpoint, const std::string& token, int timeout_ms,
+                                        const std::string& fallback_path, const store::StreamIdentity& identity,
+                                        std::string* error, const store::WriterOptions& options) {
+  store::RemoteOptions remote;
+  remote.endpoint = endpoint;
+  remote.token = token;
+  remote.timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
+  remote.fallback_path = fallback_path;
+  remote.fallback_options.libraries = LoadedVendorLibraries();
+  remote.on_failover = [endpoint, fallback_path](const std::string& reason) {
+    Log("collector %s: %s; writing the stream to %s", endpoint.c_str(), reason.c_str(), fallback_path.c_str());
+  };
+  std::unique_ptr<store::TraceWriter> writer =
+      store::TraceWriter::Create(std::make_unique<store::RemoteOutput>(std::move(remote)), identity, options, error);
+  if (writer == nullptr) return nullptr;
+  return std::make_unique<FileSink>(std::move(writer), nullptr, "collector " + endpoint);
+}
+
+std::string ReadTokenFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[wire::kMaxTokenBytes + 2];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return "";
+  std::string token(buf, static_cast<size_t>(n));
+  const size_t end = token.find_first_of("\r\n");
+  if (end != std::string::npos) token.resize(end);
+  return token;
 }
 
 std::string LoadedVendorLibraries() {

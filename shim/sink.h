@@ -1,6 +1,6 @@
-// Sink: where the shim's records go. Today a per-rank file in a store directory (store::TraceWriter into a
-// store::StreamFile: stream, index, manifest entries; embedded, no daemon); the collector sink (DESIGN.md §2) will
-// implement the same interface.
+// Sink: where the shim's records go: a per-rank file in a store directory (store::TraceWriter into a
+// store::StreamFile: stream, index, manifest entries; embedded, no daemon), or a ttrace-collector
+// (store::RemoteOutput, falling back to that file).
 //
 // Ownership and threads: CaptureEngine owns its sink and calls it from the drain thread only (and from the
 // thread that runs Shutdown after the drain thread has stopped). A sink that fails stays failed; error() says why.
@@ -32,6 +32,16 @@ class Sink {
 // Opens (creates, truncates) the stream file at `path`, creating its directory. nullptr + `error` on failure.
 std::unique_ptr<Sink> OpenFileSink(const std::string& path, const store::StreamIdentity& identity,
                                    std::string* error, const store::WriterOptions& options = {});
+
+// Streams to the collector at `endpoint` (store::RemoteOutput: unix:PATH or tcp:HOST:PORT, `token` in the hello);
+// when it cannot be reached, refuses, or goes away, the stream continues in the local file `fallback_path` (with
+// every frame not yet acknowledged) and a message says so once. nullptr + `error` only when neither works.
+std::unique_ptr<Sink> OpenCollectorSink(const std::string& endpoint, const std::string& token, int timeout_ms,
+                                        const std::string& fallback_path, const store::StreamIdentity& identity,
+                                        std::string* error, const store::WriterOptions& options = {});
+
+// The first line of `path` (the collector token), without its line end; empty when unreadable.
+std::string ReadTokenFile(const std::string& path);
 
 // The vendor libraries loaded in this process (vendor_libraries.inc, libcuda, libcudart) as their files are
 // named once symbolic links are resolved ("libcublas.so.13.1.0.3 libnccl.so.2.27.7"), space-separated: the

@@ -1,0 +1,143 @@
+// End to end with the daemon: tp_mlp ranks under libttrace.so stream to `ttrace-collector` (TTRACE_COLLECTOR) and
+// the collector's store checks clean, with its manifest and Prometheus metrics; a collector killed with SIGKILL
+// mid-run: the job finishes, each rank says once that it writes locally, and every op is in the collector's store
+// or the local one; a collector whose disk fills (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with EFBIG as on a
+// full disk): the stream is cut there with the reason in its manifest, and the ranks fall back.
+#include <unistd.h>
+
+#include <set>
+#include <string>
+
+#include "analyzer/trace_model.h"
+#include "gtest/gtest.h"
+#include "tests/e2e_util.h"
+
+namespace ttrace::e2e {
+namespace {
+
+std::string Bin(const std::string& name) { return BuildDir() + "/bin/" + name; }
+
+// Starts the collector in the background (its pid in DIR/collector.pid, its log in DIR/collector.log) and waits
+// for its socket. `prefix` wraps the command (limits).
+bool StartCollector(const std::string& dir, const std::string& args, const std::string& prefix = "") {
+  std::string out;
+  Shell("rm -rf " + dir + " && mkdir -p " + dir + " && (" + prefix + " " + Bin("ttrace-collector") + " --listen unix:" +
+            dir + "/c.sock --dir " + dir + "/store " + args + (prefix.empty() ? "" : "\"") + " > " + dir +
+            "/collector.log 2>&1 & echo $! > " + dir + "/collector.pid)",
+        &out);
+  return Shell("for i in $(seq 200); do [ -S " + dir + "/c.sock ] && exit 0; sleep 0.05; done; exit 1", &out) == 0;
+}
+
+std::string Log(const std::string& dir) {
+  std::string out;
+  Shell("cat " + dir + "/collector.log", &out);
+  return out;
+}
+
+std::string Job(const std::string& dir, int steps) {
+  const std::string b = BuildDir();
+  return "env LD_LIBRARY_PATH=" + b + "/simgpu/lib LD_PRELOAD=" + b + "/lib/libttrace.so TTRACE_DIR=" + dir +
+         "/local TTRACE_JOB=cj TTRACE_FLUSH_MS=50 TTRACE_COLLECTOR=unix:" + dir + "/c.sock " + b +
+         "/bin/simrun -n 2 -- " + b + "/bin/tp_mlp --tp 2 --steps " + std::to_string(steps) + " --rdzv " + dir +
+         "/rdzv";
+}
+
+// GEMM and collective seqs of each rank's stream in `dir` (complete frames).
+std::map<int, std::set<uint64_t>> Ops(const std::string& dir) {
+  std::map<int, std::set<uint64_t>> out;
+  analyzer::LoadOptions lo;
+  lo.allow_truncated = true;
+  auto set = analyzer::LoadTraceDir(dir, lo);
+  if (!set.ok()) return out;
+  for (const auto& t : set->ranks) {
+    std::set<uint64_t>& seqs = out[t.rank()];  // also a rank whose stream here holds tensors only
+    for (const auto& op : t.ops) seqs.insert(op.seq);
+  }
+  return out;
+}
+
+TEST(CollectorE2e, RanksStreamToTheCollectorAndItsStoreChecksClean) {
+  const std::string dir = TempDir() + "/collector_clean";
+  const int port = 20000 + getpid() % 20000;
+  ASSERT_TRUE(StartCollector(dir, "--metrics-port " + std::to_string(port))) << Log(dir);
+  std::string out;
+  ASSERT_EQ(Shell(Job(dir, 2), &out), 0) << out;
+  EXPECT_EQ(out.find("ttrace["), std::string::npos) << "the shim has nothing to say: " << out;
+  EXPECT_EQ(Shell(Bin("ttrace") + " check " + dir + "/store/cj", &out), 0) << out;
+  EXPECT_NE(out.find("verdict:     CLEAN"), std::string::npos) << out;
+  EXPECT_NE(Shell("ls " + dir + "/local/*.ttr", &out), 0) << "nothing written locally: " << out;
+  EXPECT_EQ(Shell(Bin("ttrace") + " dump " + dir + "/store/cj --manifest", &out), 0) << out;
+  EXPECT_NE(out.find("rank-0.ttr closed rank=0 world=2"), std::string::npos) << out;
+  EXPECT_NE(out.find("writer=collector"), std::string::npos) << out;
+  EXPECT_EQ(Shell("bash -c \"exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) +
+                      " && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3\"",
+                  &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("ttrace_collector_streams_closed_total{state=\"closed\"} 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("ttrace_collector_connections_total 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("ttrace_collector_frames_lost_total{reason=\"malformed stream\"} 0"), std::string::npos) << out;
+  EXPECT_EQ(Shell("kill -TERM $(cat " + dir + "/collector.pid); for i in $(seq 100); do kill -0 $(cat " + dir +
+                      "/collector.pid) 2>/dev/null || exit 0; sleep 0.05; done; exit 1",
+                  &out),
+            0);
+  EXPECT_NE(Log(dir).find("ttrace-collector: stopped"), std::string::npos) << Log(dir);
+}
+
+TEST(CollectorE2e, KilledCollectorTheJobFinishesAndEveryOpIsSomewhere) {
+  const std::string dir = TempDir() + "/collector_kill9";
+  ASSERT_TRUE(StartCollector(dir, "")) << Log(dir);
+  std::string out;
+  // Kill it once rank 0's stream has a few frames in the collector's store.
+  const int rc = Shell(Job(dir, 300) + " & J=$!; for i in $(seq 400); do [ $(stat -c %s " + dir +
+                           "/store/cj/rank-0.ttr 2>/dev/null || echo 0) -gt 100000 ] && break; sleep 0.02; done; "
+                           "kill -KILL $(cat " + dir + "/collector.pid); wait $J",
+                       &out);
+  EXPECT_EQ(rc, 0) << "the job is unaffected: " << out;
+  size_t said = 0;
+  for (size_t at = out.find("collector unix:"); at != std::string::npos; at = out.find("collector unix:", at + 1)) ++said;
+  EXPECT_EQ(said, 2u) << "each rank says it once: " << out;
+  EXPECT_NE(out.find("writing the stream to " + dir + "/local/rank-"), std::string::npos) << out;
+  const auto collected = Ops(dir + "/store/cj");
+  const auto local = Ops(dir + "/local");
+  ASSERT_EQ(local.size(), 2u) << out;
+  EXPECT_EQ(Shell(Bin("ttrace") + " dump " + dir + "/local --manifest", &out), 0) << out;
+  EXPECT_NE(out.find("failover"), std::string::npos) << out;
+  analyzer::LoadOptions lo;
+  lo.allow_truncated = true;
+  auto set = analyzer::LoadTraceDir(dir + "/local", lo);
+  ASSERT_TRUE(set.ok()) << set.status();
+  for (const auto& t : set->ranks) {
+    ASSERT_TRUE(t.ended) << "rank " << t.rank() << ": the local stream ends with the end record";
+    EXPECT_TRUE(t.header.flags & format::kFileFailover);
+    std::set<uint64_t> all = local.at(t.rank());
+    if (collected.count(t.rank())) all.insert(collected.at(t.rank()).begin(), collected.at(t.rank()).end());
+    EXPECT_EQ(all.size(), t.end.ops) << "rank " << t.rank() << ": every op in one store or the other";
+  }
+  EXPECT_FALSE(collected.empty()) << "the collector had the start";
+}
+
+TEST(CollectorE2e, FullDiskAtTheCollectorCutsTheStreamAndTheRanksFallBack) {
+  const std::string dir = TempDir() + "/collector_full";
+  // 192 KiB per file: the index and manifest fit, each rank's stream does not.
+  ASSERT_TRUE(StartCollector(dir, "", "bash -c \"trap '' XFSZ; ulimit -f 192; exec")) << Log(dir);
+  std::string out;
+  ASSERT_EQ(Shell(Job(dir, 8), &out), 0) << out;
+  EXPECT_NE(out.find("writing the stream to " + dir + "/local/rank-"), std::string::npos) << out;
+  Shell("kill -TERM $(cat " + dir + "/collector.pid)", &out);
+  EXPECT_NE(Log(dir).find("write failed (disk full or I/O error)"), std::string::npos) << Log(dir);
+  EXPECT_EQ(Shell(Bin("ttrace") + " dump " + dir + "/store/cj --manifest", &out), 0) << out;
+  EXPECT_NE(out.find(" cut "), std::string::npos) << out;
+  EXPECT_NE(out.find("lost=\"write failed (disk full or I/O error)\""), std::string::npos) << out;
+  const auto collected = Ops(dir + "/store/cj");
+  const auto local = Ops(dir + "/local");
+  ASSERT_EQ(local.size(), 2u);
+  for (const auto& [rank, ops] : local) {
+    std::set<uint64_t> all = ops;
+    if (collected.count(rank)) all.insert(collected.at(rank).begin(), collected.at(rank).end());
+    EXPECT_EQ(*all.rbegin() + 1, all.size()) << "rank " << rank << ": no op missing";
+  }
+}
+
+}  // namespace
+}  // namespace ttrace::e2e
