@@ -18,7 +18,8 @@ using format::DType;
 using format::TensorSlot;
 
 bool IsPerEntryBatched(const Op& op) {
-  return op.kind == OpKind::kGemm && op.gemm.batch_count > 1 && op.gemm.stride_a != 0;
+  return op.kind == OpKind::kGemm && op.gemm.batch_count > 1 &&
+         (op.gemm.stride_a != 0 || (op.gemm.flags & format::kPointerArrays));
 }
 
 namespace {

@@ -34,7 +34,10 @@ std::string GemmLine(const format::GemmRecord& g) {
   return absl::StrCat(
       "seq=", g.seq, " ", format::ApiName(g.api), " status=", g.status, " m=", g.m, " n=", g.n, " k=", g.k,
       " op=", op(g.transa), op(g.transb), " lda=", g.lda, " ldb=", g.ldb, " ldc=", g.ldc, " batch=", g.batch_count,
-      " strides=", g.stride_a, ",", g.stride_b, ",", g.stride_c, " types=", CudaTypeName(g.a_type), ",",
+      (g.flags & format::kPointerArrays)
+          ? absl::StrCat(" arrays=0x", absl::Hex(g.a_ptr), ",0x", absl::Hex(g.b_ptr), ",0x", absl::Hex(g.c_ptr))
+          : absl::StrCat(" strides=", g.stride_a, ",", g.stride_b, ",", g.stride_c),
+      " types=", CudaTypeName(g.a_type), ",",
       CudaTypeName(g.b_type), ",", CudaTypeName(g.c_type), " compute=", g.compute_type, " math=", g.math_mode,
       (g.flags & format::kScalarsUnknown) ? std::string(" alpha=? beta=?")
                                           : absl::StrCat(" alpha=", FormatNumber(g.alpha), " beta=",

@@ -61,7 +61,7 @@ std::string UnitName(double u) {
   return absl::StrCat(u);
 }
 
-// The compute type of a typed legacy entry point (S/D/H gemm, plain or strided batched), which the handle's math
+// The compute type of a typed legacy entry point (S/D/H gemm, plain, strided or pointer-array batched), which the handle's math
 // mode selects as cuBLAS documents: CUBLAS_PEDANTIC_MATH makes it the _PEDANTIC one. -1 for the Ex entry points,
 // which pass theirs.
 int TypedComputeType(uint16_t api, bool pedantic) {
@@ -69,12 +69,15 @@ int TypedComputeType(uint16_t api, bool pedantic) {
   switch (static_cast<ApiId>(api)) {
     case ApiId::kCublasSgemm: case ApiId::kCublasSgemm64:
     case ApiId::kCublasSgemmStridedBatched: case ApiId::kCublasSgemmStridedBatched64:
+    case ApiId::kCublasSgemmBatched: case ApiId::kCublasSgemmBatched64:
       return pedantic ? 69 : 68;
     case ApiId::kCublasDgemm: case ApiId::kCublasDgemm64:
     case ApiId::kCublasDgemmStridedBatched: case ApiId::kCublasDgemmStridedBatched64:
+    case ApiId::kCublasDgemmBatched: case ApiId::kCublasDgemmBatched64:
       return pedantic ? 71 : 70;
     case ApiId::kCublasHgemm: case ApiId::kCublasHgemm64:
     case ApiId::kCublasHgemmStridedBatched: case ApiId::kCublasHgemmStridedBatched64:
+    case ApiId::kCublasHgemmBatched: case ApiId::kCublasHgemmBatched64:
       return pedantic ? 65 : 64;
     default:
       return -1;

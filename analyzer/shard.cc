@@ -42,7 +42,7 @@ std::vector<double> OpFolded(const std::vector<double>& x, int64_t rows, int64_t
 
 GemmShape LogicalShape(const format::GemmRecord& g) {
   GemmShape s{g.m, g.n, g.k, std::max<int64_t>(g.batch_count, 1)};
-  if (s.batch > 1 && g.stride_a == 0) {
+  if (s.batch > 1 && g.stride_a == 0 && !(g.flags & format::kPointerArrays)) {
     s.n *= s.batch;
     s.batch = 1;
   }
@@ -66,7 +66,7 @@ absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op) {
   if (a == nullptr || b == nullptr || c == nullptr || (L.beta != 0 && c0 == nullptr))
     return absl::FailedPreconditionError(op.MissingTensorsReason());
   const int64_t batch = std::max<int64_t>(g.batch_count, 1);
-  if (batch > 1 && a->meta.batch != 1 && g.stride_a != 0)
+  if (batch > 1 && a->meta.batch != 1 && (g.stride_a != 0 || (g.flags & format::kPointerArrays)))
     return absl::FailedPreconditionError("batched GEMM with per-batch A");
   const bool ta = g.transa != 0, tb = g.transb != 0;
   if (a->meta.rows != (ta ? g.k : g.m) || a->meta.cols != (ta ? g.m : g.k) || b->meta.rows != (tb ? g.n : g.k) ||

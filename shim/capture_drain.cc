@@ -189,6 +189,15 @@ void CaptureEngine::WriteTensor(const TensorItem& item) {
   if (sink_failed_) return;
   // Staged data that is already dense (ld == rows, batches back to back) is written straight from the ring.
   const char* staged = item.owned ? item.owned->data() : ring_base_ + item.offset;
+  if (item.array_words > 0) {
+    const size_t array_bytes = item.array_words * sizeof(void*);
+    if (memcmp(staged, staged + array_bytes, array_bytes) != 0) {
+      Drop(item.seq, format::DropReason::kOther,
+           "the pointer array changed between the call and the op's turn on its stream: batches not captured");
+      return;
+    }
+    staged += 2 * array_bytes;
+  }
   const size_t bytes = item.plan.packed_bytes;
   const char* payload = staged;
   // Floating-point elements are float-coded (PayloadKind::kFloatCoded, TTRACE_CODEC); other elements wider than a

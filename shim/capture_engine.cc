@@ -98,6 +98,46 @@ bool CaptureEngine::EnsureRing() {
   return true;
 }
 
+bool CaptureEngine::ReadablePointerArray(const void* const* array, uint64_t count, const void** host,
+                                         CUdeviceptr* device, std::string* why) {
+  auto get = driver_->PointerGetAttribute;
+  const CUdeviceptr at = reinterpret_cast<CUdeviceptr>(array);
+  if (get == nullptr) {
+    *why = "the driver has no cuPointerGetAttribute to locate a pointer array";
+    return false;
+  }
+  unsigned int type = 0;
+  if (get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, at) != CUDA_SUCCESS) {
+    *why = "pointer array in memory the driver does not know (pageable host memory?): not read";
+    return false;
+  }
+  if (type != CU_MEMORYTYPE_HOST) {
+    *why = "pointer array in device memory: its per-batch operands cannot be located without a host sync";
+    return false;
+  }
+  int managed = 0;
+  if (get(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, at) == CUDA_SUCCESS && managed != 0) {
+    *why = "pointer array in managed memory: not read by the host while the device may use it";
+    return false;
+  }
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  void* host_view = nullptr;
+  if (get(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, at) != CUDA_SUCCESS ||
+      get(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, at) != CUDA_SUCCESS || at < start ||
+      count > (size - (at - start)) / sizeof(void*) ||
+      get(&host_view, CU_POINTER_ATTRIBUTE_HOST_POINTER, at) != CUDA_SUCCESS || host_view == nullptr) {
+    *why = "pointer array not inside one host allocation the driver knows: not read";
+    return false;
+  }
+  CUdeviceptr device_view = 0;
+  if (get(&device_view, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, at) != CUDA_SUCCESS || device_view == 0)
+    device_view = at;  // the address the vendor was given, which its kernels read
+  *host = host_view;
+  *device = device_view;
+  return true;
+}
+
 CUstreamCaptureStatus CaptureEngine::StreamCapture(CUstream stream) {
   if (driver_->StreamIsCapturing == nullptr) return CU_STREAM_CAPTURE_STATUS_NONE;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -159,11 +199,13 @@ class StreamContext {
 }  // namespace
 
 CUresult CaptureEngine::EnqueueCopies(const TensorSpec& spec, const StagingPlan& plan, char* staging, CUstream stream,
-                                      uint64_t* queued) {
+                                      uint64_t* queued, const void* const* batch_sources) {
   CUresult e = CUDA_SUCCESS;
   const char* src = static_cast<const char*>(spec.ptr);
   for (uint64_t c = 0; c < plan.copies && e == CUDA_SUCCESS; ++c) {
-    const char* from = src + static_cast<int64_t>(c) * plan.copy_src_stride * plan.elem_bytes;
+    const char* from = batch_sources != nullptr
+                           ? static_cast<const char*>(batch_sources[c])
+                           : src + static_cast<int64_t>(c) * plan.copy_src_stride * plan.elem_bytes;
     char* to = staging + c * plan.copy_bytes;
     if (plan.pitched) {
       CUDA_MEMCPY2D copy;
@@ -198,14 +240,22 @@ void CaptureEngine::CaptureTensor(uint64_t seq, CUstream stream, const TensorSpe
          std::to_string(plan.packed_bytes) + " bytes exceed the largest record of the trace format");
     return;
   }
-  if (!ring_.CanEverFit(plan.staging_bytes)) {
-    Drop(seq, format::DropReason::kTooLarge, std::to_string(plan.staging_bytes) + " bytes exceed the ring (TTRACE_BUFFER_MB)");
+  // batch <= packed_bytes, bounded above: no overflow.
+  const bool arrays = spec.ptr_array != nullptr;
+  const uint64_t array_bytes = arrays ? static_cast<uint64_t>(spec.batch) * sizeof(void*) : 0;
+  const uint64_t ring_bytes = plan.staging_bytes + 2 * array_bytes;
+  if (!ring_.CanEverFit(ring_bytes)) {
+    Drop(seq, format::DropReason::kTooLarge, std::to_string(ring_bytes) + " bytes exceed the ring (TTRACE_BUFFER_MB)");
     return;
   }
   const RelaxedCaptureMode relaxed(driver_);
   const CUstreamCaptureStatus capture = StreamCapture(stream);
   const StreamContext context(driver_, stream);
   const bool collective = spec.slot == format::TensorSlot::kSend || spec.slot == format::TensorSlot::kRecv;
+  if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && arrays) {
+    Drop(seq, format::DropReason::kGraphCapture, "pointer-array operands in CUDA graphs are not snapshotted");
+    return;
+  }
   if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && !collective) {
     CaptureInGraph(seq, stream, spec, plan);
     return;
@@ -219,6 +269,15 @@ void CaptureEngine::CaptureTensor(uint64_t seq, CUstream stream, const TensorSpe
     Drop(seq, format::DropReason::kGraphCapture, "the stream's CUDA graph capture is invalidated");
     return;
   }
+  const void* host_array = nullptr;
+  CUdeviceptr device_array = 0;
+  if (arrays) {
+    std::string why;
+    if (!ReadablePointerArray(spec.ptr_array, static_cast<uint64_t>(spec.batch), &host_array, &device_array, &why)) {
+      Drop(seq, format::DropReason::kOther, why);
+      return;
+    }
+  }
   if (!EnsureRing()) return;
 
   TensorItem* item = nullptr;
@@ -227,9 +286,9 @@ void CaptureEngine::CaptureTensor(uint64_t seq, CUstream stream, const TensorSpe
     std::unique_lock<std::mutex> lock(mu_);
     const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(config_.ring_wait_ms);
     bool got = false;
-    while (!stop_ && !(got = ring_.Allocate(plan.staging_bytes, &offset))) {
+    while (!stop_ && !(got = ring_.Allocate(ring_bytes, &offset))) {
       if (space_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-        got = !stop_ && ring_.Allocate(plan.staging_bytes, &offset);
+        got = !stop_ && ring_.Allocate(ring_bytes, &offset);
         break;
       }
     }
@@ -245,11 +304,23 @@ void CaptureEngine::CaptureTensor(uint64_t seq, CUstream stream, const TensorSpe
     item->spec = spec;
     item->plan = plan;
     item->offset = offset;
+    item->array_words = arrays ? static_cast<uint64_t>(spec.batch) : 0;
     ++tensors_pushed_;
   }
 
   uint64_t queued = 0;
-  CUresult e = EnqueueCopies(spec, plan, ring_base_ + offset, stream, &queued);
+  CUresult e = CUDA_SUCCESS;
+  char* space = ring_base_ + offset;
+  if (arrays) {
+    // The array as the stream reads it at this point (the vendor reads it later still, in stream order), and as
+    // the host reads it now: the batches are copied from these addresses. ByteRing offsets are 256-aligned.
+    e = driver_->MemcpyDtoHAsync(space, device_array, array_bytes, stream);
+    if (e == CUDA_SUCCESS) ++queued;
+    memcpy(space + array_bytes, host_array, array_bytes);
+  }
+  if (e == CUDA_SUCCESS)
+    e = EnqueueCopies(spec, plan, space + 2 * array_bytes, stream, &queued,
+                      arrays ? reinterpret_cast<const void* const*>(space + array_bytes) : nullptr);
   // The event marks the end of every queued copy, also when a later copy failed: the drain hands the ring space
   // back only after it, since a queued copy may still be writing there.
   CUevent event = nullptr;
@@ -258,7 +329,7 @@ void CaptureEngine::CaptureTensor(uint64_t seq, CUstream stream, const TensorSpe
     event = AcquireEvent(context.ctx());
     const CUresult r = event == nullptr ? CUDA_ERROR_UNKNOWN : driver_->EventRecord(event, stream);
     if (e == CUDA_SUCCESS) e = r;
-    unfenced = r != CUDA_SUCCESS && queued < plan.copies;
+    unfenced = r != CUDA_SUCCESS && queued < plan.copies + (arrays ? 1 : 0);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

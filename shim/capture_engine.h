@@ -18,6 +18,13 @@
 // (tensor_pack.h) and writes a TensorRecord. Tensor records follow their op's record in no fixed order: readers
 // join by seq. At exit the wait is bounded by exit_wait_ms: a copy the device has not finished by then (a stream
 // still busy, or hung, as a collective whose peer died is) loses its payload with a notice, and the process exits.
+// Pointer arrays (cublas?gemmBatched: TensorSpec.ptr_array). Batch b's matrix is wherever the array's b-th address
+// points when the stream runs the op, which the host cannot know without a sync when the array is in device memory:
+// such a tensor is dropped with the reason. An array in host memory the driver knows (pinned or registered, not
+// managed) is read at the call, and each batch copied from the address read, as above; the array itself is copied
+// on the stream too, just before those copies, and the drain writes the tensor only when that copy (what the vendor
+// read) equals what the call read: an array the stream changes after the call (a copy into it still queued) drops
+// the tensor instead of writing the wrong batches. Not captured inside CUDA graphs (dropped, kGraphCapture).
 // CUDA graphs (capture_graph.cc). A call made while its stream captures a graph does not run: its record is the
 // template of a graph node (a kGraphCaptured notice says so). Its operands are copied, inside the graph, into
 // pinned staging owned by that node, followed by a host node; at each launch the host node hands the staged data
@@ -156,13 +163,22 @@ class CaptureEngine {
     CUcontext ctx = nullptr;  // the event's context (pooled per context); nullptr: unknown, destroyed after use
     CopyState state = CopyState::kCopying;
     std::shared_ptr<std::vector<char>> owned;  // graph launches: the staged bytes, outside the ring
+    // Pointer arrays: the item's ring space holds the array as the stream read it, then as the call read it
+    // (array_words addresses each), then the staging.
+    uint64_t array_words = 0;
   };
 
   bool EnsureRing();
   // The device-to-host copies of `spec` into `staging` on `stream` (plan.copies of them, or pitched); *queued
-  // counts those enqueued. The first failure's status, else CUDA_SUCCESS.
+  // counts those enqueued. Copy c reads from batch_sources[c] when given (pointer arrays), else from spec.ptr plus c
+  // source strides. The first failure's status, else CUDA_SUCCESS.
   CUresult EnqueueCopies(const TensorSpec& spec, const StagingPlan& plan, char* staging, CUstream stream,
-                         uint64_t* queued);
+                         uint64_t* queued, const void* const* batch_sources = nullptr);
+  // Where the program's array of `count` device addresses can be read by the host now (*host) and by a copy on the
+  // device (*device): host memory the driver knows, not managed, the whole array inside one allocation. False, with
+  // the reason, otherwise. Needs the stream's context current.
+  bool ReadablePointerArray(const void* const* array, uint64_t count, const void** host, CUdeviceptr* device,
+                            std::string* why);
   // capture_graph.cc
   void CaptureInGraph(uint64_t seq, CUstream stream, const TensorSpec& spec, const StagingPlan& plan);
   void NoteGraphRecord(uint64_t seq, format::RecordType type, const std::string& body);  // with mu_ held
@@ -222,6 +238,7 @@ class CaptureEngine {
   std::vector<std::shared_ptr<RecordBuffer>> owned_buffers_;  // under buffers_mu_
   std::atomic<RecordBuffer*> buffers_[kMaxBuffers] = {};
   std::atomic<size_t> buffer_count_{0};
+  uint64_t seen_reorders_[kMaxBuffers] = {};  // the drain's: RecordBuffer::reorders() when it last took a ring
   std::atomic<bool> has_graph_ops_{false};
   int record_waiters_ = 0;              // under mu_: threads in WaitForRoom
   std::thread::id drain_id_;            // set before the drain runs

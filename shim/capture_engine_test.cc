@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -362,6 +363,112 @@ TEST_F(CaptureEngineTest, ThinSliceOfAWideMatrixIsCapturedWithPitchedCopies) {
   EXPECT_TRUE(tensors[0].payload == want);
 }
 
+// ---- pointer arrays: a fake cuPointerGetAttribute over a table of allocations --------------------------------
+struct FakeAllocation {
+  const void* start;
+  size_t bytes;
+  unsigned type;         // CUmemorytype
+  int managed;
+  const void* host_view;  // what HOST_POINTER answers for `start` (offsets carry over)
+};
+std::vector<FakeAllocation> g_allocations;
+CUresult FakePointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  const char* p = static_cast<const char*>(Ptr(ptr));
+  for (const FakeAllocation& a : g_allocations) {
+    const char* s = static_cast<const char*>(a.start);
+    if (p < s || p >= s + a.bytes) continue;
+    switch (attribute) {
+      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(data) = a.type; return CUDA_SUCCESS;
+      case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int*>(data) = a.managed; return CUDA_SUCCESS;
+      case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *static_cast<CUdeviceptr*>(data) = reinterpret_cast<CUdeviceptr>(s); return CUDA_SUCCESS;
+      case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *static_cast<size_t*>(data) = a.bytes; return CUDA_SUCCESS;
+      case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        *static_cast<const void**>(data) = static_cast<const char*>(a.host_view) + (p - s);
+        return CUDA_SUCCESS;
+      default: return CUDA_ERROR_NOT_SUPPORTED;
+    }
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+// Batch b of a 3 x 2 (ld 4) FP32 matrix at `batches[b]`, as a pointer-array operand.
+TensorSpec ArrayMatrix(const void* const* array, int64_t batch, int64_t rows = 3, int64_t cols = 2, int64_t ld = 4) {
+  TensorSpec t;
+  t.slot = format::TensorSlot::kA;
+  t.dtype = format::DType::kF32;
+  t.rows = rows;
+  t.cols = cols;
+  t.ld = ld;
+  t.batch = batch;
+  t.ptr_array = array;
+  return t;
+}
+
+// Pointer-array operands: captured batch by batch from an array in host memory the driver knows (dense, also with
+// pitched copies of thin slices); every other array drops the payload with its reason, without reading it; an array
+// whose content the stream sees differently from the host at the call drops it too.
+TEST_F(CaptureEngineTest, PointerArraysAreReadOnlyFromHostMemoryTheDriverKnows) {
+  DriverApi driver = kFakeDriver;
+  driver.PointerGetAttribute = FakePointerGetAttribute;
+  auto engine = Make(Full(), &driver);
+  std::vector<std::vector<float>> mats(3, std::vector<float>(4 * 40));
+  for (size_t m = 0; m < mats.size(); ++m)
+    for (size_t i = 0; i < mats[m].size(); ++i) mats[m][i] = static_cast<float>(100 * m + i);
+  const void* good[3] = {mats[2].data(), mats[0].data(), mats[1].data()};
+  const void* other[3] = {mats[0].data(), mats[0].data(), mats[0].data()};
+  const void* device[3] = {good[0], good[1], good[2]};
+  const void* managed[3] = {good[0], good[1], good[2]};
+  const void* unknown[3] = {good[0], good[1], good[2]};
+  const void* stale[3] = {good[0], good[1], good[2]};
+  g_allocations = {{good, sizeof good, CU_MEMORYTYPE_HOST, 0, good},
+                   {device, sizeof device, CU_MEMORYTYPE_DEVICE, 0, device},
+                   {managed, sizeof managed, CU_MEMORYTYPE_HOST, 1, managed},
+                   {stale, sizeof stale, CU_MEMORYTYPE_HOST, 0, other}};  // the host reads `other`
+  engine->CaptureTensor(0, nullptr, ArrayMatrix(good, 3));
+  engine->CaptureTensor(1, nullptr, ArrayMatrix(good, 3, 2, 3, 40));  // thin: pitched copies
+  engine->CaptureTensor(2, nullptr, ArrayMatrix(good, 4));            // one address past the allocation
+  engine->CaptureTensor(3, nullptr, ArrayMatrix(device, 3));
+  engine->CaptureTensor(4, nullptr, ArrayMatrix(managed, 3));
+  engine->CaptureTensor(5, nullptr, ArrayMatrix(unknown, 3));
+  engine->CaptureTensor(6, nullptr, ArrayMatrix(stale, 3));
+  DriverApi blind = driver;
+  blind.PointerGetAttribute = nullptr;
+  engine->Shutdown();
+  g_allocations.clear();
+
+  std::vector<Read> all = ReadAll(path_);
+  std::vector<Read> tensors = OfType(all, RecordType::kTensor);
+  ASSERT_EQ(tensors.size(), 2u);
+  for (int pitched = 0; pitched < 2; ++pitched) {
+    const int64_t rows = pitched ? 2 : 3, cols = pitched ? 3 : 2, ld = pitched ? 40 : 4;
+    const auto t = tensors[pitched].As<format::TensorRecord>();
+    EXPECT_EQ(t.seq, static_cast<uint64_t>(pitched));
+    EXPECT_EQ(t.batch, 3);
+    std::string want;
+    for (const void* b : good)
+      for (int64_t j = 0; j < cols; ++j)
+        want.append(static_cast<const char*>(b) + j * ld * sizeof(float), rows * sizeof(float));
+    EXPECT_TRUE(tensors[pitched].payload == want) << "seq " << pitched;
+  }
+  std::map<uint64_t, std::string> why;
+  for (const Read& n : OfType(all, RecordType::kNotice)) why[n.As<format::NoticeRecord>().seq] = n.payload;
+  ASSERT_EQ(why.size(), 5u);
+  EXPECT_NE(why[2].find("not inside one host allocation"), std::string::npos) << why[2];
+  EXPECT_NE(why[3].find("device memory"), std::string::npos) << why[3];
+  EXPECT_NE(why[4].find("managed memory"), std::string::npos) << why[4];
+  EXPECT_NE(why[5].find("does not know"), std::string::npos) << why[5];
+  EXPECT_NE(why[6].find("pointer array changed"), std::string::npos) << why[6];
+
+  // A driver that cannot answer where an array lives: nothing is read.
+  unlink(path_.c_str());
+  auto engine2 = Make(Full(), &blind);
+  engine2->CaptureTensor(0, nullptr, ArrayMatrix(good, 3));
+  engine2->Shutdown();
+  std::vector<Read> notices = OfType(ReadAll(path_), RecordType::kNotice);
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_NE(notices[0].payload.find("cuPointerGetAttribute"), std::string::npos);
+}
+
 // A call that never returns (a hung vendor call) holds back the records after it only up to max_waiting_records:
 // then its record is given up with a notice naming its op and the others are written, in order.
 TEST_F(CaptureEngineTest, AHungCallHoldsBackABoundedNumberOfRecords) {
@@ -494,6 +601,25 @@ TEST_F(CaptureEngineTest, FlushAndWaitMakesRecordsReadableWhileRunning) {
   std::vector<Read> all = ReadAll(path_);
   EXPECT_EQ(OfType(all, RecordType::kGemm).size(), 1u);
   EXPECT_EQ(OfType(all, RecordType::kTensor).size(), 1u);
+  engine->Shutdown();
+}
+
+// A payload dropped inside an op pushes its notice before the op's record, out of ticket order in the thread's
+// ring: a flush right after must not wait for more records to arrive behind them (ncclCommDestroy flushes so).
+TEST_F(CaptureEngineTest, NoticeInsideAnOpDoesNotHoldBackAFlush) {
+  EngineConfig c = Full();
+  c.flush_ms = 60000;  // no tick during the test: only the flush request writes
+  auto engine = Make(c);
+  const CaptureEngine::Slot s = engine->Reserve(true);
+  engine->Drop(s.seq, "a test drop");
+  engine->Publish(s, RecordType::kGemm, Gemm(s.seq, 1));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(engine->FlushAndWait(5000));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1000));
+  std::vector<Read> all = ReadAll(path_);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].type, RecordType::kGemm);
+  EXPECT_EQ(all[1].type, RecordType::kNotice);
   engine->Shutdown();
 }
 

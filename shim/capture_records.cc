@@ -145,6 +145,8 @@ size_t CaptureEngine::WriteReady() {
 // ring is in ticket order but for the rare notice pushed inside an op); records that wait for an earlier ticket
 // stay in their ring, unless `all` or their ring holds kRecordsPerWake of them: then they move to records_, so
 // that a call running long on one thread neither fills another thread's ring nor makes each of its calls wake us.
+// A ring that was pushed out of ticket order since we last took it moves too: the ticket due may be behind its
+// front (an op's record behind the notices it pushed), and would otherwise wait for kRecordsPerWake more records.
 size_t CaptureEngine::MergeBuffers(bool all) {
   struct WakeWaiters {  // threads waiting for room in their buffer (WaitForRoom)
     CaptureEngine* engine;
@@ -174,7 +176,9 @@ size_t CaptureEngine::MergeBuffers(bool all) {
   for (size_t i = 0; i < n; ++i) {
     RecordBuffer* b = buffers_[i].load(std::memory_order_acquire);
     std::lock_guard<std::mutex> consumer(b->consumer_mu());
-    if (!all && b->size() < kRecordsPerWake) continue;
+    const uint64_t reorders = b->reorders();
+    if (!all && b->size() < kRecordsPerWake && reorders == seen_reorders_[i]) continue;
+    seen_reorders_[i] = reorders;
     while (b->Front(&h, &body, &payload)) {
       records_.Put(h.ticket, QueuedRecord{static_cast<format::RecordType>(h.type), std::string(body, h.body_bytes),
                                           std::string(payload, h.payload_bytes)});

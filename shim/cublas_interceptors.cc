@@ -5,7 +5,9 @@
 // and beta read on the host in host pointer mode, handle, stream, pointers, status); in full mode A, B (and C when
 // beta may be non-zero) as they are before the call and C after it, all copied on the handle's own stream.
 // Operands are captured only for calls whose arguments pass cuBLAS's documented checks: the vendor rejects the
-// others, and the record alone says what was asked.
+// others, and the record alone says what was asked. Pointer-array GEMMs (cublas?gemmBatched, cublasGemmBatchedEx)
+// record the arrays' addresses (kPointerArrays) and capture each operand batch by batch where the engine can locate
+// them without a host sync (capture_engine.h, "Pointer arrays"); complex types are recorded, never captured.
 #include <cublas_api.h>
 
 #include <algorithm>
@@ -99,6 +101,10 @@ struct GemmCall {
   const void* beta;
   Scalar scalar;
   bool device_scalars = false;  // CUBLAS_POINTER_MODE_DEVICE: alpha and beta are device pointers
+  // Pointer-array GEMMs: the program's arrays of per-batch addresses (rec.a_ptr etc. hold the same values).
+  const void* const* a_array = nullptr;
+  const void* const* b_array = nullptr;
+  const void* const* c_array = nullptr;
 };
 
 GemmCall NewGemm(int version, format::ApiId api, cublasHandle_t handle, cublasOperation_t transa,
@@ -174,10 +180,12 @@ bool ValidArguments(const format::GemmRecord& r) {
          r.ldc >= std::max<int64_t>(1, r.m);
 }
 
-TensorSpec Operand(const format::GemmRecord& r, TensorSlot slot) {
+TensorSpec Operand(const GemmCall& c, TensorSlot slot) {
+  const format::GemmRecord& r = c.rec;
   TensorSpec t;
   t.slot = slot;
   t.batch = r.batch_count;
+  t.ptr_array = slot == TensorSlot::kA ? c.a_array : slot == TensorSlot::kB ? c.b_array : c.c_array;
   switch (slot) {
     case TensorSlot::kA:
       t.dtype = DTypeFromCuda(r.a_type);
@@ -207,8 +215,10 @@ TensorSpec Operand(const format::GemmRecord& r, TensorSlot slot) {
   return t;
 }
 
-void Capture(CaptureEngine* engine, const format::GemmRecord& r, cudaStream_t stream, TensorSlot slot) {
-  const TensorSpec t = Operand(r, slot);
+void Capture(CaptureEngine* engine, const GemmCall& c, cudaStream_t stream, TensorSlot slot) {
+  const format::GemmRecord& r = c.rec;
+  TensorSpec t = Operand(c, slot);
+  if (t.ptr_array != nullptr) t.ptr = nullptr;  // a_ptr .. c_ptr are the arrays' addresses
   if (t.dtype == format::DType::kInvalid) {
     engine->Drop(r.seq, "operand type " + std::to_string(slot == TensorSlot::kA   ? r.a_type
                                                          : slot == TensorSlot::kB ? r.b_type
@@ -224,6 +234,15 @@ void SetBatches(GemmCall* c, int64_t batch_count, int64_t stride_a, int64_t stri
   c->rec.stride_a = stride_a;
   c->rec.stride_b = stride_b;
   c->rec.stride_c = stride_c;
+}
+
+void SetPointerArrays(GemmCall* c, int64_t batch_count, const void* const* a, const void* const* b,
+                      const void* const* cc) {
+  c->rec.batch_count = batch_count;
+  c->rec.flags |= format::kPointerArrays;
+  c->a_array = a;
+  c->b_array = b;
+  c->c_array = cc;
 }
 
 // Snapshots a device-resident alpha or beta (one element of the scalar type) on the call's stream, just before
@@ -256,12 +275,12 @@ cublasStatus_t TraceGemm(GemmCall* c, const Real& real) {
       CaptureScalar(engine, *c, stream, TensorSlot::kAlpha);
       CaptureScalar(engine, *c, stream, TensorSlot::kBeta);
     }
-    Capture(engine, r, stream, TensorSlot::kA);
-    Capture(engine, r, stream, TensorSlot::kB);
-    if ((r.flags & format::kScalarsUnknown) || r.beta != 0) Capture(engine, r, stream, TensorSlot::kCIn);
+    Capture(engine, *c, stream, TensorSlot::kA);
+    Capture(engine, *c, stream, TensorSlot::kB);
+    if ((r.flags & format::kScalarsUnknown) || r.beta != 0) Capture(engine, *c, stream, TensorSlot::kCIn);
   }
   const cublasStatus_t status = real();
-  if (capture && status == CUBLAS_STATUS_SUCCESS) Capture(engine, r, stream, TensorSlot::kCOut);
+  if (capture && status == CUBLAS_STATUS_SUCCESS) Capture(engine, *c, stream, TensorSlot::kCOut);
   r.status = status;
   engine->Publish(slot, format::RecordType::kGemm, r);
   return status;
@@ -277,6 +296,7 @@ using ttrace::shim::Scalar;
 using ttrace::shim::ScalarOf;
 using ttrace::shim::SetBatches;
 using ttrace::shim::SetOperands;
+using ttrace::shim::SetPointerArrays;
 using ttrace::shim::TraceGemm;
 
 // The typed entry points: one macro per family, the only differences being the scalar type, the CUDA data type
@@ -371,3 +391,65 @@ TTRACE_GEMM_EX(cublasGemmEx, kCublasGemmEx, int)
 TTRACE_GEMM_EX(cublasGemmEx_64, kCublasGemmEx64, int64_t)
 TTRACE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx, kCublasGemmStridedBatchedEx, int)
 TTRACE_GEMM_STRIDED_EX(cublasGemmStridedBatchedEx_64, kCublasGemmStridedBatchedEx64, int64_t)
+
+// Pointer-array batched GEMMs: the typed ones (complex C and Z included: recorded, operands of no ttrace dtype)
+// and cublasGemmBatchedEx. The record's a_ptr .. c_ptr hold the arrays' addresses.
+#define TTRACE_TYPED_GEMM_BATCHED(name, id, Int, T, cuda_type, compute, scalar)                                  \
+  TTRACE_INTERCEPTOR(cublasStatus_t, name,                                                                     \
+                     (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, Int m, Int n,  \
+                      Int k, const T* alpha, const T* const Aarray[], Int lda, const T* const Barray[], Int ldb, \
+                      const T* beta, T* const Carray[], Int ldc, Int batchCount),                               \
+                     (handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,      \
+                      batchCount)) {                                                                           \
+    GemmCall c = NewGemm(vendor_version, ApiId::id, handle, transa, transb, m, n, k, alpha, beta, scalar);     \
+    SetOperands(&c, Aarray, cuda_type, lda, Barray, cuda_type, ldb, Carray, cuda_type, ldc, compute);          \
+    SetPointerArrays(&c, batchCount, reinterpret_cast<const void* const*>(Aarray),                             \
+                     reinterpret_cast<const void* const*>(Barray), reinterpret_cast<const void* const*>(Carray)); \
+    return TraceGemm(&c, [&] {                                                                                 \
+      return REAL(name)(handle, transa, transb, m, n, k, alpha, Aarray, lda, Barray, ldb, beta, Carray, ldc,   \
+                        batchCount);                                                                           \
+    });                                                                                                        \
+  }
+
+TTRACE_TYPED_GEMM_BATCHED(cublasSgemmBatched, kCublasSgemmBatched, int, float, CUDA_R_32F, CUBLAS_COMPUTE_32F,
+                          Scalar::kF32)
+TTRACE_TYPED_GEMM_BATCHED(cublasSgemmBatched_64, kCublasSgemmBatched64, int64_t, float, CUDA_R_32F,
+                          CUBLAS_COMPUTE_32F, Scalar::kF32)
+TTRACE_TYPED_GEMM_BATCHED(cublasDgemmBatched, kCublasDgemmBatched, int, double, CUDA_R_64F, CUBLAS_COMPUTE_64F,
+                          Scalar::kF64)
+TTRACE_TYPED_GEMM_BATCHED(cublasDgemmBatched_64, kCublasDgemmBatched64, int64_t, double, CUDA_R_64F,
+                          CUBLAS_COMPUTE_64F, Scalar::kF64)
+TTRACE_TYPED_GEMM_BATCHED(cublasHgemmBatched, kCublasHgemmBatched, int, __half, CUDA_R_16F, CUBLAS_COMPUTE_16F,
+                          Scalar::kF16)
+TTRACE_TYPED_GEMM_BATCHED(cublasHgemmBatched_64, kCublasHgemmBatched64, int64_t, __half, CUDA_R_16F,
+                          CUBLAS_COMPUTE_16F, Scalar::kF16)
+TTRACE_TYPED_GEMM_BATCHED(cublasCgemmBatched, kCublasCgemmBatched, int, cuComplex, CUDA_C_32F, CUBLAS_COMPUTE_32F,
+                          Scalar::kF32)
+TTRACE_TYPED_GEMM_BATCHED(cublasCgemmBatched_64, kCublasCgemmBatched64, int64_t, cuComplex, CUDA_C_32F,
+                          CUBLAS_COMPUTE_32F, Scalar::kF32)
+TTRACE_TYPED_GEMM_BATCHED(cublasZgemmBatched, kCublasZgemmBatched, int, cuDoubleComplex, CUDA_C_64F,
+                          CUBLAS_COMPUTE_64F, Scalar::kF64)
+TTRACE_TYPED_GEMM_BATCHED(cublasZgemmBatched_64, kCublasZgemmBatched64, int64_t, cuDoubleComplex, CUDA_C_64F,
+                          CUBLAS_COMPUTE_64F, Scalar::kF64)
+
+#define TTRACE_GEMM_BATCHED_EX(name, id, Int)                                                                  \
+  TTRACE_INTERCEPTOR(cublasStatus_t, name,                                                                     \
+                     (cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, Int m, Int n,  \
+                      Int k, const void* alpha, const void* const Aarray[], cudaDataType Atype, Int lda,        \
+                      const void* const Barray[], cudaDataType Btype, Int ldb, const void* beta,                \
+                      void* const Carray[], cudaDataType Ctype, Int ldc, Int batchCount,                        \
+                      cublasComputeType_t computeType, cublasGemmAlgo_t algo),                                 \
+                     (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta,     \
+                      Carray, Ctype, ldc, batchCount, computeType, algo)) {                                    \
+    GemmCall c = NewGemm(vendor_version, ApiId::id, handle, transa, transb, m, n, k, alpha, beta,              \
+                         ScalarOf(computeType));                                                               \
+    SetOperands(&c, Aarray, Atype, lda, Barray, Btype, ldb, Carray, Ctype, ldc, computeType);                  \
+    SetPointerArrays(&c, batchCount, Aarray, Barray, const_cast<const void* const*>(Carray));                  \
+    return TraceGemm(&c, [&] {                                                                                 \
+      return REAL(name)(handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta,   \
+                        Carray, Ctype, ldc, batchCount, computeType, algo);                                    \
+    });                                                                                                        \
+  }
+
+TTRACE_GEMM_BATCHED_EX(cublasGemmBatchedEx, kCublasGemmBatchedEx, int)
+TTRACE_GEMM_BATCHED_EX(cublasGemmBatchedEx_64, kCublasGemmBatchedEx64, int64_t)

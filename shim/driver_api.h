@@ -30,7 +30,8 @@ namespace ttrace::shim {
 // current while we enqueue on the stream: events must belong to it), messages, the calling thread's capture mode
 // (our calls run relaxed so that they never invalidate a global-mode graph capture the application has open),
 // pitched copies of thin slices of wide matrices (tensor_pack.h; without it the whole region is copied), host
-// nodes in CUDA graphs (without it, ops in graphs lose their payloads).
+// nodes in CUDA graphs (without it, ops in graphs lose their payloads), pointer attributes (where a pointer array
+// of a batched GEMM lives; without it, pointer-array operands are not captured).
 #define TTRACE_DRIVER_FUNCTIONS(X)                                                                   \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2", true)                         \
   X(MemHostAlloc, cuMemHostAlloc, 2020, "cuMemHostAlloc", true)                                      \
@@ -48,7 +49,8 @@ namespace ttrace::shim {
   X(ThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, 10010,                       \
     "cuThreadExchangeStreamCaptureMode", false)                                                      \
   X(Memcpy2DAsync, cuMemcpy2DAsync, 3020, "cuMemcpy2DAsync_v2", false)                               \
-  X(LaunchHostFunc, cuLaunchHostFunc, 10000, "cuLaunchHostFunc", false)
+  X(LaunchHostFunc, cuLaunchHostFunc, 10000, "cuLaunchHostFunc", false)                             \
+  X(PointerGetAttribute, cuPointerGetAttribute, 4000, "cuPointerGetAttribute", false)
 
 struct DriverApi {
 #define TTRACE_DRIVER_MEMBER(member, name, version, exported, required) PFN_##name##_v##version member;

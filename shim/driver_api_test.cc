@@ -69,7 +69,7 @@ TEST(DriverApiTest, AsksEachFunctionForTheAbiItsPointerTypeDeclares) {
     EXPECT_EQ(asked.flags, CU_GET_PROC_ADDRESS_LEGACY_STREAM) << name;
   EXPECT_EQ(reinterpret_cast<void*>(api.StreamGetCtx), Sentinel("cuStreamGetCtx@9020"));
   EXPECT_EQ(reinterpret_cast<void*>(api.MemcpyDtoHAsync), Sentinel("cuMemcpyDtoHAsync@3020"));
-  EXPECT_EQ(g_asked.size(), 16u);
+  EXPECT_EQ(g_asked.size(), 17u);
   EXPECT_TRUE(g_dlsym_asked.empty());
 }
 

@@ -56,6 +56,10 @@ bool RecordBuffer::Push(uint64_t ticket, format::RecordType type, const void* bo
   if (payload_bytes > 0) memcpy(entry + sizeof h + body_bytes, payload, payload_bytes);
   head_.store(head + skip + bytes, std::memory_order_release);
   pushed_.store(pushed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (ticket < max_ticket_)
+    reorders_.store(reorders_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  else
+    max_ticket_ = ticket;
   return true;
 }
 

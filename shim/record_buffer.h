@@ -77,6 +77,10 @@ class RecordBuffer {
   // True, with its seq, when the owner is inside the op of `ticket`.
   bool Running(uint64_t ticket, uint64_t* seq) const;
 
+  // Pushes whose ticket was below an earlier push's (a notice pushed inside an op, before the op's record): the
+  // consumer takes such a ring's records into its queue at once, since its front may hide the ticket due.
+  uint64_t reorders() const { return reorders_.load(std::memory_order_acquire); }
+
   // Set by the owner's thread-exit hook: the buffer may be given to a new thread once it is empty.
   std::atomic<bool> retired{false};
 
@@ -88,6 +92,8 @@ class RecordBuffer {
   alignas(64) std::atomic<uint64_t> head_{0};
   std::atomic<uint64_t> pushed_{0};
   uint64_t cached_tail_ = 0;
+  uint64_t max_ticket_ = 0;
+  std::atomic<uint64_t> reorders_{0};
   // Consumer: bytes freed (tail_), records popped, the size of the entry Front returned.
   alignas(64) std::atomic<uint64_t> tail_{0};
   std::atomic<uint64_t> popped_{0};

@@ -18,11 +18,12 @@ bool Add(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_add_overflow
 bool PlanStaging(const TensorSpec& spec, StagingPlan* plan, bool pitched_copies) {
   *plan = StagingPlan{};
   const uint32_t elem = format::DTypeSize(static_cast<uint8_t>(spec.dtype));
-  if (elem == 0 || spec.ptr == nullptr || spec.rows < 1 || spec.cols < 1 || spec.batch < 1 ||
+  const bool arrays = spec.ptr_array != nullptr;
+  if (elem == 0 || (spec.ptr == nullptr && !arrays) || spec.rows < 1 || spec.cols < 1 || spec.batch < 1 ||
       spec.ld < spec.rows || spec.batch_stride < 0)
     return false;
   const uint64_t rows = spec.rows, cols = spec.cols, ld = spec.ld, batch = spec.batch;
-  const uint64_t stride = spec.batch_stride;
+  const uint64_t stride = arrays ? 0 : spec.batch_stride;  // stride 0 < region: one copy per batch
   uint64_t region, packed;
   if (!Mul(ld, cols - 1, &region) || !Add(region, rows, &region)) return false;
   if (!Mul(rows, cols, &packed) || !Mul(packed, batch, &packed) || !Mul(packed, elem, &packed)) return false;

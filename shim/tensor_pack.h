@@ -6,6 +6,8 @@
 // the staged regions into rows x cols column-major (ld = rows), batch after batch (format.h: PayloadKind::kFull).
 // When padding would be more than half of that region (a thin slice of a wide matrix) and pitched copies are
 // available, each batch is one cudaMemcpy2DAsync of just its rows x cols elements instead, staged already dense.
+// A pointer-array tensor (cublas?gemmBatched: batch b starts wherever ptr_array[b] says) is staged with one copy per
+// batch, from addresses the capture engine reads at the call (capture_engine.h).
 // Pure functions, no CUDA: tested on host buffers.
 #ifndef TTRACE_SHIM_TENSOR_PACK_H_
 #define TTRACE_SHIM_TENSOR_PACK_H_
@@ -25,6 +27,9 @@ struct TensorSpec {
   int64_t batch = 1;
   int64_t batch_stride = 0;  // elements
   uint32_t index = 0;        // TensorRecord.index (graph tensors)
+  // When set, batch b starts at the device address ptr_array[b] (an array of `batch` addresses in the program's
+  // memory, as the vendor reads it) and ptr / batch_stride are unused.
+  const void* const* ptr_array = nullptr;
 };
 
 // How a tensor is staged in host memory.
@@ -42,9 +47,10 @@ struct StagingPlan {
 };
 
 // Plans the copy. Returns false (and captures nothing) for an empty or malformed tensor: rows, cols or batch < 1,
-// ld < rows, a negative batch stride, an unknown dtype, a null pointer, or sizes that overflow 64 bits.
-// Batches are staged with one copy when their regions do not overlap and the span between them is at most as
-// large as the regions themselves (so at most half the staged bytes are gaps); otherwise with one copy per batch.
+// ld < rows, a negative batch stride, an unknown dtype, a null pointer (and no ptr_array), or sizes that overflow
+// 64 bits. Batches are staged with one copy when their regions do not overlap and the span between them is at most
+// as large as the regions themselves (so at most half the staged bytes are gaps); otherwise, and always for a
+// pointer array, with one copy per batch (plan.copy_src_stride is then unused for a pointer array).
 // `pitched_copies`: the copier has cudaMemcpy2DAsync.
 bool PlanStaging(const TensorSpec& spec, StagingPlan* plan, bool pitched_copies = false);
 

@@ -210,6 +210,15 @@ mutate "shim: a GEMM's status not recorded" cublas_interceptors.cc "  r.status =
 mutate "shim: received data captured after a failed collective" nccl_capture.cc \
   "if (capture && status == ncclSuccess) {" "if (capture) {" \
   "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
+mutate "shim: a rewritten pointer array not noticed" capture_drain.cc \
+  "if (memcmp(staged, staged + array_bytes, array_bytes) != 0) {" "if (false) {" \
+  "ttrace_shim shim_capture_engine_test shim_batched_capture_test" "CaptureEngine|BatchedCapture"
+mutate "shim: pointer-array batches read from the wrong array" cublas_interceptors.cc \
+  "slot == TensorSlot::kA ? c.a_array : slot == TensorSlot::kB ? c.b_array : c.c_array;" \
+  "slot == TensorSlot::kA ? c.b_array : slot == TensorSlot::kB ? c.a_array : c.c_array;" \
+  "ttrace_shim shim_batched_capture_test" "BatchedCapture"
+mutate "shim: device-memory pointer arrays read" capture_engine.cc "  if (type != CU_MEMORYTYPE_HOST) {" \
+  "  if (false) {" "ttrace_shim shim_capture_engine_test shim_batched_capture_test" "CaptureEngine|BatchedCapture"
 mutate "shim: convolution output captured after a failed call" cudnn_interceptors.cc \
   "if (capture && status == CUDNN_STATUS_SUCCESS)" "if (capture)" \
   "ttrace_shim shim_status_standin_test" "ShimStatusStandin"

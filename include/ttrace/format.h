@@ -319,10 +319,14 @@ struct GemmRecord {
   uint32_t flags;             // GemmFlags
   double alpha, beta;         // real parts, valid when !(flags & kScalarsUnknown)
   uint64_t handle, stream;    // cublasHandle_t, cudaStream_t values
-  uint64_t a_ptr, b_ptr, c_ptr;  // device addresses
+  uint64_t a_ptr, b_ptr, c_ptr;  // device addresses (kPointerArrays: of the arrays of per-batch addresses)
   uint64_t t_ns;
 };
-enum GemmFlags : uint32_t { kScalarsUnknown = 1u << 0 };  // device pointer mode: alpha/beta not read on host
+enum GemmFlags : uint32_t {
+  kScalarsUnknown = 1u << 0,  // device pointer mode: alpha/beta not read on host
+  kPointerArrays = 1u << 1,   // cublas?gemmBatched / cublasGemmBatchedEx: batch b's operands start at a_ptr[b],
+                              // b_ptr[b], c_ptr[b] (arrays in memory the device reads); strides are 0
+};
 static_assert(sizeof(GemmRecord) == 184);
 
 // One matrix layout of a cublasLtMatmul call (cublasLtMatrixLayout_t, read with its getter at the call).

@@ -7,6 +7,8 @@
 #include <cudnn.h>
 #include <nccl.h>
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstring>
 
@@ -82,6 +84,53 @@ void ProbeCudnn(float* x, float* w, float* y) {
   if (h != nullptr) Print("cudnnDestroy", cudnnDestroy(h));
 }
 
+// Pointer-array GEMMs, the arrays in pageable host memory (valid for the vendor on a system with HMM, unknown to
+// the driver otherwise). The complex ones are looked up in the loaded libcublas (simgpu has none: then a
+// "no_..." line that is not an op).
+void ProbeBatched(cublasHandle_t h, float* a, float* b, float* c) {
+  const cublasOperation_t N = CUBLAS_OP_N;
+  static void* arrays[6];
+  arrays[0] = arrays[1] = a;
+  arrays[2] = arrays[3] = b;
+  arrays[4] = arrays[5] = c;
+  auto* fa = reinterpret_cast<const float* const*>(arrays);
+  auto* fb = reinterpret_cast<const float* const*>(arrays + 2);
+  auto* fc = reinterpret_cast<float* const*>(arrays + 4);
+  const float one = 1, zero = 0;
+  Print("cublasSgemmBatched.valid", cublasSgemmBatched(h, N, N, 4, 4, 4, &one, fa, 4, fb, 4, &zero, fc, 4, 2));
+  Print("cublasSgemmBatched.negative_batch",
+        cublasSgemmBatched(h, N, N, 4, 4, 4, &one, fa, 4, fb, 4, &zero, fc, 4, -1));
+  Print("cublasGemmBatchedEx.valid",
+        cublasGemmBatchedEx(h, N, N, 4, 4, 4, &one, arrays, CUDA_R_32F, 4, arrays + 2, CUDA_R_32F, 4, &zero,
+                            arrays + 4, CUDA_R_32F, 4, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  Print("cublasGemmBatchedEx_64.bad_lda",
+        cublasGemmBatchedEx_64(h, N, N, 4, 4, 4, &one, arrays, CUDA_R_32F, 2, arrays + 2, CUDA_R_32F, 4, &zero,
+                               arrays + 4, CUDA_R_32F, 4, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  void* lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_NOLOAD);
+  using Cgemm = decltype(&cublasCgemmBatched);
+  using Zgemm = decltype(&cublasZgemmBatched);
+  auto cgemm = reinterpret_cast<Cgemm>(lib != nullptr ? dlsym(lib, "cublasCgemmBatched") : nullptr);
+  auto zgemm = reinterpret_cast<Zgemm>(lib != nullptr ? dlsym(lib, "cublasZgemmBatched") : nullptr);
+  const cuComplex c1 = {1, 0}, c0 = {0, 0};
+  const cuDoubleComplex z1 = {1, 0}, z0 = {0, 0};
+  if (cgemm == nullptr) {
+    Print("no_cublasCgemmBatched", 1);
+  } else {
+    Print("cublasCgemmBatched.valid",
+          cgemm(h, N, N, 2, 2, 2, &c1, reinterpret_cast<const cuComplex* const*>(arrays), 2,
+                reinterpret_cast<const cuComplex* const*>(arrays + 2), 2, &c0,
+                reinterpret_cast<cuComplex* const*>(arrays + 4), 2, 2));
+  }
+  if (zgemm == nullptr) {
+    Print("no_cublasZgemmBatched", 1);
+  } else {
+    Print("cublasZgemmBatched.valid",
+          zgemm(h, N, N, 2, 2, 2, &z1, reinterpret_cast<const cuDoubleComplex* const*>(arrays), 2,
+                reinterpret_cast<const cuDoubleComplex* const*>(arrays + 2), 2, &z0,
+                reinterpret_cast<cuDoubleComplex* const*>(arrays + 4), 2, 2));
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -140,6 +189,7 @@ int main() {
   Print("cublasGemmStridedBatchedEx.negative_batch",
         cublasGemmStridedBatchedEx(handle, N, N, 4, 4, 4, &alpha, A, CUDA_R_32F, 4, 16, B, CUDA_R_32F, 4, 16, &beta, C,
                                    CUDA_R_32F, 4, 16, -1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  ProbeBatched(handle, A, B, C);
   if (handle != nullptr) Print("cublasDestroy_v2", cublasDestroy(handle));
   ProbeCudnn(A, B, C);
 

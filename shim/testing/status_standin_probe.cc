@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 
 #include "shim/testing/cudnn_graph.h"
 
@@ -66,6 +67,56 @@ void Gemms(cublasHandle_t h, void* a, void* b, void* c) {
   Op("cublasGemmStridedBatchedEx_64",
      cublasGemmStridedBatchedEx_64(h, N, N, 2, 2, 2, &f1, a, CUDA_R_32F, 2, 4, b, CUDA_R_32F, 2, 4, &f0, c,
                                    CUDA_R_32F, 2, 4, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// The pointer-array GEMMs, 2 batches, both batches of each operand at the same matrix; the arrays in pinned memory
+// (where the shim can read them).
+void BatchedGemms(cublasHandle_t h, void* a, void* b, void* c) {
+  const cublasOperation_t N = CUBLAS_OP_N;
+  void** arrays = nullptr;
+  Setup("cudaMallocHost", cudaMallocHost(reinterpret_cast<void**>(&arrays), 6 * sizeof(void*)));
+  arrays[0] = arrays[1] = a;
+  arrays[2] = arrays[3] = b;
+  arrays[4] = arrays[5] = c;
+  const void* const* A = arrays;
+  const void* const* B = arrays + 2;
+  void* const* C = arrays + 4;
+  auto in = [](const void* const* p, auto* type) {
+    return reinterpret_cast<const std::remove_pointer_t<decltype(type)>* const*>(p);
+  };
+  auto out = [](void* const* p, auto* type) { return reinterpret_cast<decltype(type) const*>(p); };
+  float* f = nullptr;
+  double* d = nullptr;
+  __half* hh = nullptr;
+  cuComplex* cf = nullptr;
+  cuDoubleComplex* cd = nullptr;
+  const float f1 = 1, f0 = 0;
+  const double d1 = 1, d0 = 0;
+  const __half h1 = __float2half(1.0f), h0 = __float2half(0.0f);
+  const cuComplex c1 = {1, 0}, c0 = {0, 0};
+  const cuDoubleComplex z1 = {1, 0}, z0 = {0, 0};
+  Op("cublasSgemmBatched", cublasSgemmBatched(h, N, N, 2, 2, 2, &f1, in(A, f), 2, in(B, f), 2, &f0, out(C, f), 2, 2));
+  Op("cublasSgemmBatched_64",
+     cublasSgemmBatched_64(h, N, N, 2, 2, 2, &f1, in(A, f), 2, in(B, f), 2, &f0, out(C, f), 2, 2));
+  Op("cublasDgemmBatched", cublasDgemmBatched(h, N, N, 2, 2, 2, &d1, in(A, d), 2, in(B, d), 2, &d0, out(C, d), 2, 2));
+  Op("cublasDgemmBatched_64",
+     cublasDgemmBatched_64(h, N, N, 2, 2, 2, &d1, in(A, d), 2, in(B, d), 2, &d0, out(C, d), 2, 2));
+  Op("cublasHgemmBatched",
+     cublasHgemmBatched(h, N, N, 2, 2, 2, &h1, in(A, hh), 2, in(B, hh), 2, &h0, out(C, hh), 2, 2));
+  Op("cublasHgemmBatched_64",
+     cublasHgemmBatched_64(h, N, N, 2, 2, 2, &h1, in(A, hh), 2, in(B, hh), 2, &h0, out(C, hh), 2, 2));
+  Op("cublasCgemmBatched",
+     cublasCgemmBatched(h, N, N, 2, 2, 2, &c1, in(A, cf), 2, in(B, cf), 2, &c0, out(C, cf), 2, 2));
+  Op("cublasCgemmBatched_64",
+     cublasCgemmBatched_64(h, N, N, 2, 2, 2, &c1, in(A, cf), 2, in(B, cf), 2, &c0, out(C, cf), 2, 2));
+  Op("cublasZgemmBatched",
+     cublasZgemmBatched(h, N, N, 2, 2, 2, &z1, in(A, cd), 2, in(B, cd), 2, &z0, out(C, cd), 2, 2));
+  Op("cublasZgemmBatched_64",
+     cublasZgemmBatched_64(h, N, N, 2, 2, 2, &z1, in(A, cd), 2, in(B, cd), 2, &z0, out(C, cd), 2, 2));
+  Op("cublasGemmBatchedEx", cublasGemmBatchedEx(h, N, N, 2, 2, 2, &f1, A, CUDA_R_32F, 2, B, CUDA_R_32F, 2, &f0, C,
+                                                CUDA_R_32F, 2, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  Op("cublasGemmBatchedEx_64", cublasGemmBatchedEx_64(h, N, N, 2, 2, 2, &f1, A, CUDA_R_32F, 2, B, CUDA_R_32F, 2, &f0,
+                                                      C, CUDA_R_32F, 2, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 void LtMatmul(void* a, void* b, void* c) {
@@ -191,6 +242,7 @@ int main() {
   cublasHandle_t h = nullptr;
   Setup("cublasCreate_v2", cublasCreate(&h));
   Gemms(h, a, b, c);
+  BatchedGemms(h, a, b, c);
   Setup("cublasDestroy_v2", cublasDestroy(h));
   LtMatmul(a, b, c);
   Convolutions(a, b, c);

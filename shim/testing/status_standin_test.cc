@@ -79,7 +79,7 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
     ASSERT_EQ(traced.run.exit_code, 0) << traced.run.err;
     EXPECT_EQ(traced.run.out, plain.run.out);
     // GEMMs, Lt, convolutions, the backend graph, the init, collectives, the group
-    ASSERT_EQ(traced.ops.size(), 16u + 1 + 3 + 1 + 1 + 11 + 1) << traced.run.out;
+    ASSERT_EQ(traced.ops.size(), 28u + 1 + 3 + 1 + 1 + 11 + 1) << traced.run.out;
     for (const auto& [name, status] : traced.ops)
       EXPECT_EQ(status, IsCublas(name) ? cublas : IsCudnn(name) ? cudnn : nccl) << name;
     for (const auto& [name, status] : traced.setup) EXPECT_EQ(status, 0) << name;
@@ -91,7 +91,7 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
     ASSERT_TRUE(set.ok()) << set.status();
     ASSERT_EQ(set->ranks.size(), 1u);
     const analyzer::RankTrace& rank = set->ranks[0];
-    ASSERT_EQ(rank.ops.size(), 16u + 1 + 3 + 1 + 11 + 1);
+    ASSERT_EQ(rank.ops.size(), 28u + 1 + 3 + 1 + 11 + 1);
     std::set<std::string> seen;
     for (const analyzer::Op& op : rank.ops) {
       const std::string name = op.api_name();
@@ -107,8 +107,16 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
         EXPECT_EQ(op.tensor(TensorSlot::kRecv) != nullptr, ok) << "received data iff the group succeeded";
         continue;
       }
-      if (op.kind == analyzer::OpKind::kGemm) {
+      if (op.kind == analyzer::OpKind::kGemm && (op.gemm.a_type == 4 || op.gemm.a_type == 5)) {
+        // CUDA_C_32F, CUDA_C_64F: recorded; complex operands have no ttrace dtype
         EXPECT_EQ(op.gemm.status, cublas) << name;
+        EXPECT_NE(op.gemm.flags & format::kPointerArrays, 0u) << name;
+        EXPECT_EQ(op.tensor(TensorSlot::kA), nullptr) << name;
+        EXPECT_EQ(op.tensor(TensorSlot::kCOut), nullptr) << name;
+      } else if (op.kind == analyzer::OpKind::kGemm) {
+        EXPECT_EQ(op.gemm.status, cublas) << name;
+        if ((op.gemm.flags & format::kPointerArrays) && op.tensor(TensorSlot::kA) != nullptr)
+          EXPECT_EQ(op.tensor(TensorSlot::kA)->meta.batch, 2) << name << ": both batches";
         EXPECT_NE(op.tensor(TensorSlot::kA), nullptr) << name << ": inputs are snapshotted before the call";
         EXPECT_NE(op.tensor(TensorSlot::kB), nullptr) << name;
         EXPECT_EQ(op.tensor(TensorSlot::kCIn), nullptr) << name << ": beta is 0";
@@ -136,7 +144,7 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
             << name << ": the received data after the call iff it succeeded";
       }
     }
-    EXPECT_EQ(seen.size(), 16u + 1 + 3 + 1 + 11) << "every entry point recorded once";
+    EXPECT_EQ(seen.size(), 28u + 1 + 3 + 1 + 11) << "every entry point recorded once";
     // Communicator creations: the 1-rank ncclCommInitRank succeeded, the 2-rank one answered `nccl`, the four
     // others `nccl_setup`; a handle and an identity iff the communicator exists (success or in progress).
     const auto created = [](int status) { return status == 0 || status == 7; };
