@@ -469,6 +469,37 @@ TEST_F(CaptureEngineTest, PointerArraysAreReadOnlyFromHostMemoryTheDriverKnows) 
   EXPECT_NE(notices[0].payload.find("cuPointerGetAttribute"), std::string::npos);
 }
 
+// A pointer-array operand on a stream that captures a CUDA graph: the array a launch will read is unknown at the
+// call, so nothing is copied or added to the graph; the payload is dropped as a graph capture, also from an array
+// that could be read now.
+CUresult FakeStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
+  *status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  return CUDA_SUCCESS;
+}
+TEST_F(CaptureEngineTest, PointerArraysOnACapturingStreamAreNotSnapshotted) {
+  DriverApi driver = kFakeDriver;
+  driver.PointerGetAttribute = FakePointerGetAttribute;
+  driver.StreamIsCapturing = FakeStreamIsCapturing;
+  auto engine = Make(Full(), &driver);
+  std::vector<float> mat(4 * 2, 1.0f);
+  const void* good[2] = {mat.data(), mat.data()};
+  g_allocations = {{good, sizeof good, CU_MEMORYTYPE_HOST, 0, good}};
+  const int copies_before = g_memcpy_calls.load() + g_memcpy2d_calls.load();
+  engine->CaptureTensor(0, nullptr, ArrayMatrix(good, 2));
+  EXPECT_EQ(g_memcpy_calls.load() + g_memcpy2d_calls.load(), copies_before) << "nothing enqueued for the graph";
+  engine->Shutdown();
+  g_allocations.clear();
+  std::vector<Read> all = ReadAll(path_);
+  EXPECT_TRUE(OfType(all, RecordType::kTensor).empty());
+  std::vector<Read> notices = OfType(all, RecordType::kNotice);
+  ASSERT_EQ(notices.size(), 1u);
+  const auto n = notices[0].As<format::NoticeRecord>();
+  EXPECT_EQ(n.seq, 0u);
+  EXPECT_EQ(n.code, static_cast<uint32_t>(format::NoticeCode::kPayloadDropped));
+  EXPECT_EQ(n.reason, static_cast<uint32_t>(format::DropReason::kGraphCapture));
+  EXPECT_NE(notices[0].payload.find("CUDA graphs"), std::string::npos) << notices[0].payload;
+}
+
 // A call that never returns (a hung vendor call) holds back the records after it only up to max_waiting_records:
 // then its record is given up with a notice naming its op and the others are written, in order.
 TEST_F(CaptureEngineTest, AHungCallHoldsBackABoundedNumberOfRecords) {

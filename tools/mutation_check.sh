@@ -217,6 +217,9 @@ mutate "shim: pointer-array batches read from the wrong array" cublas_intercepto
   "slot == TensorSlot::kA ? c.a_array : slot == TensorSlot::kB ? c.b_array : c.c_array;" \
   "slot == TensorSlot::kA ? c.b_array : slot == TensorSlot::kB ? c.a_array : c.c_array;" \
   "ttrace_shim shim_batched_capture_test" "BatchedCapture"
+mutate "shim: pointer arrays snapshotted inside a CUDA graph capture" capture_engine.cc \
+  "if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && arrays) {" "if (false) {" \
+  "ttrace_shim shim_capture_engine_test" "CaptureEngine"
 mutate "shim: device-memory pointer arrays read" capture_engine.cc "  if (type != CU_MEMORYTYPE_HOST) {" \
   "  if (false) {" "ttrace_shim shim_capture_engine_test shim_batched_capture_test" "CaptureEngine|BatchedCapture"
 mutate "shim: convolution output captured after a failed call" cudnn_interceptors.cc \
