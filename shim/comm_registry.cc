@@ -2,6 +2,9 @@
 // communicators of one job; the analyzer never trusts the hash alone (it also checks ranks and sizes).
 #include "shim/comm_registry.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace ttrace::shim {
 
 uint64_t Fnv1a64(const void* data, size_t bytes) {
@@ -32,6 +35,21 @@ uint64_t SplitHash(uint64_t parent_hash, uint64_t split_number, int32_t color) {
   for (int i = 0; i < 8; ++i) bytes[8 + i] = static_cast<unsigned char>(split_number >> (8 * i));
   for (int i = 0; i < 4; ++i) bytes[16 + i] = static_cast<unsigned char>(static_cast<uint32_t>(color) >> (8 * i));
   return Fnv1a64(bytes, sizeof bytes);
+}
+
+uint64_t ShrinkHash(uint64_t parent_hash, uint64_t shrink_number, const int32_t* excluded, int count) {
+  std::vector<int32_t> ranks;
+  if (excluded != nullptr && count > 0) ranks.assign(excluded, excluded + count);
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::vector<unsigned char> bytes = {'s', 'h', 'r', 'i', 'n', 'k'};
+  const auto put = [&bytes](uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) bytes.push_back(static_cast<unsigned char>(v >> (8 * i)));
+  };
+  put(parent_hash, 8);
+  put(shrink_number, 8);
+  for (const int32_t r : ranks) put(static_cast<uint32_t>(r), 4);
+  return Fnv1a64(bytes.data(), bytes.size());
 }
 
 // `lock` holds mu_; it is released while `describe` runs.
@@ -76,6 +94,15 @@ bool CommRegistry::NextSplit(uint64_t parent, CommInfo* info, uint64_t* split_nu
   if (it == comms_.end()) return false;
   *info = it->second.info;
   *split_number = it->second.next_split++;
+  return true;
+}
+
+bool CommRegistry::NextShrink(uint64_t parent, CommInfo* info, uint64_t* shrink_number) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = comms_.find(parent);
+  if (it == comms_.end()) return false;
+  *info = it->second.info;
+  *shrink_number = it->second.next_shrink++;
   return true;
 }
 

@@ -4,7 +4,10 @@
 // ncclCommInitRank (every rank hashes the same id), and for ncclCommInitAll (one process, one id-less clique) a
 // hash of (pid, the process's InitAll call number), with rank = index in the clique; ncclCommInitRankScalable hashes
 // all its ids; a child of ncclCommSplit hashes (parent hash, the parent's split number, color): every member of the
-// parent calls split collectively and in the same order, so ranks of one child agree and two children differ.
+// parent calls split collectively and in the same order, so ranks of one child agree and two children differ; a
+// child of ncclCommShrink hashes (parent hash, the parent's shrink number, the set of excluded ranks): every rank
+// that stays calls shrink in the same order with the same list, and the excluded ones do not call it, so shrinks are
+// numbered apart from splits (an excluded rank that lives on keeps the splits' numbers of the others).
 // comm_op_index counts the collectives on each communicator on this rank, so equal (comm_hash, comm_op_index) on
 // different ranks are one collective; point-to-point calls are counted apart, per (peer, direction), so that the
 // k-th send from a to b is the k-th receive at b from a and collectives keep their numbers whatever p2p traffic
@@ -24,6 +27,8 @@ namespace ttrace::shim {
 uint64_t Fnv1a64(const void* data, size_t bytes);
 uint64_t InitAllHash(uint32_t pid, uint64_t call_number);
 uint64_t SplitHash(uint64_t parent_hash, uint64_t split_number, int32_t color);
+// `excluded` is taken as a set: order and repeats do not change the hash.
+uint64_t ShrinkHash(uint64_t parent_hash, uint64_t shrink_number, const int32_t* excluded, int count);
 
 struct CommInfo {
   uint64_t hash = 0;     // 0: unknown (a communicator created through an API the shim does not intercept)
@@ -47,6 +52,8 @@ class CommRegistry {
   void Complete(uint64_t handle, const CommInfo& described);
   // The parent's identity and its next split number (post-incremented); false when the parent is unknown.
   bool NextSplit(uint64_t parent, CommInfo* info, uint64_t* split_number);
+  // As NextSplit, for ncclCommShrink: the parent's next shrink number.
+  bool NextShrink(uint64_t parent, CommInfo* info, uint64_t* shrink_number);
   // Removes the communicator; false (info unchanged) when unknown.
   bool Remove(uint64_t handle, CommInfo* info);
   // The communicator's identity; false (info unchanged) when unknown.
@@ -59,6 +66,7 @@ class CommRegistry {
     CommInfo info;
     uint64_t next_op = 0;
     uint64_t next_split = 0;
+    uint64_t next_shrink = 0;
     std::unordered_map<int64_t, uint64_t> next_p2p;  // by peer * 2 + (send ? 1 : 0)
   };
   Entry& FindOrAdd(std::unique_lock<std::mutex>& lock, uint64_t handle, const std::function<CommInfo()>& describe);

@@ -107,5 +107,31 @@ TEST(CommRegistryTest, SplitsAreNumberedPerParentAndHashedWithTheColor) {
   EXPECT_EQ(child.size, 2);
 }
 
+// Shrinks are numbered apart from splits (the excluded ranks do not call shrink), and the child's identity takes the
+// excluded ranks as a set.
+TEST(CommRegistryTest, ShrinksAreNumberedApartFromSplitsAndHashedWithTheExcludedSet) {
+  CommRegistry reg;
+  reg.Add(0x1000, CommInfo{11, 0, 4, 0});
+  CommInfo parent;
+  uint64_t n;
+  EXPECT_FALSE(reg.NextShrink(0x2000, &parent, &n));
+  ASSERT_TRUE(reg.NextShrink(0x1000, &parent, &n));
+  EXPECT_EQ(parent.hash, 11u);
+  EXPECT_EQ(n, 0u);
+  ASSERT_TRUE(reg.NextSplit(0x1000, &parent, &n));
+  EXPECT_EQ(n, 0u) << "a shrink does not advance the split number";
+  ASSERT_TRUE(reg.NextShrink(0x1000, &parent, &n));
+  EXPECT_EQ(n, 1u);
+  const int32_t a[] = {3, 1}, b[] = {1, 3, 1}, c[] = {1}, d[] = {1, 2};
+  EXPECT_EQ(ShrinkHash(11, 0, a, 2), ShrinkHash(11, 0, b, 3));
+  EXPECT_NE(ShrinkHash(11, 0, a, 2), ShrinkHash(11, 0, c, 1));
+  EXPECT_NE(ShrinkHash(11, 0, a, 2), ShrinkHash(11, 0, d, 2));
+  EXPECT_NE(ShrinkHash(11, 0, a, 2), ShrinkHash(11, 1, a, 2));
+  EXPECT_NE(ShrinkHash(11, 0, a, 2), ShrinkHash(12, 0, a, 2));
+  EXPECT_EQ(ShrinkHash(11, 0, nullptr, 0), ShrinkHash(11, 0, c, 0));
+  EXPECT_NE(ShrinkHash(11, 0, nullptr, 0), SplitHash(11, 0, 0)) << "a shrink's child is not a split's";
+  EXPECT_NE(ShrinkHash(11, 0, nullptr, 0), 11u);
+}
+
 }  // namespace
 }  // namespace ttrace::shim

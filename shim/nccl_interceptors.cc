@@ -7,7 +7,8 @@
 //
 // Identity across ranks, whatever created the communicator: ncclCommInitRank and ncclCommInitRankConfig hash the
 // unique id, ncclCommInitRankScalable all its ids, ncclCommSplit (parent identity, the parent's split number,
-// color) (comm_registry.h). A child's rank and size come from NCCL after the split (the key orders them).
+// color), ncclCommShrink (parent identity, the parent's shrink number, the excluded ranks) (comm_registry.h). A
+// child's rank and size come from NCCL after the split or shrink (the key orders them, or the ranks left).
 #include <nccl.h>
 #include <unistd.h>
 
@@ -108,33 +109,34 @@ uint64_t IdHash(const ncclUniqueId* ids, int n) {
   return n < 1 || ids == nullptr ? 0 : Fnv1a64(ids, sizeof(ncclUniqueId) * static_cast<size_t>(n));
 }
 
-// ncclCommSplit: the child's identity is (parent identity, the parent's split number, color), which every member
-// of the child computes alike; NCCL_SPLIT_NOCOLOR creates no communicator (a record with handle 0). The split
-// number advances on every rank that calls split, child or not, as every member of the parent must call it.
-template <typename Real>
-ncclResult_t TraceSplit(ncclComm_t parent, int color, ncclComm_t* newcomm, const Real& real) {
+// ncclCommSplit and ncclCommShrink: a child of `parent`, whose identity `child_hash(parent identity, number)` every
+// member of the child computes alike from the parent's next split (or shrink) number, which `next_number` takes
+// (CommRegistry::NextSplit or NextShrink). `creates` false (NCCL_SPLIT_NOCOLOR) makes no communicator: a record
+// with handle 0. The number advances on every rank that calls, member of the child or not.
+template <typename NextNumber, typename ChildHash, typename Real>
+ncclResult_t TraceChild(format::ApiId api, ncclComm_t parent, bool creates, ncclComm_t* newcomm,
+                        const NextNumber& next_number, const ChildHash& child_hash, const Real& real) {
   CaptureEngine* engine = Engine();
   if (engine == nullptr) return real();
   const CaptureEngine::Slot slot = engine->Reserve(/*op=*/false);
   const uint64_t t = MonotonicNs();
   CommInfo parent_info;
-  uint64_t split_number = 0;
+  uint64_t number = 0;
   const uint64_t parent_handle = reinterpret_cast<uint64_t>(parent);
-  if (parent != nullptr && !Comms().NextSplit(parent_handle, &parent_info, &split_number)) {
+  if (parent != nullptr && !next_number(parent_handle, &parent_info, &number)) {
     Comms().Add(parent_handle, DescribeComm(parent));  // created through an API the shim does not intercept
-    Comms().NextSplit(parent_handle, &parent_info, &split_number);
+    next_number(parent_handle, &parent_info, &number);
   }
   const ncclResult_t status = real();
   CommInfo info;
   uint64_t handle = 0;
-  if (Created(status) && newcomm != nullptr && *newcomm != nullptr && color != NCCL_SPLIT_NOCOLOR) {
+  if (Created(status) && newcomm != nullptr && *newcomm != nullptr && creates) {
     handle = reinterpret_cast<uint64_t>(*newcomm);
-    info = DescribeComm(*newcomm);  // -1s while a non-blocking split is in progress: completed at the first op
-    info.hash = SplitHash(parent_info.hash, split_number, color);
+    info = DescribeComm(*newcomm);  // -1s while a non-blocking creation is in progress: completed at the first op
+    info.hash = child_hash(parent_info.hash, number);
     Comms().Add(handle, info);
   }
-  engine->Publish(slot, format::RecordType::kCommInit,
-                  InitRecord(format::ApiId::kNcclCommSplit, status, info, handle, t));
+  engine->Publish(slot, format::RecordType::kCommInit, InitRecord(api, status, info, handle, t));
   return status;
 }
 
@@ -174,8 +176,32 @@ TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitRankScalable,
 TTRACE_INTERCEPTOR(ncclResult_t, ncclCommSplit,
                    (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config),
                    (comm, color, key, newcomm, config)) {
-  return ttrace::shim::TraceSplit(comm, color, newcomm,
-                                  [&] { return REAL(ncclCommSplit)(comm, color, key, newcomm, config); });
+  return ttrace::shim::TraceChild(
+      ApiId::kNcclCommSplit, comm, color != NCCL_SPLIT_NOCOLOR, newcomm,
+      [](uint64_t parent, CommInfo* info, uint64_t* n) { return Comms().NextSplit(parent, info, n); },
+      [&](uint64_t parent_hash, uint64_t n) { return ttrace::shim::SplitHash(parent_hash, n, color); },
+      [&] { return REAL(ncclCommSplit)(comm, color, key, newcomm, config); });
+}
+
+// NCCL_SHRINK_ABORT terminates the parent's operations in flight first: output snapshots still waiting for a
+// non-blocking one to be reported enqueued are dropped with a notice, as at ncclCommAbort.
+TTRACE_INTERCEPTOR(ncclResult_t, ncclCommShrink,
+                   (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                    ncclConfig_t* config, int shrinkFlags),
+                   (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags)) {
+  CaptureEngine* engine = Engine();
+  if (engine != nullptr && (shrinkFlags & NCCL_SHRINK_ABORT) != 0)
+    ttrace::shim::ReleasePending(engine, reinterpret_cast<uint64_t>(comm), ncclInvalidUsage,
+                                 "output of a non-blocking operation aborted by ncclCommShrink (NCCL_SHRINK_ABORT)");
+  return ttrace::shim::TraceChild(
+      ApiId::kNcclCommShrink, comm, /*creates=*/true, newcomm,
+      [](uint64_t parent, CommInfo* info, uint64_t* n) { return Comms().NextShrink(parent, info, n); },
+      [&](uint64_t parent_hash, uint64_t n) {
+        return ttrace::shim::ShrinkHash(parent_hash, n, excludeRanksList, excludeRanksCount);
+      },
+      [&] {
+        return REAL(ncclCommShrink)(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+      });
 }
 
 TTRACE_INTERCEPTOR(ncclResult_t, ncclCommInitAll, (ncclComm_t* comm, int ndev, const int* devlist),

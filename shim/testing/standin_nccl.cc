@@ -2,7 +2,7 @@
 // STANDIN_NCCL_STATUS outside a group and success inside one, where ncclGroupEnd answers it; ncclCommInitRank
 // answers it for a 2-rank communicator and creates a 1-rank one (rank 0 on device 0) whatever it says, so the
 // collectives have a communicator to run on. The other communicator calls answer STANDIN_NCCL_SETUP_STATUS:
-// ncclCommInitRankConfig, ncclCommInitRankScalable, ncclCommSplit and ncclCommInitAll create a 1-rank
+// ncclCommInitRankConfig, ncclCommInitRankScalable, ncclCommSplit, ncclCommShrink and ncclCommInitAll create a 1-rank
 // communicator when it is ncclSuccess or ncclInProgress (a non-blocking creation returns the handle at once);
 // ncclCommDestroy, ncclCommAbort and ncclCommFinalize answer it; ncclCommGetAsyncError answers it and reports the
 // communicator done, except on the first communicator (ncclCommInitRank's), where it always succeeds, so the
@@ -58,6 +58,8 @@ extern "C" int pncclCommInitRankScalable(void** comm, int, int, int, UniqueId*, 
 STANDIN_NCCL_ALIAS(ncclCommInitRankScalable, (void**, int, int, int, UniqueId*, void*))
 extern "C" int pncclCommSplit(void*, int, int, void** comm, void*) { return Create(comm); }
 STANDIN_NCCL_ALIAS(ncclCommSplit, (void*, int, int, void**, void*))
+extern "C" int pncclCommShrink(void*, int*, int, void** comm, void*, int) { return Create(comm); }
+STANDIN_NCCL_ALIAS(ncclCommShrink, (void*, int*, int, void**, void*, int))
 extern "C" int pncclCommInitAll(void** comms, int ndev, const int*) {
   const int status = SetupStatus();
   for (int i = 0; (status == 0 || status == 7) && i < ndev; ++i) comms[i] = NewComm();

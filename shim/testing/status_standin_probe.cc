@@ -217,10 +217,12 @@ void Collectives(void* a, void* c) {
   // The communicator calls the stand-in answers STANDIN_NCCL_SETUP_STATUS; each creates or
   // ends a 1-rank communicator, and each ending call gets a communicator of its own.
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  ncclComm_t configured = nullptr, scalable = nullptr, split = nullptr, all[1] = {nullptr};
+  ncclComm_t configured = nullptr, scalable = nullptr, split = nullptr, shrunk = nullptr, all[1] = {nullptr};
   Call("ncclCommInitRankConfig", ncclCommInitRankConfig(&configured, 1, id, 0, &config));
   Call("ncclCommInitRankScalable", ncclCommInitRankScalable(&scalable, 1, 0, 1, &id, &config));
   Call("ncclCommSplit", ncclCommSplit(comm, 0, 0, &split, nullptr));
+  int excluded[1] = {1};
+  Call("ncclCommShrink", ncclCommShrink(comm, excluded, 1, &shrunk, nullptr, NCCL_SHRINK_DEFAULT));
   const int devices[1] = {0};
   Call("ncclCommInitAll", ncclCommInitAll(all, 1, devices));
   async = ncclInProgress;
@@ -230,6 +232,7 @@ void Collectives(void* a, void* c) {
   Call("ncclCommAbort", ncclCommAbort(configured));
   Call("ncclCommDestroy.scalable", ncclCommDestroy(scalable));
   Call("ncclCommDestroy.all", ncclCommDestroy(all[0]));
+  Call("ncclCommDestroy.shrunk", ncclCommDestroy(shrunk));
   Call("ncclCommDestroy", ncclCommDestroy(comm));
 }
 

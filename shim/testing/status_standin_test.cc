@@ -83,8 +83,8 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
     for (const auto& [name, status] : traced.ops)
       EXPECT_EQ(status, IsCublas(name) ? cublas : IsCudnn(name) ? cudnn : nccl) << name;
     for (const auto& [name, status] : traced.setup) EXPECT_EQ(status, 0) << name;
-    // Communicator calls (11) and cuDNN backend descriptor calls (5)
-    ASSERT_EQ(traced.call.size(), 11u + 5) << traced.run.out;
+    // Communicator calls (13) and cuDNN backend descriptor calls (5)
+    ASSERT_EQ(traced.call.size(), 13u + 5) << traced.run.out;
     for (const auto& [name, status] : traced.call) EXPECT_EQ(status, IsCudnn(name) ? cudnn : nccl_setup) << name;
 
     auto set = analyzer::LoadTraceDir(dir.path());
@@ -145,7 +145,7 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
       }
     }
     EXPECT_EQ(seen.size(), 28u + 1 + 3 + 1 + 11) << "every entry point recorded once";
-    // Communicator creations: the 1-rank ncclCommInitRank succeeded, the 2-rank one answered `nccl`, the four
+    // Communicator creations: the 1-rank ncclCommInitRank succeeded, the 2-rank one answered `nccl`, the five
     // others `nccl_setup`; a handle and an identity iff the communicator exists (success or in progress).
     const auto created = [](int status) { return status == 0 || status == 7; };
     std::vector<std::pair<std::string, int>> inits, want_inits = {{"ncclCommInitRank", 0},
@@ -153,6 +153,7 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
                                                                   {"ncclCommInitRankConfig", nccl_setup},
                                                                   {"ncclCommInitRankScalable", nccl_setup},
                                                                   {"ncclCommSplit", nccl_setup},
+                                                                  {"ncclCommShrink", nccl_setup},
                                                                   {"ncclCommInitAll", nccl_setup}};
     std::map<uint64_t, uint64_t> hash_of;  // handle -> identity
     for (const auto& init : rank.comm_inits) {
@@ -170,6 +171,7 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
     std::vector<std::pair<std::string, int>> ends, want_ends = {{"ncclCommFinalize", nccl_setup},
                                                                 {"ncclCommDestroy", nccl_setup},
                                                                 {"ncclCommAbort", nccl_setup},
+                                                                {"ncclCommDestroy", nccl_setup},
                                                                 {"ncclCommDestroy", nccl_setup},
                                                                 {"ncclCommDestroy", nccl_setup},
                                                                 {"ncclCommDestroy", nccl_setup}};
