@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What one intercepted call costs: shim_call_bench without the shim ("direct"), with it disabled
-# (TTRACE_DISABLE=1), in meta mode and in full mode, with 1, 2 and 4 threads each calling on its own handle and
-# stream; against simgpu's cuBLAS (a real 2x2 GEMM enqueued on a stream worker) and against a null cuBLAS
-# (bench/null_cublas.cc: the call itself costs ~2 ns, so the difference is the shim's own cost). Columns:
+# (TTRACE_DISABLE=1), with the calls filtered out (TTRACE_OPS=nccl), in meta mode and in full mode, with 1, 2 and 4
+# threads each calling on its own handle and stream; against simgpu's cuBLAS (a real 2x2 GEMM enqueued on a stream
+# worker) and against a null cuBLAS (bench/null_cublas.cc: the call itself costs ~2 ns, so the difference is the
+# shim's own cost). Columns:
 # ns_per_call (wall, slowest thread), thread_cpu_ns (the calling threads' own CPU time: what the shim adds on the
 # calling thread, robust to other load on the machine), process_cpu_ns (all threads, drain included, per call).
 # Run by hand after a build; the numbers go in issue notes.   Usage: bench/shim_call_bench.sh [build dir]
@@ -28,6 +29,8 @@ for vendor in simgpu null; do
     per=$((calls / threads))
     run direct $per $threads LD_LIBRARY_PATH="$libs"
     run disabled $per $threads LD_LIBRARY_PATH="$libs" LD_PRELOAD="$shim" TTRACE_DISABLE=1
+    run filtered $per $threads LD_LIBRARY_PATH="$libs" LD_PRELOAD="$shim" TTRACE_OPS=nccl \
+      TTRACE_DIR="$out/$vendor-filtered-$threads"
     for mode in meta full; do
       run $mode $per $threads LD_LIBRARY_PATH="$libs" LD_PRELOAD="$shim" TTRACE_MODE=$mode \
         TTRACE_DIR="$out/$vendor-$mode-$threads"

@@ -26,7 +26,7 @@
 // Each export resolves REAL(func) (lazily, on the first call, never in a constructor) and, if no vendor
 // definition can be found by any means, says so once on stderr and returns TTRACE_UNRESOLVED_STATUS. It then
 // passes the call straight through to the vendor when capture is disabled (TTRACE_DISABLE, a fatal internal
-// error, a forked child) or when the thread is already inside an interceptor (a vendor library calling its own
+// error, a forked child), when TTRACE_OPS filters the call out, or when the thread is already inside an interceptor (a vendor library calling its own
 // exported API, or the shim's capture code calling the vendor): only the outermost call is recorded.
 //
 // Resolution (DESIGN.md §5), for version node v of a library: dlvsym(RTLD_NEXT, name, node) for v and then for
@@ -120,10 +120,11 @@ void* RealDlsym(void* handle, const char* name);
 void ReportUnresolved(const char* symbol);
 
 // Marks the calling thread as inside an interceptor for its lifetime. capturing(): this is the outermost
-// interceptor on the thread and capture is enabled.
+// interceptor on the thread, capture is enabled and TTRACE_OPS selects the call (format::kApis[api_index]). A call
+// filtered out still counts as the outermost: what the vendor calls inside it is not recorded either.
 class InterceptorScope {
  public:
-  InterceptorScope();
+  explicit InterceptorScope(int api_index);
   ~InterceptorScope();
   InterceptorScope(const InterceptorScope&) = delete;
   InterceptorScope& operator=(const InterceptorScope&) = delete;
@@ -176,7 +177,8 @@ class InterceptorScope {
       ::ttrace::shim::ReportUnresolved(#func);                                             \
       return TTRACE_UNRESOLVED_STATUS;                                                     \
     }                                                                                      \
-    ::ttrace::shim::InterceptorScope ttrace_scope_;                                        \
+    constexpr int ttrace_api_index_ = ::ttrace::shim::ApiIndex(#func);                     \
+    ::ttrace::shim::InterceptorScope ttrace_scope_(ttrace_api_index_);                     \
     if (!ttrace_scope_.capturing()) return real args;                                      \
     return ttrace_intercept_##func<index> args;                                            \
   }

@@ -112,4 +112,58 @@ std::string OptionsDump(const Options& options) {
   return out;
 }
 
+void ParseOpsFilter(const std::string& text, bool selected[kApiCount], std::vector<std::string>* warnings) {
+  static constexpr struct {
+    const char* name;
+    format::Library library;
+  } kGroups[] = {{"gemm", format::Library::kCublas},
+                 {"lt", format::Library::kCublasLt},
+                 {"cudnn", format::Library::kCudnn},
+                 {"nccl", format::Library::kNccl}};
+  bool any = false;
+  for (size_t i = 0; i < kApiCount; ++i) selected[i] = false;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    size_t b = start, e = end;
+    while (b < e && text[b] == ' ') ++b;
+    while (e > b && text[e - 1] == ' ') --e;
+    const std::string name = text.substr(b, e - b);
+    start = end + 1;
+    if (name.empty()) continue;
+    bool known = false;
+    for (const auto& g : kGroups) {
+      if (strcasecmp(name.c_str(), g.name) != 0) continue;
+      known = true;
+      for (size_t i = 0; i < kApiCount; ++i)
+        if (format::kApis[i].library == g.library && format::kApis[i].kind == format::ApiKind::kOp)
+          selected[i] = any = true;
+    }
+    for (size_t i = 0; i < kApiCount && !known; ++i) {
+      if (name != format::kApis[i].symbol) continue;
+      known = true;
+      if (format::kApis[i].kind == format::ApiKind::kOp) {
+        selected[i] = any = true;
+      } else if (warnings) {
+        warnings->push_back("TTRACE_OPS: " + name + " is a set-up call, recorded with its library's ops; ignored");
+      }
+    }
+    if (!known && warnings)
+      warnings->push_back("TTRACE_OPS: ignoring " + name +
+                          " (expected gemm, lt, cudnn, nccl or an intercepted op's exported name)");
+  }
+  if (!any) {
+    if (!text.empty() && warnings) warnings->push_back("TTRACE_OPS=" + text + " selects no op; recording every call");
+    for (size_t i = 0; i < kApiCount; ++i) selected[i] = true;
+    return;
+  }
+  for (size_t i = 0; i < kApiCount; ++i) {
+    if (!selected[i] || format::kApis[i].kind != format::ApiKind::kOp) continue;
+    for (size_t j = 0; j < kApiCount; ++j)
+      if (format::kApis[j].library == format::kApis[i].library && format::kApis[j].kind == format::ApiKind::kSetup)
+        selected[j] = true;
+  }
+}
+
 }  // namespace ttrace::shim

@@ -6,10 +6,13 @@
 #ifndef TTRACE_SHIM_OPTIONS_H_
 #define TTRACE_SHIM_OPTIONS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "ttrace/format.h"
 
 namespace ttrace::shim {
 
@@ -44,6 +47,14 @@ std::string OptionsMarkdown();
 std::string OptionsDump(const Options& options);
 
 const char* CaptureModeName(CaptureMode mode);
+
+// TTRACE_OPS, the call filter: selected[i] says whether calls of format::kApis[i] are recorded. `text` is a
+// comma-separated list of library groups (gemm: every cuBLAS op, lt: cuBLASLt, cudnn, nccl) and exported op names
+// (apis.inc symbols of kind kOp); the set-up calls of a library are selected with any of its ops, since its ops'
+// records and captures need them (communicators, groups, cuDNN descriptor shadows). Empty: everything. Unknown
+// names and set-up names are ignored with a warning; a list that selects no op selects everything, with a warning.
+inline constexpr size_t kApiCount = sizeof(format::kApis) / sizeof(format::kApis[0]);
+void ParseOpsFilter(const std::string& text, bool selected[kApiCount], std::vector<std::string>* warnings);
 
 }  // namespace ttrace::shim
 

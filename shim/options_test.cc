@@ -1,5 +1,6 @@
 #include "shim/options.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -138,6 +139,71 @@ TEST(OptionsTest, DumpShowsResolvedValues) {
   EXPECT_NE(dump.find("TTRACE_MODE=meta\n"), std::string::npos);
   EXPECT_NE(dump.find("TTRACE_DIR=./ttrace-out/j\n"), std::string::npos);
   EXPECT_NE(dump.find("TTRACE_BUFFER_MB=256\n"), std::string::npos);
+}
+
+// ---- TTRACE_OPS ------------------------------------------------------------------------------------------------
+std::vector<std::string> Selected(const std::string& text, std::vector<std::string>* warnings = nullptr) {
+  bool selected[kApiCount];
+  ParseOpsFilter(text, selected, warnings);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < kApiCount; ++i)
+    if (selected[i]) out.push_back(format::kApis[i].symbol);
+  return out;
+}
+bool Has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+TEST(OpsFilterTest, UnsetSelectsEveryCall) {
+  std::vector<std::string> warnings;
+  EXPECT_EQ(Selected("", &warnings).size(), kApiCount);
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(OpsFilterTest, GroupsSelectTheirLibrarysOpsAndItsSetUpCalls) {
+  const std::vector<std::string> nccl = Selected("nccl");
+  EXPECT_TRUE(Has(nccl, "ncclAllReduce"));
+  EXPECT_TRUE(Has(nccl, "ncclCommInitRank")) << "communicators are needed to identify collectives";
+  EXPECT_TRUE(Has(nccl, "ncclGroupEnd"));
+  EXPECT_FALSE(Has(nccl, "cublasGemmEx"));
+  EXPECT_FALSE(Has(nccl, "cublasLtMatmul"));
+  EXPECT_FALSE(Has(nccl, "cudnnBackendExecute"));
+  size_t count = 0;
+  for (const format::ApiInfo& a : format::kApis) count += a.library == format::Library::kNccl;
+  EXPECT_EQ(nccl.size(), count);
+  const std::vector<std::string> two = Selected(" gemm , CUDNN ");
+  EXPECT_TRUE(Has(two, "cublasSgemm_v2"));
+  EXPECT_TRUE(Has(two, "cublasGemmBatchedEx"));
+  EXPECT_TRUE(Has(two, "cudnnBackendSetAttribute")) << "descriptor shadows are needed by cudnnBackendExecute";
+  EXPECT_FALSE(Has(two, "cublasLtMatmul"));
+  EXPECT_FALSE(Has(two, "ncclAllReduce"));
+  EXPECT_EQ(Selected("lt"), std::vector<std::string>{"cublasLtMatmul"});
+}
+
+TEST(OpsFilterTest, ApiNamesSelectOneOpAndTheSetUpCallsOfItsLibrary) {
+  std::vector<std::string> warnings;
+  const std::vector<std::string> s = Selected("cublasGemmEx,ncclAllReduce", &warnings);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_TRUE(Has(s, "cublasGemmEx"));
+  EXPECT_FALSE(Has(s, "cublasGemmEx_64"));
+  EXPECT_FALSE(Has(s, "cublasSgemm_v2"));
+  EXPECT_TRUE(Has(s, "ncclAllReduce"));
+  EXPECT_FALSE(Has(s, "ncclAllGather"));
+  EXPECT_TRUE(Has(s, "ncclCommSplit"));
+  EXPECT_FALSE(Has(s, "cudnnBackendCreateDescriptor"));
+}
+
+TEST(OpsFilterTest, UnknownAndSetUpNamesWarnAndASelectionOfNothingSelectsEverything) {
+  std::vector<std::string> warnings;
+  const std::vector<std::string> s = Selected("nccl,gemms,ncclCommInitRank", &warnings);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("gemms"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("set-up"), std::string::npos) << warnings[1];
+  EXPECT_FALSE(Has(s, "cublasGemmEx"));
+  warnings.clear();
+  EXPECT_EQ(Selected("cublasgemmex", &warnings).size(), kApiCount) << "API names are exact";
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[1].find("selects no op; recording every call"), std::string::npos) << warnings[1];
+  warnings.clear();
+  EXPECT_EQ(Selected(",", &warnings).size(), kApiCount);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ const Options* g_options = nullptr;      // set once under g_mu, before g_state 
 std::atomic<CaptureEngine*> g_engine{nullptr};
 bool g_engine_tried = false;             // under g_mu
 std::atomic<bool> g_forked_child{false};
+bool g_api_selected[kApiCount] = {};    // TTRACE_OPS; set once under g_mu, before g_state leaves kUninitialized
 
 const char* Getenv(const char* name) { return getenv(name); }
 
@@ -48,6 +49,7 @@ void Initialize() {
   if (g_state.load() != kUninitialized) return;
   std::vector<std::string> warnings;
   g_options = new Options(ParseOptions(Getenv, &warnings));
+  ParseOpsFilter(g_options->ops, g_api_selected, &warnings);
   for (const std::string& w : warnings) Log("%s", w.c_str());
   pthread_atfork(ForkPrepare, ForkParent, ForkChild);
   g_state.store(g_options->disable ? kDisabled : kEnabled);
@@ -96,6 +98,13 @@ bool CaptureEnabled() {
     state = g_state.load(std::memory_order_acquire);
   }
   return state == kEnabled;
+}
+
+bool CaptureEnabled(int api_index) {
+  // g_api_selected is read after g_state's acquire load, which orders it after Initialize's writes.
+  const int state = g_state.load(std::memory_order_acquire);
+  if (state == kEnabled) return g_api_selected[api_index];
+  return state == kUninitialized && CaptureEnabled() && g_api_selected[api_index];
 }
 
 void DisableCapture(const std::string& why) {

@@ -29,6 +29,8 @@ const Options& GetOptions();
 // True while calls are recorded: not TTRACE_DISABLE, no fatal internal failure, not a forked child, not exiting.
 // Any thread; a relaxed atomic load after the first call.
 bool CaptureEnabled();
+// CaptureEnabled() and TTRACE_OPS selects format::kApis[api_index] (options.h: ParseOpsFilter). Any thread.
+bool CaptureEnabled(int api_index);
 
 // Turns recording off for the rest of the process (vendor calls go on unchanged); says why once on stderr.
 void DisableCapture(const std::string& why);

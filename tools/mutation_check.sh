@@ -220,6 +220,8 @@ mutate "shim: pointer-array batches read from the wrong array" cublas_intercepto
 mutate "shim: pointer arrays snapshotted inside a CUDA graph capture" capture_engine.cc \
   "if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && arrays) {" "if (false) {" \
   "ttrace_shim shim_capture_engine_test" "CaptureEngine"
+mutate "shim: TTRACE_OPS ignored" runtime.cc "if (state == kEnabled) return g_api_selected[api_index];" \
+  "if (state == kEnabled) return true;" "ttrace_shim shim_integration_test" "ShimIntegrationTest.OpsFilter"
 mutate "shim: device-memory pointer arrays read" capture_engine.cc "  if (type != CU_MEMORYTYPE_HOST) {" \
   "  if (false) {" "ttrace_shim shim_capture_engine_test shim_batched_capture_test" "CaptureEngine|BatchedCapture"
 mutate "shim: convolution output captured after a failed call" cudnn_interceptors.cc \

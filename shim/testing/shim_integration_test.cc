@@ -563,5 +563,48 @@ TEST(ShimIntegrationTest, DisabledWritesNothingAndChangesNothing) {
   for (const auto& [key, entry] : want) EXPECT_TRUE(got.at(key).payload == entry.payload);
 }
 
+// TTRACE_OPS: only the selected calls are recorded, numbered 0, 1, ... among themselves, with their operands; the
+// others pass straight through (the program's data is unchanged either way). The one-rank workload makes five GEMMs
+// (two of them cublasGemmEx) and three all-reduces per iteration.
+TEST(ShimIntegrationTest, OpsFilterRecordsOnlyTheSelectedCalls) {
+  ScratchDir scratch;
+  RunResult plain;
+  const auto want = TensorsByKey(RunSingle(scratch, "plain", {{"LD_LIBRARY_PATH", kSimgpu}}, {}, &plain));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  struct Case {
+    std::string filter;
+    size_t ops;
+    bool gemm_ex_only;  // else: collectives only
+  };
+  for (const Case& c : {Case{"nccl", 3, false}, Case{"cublasGemmEx", 2, true}}) {
+    const std::string traces = scratch / ("traces-" + c.filter);
+    RunResult r;
+    const auto got =
+        TensorsByKey(RunSingle(scratch, c.filter, Preloaded(kSimgpu, traces, {{"TTRACE_OPS", c.filter}}), {}, &r));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(r.err.empty()) << r.err;
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [key, entry] : want) EXPECT_TRUE(got.at(key).payload == entry.payload) << c.filter;
+    auto set = analyzer::LoadTraceDir(traces);
+    ASSERT_TRUE(set.ok()) << set.status();
+    ASSERT_EQ(set->ranks.size(), 1u);
+    const analyzer::RankTrace& rank = set->ranks[0];
+    ASSERT_EQ(rank.ops.size(), c.ops) << c.filter;
+    for (size_t i = 0; i < rank.ops.size(); ++i) {
+      const analyzer::Op& op = rank.ops[i];
+      EXPECT_EQ(op.seq, i) << c.filter;
+      if (c.gemm_ex_only) {
+        EXPECT_EQ(op.api, static_cast<uint16_t>(format::ApiId::kCublasGemmEx)) << c.filter;
+        EXPECT_NE(op.tensor(format::TensorSlot::kCOut), nullptr) << c.filter << ": operands still captured";
+      } else {
+        EXPECT_EQ(op.kind, analyzer::OpKind::kCollective) << c.filter << " seq " << i << " " << op.api_name();
+      }
+    }
+    EXPECT_EQ(rank.comm_inits.empty(), c.gemm_ex_only) << c.filter << ": communicators follow NCCL's ops";
+    const analyzer::CheckReport report = analyzer::RunChecks(*set);
+    EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean) << c.filter;
+  }
+}
+
 }  // namespace
 }  // namespace ttrace::shim::testing
