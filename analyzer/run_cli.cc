@@ -238,7 +238,9 @@ int RunRunCommand(int argc, const char* const* argv, std::ostream& out, std::ost
       << (n == 1 ? " stream)" : " streams)") << "\n";
   if (n == 0) {
     err << "ttrace: error: the job wrote no trace to " << args.dir
-        << " (no cuBLAS, cuDNN or NCCL call reached the shim: a statically linked program ignores LD_PRELOAD)\n";
+        << (job_exit != 0 ? " (it failed before any traced call?)\n"
+                           : " (no cuBLAS, cuDNN or NCCL call reached the shim: a statically linked program "
+                             "ignores LD_PRELOAD)\n");
     return job_exit != 0 ? job_exit : kExitError;
   }
   if (!args.check) return job_exit;

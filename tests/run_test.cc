@@ -89,6 +89,13 @@ TEST(RunTest, EnvironmentOfTheJob) {
   EXPECT_NE(out.find("preload=" + BuildDir() + "/bin/../lib/libttrace.so dir=" + dir + " job=j1"), std::string::npos)
       << out;
   EXPECT_NE(out.find("the job wrote no trace"), std::string::npos) << out;
+  EXPECT_NE(out.find("a statically linked program ignores LD_PRELOAD"), std::string::npos) << out;
+  // A job that fails before any traced call: its own status, and no hint about static linking.
+  EXPECT_EQ(Shell("cd '" + TempDir() + "' && " + Ttrace() + " run --dir early -- sh -c 'exit 4'", &out), 4) << out;
+  EXPECT_NE(out.find("the job wrote no trace to early (it failed before any traced call?)"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("statically linked"), std::string::npos) << out;
 }
 
 TEST(RunTest, CommandsThatCannotRunAndUsageErrors) {
