@@ -21,6 +21,7 @@
 #include "analyzer/conv_check.h"
 #include "analyzer/graph_check.h"
 #include "analyzer/lt_check.h"
+#include "analyzer/replica_check.h"
 
 namespace ttrace::analyzer {
 
@@ -263,6 +264,27 @@ class OrderedPool {
   bool closing_ = false, out_of_memory_ = false;
 };
 
+// Each rank's replica digests (replica_check.h), taken op by op while the op's payloads are loaded.
+struct ReplicaDigests {
+  explicit ReplicaDigests(const TraceSet& set) {
+    for (const RankTrace& t : set.ranks) {
+      if (t.rank() < 0 || index.count(t.rank()) > 0) continue;  // a stream without a rank takes no part
+      index[t.rank()] = digests.size();
+      digests.emplace_back();
+      digests.back().rank = t.rank();
+      digests.back().path = t.path;
+    }
+  }
+  std::map<int, size_t> index;
+  std::vector<RankReplicaDigest> digests;
+};
+
+void DigestForReplicas(int rank, const Op& op, ReplicaDigests* d) {
+  ReplicaOp r;
+  auto it = d->index.find(rank);
+  if (it != d->index.end() && DigestReplicaOp(op, &r)) d->digests[it->second].ops.push_back(r);
+}
+
 }  // namespace
 
 CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const CheckOptions& options) {
@@ -312,6 +334,7 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
                             FormatCount(limit >> 20), " MiB (--memory-limit): not checked"));
     part->AddNotChecked("over the memory limit");
   };
+  ReplicaDigests replicas(set);
   absl::Status load_error;
   {
     // BLAS's own threads would compete with the workers: one each while they run (blas.h: set before any call).
@@ -324,6 +347,7 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
         },
         [&](const Item& item, const CheckReport& part) {
           MergeOpReport(part, &report);
+          DigestForReplicas(item.rank, *item.op, &replicas);
           Release(*item.op);
           ++counts.ops_done;
           counts.bytes_done += item.bytes;
@@ -427,6 +451,13 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
     }
     u = end;
   }
+  // Replicas: compared on the digests taken above; the payloads of a parting are read again for its evidence.
+  std::map<std::string, std::unique_ptr<DeferredTensorReader>> evidence_readers;
+  CheckReplicaDigests(replicas.digests, &report, [&](const std::string& path, std::vector<Tensor*> tensors) {
+    auto& reader = evidence_readers[path];
+    if (reader == nullptr) reader = std::make_unique<DeferredTensorReader>(path, true);
+    return reader->Load(std::move(tensors));
+  });
   report.Finish();
   return report;
 }

@@ -158,6 +158,18 @@ std::string ReportToJson(const CheckReport& report, const Divergence* divergence
     first = false;
   }
   absl::StrAppend(&out, "}},\n");
+  if (s.replicas.ran) {
+    const ReplicaSummary& r = s.replicas;
+    std::string sets;
+    for (const std::vector<int>& set : r.sets) {
+      absl::StrAppend(&sets, sets.empty() ? "" : ", ", "[");
+      for (size_t i = 0; i < set.size(); ++i) absl::StrAppend(&sets, i == 0 ? "" : ", ", set[i]);
+      absl::StrAppend(&sets, "]");
+    }
+    absl::StrAppend(&out, "    \"replicas\": {", Int("groups", r.groups), ", \"sets\": [", sets, "], ",
+                    Int("operands_established", r.operands_established), ", ",
+                    Int("uses_compared", r.uses_compared), ", ", Int("parted", r.parted), "},\n");
+  }
   absl::StrAppend(&out, "    \"warnings\": [");
   for (size_t i = 0; i < s.warnings.size(); ++i)
     absl::StrAppend(&out, i == 0 ? "\n      " : ",\n      ", JsonString(s.warnings[i]));

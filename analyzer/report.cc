@@ -32,6 +32,22 @@ std::string CountsText(const std::map<std::string, uint64_t>& counts) {
 
 }  // namespace
 
+std::string ReplicaText(const ReplicaSummary& r) {
+  if (r.operands_established == 0)
+    return r.groups == 0 ? "no two ranks ran the same op sequence" : "no operand was identical on two ranks";
+  std::vector<std::string> sets;
+  for (const std::vector<int>& set : r.sets) {
+    if (sets.size() == 8) {
+      sets.push_back("...");
+      break;
+    }
+    sets.push_back(absl::StrCat("{", absl::StrJoin(set, ", "), "}"));
+  }
+  return absl::StrCat(FormatCount(r.operands_established), " operands identical on ranks ",
+                      absl::StrJoin(sets, " "), "; ", FormatCount(r.uses_compared),
+                      " later reads compared bitwise, ", FormatCount(r.parted), " parted");
+}
+
 uint64_t CheckSummary::checked_total() const {
   uint64_t n = 0;
   for (const auto& [kind, c] : checked) n += c;
@@ -170,6 +186,7 @@ void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows) 
     }
     out << "gemm:        " << absl::StrJoin(parts, "; ") << ", bound " << s.gemm_model << "\n";
   }
+  if (s.replicas.ran) out << "replicas:    " << ReplicaText(s.replicas) << "\n";
   if (!findings.empty()) {
     const Finding& f = findings.front();
     out << "\nfirst finding: rank " << f.rank << " seq " << f.seq << " " << f.api << " [" << f.check << "]\n";

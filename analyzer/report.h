@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,16 @@ struct GemmMethodSummary {
   double guaranteed = 0, screened = 0, replayed = 1;
 };
 
+// What the replica check (replica_check.h) compared.
+struct ReplicaSummary {
+  bool ran = false;
+  uint64_t groups = 0;                  // groups of two or more ranks with the same op sequence
+  std::set<std::vector<int>> sets;      // rank sets that held some operand bitwise identical (its replicas)
+  uint64_t operands_established = 0;    // operands found identical on their replicas at a first read
+  uint64_t uses_compared = 0;           // later reads of them compared bitwise across their replicas
+  uint64_t parted = 0;                  // reads where the replicas differed
+};
+
 enum class Verdict { kClean, kFindings, kIncomplete };
 const char* VerdictName(Verdict verdict);  // "clean", "findings", "incomplete"
 
@@ -104,6 +115,7 @@ struct CheckSummary {
   std::vector<std::string> warnings;
   uint64_t warnings_suppressed = 0;
   std::vector<std::string> gaps;                // why the evidence is incomplete, each complete on its own
+  ReplicaSummary replicas;
 
   uint64_t checked_total() const;
   uint64_t not_checked_total() const;
@@ -140,6 +152,10 @@ class CheckReport {
 // Terminal report: verdict, counts, tightness, the first finding in full, a table of findings (at most
 // `max_rows`), warnings.
 void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows = 20);
+
+// One line on what the replica check compared: "12 operands identical on ranks {0, 2} {1, 3}; 36 later reads
+// compared bitwise, 0 parted".
+std::string ReplicaText(const ReplicaSummary& replicas);
 
 // "1.25e-06"-style number for reports; "inf"/"nan" spelled out.
 std::string FormatNumber(double v);

@@ -165,6 +165,10 @@ mutate "gemm probabilistic bound x2" error_model.cc "    theta_acc_ = std::min(t
 mutate "all-reduce: identity check skipped" collective_check.cc \
   "if (members[rep[c]].recv->data == members[r].recv->data) cls[r]" "if (true) cls[r]" \
   "collective_check_test" "CollectiveCheck"
+mutate "replica: parted replicas taken as identical" replica_check.cc \
+  "        if (classes.size() == 1) {" "        if (true) {" "replica_check_test" "ReplicaCheck"
+mutate "replica: constant operands taken as replicas" replica_check.cc \
+  "if (o.present && !o.constant) classes" "if (o.present) classes" "replica_check_test" "ReplicaCheck"
 # ttrace diff.
 mutate "diff: shard row blocks merged in reverse order" diff_sharded.cc \
   "PlaceBlock(data(s), rows, cols, bi, bj, rs, cs, full);" \
