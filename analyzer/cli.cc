@@ -13,6 +13,7 @@
 #include "analyzer/check.h"
 #include "analyzer/diff_cli.h"
 #include "analyzer/dump.h"
+#include "analyzer/export.h"
 #include "analyzer/json.h"
 #include "analyzer/progress.h"
 #include "analyzer/run_cli.h"
@@ -49,6 +50,7 @@ constexpr char kUsage[] =
     "                          when rounding errors are independent)\n"
     TTRACE_DIFF_USAGE
     TTRACE_RUN_USAGE
+    TTRACE_EXPORT_USAGE
     "  dump FILE|DIR [--allow-truncated] [--rank R] [--seq S] [--manifest]\n"
     "      Print every record of a stream (or of each stream in DIR), one per line. --rank R: only rank R's\n"
     "      stream; --seq S: only the records of op S (its call, tensors, notices), found through the stream's\n"
@@ -296,6 +298,7 @@ int RunCommand(int argc, const char* const* argv, std::ostream& out, std::ostrea
   }
   if (cmd == "diff") return RunDiffCommand(argc, argv, out, err);
   if (cmd == "run") return RunRunCommand(argc, argv, out, err);
+  if (cmd == "export") return RunExportCommand(argc, argv, out, err);
   if (cmd != "check" && cmd != "dump") return UsageError(err, absl::StrCat("unknown command '", cmd, "'"));
   Args args;
   std::string problem = ParseArgs(argc, argv, cmd == "check", &args);

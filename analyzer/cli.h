@@ -4,6 +4,7 @@
 //   ttrace dump FILE|DIR [--allow-truncated]
 //   ttrace diff REF_DIR CAND_DIR [...] (diff_cli.h)
 //   ttrace run [--dir DIR] [--job NAME] [--preload LIB] [--no-check] [check options] -- CMD [ARGS...] (run_cli.h)
+//   ttrace export DIR [--perfetto FILE] [--npy OUTDIR [--rank R] [--seq S]] (export.h)
 //   ttrace --help
 //
 // Exit status (DESIGN.md §4): 0 clean, 1 findings, 2 usage or data error, 3 incomplete (no finding, but evidence

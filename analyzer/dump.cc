@@ -21,13 +21,6 @@ using store::TraceReader;
 
 namespace {
 
-const char* SlotName(uint8_t slot) {
-  static const char* const kNames[] = {"A",       "B",       "C_in",    "C_out",  "send",   "recv",   "alpha",
-                                       "beta",    "bias",    "aux_in",  "aux_out", "bias_grad", "scale_a",
-                                       "scale_b", "scale_c", "scale_d", "amax_d", "aux_scale", "aux_amax", "x",
-                                       "w",       "dy",      "graph_in", "graph_out"};
-  return slot < format::kTensorSlots ? kNames[slot] : "?";
-}
 
 std::string GemmLine(const format::GemmRecord& g) {
   auto op = [](uint8_t t) { return t <= 2 ? std::string(1, "NTC"[t]) : std::to_string(t); };
@@ -102,6 +95,14 @@ std::string CollectiveLine(const format::CollectiveRecord& c) {
 
 }  // namespace
 
+const char* TensorSlotName(uint8_t slot) {
+  static const char* const kNames[] = {"A",       "B",       "C_in",    "C_out",  "send",   "recv",   "alpha",
+                                       "beta",    "bias",    "aux_in",  "aux_out", "bias_grad", "scale_a",
+                                       "scale_b", "scale_c", "scale_d", "amax_d", "aux_scale", "aux_amax", "x",
+                                       "w",       "dy",      "graph_in", "graph_out"};
+  return slot < format::kTensorSlots ? kNames[slot] : "?";
+}
+
 std::string RecordLine(const RecordView& r) {
   switch (r.type) {
     case RecordType::kGemm:
@@ -124,7 +125,7 @@ std::string RecordLine(const RecordView& r) {
                                : t.payload_kind == 1 ? std::string("full-shuffled")
                                : t.payload_kind == 2 ? std::string("full-coded")
                                                      : std::to_string(t.payload_kind);
-      return absl::StrCat("tensor seq=", t.seq, " slot=", SlotName(t.slot), " kind=", kind,
+      return absl::StrCat("tensor seq=", t.seq, " slot=", TensorSlotName(t.slot), " kind=", kind,
                           " dtype=", DTypeName(t.dtype), " shape=", t.rows, "x", t.cols, "x", t.batch,
                           t.slot >= 22 ? absl::StrCat(" index=", t.index) : std::string(),
                           " bytes=", t.payload_bytes);

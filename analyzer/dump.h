@@ -10,6 +10,7 @@
 #ifndef TTRACE_ANALYZER_DUMP_H_
 #define TTRACE_ANALYZER_DUMP_H_
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
@@ -21,6 +22,9 @@ namespace ttrace::analyzer {
 
 // The text line of one record (no newline).
 std::string RecordLine(const store::RecordView& r);
+
+// "A", "C_out", "send", "graph_in", ... (format.h TensorSlot); "?" for an unknown slot.
+const char* TensorSlotName(uint8_t slot);
 
 // Writes the stream's header comment and one line per record to `out`. A read error is returned after the
 // records before it were written; a truncation allowed by `options` is reported in `*warning`.
