@@ -195,8 +195,13 @@ absl::Status DeferredTensorReader::Load(std::vector<Tensor*> wanted) {
     if (ordinal != wanted[next]->ordinal) continue;
     Tensor* tensor = wanted[next];
     while (next < wanted.size() && wanted[next]->ordinal == ordinal) ++next;  // (a tensor listed twice)
-    if (r.payload.size() != tensor->meta.payload_bytes)
+    // The record as stored: a tensor read before (and released) has its meta rewritten to the kFull layout by
+    // DecodePayload, so its payload kind and size come from the record again.
+    const format::TensorRecord stored = r.Body<format::TensorRecord>();
+    if (stored.seq != tensor->meta.seq || r.payload.size() != stored.payload_bytes)
       return absl::DataLossError(absl::StrCat(path_, ": the stream changed while it was read"));
+    tensor->meta.payload_kind = stored.payload_kind;
+    tensor->meta.payload_bytes = stored.payload_bytes;
     const std::string problem = DecodePayload(r, tensor->payload_bytes, tensor);
     if (!problem.empty())
       return absl::DataLossError(absl::StrCat(path_, ": tensor of seq ", tensor->meta.seq, ": ", problem));
