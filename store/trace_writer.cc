@@ -43,21 +43,6 @@ size_t RawZstdFrame(const char* src, size_t n, char* dst) {
   return static_cast<size_t>(o - dst);
 }
 
-// Would zstd find matches in this frame? A level-1 trial on four 32 KiB pieces spread over it, into `scratch`
-// (at least ZSTD_compressBound(32 KiB) bytes): float-coded payloads of smooth data (a slowly varying signal,
-// repeated rows) still hold repeats that zstd finds and the codec, byte by byte, does not.
-bool ZstdFindsMatches(const char* data, size_t n, char* scratch, size_t scratch_bytes) {
-  constexpr size_t kPiece = 32u << 10;
-  if (n < 8 * kPiece) return true;
-  size_t out = 0;
-  for (size_t k = 0; k < 4; ++k) {
-    const size_t c = ZSTD_compress(scratch, scratch_bytes, data + (n - kPiece) * (2 * k + 1) / 8, kPiece, 1);
-    if (ZSTD_isError(c)) return true;
-    out += c;
-  }
-  return out * 32 < 4 * kPiece * 31;  // saves at least 1/32
-}
-
 void CopyPadded(char* dst, size_t n, const std::string& src) {
   memset(dst, 0, n);
   memcpy(dst, src.data(), src.size() < n - 1 ? src.size() : n - 1);
@@ -201,11 +186,18 @@ bool TraceWriter::Flush(std::string* error) {
   constexpr size_t kHead = sizeof(format::FrameHeader);
   const size_t bound = kHead + std::max(ZSTD_compressBound(pending_.size()), RawZstdBound(pending_.size()));
   if (compressed_.size() < bound) compressed_.resize(bound);
-  const bool stored = precoded_bytes_ * 8 >= pending_.size() * 7 &&
-                      !ZstdFindsMatches(pending_.data(), pending_.size(), compressed_.data(), compressed_.size());
-  size_t n = stored ? RawZstdFrame(pending_.data(), pending_.size(), compressed_.data() + kHead)
-                    : ZSTD_compress(compressed_.data() + kHead, compressed_.size() - kHead, pending_.data(),
-                                    pending_.size(), options_.zstd_level);
+  char* body = compressed_.data() + kHead;
+  const size_t room = compressed_.size() - kHead;
+  size_t n;
+  if (precoded_bytes_ * 8 >= pending_.size() * 7) {
+    // Mostly float-coded payloads, entropy-coded already: zstd at level 1 over the whole frame still finds what the
+    // codec, tensor by tensor, cannot (a tensor captured twice in one frame, as a weight read by a forward and a
+    // backward GEMM; smooth data); kept when it saves at least 1/32, else the frame is stored in raw blocks.
+    n = ZSTD_compress(body, room, pending_.data(), pending_.size(), 1);
+    if (ZSTD_isError(n) || n * 32 > pending_.size() * 31) n = RawZstdFrame(pending_.data(), pending_.size(), body);
+  } else {
+    n = ZSTD_compress(body, room, pending_.data(), pending_.size(), options_.zstd_level);
+  }
   if (ZSTD_isError(n)) return Fail(std::string("zstd: ") + ZSTD_getErrorName(n), error);
   if (n > format::kMaxFrameBytes) return Fail("compressed frame exceeds the frame limit", error);
   format::FrameHeader fh;

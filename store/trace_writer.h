@@ -7,7 +7,8 @@
 // entry (the seq range of its records), so a file output writes it with one write(2) and a process killed
 // mid-run leaves a stream that reads back up to its last complete frame. A frame that is at least 7/8 float-coded
 // tensor payloads (PayloadKind::kFloatCoded, already entropy-coded) is stored in a zstd frame of raw blocks
-// instead, unless a zstd trial on a sample of it saves 1/32: zstd would spend its time finding nothing.
+// instead, unless zstd at level 1 over the whole frame saves 1/32 (repeats across tensors: the codec codes each
+// alone).
 //
 // Not thread-safe: one thread owns a writer (the shim's drain thread). Depends on no CUDA library and on no
 // Abseil, because the shim links it statically. Errors are reported as false + message; after an I/O error the
