@@ -47,7 +47,7 @@ StreamStore::Opened StreamStore::Open(const format::FileHeader& header) {
     }
   }
   store::StreamFileOptions options;
-  options.sync_on_close = true;
+  options.sync_on_close = durable_;
   options.writer = format::ManifestWriter::kCollector;
   options.file_mode = file_mode_;
   std::string error;

@@ -24,7 +24,10 @@ bool SafeName(const std::string& name, size_t max = 64);
 
 class StreamStore {
  public:
-  explicit StreamStore(std::string root, unsigned file_mode = 0640) : root_(std::move(root)), file_mode_(file_mode) {}
+  // `durable`: streams are fsynced when they finish (store::StreamFileOptions::sync_on_close), which is what the
+  // daemon promises; only the fuzz harness, which throws its streams away, turns it off.
+  explicit StreamStore(std::string root, unsigned file_mode = 0640, bool durable = true)
+      : root_(std::move(root)), file_mode_(file_mode), durable_(durable) {}
 
   struct Opened {
     std::unique_ptr<store::StreamFile> file;  // null when refused
@@ -42,6 +45,7 @@ class StreamStore {
  private:
   std::string root_;
   unsigned file_mode_;
+  bool durable_;
   std::mutex mu_;
   std::set<std::string> active_;
 };

@@ -34,6 +34,8 @@ uint32_t CountRecords(const std::string& records) {
   return n;
 }
 
+}  // namespace
+
 void RemoveTree(const std::string& path) {
   if (DIR* d = opendir(path.c_str())) {
     while (dirent* e = readdir(d)) {
@@ -51,8 +53,6 @@ void RemoveTree(const std::string& path) {
   }
   rmdir(path.c_str());
 }
-
-}  // namespace
 
 std::string WrapRecords(const std::string& records) {
   FileHeader h;

@@ -31,6 +31,9 @@ std::string RecordsOf(const std::string& stream);
 // Writes `bytes` to `path` (replacing it); false on an I/O error.
 bool WriteFile(const std::string& path, const std::string& bytes);
 
+// Removes `path` and everything under it (no error if it does not exist).
+void RemoveTree(const std::string& path);
+
 // A directory of this process's own under $TMPDIR (else /tmp), created once.
 const std::string& ScratchDir();
 

@@ -1,6 +1,7 @@
-// Writes the golden streams of tests/golden/ and the record seeds of fuzz/corpus/ (tests/golden/README.md):
+// Writes the golden streams of tests/golden/ and the seeds of fuzz/corpus/ (tests/golden/README.md):
 //
-//   make_golden OUT_DIR     -> OUT_DIR/good/*.ttr, OUT_DIR/corrupt/*.ttr, OUT_DIR/records/*.rec
+//   make_golden OUT_DIR     -> OUT_DIR/good/*.ttr, OUT_DIR/corrupt/*.ttr, OUT_DIR/records/*.rec,
+//                              OUT_DIR/handshake/*.bin (what a collector client sends on one connection)
 //
 // Good streams are written by the store's TraceWriter with fixed identities (pid 1, start 0), so a rerun writes
 // the same bytes as long as the writer and zstd do. Each corrupt stream is one good stream with one damage, the
@@ -21,6 +22,7 @@
 #include "store/trace_writer.h"
 #include "ttrace/byte_shuffle.h"
 #include "ttrace/format.h"
+#include "ttrace/wire.h"
 
 namespace ttrace::fuzz {
 namespace {
@@ -228,8 +230,158 @@ std::string RecordBytes(RecordType type, const void* body, size_t body_bytes, co
   return r + payload;
 }
 
+// ---- Collector connections (fuzz_collector_session, fuzz/collector_session_fuzzer.cc) --------------------------
+
+constexpr char kCollectorToken[] = "fuzz-token";  // what the harness's collector requires
+
+std::string HelloBytes(const std::string& token = kCollectorToken, uint32_t version = wire::kProtocolVersion,
+                       uint32_t extra = 0) {
+  wire::Hello h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, wire::kHelloMagic, sizeof h.magic);
+  h.version = version;
+  h.hello_size = static_cast<uint32_t>(sizeof h + extra);
+  h.token_bytes = static_cast<uint32_t>(token.size());
+  return std::string(reinterpret_cast<const char*>(&h), sizeof h) + std::string(extra, '\x5a') + token;
+}
+
+// A stream as a client sends it after its hello: the stream header, then each frame preceded by its index entry
+// (from the stream's .idx written beside it, offset 0 as on the wire). `entries` and `frames` get the offsets.
+std::string WireStream(const std::string& path, std::vector<size_t>* entries = nullptr,
+                       std::vector<size_t>* frames = nullptr) {
+  const std::string stream = Read(path), index = Read(path + ".idx");
+  const std::vector<size_t> at = Frames(stream);
+  if (index.size() != sizeof(format::IndexHeader) + at.size() * sizeof(format::IndexEntry)) {
+    fprintf(stderr, "%s: the index does not list its %zu frames\n", path.c_str(), at.size());
+    exit(1);
+  }
+  std::string out = stream.substr(0, sizeof(FileHeader));
+  for (size_t i = 0; i < at.size(); ++i) {
+    format::IndexEntry e;
+    memcpy(&e, index.data() + sizeof(format::IndexHeader) + i * sizeof e, sizeof e);
+    e.offset = 0;
+    e.entry_crc = store::Crc32c(&e, offsetof(format::IndexEntry, entry_crc));
+    if (entries) entries->push_back(out.size());
+    out.append(reinterpret_cast<const char*>(&e), sizeof e);
+    if (frames) frames->push_back(out.size());
+    const size_t end = i + 1 < at.size() ? at[i + 1] : stream.size();
+    out.append(stream, at[i], end - at[i]);
+  }
+  return out;
+}
+
+// Rank 0 of 1 with `frames` frames, each a GEMM record and an incompressible tensor of `bytes` bytes, then an end
+// record: frames that reach the harness's frame and stream limits.
+void WriteBig(const std::string& path, int frames, size_t bytes) {
+  Writer w(path, 0, 1);
+  uint32_t x = 12345;
+  for (int f = 0; f < frames; ++f) {
+    w.Add(RecordType::kGemm, GemmRec(f, 1, 1, 1, DType::kF32, DType::kF32));
+    std::string noise(bytes, '\0');
+    for (char& c : noise) c = static_cast<char>((x = x * 1664525u + 1013904223u) >> 24);
+    w.Tensor(f, TensorSlot::kA, DType::kU8, static_cast<int64_t>(bytes), 1, noise);
+    w.Flush();
+  }
+  w.End(frames);
+  w.Close();
+}
+
+void WriteHandshakeSeeds(const std::string& out) {
+  const std::string dir = out + "/handshake/", scratch = out + "/handshake-streams/";
+  mkdir(scratch.c_str(), 0755);
+  const std::string good = out + "/good/";
+  std::vector<size_t> entries, frames;
+  const std::string clean = WireStream(good + "clean.ttr", &entries, &frames);
+  const std::string hello = HelloBytes();
+  Put(dir + "clean.bin", hello + clean);
+  Put(dir + "no_end.bin", hello + WireStream(good + "no_end.ttr"));
+  Put(dir + "uncheckable.bin", hello + WireStream(good + "uncheckable.ttr"));
+  Put(dir + "hello_larger.bin", HelloBytes(kCollectorToken, wire::kProtocolVersion, 16) + clean);
+  Put(dir + "no_token.bin", HelloBytes("") + clean);
+  Put(dir + "bad_token.bin", HelloBytes("fuzz-tokem") + clean);
+  Put(dir + "token_too_long.bin", HelloBytes(std::string(wire::kMaxTokenBytes + 1, 't')) + clean);
+  Put(dir + "version_2.bin", HelloBytes(kCollectorToken, 2) + clean);
+  Put(dir + "not_a_client.bin", "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  Put(dir + "cut_hello.bin", hello.substr(0, 20));
+  Put(dir + "cut_header.bin", hello + clean.substr(0, 100));
+  Put(dir + "cut_entry.bin", hello + clean.substr(0, entries[1] + 20));
+  Put(dir + "cut_frame_header.bin", hello + clean.substr(0, frames[1] + 10));
+  Put(dir + "cut_payload.bin", hello + clean.substr(0, clean.size() - 5));
+  auto header = [&](const std::string& name, const std::function<void(FileHeader*)>& edit) {
+    std::string s = clean;
+    EditFileHeader(&s, edit);
+    Put(dir + name + ".bin", hello + s);
+  };
+  header("header_version_2", [](FileHeader* h) { h->version = 2; });
+  header("job_traversal", [](FileHeader* h) { strcpy(h->job, "../etc"); });
+  header("pid_stream", [](FileHeader* h) {
+    h->rank = -1;
+    strcpy(h->host, "node-7");
+  });
+  header("pid_stream_bad_host", [](FileHeader* h) {
+    h->rank = -1;
+    strcpy(h->host, "a/b");
+  });
+  auto entry = [&](const std::string& name, size_t i, const std::function<void(format::IndexEntry*)>& edit) {
+    std::string s = clean;
+    format::IndexEntry e;
+    memcpy(&e, s.data() + entries[i], sizeof e);
+    edit(&e);
+    e.entry_crc = store::Crc32c(&e, offsetof(format::IndexEntry, entry_crc));
+    memcpy(s.data() + entries[i], &e, sizeof e);
+    Put(dir + name + ".bin", hello + s);
+  };
+  entry("entry_record_count", 1, [](format::IndexEntry* e) { e->record_count += 1; });
+  entry("entry_seq_range", 0, [](format::IndexEntry* e) {
+    e->seq_records = 1;
+    e->min_seq = 5;
+    e->max_seq = 4;
+  });
+  {
+    std::string s = clean;
+    s[entries[1] + offsetof(format::IndexEntry, min_seq)] ^= 1;  // checksum left stale
+    Put(dir + "entry_crc.bin", hello + s);
+  }
+  {
+    std::string s = clean;
+    s[frames[1] + sizeof(FrameHeader) + 20] ^= 0x10;
+    Put(dir + "payload_bitflip.bin", hello + s);
+  }
+  {  // frame 1 says it is frame 7, and so does its entry
+    std::string s = clean;
+    EditFrame(&s, frames[1], [](FrameHeader* fh) { fh->frame_index = 7; });
+    format::IndexEntry e;
+    memcpy(&e, s.data() + entries[1], sizeof e);
+    FrameHeader fh;
+    memcpy(&fh, s.data() + frames[1], sizeof fh);
+    e.frame_index = 7;
+    e.frame_header_crc = fh.header_crc;
+    e.entry_crc = store::Crc32c(&e, offsetof(format::IndexEntry, entry_crc));
+    memcpy(s.data() + entries[1], &e, sizeof e);
+    Put(dir + "frame_index_skip.bin", hello + s);
+  }
+  {  // the last frame's payload is not zstd, behind a valid checksum: stored, but the stream has no end record
+    std::string s = clean;
+    const size_t p = frames[1] + sizeof(FrameHeader);
+    for (size_t i = p; i < s.size(); ++i) s[i] = static_cast<char>(i * 37 + 11);
+    EditFrame(&s, frames[1], [&](FrameHeader* fh) { fh->payload_crc = store::Crc32c(s.data() + p, s.size() - p); });
+    format::IndexEntry e;
+    memcpy(&e, s.data() + entries[1], sizeof e);
+    FrameHeader fh;
+    memcpy(&fh, s.data() + frames[1], sizeof fh);
+    e.frame_header_crc = fh.header_crc;
+    e.entry_crc = store::Crc32c(&e, offsetof(format::IndexEntry, entry_crc));
+    memcpy(s.data() + entries[1], &e, sizeof e);
+    Put(dir + "zstd_garbage_last.bin", hello + s);
+  }
+  WriteBig(scratch + "big_frame.ttr", 1, 20 << 10);  // over the harness's 16 KiB frame limit
+  Put(dir + "frame_over_limit.bin", hello + WireStream(scratch + "big_frame.ttr"));
+  WriteBig(scratch + "many_frames.ttr", 6, 10 << 10);  // 6 frames of ~10 KiB: over its 48 KiB stream limit
+  Put(dir + "stream_over_limit.bin", hello + WireStream(scratch + "many_frames.ttr"));
+}
+
 int Main(const std::string& out) {
-  for (const char* sub : {"", "/good", "/corrupt", "/records"}) mkdir((out + sub).c_str(), 0755);
+  for (const char* sub : {"", "/good", "/corrupt", "/records", "/handshake"}) mkdir((out + sub).c_str(), 0755);
   const std::string good = out + "/good/", bad = out + "/corrupt/";
   WriteClean(good + "clean.ttr");
   WriteClean(good + "no_end.ttr", /*end=*/false);
@@ -299,6 +451,7 @@ int Main(const std::string& out) {
   // Record seeds for the fuzzers: the content of every good stream.
   for (const char* name : {"clean", "no_end", "uncheckable"})
     Put(out + "/records/" + name + ".rec", RecordsOf(Read(good + name + ".ttr")));
+  WriteHandshakeSeeds(out);
   return 0;
 }
 

@@ -197,6 +197,11 @@ mutate "writer: index entry one seq short" trace_writer.cc "pending_max_seq_ = s
 mutate "collector: frame payload checksum not checked" session.cc \
   "if (store::Crc32c(payload, frame_.compressed_size) != frame_.payload_crc) {" \
   "if (false && store::Crc32c(payload, frame_.compressed_size) != frame_.payload_crc) {" "session_test" "Session"
+mutate "collector: an index entry's record count not checked against its frame" session.cc \
+  "entry_.record_count != frame_.record_count ||" "false ||" "fuzz_collector_session" \
+  "fuzz_collector_session_replay"
+mutate "collector: acks numbered from 0" session.cc "wire::Ack ack{wire::kAckMagic, 0, frames_};" \
+  "wire::Ack ack{wire::kAckMagic, 0, frames_ - 1};" "fuzz_collector_session" "fuzz_collector_session_replay"
 mutate "crc32c: table polynomial" crc32c.cc "(c >> 1) ^ 0x82F63B78u" "(c >> 1) ^ 0x82F63B79u" \
   "trace_store_test" "TraceStore|Crc32c"
 # The shim.
