@@ -38,7 +38,10 @@ configure() {  # configure DIR [cmake args...]
   shift
   if [ ! -f "$dir/build.ninja" ]; then
     ttrace_log "configuring $dir"
-    cmake -S "$TTRACE_ROOT" -B "$dir" -G Ninja -DTTRACE_CUDA_ROOT="$TTRACE_CUDA_ROOT" "$@" >/dev/null
+    local launcher=()
+    # ccache, where installed, makes a rebuild after a small change cheap (these builds take many minutes cold).
+    command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    cmake -S "$TTRACE_ROOT" -B "$dir" -G Ninja -DTTRACE_CUDA_ROOT="$TTRACE_CUDA_ROOT" "${launcher[@]}" "$@" >/dev/null
   fi
 }
 
