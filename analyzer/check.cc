@@ -104,6 +104,9 @@ void MergeOpReport(const CheckReport& part, CheckReport* into) {
   for (const auto& [kind, t] : p.tightness) tighten(t, &s.tightness[kind]);
   tighten(p.overall, &s.overall);
   for (const auto& [reason, n] : p.not_checked) s.not_checked[reason] += n;
+  for (const auto& [reason, ops] : p.not_checked_ops)
+    for (const OpName& op : ops) into->NameNotChecked(reason, op);
+  into->timeline().Merge(part.timeline());
   for (const auto& [method, g] : p.gemm_methods) {
     GemmMethodSummary& m = s.gemm_methods[method];
     m.replayed = m.ops == 0 ? g.replayed : std::min(m.replayed, g.replayed);
@@ -116,6 +119,20 @@ void MergeOpReport(const CheckReport& part, CheckReport* into) {
   s.warnings_suppressed += p.warnings_suppressed;
   for (const std::string& g : p.gaps) into->AddGap(g);
   for (const Finding& f : part.findings()) into->AddFinding(f);
+}
+
+// Names the ops of a collective unit its check did not check: those of `unit` without a point in the part's
+// timeline, under the part's reason (the first, when the unit gave several).
+void NameUnitNotChecked(const std::vector<const Op*>& unit, const std::map<const Op*, const RankTrace*>& owner,
+                        CheckReport* part) {
+  const auto& reasons = part->summary().not_checked;
+  if (reasons.empty()) return;
+  for (const Op* op : unit) {
+    const int rank = owner.at(op)->rank();
+    auto r = part->timeline().ranks().find(rank);
+    if (r != part->timeline().ranks().end() && r->second.buckets.count(op->seq >> r->second.shift) > 0) continue;
+    part->NameNotChecked(reasons.begin()->first, OpName{rank, op->seq, op->api_name()});
+  }
 }
 
 // Every tensor of `op` (slots and graph tensors). The Tensor objects are owned through unique_ptr, so a const Op
@@ -347,6 +364,8 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
         },
         [&](const Item& item, const CheckReport& part) {
           MergeOpReport(part, &report);
+          for (const auto& [reason, n] : part.summary().not_checked)
+            report.NameNotChecked(reason, OpName{item.rank, item.op->seq, item.op->api_name()});
           DigestForReplicas(item.rank, *item.op, &replicas);
           Release(*item.op);
           ++counts.ops_done;
@@ -434,14 +453,17 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
       }
     }
     for (size_t x = u; x < end; ++x) {
+      CheckReport part;
       if (over[x - u]) {
         for (const Op* op : plan.ops(x)) {
           const RankTrace* t = owner[op];
-          over_limit(Item{t->rank(), op, 0, true}, &report);
+          over_limit(Item{t->rank(), op, 0, true}, &part);
         }
       } else {
-        plan.Check(x, &report);
+        plan.Check(x, &part);
       }
+      NameUnitNotChecked(plan.ops(x), owner, &part);
+      MergeOpReport(part, &report);
       for (const Op* op : plan.ops(x)) {
         Release(*op);
         ++counts.ops_done;

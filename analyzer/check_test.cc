@@ -1,4 +1,4 @@
-// RunChecks across threads: the report (terminal text and JSON) is byte for byte the same at any thread count, on a
+// RunChecks across threads: the report (terminal text, JSON and HTML) is byte for byte the same at any thread count, on a
 // trace that exercises every part of it (clean GEMMs of many shapes and both methods, corrupted ones, ops without
 // their tensors, an over-budget op, warnings, an all-reduce); the progress callback counts every op and byte once,
 // in order; FormatProgress's line.
@@ -11,6 +11,7 @@
 
 #include "analyzer/check.h"
 #include "analyzer/cli.h"
+#include "analyzer/html_report.h"
 #include "analyzer/json.h"
 #include "analyzer/progress.h"
 #include "analyzer/test_util.h"
@@ -66,7 +67,7 @@ std::string MixedTrace() {
 std::string Text(const CheckReport& report) {
   std::ostringstream out;
   PrintReport(report, out, 1000);
-  return out.str() + "\n" + ReportToJson(report);
+  return out.str() + "\n" + ReportToJson(report) + "\n" + ReportToHtml(report);
 }
 
 TEST(CheckThreadsTest, ReportIsTheSameAtAnyThreadCount) {
@@ -83,6 +84,8 @@ TEST(CheckThreadsTest, ReportIsTheSameAtAnyThreadCount) {
   ASSERT_GT(one.summary().not_checked_total(), 0u) << expected;
   ASSERT_FALSE(one.summary().warnings.empty()) << expected;
   ASSERT_EQ(one.summary().gemm_methods.size(), 2u) << expected;
+  ASSERT_EQ(one.timeline().ranks().size(), 2u);
+  ASSERT_FALSE(one.summary().not_checked_ops.empty());
   for (int threads : {2, 3, 8, 64}) {
     o.threads = threads;
     EXPECT_EQ(Text(RunChecks(*set, {}, o)), expected) << threads << " threads";
@@ -96,15 +99,19 @@ TEST(CheckThreadsTest, ReportIsTheSameAtAnyThreadCount) {
 
   // Through the CLI: stdout and the JSON file.
   auto cli = [&](const std::string& threads, const std::string& json) {
-    std::vector<std::string> args = {"ttrace", "check", dir, "--threads", threads, "--json", json};
+    std::vector<std::string> args = {"ttrace", "check", dir, "--threads", threads, "--json", json, "--html",
+                                     json + ".html"};
     std::vector<const char*> argv;
     for (const auto& a : args) argv.push_back(a.c_str());
     std::ostringstream out, err;
     const int rc = RunCli(static_cast<int>(argv.size()), argv.data(), out, err);
-    std::ifstream in(json, std::ios::binary);
-    return std::to_string(rc) + out.str() + std::string(std::istreambuf_iterator<char>(in), {});
+    std::ifstream in(json, std::ios::binary), html(json + ".html", std::ios::binary);
+    return std::to_string(rc) + out.str() + std::string(std::istreambuf_iterator<char>(in), {}) +
+           std::string(std::istreambuf_iterator<char>(html), {});
   };
-  EXPECT_EQ(cli("1", dir + "/1.json"), cli("2", dir + "/2.json"));
+  const std::string cli_one = cli("1", dir + "/1.json");
+  EXPECT_NE(cli_one.find("<svg id=\"heatmap\""), std::string::npos);
+  EXPECT_EQ(cli_one, cli("2", dir + "/2.json"));
 }
 
 TEST(CheckThreadsTest, ProgressCountsEveryOpAndByteOnceInOrder) {

@@ -14,6 +14,7 @@
 #include "analyzer/diff_cli.h"
 #include "analyzer/dump.h"
 #include "analyzer/export.h"
+#include "analyzer/html_report.h"
 #include "analyzer/json.h"
 #include "analyzer/progress.h"
 #include "analyzer/run_cli.h"
@@ -27,7 +28,7 @@ constexpr char kUsage[] =
     "usage: ttrace <command> [args]\n"
     "\n"
     "commands:\n"
-    "  check DIR [--json FILE] [--allow-incomplete] [--memory-limit S] [--max-gemm-work N]\n"
+    "  check DIR [--json FILE] [--html FILE] [--allow-incomplete] [--memory-limit S] [--max-gemm-work N]\n"
     "            [--gemm-method full|projection|auto] [--bound deterministic|probabilistic] [--threads N]\n"
     "      Check every rank stream (*.ttr) in DIR: replay each captured GEMM in FP64 against the\n"
     "      gemm.deterministic error bound, check each all-reduce against all ranks' inputs and for bitwise\n"
@@ -65,6 +66,7 @@ constexpr char kUsage[] =
 struct Args {
   std::vector<std::string> positional;
   std::string json;
+  std::string html;
   bool allow_truncated = false;
   bool allow_incomplete = false;
   uint64_t max_memory_mb = 0;  // 0: default
@@ -146,6 +148,12 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
     } else if (json_allowed && a == "--json") {
       if (i + 1 >= argc) return "--json needs a file name";
       args->json = argv[++i];
+    } else if (json_allowed && a == "--html") {
+      if (i + 1 >= argc) return "--html needs a file name";
+      args->html = argv[++i];
+    } else if (json_allowed && a.rfind("--html=", 0) == 0) {
+      args->html = a.substr(7);
+      if (args->html.empty()) return "--html needs a file name";
     } else if (json_allowed && a.rfind("--json=", 0) == 0) {
       args->json = a.substr(7);
       if (args->json.empty()) return "--json needs a file name";
@@ -208,6 +216,10 @@ int Check(const Args& args, std::ostream& out, std::ostream& err) {
   PrintReport(report, out);
   if (!args.json.empty()) {
     absl::Status s = WriteReportJson(report, args.json);
+    if (!s.ok()) return DataError(err, s);
+  }
+  if (!args.html.empty()) {
+    absl::Status s = WriteReportHtml(report, args.html);
     if (!s.ok()) return DataError(err, s);
   }
   switch (report.verdict()) {

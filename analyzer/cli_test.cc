@@ -199,7 +199,7 @@ std::string TwoRankTrace(int bad_rank = -1, size_t frame_bytes = 1 << 20) {
 // ---- tests --------------------------------------------------------------------------------------------------
 TEST(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Cli({"--help"}).rc, 0);
-  EXPECT_NE(Cli({"--help"}).out.find("check DIR [--json FILE] [--allow-incomplete]"), std::string::npos);
+  EXPECT_NE(Cli({"--help"}).out.find("check DIR [--json FILE] [--html FILE] [--allow-incomplete]"), std::string::npos);
   EXPECT_NE(Cli({"--help"}).out.find("3 incomplete"), std::string::npos);
   EXPECT_EQ(Cli({}).rc, 2);
   EXPECT_EQ(Cli({"frobnicate"}).rc, 2);

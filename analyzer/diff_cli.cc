@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "analyzer/cli.h"
 #include "analyzer/diff.h"
+#include "analyzer/html_report.h"
 
 namespace ttrace::analyzer {
 
@@ -28,16 +29,17 @@ int Error(std::ostream& err, const absl::Status& s) {
 
 int RunDiffCommand(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   std::vector<std::string> dirs;
-  std::string json, mapping, calibrate;
+  std::string json, html, mapping, calibrate;
   bool allow_incomplete = false;
   DiffOptions options;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--json" || a == "--mapping" || a == "--max-gap" || a == "--calibrate" ||
+    if (a == "--json" || a == "--html" || a == "--mapping" || a == "--max-gap" || a == "--calibrate" ||
         a == "--calibration-multiple") {
       if (i + 1 >= argc) return Usage(err, a + " needs a value");
       const std::string v = argv[++i];
       if (a == "--json") json = v;
+      else if (a == "--html") html = v;
       else if (a == "--mapping") mapping = v;
       else if (a == "--calibrate") calibrate = v;
       else if (a == "--calibration-multiple") {
@@ -81,6 +83,13 @@ int RunDiffCommand(int argc, const char* const* argv, std::ostream& out, std::os
     std::ofstream f(json, std::ios::trunc);
     f << DiffToJson(result);
     if (!f.good()) return Error(err, absl::UnavailableError(absl::StrCat(json, ": cannot write the JSON report")));
+  }
+  if (!html.empty()) {
+    HtmlOptions ho;
+    ho.divergence = &result.first;
+    ho.mode = result.mode;
+    absl::Status s = WriteReportHtml(result.report, html, ho);
+    if (!s.ok()) return Error(err, s);
   }
   switch (result.report.verdict()) {
     case Verdict::kClean: return kExitClean;

@@ -12,7 +12,7 @@ namespace ttrace::analyzer {
 
 // The diff lines of `ttrace --help` (a macro so cli.cc can splice it into its usage literal).
 #define TTRACE_DIFF_USAGE \
-    "  diff REF_DIR CAND_DIR [--json FILE] [--mapping FILE] [--max-gap N] [--calibrate CLEAN_DIR]\n" \
+    "  diff REF_DIR CAND_DIR [--json FILE] [--html FILE] [--mapping FILE] [--max-gap N] [--calibrate CLEAN_DIR]\n" \
     "       [--calibration-multiple K] [--allow-incomplete]\n" \
     "      Compare a run (CAND_DIR) with a trusted reference run of the same program (REF_DIR: one rank, or\n" \
     "      the same layout for a bitwise comparison). Reports the first divergent op, inside it or between\n" \
@@ -20,7 +20,8 @@ namespace ttrace::analyzer {
     "      each pipeline stage owns; --max-gap N bounds the ops\n" \
     "      alignment may skip or reorder (default 64). --calibrate CLEAN_DIR: a second trusted one-rank run\n" \
     "      (the reference with inputs perturbed by one rounding) whose spread from REF_DIR sets the threshold\n" \
-    "      of each input operand (K x spread + u, K = 12 unless --calibration-multiple says otherwise).\n"
+    "      of each input operand (K x spread + u, K = 12 unless --calibration-multiple says otherwise).\n" \
+    "      --html FILE: the HTML report (as check's), with the first divergent op at the top.\n"
 
 int RunDiffCommand(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 

@@ -60,8 +60,86 @@ uint64_t CheckSummary::not_checked_total() const {
   return n;
 }
 
+namespace {
+
+double SortRatio(double r) { return std::isnan(r) ? HUGE_VAL : r; }
+
+// Whether `a` is the worse point of a bucket: higher ratio, then lower seq (a total order: the bucket's point does
+// not depend on the order points arrive in).
+bool Worse(const OpPoint& a, const OpPoint& b) {
+  const double ra = SortRatio(a.ratio), rb = SortRatio(b.ratio);
+  if (ra != rb) return ra > rb;
+  return a.seq < b.seq;
+}
+
+// Folds `p` into bucket `into` (empty: ops == 0).
+void Fold(const OpPoint& p, OpPoint* into) {
+  const uint64_t ops = into->ops + p.ops;
+  const bool clean = into->clean && p.clean;
+  if (into->ops == 0 || Worse(p, *into)) *into = p;
+  into->ops = ops;
+  into->clean = clean;
+}
+
+}  // namespace
+
+void OpTimeline::Coarsen(Rank* r, uint32_t shift) {
+  if (shift <= r->shift) return;
+  std::map<uint64_t, OpPoint> coarse;
+  for (const auto& [bucket, p] : r->buckets) {
+    auto [it, inserted] = coarse.try_emplace(p.seq >> shift);
+    if (inserted) it->second.ops = 0;
+    Fold(p, &it->second);
+  }
+  r->buckets.swap(coarse);
+  r->shift = shift;
+}
+
+void OpTimeline::Add(int rank, OpPoint point) {
+  if (rank < 0 || point.ops == 0) return;
+  Rank& r = ranks_[rank];
+  r.ops += point.ops;
+  auto [it, inserted] = r.buckets.try_emplace(point.seq >> r.shift);
+  if (inserted) it->second.ops = 0;
+  Fold(point, &it->second);
+  while (r.buckets.size() > kMaxPointsPerRank) Coarsen(&r, r.shift + 1);
+}
+
+void OpTimeline::Merge(const OpTimeline& other) {
+  for (const auto& [rank, o] : other.ranks_) {
+    Rank& r = ranks_[rank];
+    Coarsen(&r, o.shift);  // every bucket of `o` then falls inside one of `r`'s
+    for (const auto& [bucket, p] : o.buckets) {
+      r.ops += p.ops;
+      auto [it, inserted] = r.buckets.try_emplace(p.seq >> r.shift);
+      if (inserted) it->second.ops = 0;
+      Fold(p, &it->second);
+    }
+    while (r.buckets.size() > kMaxPointsPerRank) Coarsen(&r, r.shift + 1);
+  }
+}
+
+void CheckReport::NameNotChecked(const std::string& reason, const OpName& op) {
+  std::vector<OpName>& named = summary_.not_checked_ops[reason];
+  auto before = [](const OpName& a, const OpName& b) { return a.seq != b.seq ? a.seq < b.seq : a.rank < b.rank; };
+  auto at = std::lower_bound(named.begin(), named.end(), op, before);
+  if (at != named.end() && at->seq == op.seq && at->rank == op.rank) return;
+  if (named.size() >= kNamedPerReason && at == named.end()) return;
+  named.insert(at, op);
+  if (named.size() > kNamedPerReason) named.pop_back();
+}
+
 void CheckReport::AddChecked(const std::string& kind, const OpName& op, const ElementStats& stats, bool clean) {
   ++summary_.checked[kind];
+  if (op.rank >= 0) {
+    OpPoint p;
+    p.seq = op.seq;
+    p.ratio = stats.worst_ratio;
+    p.api = op.api;
+    p.kind = kind;
+    p.clean = clean;
+    timeline_.Add(op.rank, std::move(p));
+  }
   summary_.elements_checked += stats.elements;
   if (!clean || !std::isfinite(stats.worst_ratio) || stats.elements == 0) return;
   UpdateTightness(&summary_.tightness[kind], op, stats.worst_ratio);

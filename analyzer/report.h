@@ -4,6 +4,11 @@
 // Counting contract: every op of every rank ends up exactly once in `checked` (by kind) or `not_checked` (by
 // reason), so checked + not_checked = ops. A finding names the (rank, seq) of the op whose output is wrong.
 //
+// Timeline contract (html_report.h): every AddChecked of an op with a rank >= 0 adds its worst err/bound to the
+// timeline, bounded per rank (OpTimeline); ops not checked are named per reason (at most kNamedPerReason each, the
+// lowest (seq, rank)) by the caller that knows the op (check.cc), through NameNotChecked. Both are the same whatever
+// order ops are added or merged in.
+//
 // Verdict (DESIGN.md §4): kFindings when any finding; else kIncomplete when evidence is missing: a gap was added
 // (a stream without its end record, a missing rank, records the capture lost), some op was not checked, or
 // nothing was checked at all; else kClean, a promise that every op of the trace was checked. Single-threaded.
@@ -94,6 +99,37 @@ struct ReplicaSummary {
   uint64_t parted = 0;                  // reads where the replicas differed
 };
 
+// One point of a rank's timeline: an op's worst err/bound, or, once decimated, the worst op of a bucket of seqs.
+struct OpPoint {
+  uint64_t seq = 0;
+  double ratio = 0;   // worst |got-ref|/bound (0: exact; +Inf: Inf/NaN or a nonzero error against a zero bound)
+  std::string api;
+  std::string kind;   // the check's kind: "gemm", "allreduce", "conv", ...
+  bool clean = true;  // false when some op of the point's bucket was not clean
+  uint64_t ops = 1;   // ops the point stands for
+};
+
+// Each rank's err/bound per checked op, in memory bounded by kMaxPointsPerRank points per rank whatever the number
+// of ops: a rank's seqs are grouped in buckets of 2^shift consecutive seqs, with the smallest shift that leaves at
+// most kMaxPointsPerRank buckets; each bucket keeps its worst op (highest ratio, NaN as +Inf; ties: lowest seq) and
+// counts the ops it stands for. The result depends only on the set of points added, not on their order.
+class OpTimeline {
+ public:
+  static constexpr size_t kMaxPointsPerRank = 1024;
+  struct Rank {
+    uint32_t shift = 0;                   // 0: not decimated (one point per op)
+    uint64_t ops = 0;                     // ops added
+    std::map<uint64_t, OpPoint> buckets;  // by seq >> shift
+  };
+  void Add(int rank, OpPoint point);
+  void Merge(const OpTimeline& other);
+  const std::map<int, Rank>& ranks() const { return ranks_; }
+
+ private:
+  static void Coarsen(Rank* r, uint32_t shift);
+  std::map<int, Rank> ranks_;
+};
+
 enum class Verdict { kClean, kFindings, kIncomplete };
 const char* VerdictName(Verdict verdict);  // "clean", "findings", "incomplete"
 
@@ -106,6 +142,7 @@ struct CheckSummary {
   uint64_t ops = 0;
   std::map<std::string, uint64_t> checked;      // by kind: "gemm", "allreduce", "allgather", "sendrecv", ...
   std::map<std::string, uint64_t> not_checked;  // by reason
+  std::map<std::string, std::vector<OpName>> not_checked_ops;  // by reason: the lowest (seq, rank) named ones
   uint64_t elements_checked = 0;
   uint64_t unknown_records = 0;                 // skipped record types
   std::map<std::string, Tightness> tightness;   // by kind
@@ -126,6 +163,9 @@ class CheckReport {
   // An op whose check ran. `clean` ops feed the tightness; findings are added separately.
   void AddChecked(const std::string& kind, const OpName& op, const ElementStats& stats, bool clean);
   void AddNotChecked(const std::string& reason, uint64_t ops = 1);
+  // Names one op not checked for `reason` (counted by AddNotChecked); keeps the kNamedPerReason lowest (seq, rank).
+  void NameNotChecked(const std::string& reason, const OpName& op);
+  static constexpr size_t kNamedPerReason = 20;
   // One GEMM verified by `method` under `model`, with its sensitivity (GemmMethodSummary).
   void AddGemmMethod(const std::string& method, const std::string& model, double guaranteed, double screened,
                      double replayed);
@@ -143,10 +183,13 @@ class CheckReport {
   const std::vector<Finding>& findings() const { return findings_; }
   CheckSummary& summary() { return summary_; }
   const CheckSummary& summary() const { return summary_; }
+  OpTimeline& timeline() { return timeline_; }
+  const OpTimeline& timeline() const { return timeline_; }
 
  private:
   std::vector<Finding> findings_;
   CheckSummary summary_;
+  OpTimeline timeline_;
 };
 
 // Terminal report: verdict, counts, tightness, the first finding in full, a table of findings (at most
