@@ -4,6 +4,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib/setup.sh"
 ttrace_setup
+ttrace_install "${TTRACE_TEST_PACKAGES[@]}"
 ttrace_build
 ttrace_log "running tests"
 cd "$TTRACE_BUILD_DIR"
