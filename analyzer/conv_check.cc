@@ -235,8 +235,9 @@ namespace {
 // Decodes a captured span tensor; false when its shape or type is not what the record says.
 bool Decode(const Tensor* t, int32_t cudnn_type, int rank, const int64_t* dims, const int64_t* strides,
             ConvTensor* out) {
-  const DType want = cudnn_type == 0 ? DType::kF32 : cudnn_type == 1 ? DType::kF64 : cudnn_type == 2 ? DType::kF16
-                     : cudnn_type == 9 ? DType::kBF16 : DType::kInvalid;
+  const DType type = DTypeFromCudnn(cudnn_type);  // the convolutions with a model: floating point, not FP8
+  const bool modeled = type == DType::kF32 || type == DType::kF64 || type == DType::kF16 || type == DType::kBF16;
+  const DType want = modeled ? type : DType::kInvalid;
   const int64_t span = StridedSpan(rank, dims, strides);
   if (t == nullptr || span == 0 || t->meta.rows != span || t->meta.cols != 1 || t->meta.batch != 1 ||
       t->meta.dtype != static_cast<uint8_t>(want))

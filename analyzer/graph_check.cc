@@ -49,15 +49,19 @@ const char* OpTypeName(int32_t type) {
   }
 }
 
+// The graph tensor types the checks read (sequence lengths and offsets are integers); others are not decoded.
 DType DTypeOf(int32_t cudnn_type) {
-  switch (cudnn_type) {
-    case 0: return DType::kF32;
-    case 1: return DType::kF64;
-    case 2: return DType::kF16;
-    case 9: return DType::kBF16;
-    case 4: return DType::kI32;
-    case 10: return DType::kI64;
-    default: return DType::kInvalid;
+  const DType d = DTypeFromCudnn(cudnn_type);
+  switch (d) {
+    case DType::kF32:
+    case DType::kF64:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kI32:
+    case DType::kI64:
+      return d;
+    default:
+      return DType::kInvalid;
   }
 }
 

@@ -23,87 +23,26 @@ T Load(const char* data, uint64_t i) {
 }  // namespace
 
 std::string DTypeName(uint8_t dtype) {
-  switch (static_cast<DType>(dtype)) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kF64: return "f64";
-    case DType::kI8: return "i8";
-    case DType::kU8: return "u8";
-    case DType::kI32: return "i32";
-    case DType::kU32: return "u32";
-    case DType::kI64: return "i64";
-    case DType::kU64: return "u64";
-    case DType::kE4M3: return "e4m3";
-    case DType::kE5M2: return "e5m2";
-    case DType::kInvalid: break;
-  }
-  return "dtype" + std::to_string(dtype);
-}
-
-format::DType DTypeFromCuda(int32_t cuda_type) {
-  switch (cuda_type) {
-    case 0: return DType::kF32;    // CUDA_R_32F
-    case 1: return DType::kF64;    // CUDA_R_64F
-    case 2: return DType::kF16;    // CUDA_R_16F
-    case 3: return DType::kI8;     // CUDA_R_8I
-    case 8: return DType::kU8;     // CUDA_R_8U
-    case 10: return DType::kI32;   // CUDA_R_32I
-    case 12: return DType::kU32;   // CUDA_R_32U
-    case 14: return DType::kBF16;  // CUDA_R_16BF
-    case 24: return DType::kI64;   // CUDA_R_64I
-    case 26: return DType::kU64;   // CUDA_R_64U
-    case 28: return DType::kE4M3;  // CUDA_R_8F_E4M3
-    case 29: return DType::kE5M2;  // CUDA_R_8F_E5M2
-    default: return DType::kInvalid;
-  }
-}
-
-format::DType DTypeFromNccl(int32_t nccl_type) {
-  switch (nccl_type) {
-    case 0: return DType::kI8;
-    case 1: return DType::kU8;
-    case 2: return DType::kI32;
-    case 3: return DType::kU32;
-    case 4: return DType::kI64;
-    case 5: return DType::kU64;
-    case 6: return DType::kF16;
-    case 7: return DType::kF32;
-    case 8: return DType::kF64;
-    case 9: return DType::kBF16;
-    case 10: return DType::kE4M3;
-    case 11: return DType::kE5M2;
-    default: return DType::kInvalid;
-  }
+  const format::DTypeInfo* t = format::FindDType(dtype);
+  return t != nullptr ? t->name : "dtype" + std::to_string(dtype);
 }
 
 std::string CudaTypeName(int32_t cuda_type) {
+  for (const format::DTypeInfo& t : format::kDTypes)
+    if (t.cuda == cuda_type) return t.cuda_name;
+  // Types with no DType, named for "unsupported type" messages.
   switch (cuda_type) {
-    case 0: return "CUDA_R_32F";
-    case 1: return "CUDA_R_64F";
-    case 2: return "CUDA_R_16F";
-    case 3: return "CUDA_R_8I";
     case 4: return "CUDA_C_32F";
     case 5: return "CUDA_C_64F";
     case 6: return "CUDA_C_16F";
-    case 8: return "CUDA_R_8U";
-    case 10: return "CUDA_R_32I";
-    case 12: return "CUDA_R_32U";
-    case 14: return "CUDA_R_16BF";
     case 15: return "CUDA_C_16BF";
-    case 24: return "CUDA_R_64I";
-    case 26: return "CUDA_R_64U";
-    case 28: return "CUDA_R_8F_E4M3";
-    case 29: return "CUDA_R_8F_E5M2";
     default: return std::to_string(cuda_type);
   }
 }
 
 std::string NcclTypeName(int32_t nccl_type) {
-  static const char* const kNames[] = {"ncclInt8",    "ncclUint8",   "ncclInt32",    "ncclUint32",
-                                       "ncclInt64",   "ncclUint64",  "ncclFloat16",  "ncclFloat32",
-                                       "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
-  if (nccl_type >= 0 && nccl_type < 12) return kNames[nccl_type];
+  for (const format::DTypeInfo& t : format::kDTypes)
+    if (t.nccl == nccl_type) return t.nccl_name;
   return std::to_string(nccl_type);
 }
 

@@ -1,5 +1,5 @@
-// Decoding captured tensors (format.h TensorRecord payloads) into FP64 values, and the mapping between the
-// vendors' element-type enums (cudaDataType_t, ncclDataType_t) and the trace's own DType.
+// Decoding captured tensors (format.h TensorRecord payloads) into FP64 values, and the names of the vendors'
+// element-type enums (cudaDataType_t, ncclDataType_t) from the trace's one dtype table (ttrace/dtypes.inc).
 //
 // Pure functions, thread-compatible. Every conversion is exact: FP64 holds every value of every element type the
 // format knows (64-bit integers above 2^53 excepted: those lose low bits, which only integer checks would see,
@@ -16,12 +16,14 @@
 
 namespace ttrace::analyzer {
 
-// "f32", "bf16", ...; "dtype<N>" for a value outside the list.
+// "f32", "bf16", ...; "dtype<N>" for a value outside the list (ttrace/dtypes.inc).
 std::string DTypeName(uint8_t dtype);
 
-// The trace DType of a real cudaDataType_t / ncclDataType_t value; kInvalid for complex, sub-byte or unknown.
-format::DType DTypeFromCuda(int32_t cuda_type);
-format::DType DTypeFromNccl(int32_t nccl_type);
+// The trace DType of a real cudaDataType_t / ncclDataType_t / cudnnDataType_t value; kInvalid for complex,
+// sub-byte or unknown. One table for the shim and the analyzer: ttrace/dtypes.inc.
+using format::DTypeFromCuda;
+using format::DTypeFromCudnn;
+using format::DTypeFromNccl;
 std::string CudaTypeName(int32_t cuda_type);  // "CUDA_R_16BF", or the number
 std::string NcclTypeName(int32_t nccl_type);  // "ncclBfloat16", or the number
 

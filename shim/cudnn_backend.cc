@@ -29,22 +29,6 @@ using format::GraphTensor;
 
 LazySymbol g_get_stream(format::Library::kCudnn, "cudnnGetStream");
 
-DType DTypeOfCudnn(int32_t t) {
-  switch (t) {
-    case CUDNN_DATA_FLOAT: return DType::kF32;
-    case CUDNN_DATA_DOUBLE: return DType::kF64;
-    case CUDNN_DATA_HALF: return DType::kF16;
-    case CUDNN_DATA_BFLOAT16: return DType::kBF16;
-    case CUDNN_DATA_INT8: return DType::kI8;
-    case CUDNN_DATA_UINT8: return DType::kU8;
-    case CUDNN_DATA_INT32: return DType::kI32;
-    case CUDNN_DATA_INT64: return DType::kI64;
-    case CUDNN_DATA_FP8_E4M3: return DType::kE4M3;
-    case CUDNN_DATA_FP8_E5M2: return DType::kE5M2;
-    default: return DType::kInvalid;
-  }
-}
-
 // A one-element by-value tensor's value (host memory), NaN when its type has no reading here.
 double ByValue(const GraphTensor& t, const void* p) {
   switch (t.data_type) {
@@ -67,7 +51,7 @@ TensorSpec GraphSpec(format::TensorSlot slot, uint32_t index, const GraphTensor&
   s.slot = slot;
   s.index = index;
   s.ptr = reinterpret_cast<const void*>(t.ptr);
-  s.dtype = DTypeOfCudnn(t.data_type);
+  s.dtype = DTypeFromCudnn(t.data_type);
   int64_t span = t.nb_dims > 0 ? 1 : 0;
   for (int i = 0; i < t.nb_dims; ++i) {
     if (t.dims[i] < 1 || t.strides[i] < 0) span = 0;

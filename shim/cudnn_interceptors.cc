@@ -146,19 +146,7 @@ TensorSpec SpanSpec(TensorSlot slot, const void* ptr, int32_t cudnn_type, int ra
   for (int i = 0; i < rank; ++i) span += (dims[i] - 1) * strides[i];
   t.rows = t.ld = span;
   t.cols = 1;
-  switch (cudnn_type) {
-    case CUDNN_DATA_FLOAT: t.dtype = DType::kF32; break;
-    case CUDNN_DATA_DOUBLE: t.dtype = DType::kF64; break;
-    case CUDNN_DATA_HALF: t.dtype = DType::kF16; break;
-    case CUDNN_DATA_BFLOAT16: t.dtype = DType::kBF16; break;
-    case CUDNN_DATA_INT8: t.dtype = DType::kI8; break;
-    case CUDNN_DATA_INT32: t.dtype = DType::kI32; break;
-    case CUDNN_DATA_UINT8: t.dtype = DType::kU8; break;
-    case CUDNN_DATA_INT64: t.dtype = DType::kI64; break;
-    case CUDNN_DATA_FP8_E4M3: t.dtype = DType::kE4M3; break;
-    case CUDNN_DATA_FP8_E5M2: t.dtype = DType::kE5M2; break;
-    default: t.dtype = DType::kInvalid; break;
-  }
+  t.dtype = DTypeFromCudnn(cudnn_type);
   return t;
 }
 

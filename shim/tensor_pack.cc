@@ -2,6 +2,7 @@
 // then fails), and a wrapped size must never become a short copy into the ring.
 #include "shim/tensor_pack.h"
 
+#include <cudnn_graph.h>
 #include <library_types.h>
 #include <nccl.h>
 
@@ -9,6 +10,15 @@
 
 namespace ttrace::shim {
 namespace {
+
+// ttrace/dtypes.inc names each vendor enum with its value; a vendor header that disagrees stops the build here.
+constexpr int none = -1;
+#define TTRACE_DTYPE(name, id, bytes, text, cuda_enum, cuda, nccl_enum, nccl, cudnn_enum, cudnn)           \
+  static_assert(static_cast<int>(cuda_enum) == (cuda), "dtypes.inc: " #cuda_enum " changed value");    \
+  static_assert(static_cast<int>(nccl_enum) == (nccl), "dtypes.inc: " #nccl_enum " changed value");    \
+  static_assert(static_cast<int>(cudnn_enum) == (cudnn), "dtypes.inc: " #cudnn_enum " changed value");
+#include "ttrace/dtypes.inc"
+#undef TTRACE_DTYPE
 
 bool Mul(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
 bool Add(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_add_overflow(a, b, out); }
@@ -76,44 +86,6 @@ void PackDense(const TensorSpec& spec, const StagingPlan& plan, const char* stag
       memcpy(out, src + static_cast<size_t>(j) * static_cast<size_t>(spec.ld) * elem, col_bytes);
       out += col_bytes;
     }
-  }
-}
-
-format::DType DTypeFromCuda(int cuda_data_type) {
-  using format::DType;
-  switch (cuda_data_type) {
-    case CUDA_R_32F: return DType::kF32;
-    case CUDA_R_16F: return DType::kF16;
-    case CUDA_R_16BF: return DType::kBF16;
-    case CUDA_R_64F: return DType::kF64;
-    case CUDA_R_8I: return DType::kI8;
-    case CUDA_R_8U: return DType::kU8;
-    case CUDA_R_32I: return DType::kI32;
-    case CUDA_R_32U: return DType::kU32;
-    case CUDA_R_64I: return DType::kI64;
-    case CUDA_R_64U: return DType::kU64;
-    case CUDA_R_8F_E4M3: return DType::kE4M3;
-    case CUDA_R_8F_E5M2: return DType::kE5M2;
-    default: return DType::kInvalid;
-  }
-}
-
-format::DType DTypeFromNccl(int nccl_data_type) {
-  using format::DType;
-  switch (nccl_data_type) {
-    case ncclInt8: return DType::kI8;
-    case ncclUint8: return DType::kU8;
-    case ncclInt32: return DType::kI32;
-    case ncclUint32: return DType::kU32;
-    case ncclInt64: return DType::kI64;
-    case ncclUint64: return DType::kU64;
-    case ncclFloat16: return DType::kF16;
-    case ncclFloat32: return DType::kF32;
-    case ncclFloat64: return DType::kF64;
-    case ncclBfloat16: return DType::kBF16;
-    case ncclFloat8e4m3: return DType::kE4M3;
-    case ncclFloat8e5m2: return DType::kE5M2;
-    default: return DType::kInvalid;
   }
 }
 

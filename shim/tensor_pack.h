@@ -57,9 +57,11 @@ bool PlanStaging(const TensorSpec& spec, StagingPlan* plan, bool pitched_copies 
 // Packs `staging` (laid out as `plan` says) into `out` (plan.packed_bytes). Drain thread.
 void PackDense(const TensorSpec& spec, const StagingPlan& plan, const char* staging, char* out);
 
-// format::DType of a cudaDataType_t value / an ncclDataType_t value; kInvalid when there is none (complex types).
-format::DType DTypeFromCuda(int cuda_data_type);
-format::DType DTypeFromNccl(int nccl_data_type);
+// format::DType of a cudaDataType_t / ncclDataType_t / cudnnDataType_t value (the table is ttrace/dtypes.inc;
+// tensor_pack.cc asserts it against the vendor headers); kInvalid when there is none (complex types).
+using format::DTypeFromCuda;
+using format::DTypeFromCudnn;
+using format::DTypeFromNccl;
 
 }  // namespace ttrace::shim
 

@@ -57,37 +57,57 @@ inline const char* ApiName(uint16_t id) {
   return "unknown";
 }
 
-// ---- element types of captured tensors -----------------------------------------------------------------------
+// ---- element types of captured tensors (the list is dtypes.inc) ---------------------------------------------
 // Our own numbering (records keep the vendor's enum values in their own fields; tensors use this one).
-#define TTRACE_DTYPES(X) \
-  X(kF32, 1, 4)          \
-  X(kF16, 2, 2)          \
-  X(kBF16, 3, 2)         \
-  X(kF64, 4, 8)          \
-  X(kI8, 5, 1)           \
-  X(kU8, 6, 1)           \
-  X(kI32, 7, 4)          \
-  X(kU32, 8, 4)          \
-  X(kI64, 9, 8)          \
-  X(kU64, 10, 8)         \
-  X(kE4M3, 11, 1)        \
-  X(kE5M2, 12, 1)
 enum class DType : uint8_t {
   kInvalid = 0,
-#define TTRACE_DTYPE_ENUM(name, id, bytes) name = id,
-  TTRACE_DTYPES(TTRACE_DTYPE_ENUM)
-#undef TTRACE_DTYPE_ENUM
+#define TTRACE_DTYPE(name, id, bytes, text, cuda_enum, cuda, nccl_enum, nccl, cudnn_enum, cudnn) name = id,
+#include "ttrace/dtypes.inc"
+#undef TTRACE_DTYPE
 };
+struct DTypeInfo {
+  DType dtype;
+  uint32_t bytes;
+  const char* name;        // "bf16"
+  int32_t cuda;            // cudaDataType_t, -1: none
+  const char* cuda_name;   // "CUDA_R_16BF"
+  int32_t nccl;            // ncclDataType_t, -1: none
+  const char* nccl_name;   // "ncclBfloat16"
+  int32_t cudnn;           // cudnnDataType_t, -1: none
+  const char* cudnn_name;  // "CUDNN_DATA_BFLOAT16"
+};
+inline constexpr DTypeInfo kDTypes[] = {
+#define TTRACE_DTYPE(name, id, bytes, text, cuda_enum, cuda, nccl_enum, nccl, cudnn_enum, cudnn) \
+  {DType::name, bytes, text, cuda, #cuda_enum, nccl, #nccl_enum, cudnn, #cudnn_enum},
+#include "ttrace/dtypes.inc"
+#undef TTRACE_DTYPE
+};
+// The table's row of a DType value, or null for an unknown one.
+inline const DTypeInfo* FindDType(uint8_t dtype) {
+  for (const DTypeInfo& t : kDTypes)
+    if (static_cast<uint8_t>(t.dtype) == dtype) return &t;
+  return nullptr;
+}
 // Bytes per element; 0 for an unknown value.
 inline uint32_t DTypeSize(uint8_t dtype) {
-  switch (dtype) {
-#define TTRACE_DTYPE_SIZE(name, id, bytes) \
-  case id:                                 \
-    return bytes;
-    TTRACE_DTYPES(TTRACE_DTYPE_SIZE)
-#undef TTRACE_DTYPE_SIZE
-  }
-  return 0;
+  const DTypeInfo* t = FindDType(dtype);
+  return t == nullptr ? 0 : t->bytes;
+}
+// The DType of a vendor's enum value; kInvalid for a type ttrace has none for (complex, sub-byte, unknown).
+inline DType DTypeFromCuda(int32_t cuda_type) {
+  for (const DTypeInfo& t : kDTypes)
+    if (t.cuda >= 0 && t.cuda == cuda_type) return t.dtype;
+  return DType::kInvalid;
+}
+inline DType DTypeFromNccl(int32_t nccl_type) {
+  for (const DTypeInfo& t : kDTypes)
+    if (t.nccl >= 0 && t.nccl == nccl_type) return t.dtype;
+  return DType::kInvalid;
+}
+inline DType DTypeFromCudnn(int32_t cudnn_type) {
+  for (const DTypeInfo& t : kDTypes)
+    if (t.cudnn >= 0 && t.cudnn == cudnn_type) return t.dtype;
+  return DType::kInvalid;
 }
 
 // ---- stream framing ------------------------------------------------------------------------------------------

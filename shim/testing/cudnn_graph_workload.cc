@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "shim/testing/cudnn_graph.h"
 
 namespace {
@@ -50,7 +50,7 @@ struct Buf {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (size_t i = 0; i < n; ++i) {
       const float v = u(g_rng);
-      const uint16_t b = ttrace::kernels::FloatToBf16(v);
+      const uint16_t b = simgpu::nv::FloatToBf16(v);
       memcpy(&host[i * (bf16 ? 2 : 4)], bf16 ? static_cast<const void*>(&b) : &v, bf16 ? 2 : 4);
     }
     CHECK(cudaMalloc(&dev, host.size()));

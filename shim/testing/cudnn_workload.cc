@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "ttrace/format.h"
 
 namespace {
@@ -47,7 +47,7 @@ struct Buf {
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
     for (size_t i = 0; i < n; ++i) {
       if (bf16) {
-        const uint16_t v = ttrace::kernels::FloatToBf16(u(g_rng));
+        const uint16_t v = simgpu::nv::FloatToBf16(u(g_rng));
         memcpy(&host[i * 2], &v, 2);
       } else {
         const float v = u(g_rng);

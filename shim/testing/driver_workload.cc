@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "shim/testing/dump.h"
 #include "shim/testing/rendezvous.h"
 #include "ttrace/format.h"
@@ -100,7 +100,7 @@ Matrix Make(DType dtype, int64_t rows, int64_t cols, int64_t ld, uint32_t salt) 
     if (dtype == DType::kF32) {
       memcpy(m.host.data() + 4 * i, &v, 4);
     } else {
-      const uint16_t bits = ttrace::kernels::FloatToBf16(v);
+      const uint16_t bits = simgpu::nv::FloatToBf16(v);
       memcpy(m.host.data() + 2 * i, &bits, 2);
     }
   }

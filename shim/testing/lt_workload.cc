@@ -20,8 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dtype.h"
-#include "kernels/fp8.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "ttrace/format.h"
 
 namespace {
@@ -71,7 +70,7 @@ Buf Bf16(size_t n, float lo, float hi) {
   Buf b(n * 2);
   std::uniform_real_distribution<float> u(lo, hi);
   for (size_t i = 0; i < n; ++i) {
-    const uint16_t v = ttrace::kernels::FloatToBf16(u(g_rng));
+    const uint16_t v = simgpu::nv::FloatToBf16(u(g_rng));
     memcpy(&b.host[i * 2], &v, 2);
   }
   b.Up();
@@ -80,7 +79,7 @@ Buf Bf16(size_t n, float lo, float hi) {
 Buf E4m3(size_t n, float lo, float hi) {
   Buf b(n);
   std::uniform_real_distribution<float> u(lo, hi);
-  for (size_t i = 0; i < n; ++i) b.host[i] = ttrace::kernels::FloatToE4M3(u(g_rng));
+  for (size_t i = 0; i < n; ++i) b.host[i] = simgpu::nv::FloatToE4M3(u(g_rng));
   b.Up();
   return b;
 }

@@ -42,7 +42,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "shim/testing/dump.h"
 #include "shim/testing/rendezvous.h"
 #include "ttrace/format.h"
@@ -125,7 +125,7 @@ Tensor Make(DType dtype, int64_t rows, int64_t cols, int64_t ld, uint32_t salt, 
       const double d = v;
       memcpy(t.host.data() + 8 * i, &d, 8);
     } else {
-      const uint16_t bits = dtype == DType::kBF16 ? ttrace::kernels::FloatToBf16(v) : ttrace::kernels::FloatToHalf(v);
+      const uint16_t bits = dtype == DType::kBF16 ? simgpu::nv::FloatToBf16(v) : simgpu::nv::FloatToHalf(v);
       memcpy(t.host.data() + 2 * i, &bits, 2);
     }
   }

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace ttrace::workloads::gpt {
 namespace {
@@ -56,7 +56,7 @@ void Die(const std::string& what, const std::string& why) {
   exit(1);
 }
 
-float Round(float v, bool bf16) { return bf16 ? kernels::Bf16ToFloat(kernels::FloatToBf16(v)) : v; }
+float Round(float v, bool bf16) { return bf16 ? simgpu::nv::Bf16ToFloat(simgpu::nv::FloatToBf16(v)) : v; }
 
 void RoundAll(std::vector<float>& v, bool bf16) {
   if (bf16)
@@ -105,7 +105,7 @@ void Device::UploadTo(const std::vector<float>& host, DevBuf& dst) const {
               "cudaMemcpyAsync");
   } else {
     std::vector<uint16_t> half(host.size());
-    for (size_t i = 0; i < half.size(); ++i) half[i] = kernels::FloatToBf16(host[i]);
+    for (size_t i = 0; i < half.size(); ++i) half[i] = simgpu::nv::FloatToBf16(host[i]);
     CheckCuda(cudaMemcpyAsync(dst.data(), half.data(), half.size() * 2, cudaMemcpyHostToDevice, stream_),
               "cudaMemcpyAsync");
   }
@@ -121,7 +121,7 @@ std::vector<float> Device::Download(const DevBuf& b) const {
   }
   std::vector<uint16_t> half(b.size());
   CheckCuda(cudaMemcpy(half.data(), b.data(), b.size() * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  for (size_t i = 0; i < half.size(); ++i) out[i] = kernels::Bf16ToFloat(half[i]);
+  for (size_t i = 0; i < half.size(); ++i) out[i] = simgpu::nv::Bf16ToFloat(half[i]);
   return out;
 }
 

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace {
 
@@ -190,7 +190,7 @@ void Upload(Tensor& t, cudaStream_t s) {
   const void* src = t.host.data();
   if (t.bf16) {
     half.resize(t.host.size());
-    for (size_t i = 0; i < half.size(); ++i) half[i] = ttrace::kernels::FloatToBf16(t.host[i]);
+    for (size_t i = 0; i < half.size(); ++i) half[i] = simgpu::nv::FloatToBf16(t.host[i]);
     src = half.data();
   }
   CHECK_CUDA(cudaMemcpyAsync(t.dev, src, t.Bytes(), cudaMemcpyHostToDevice, s));
@@ -205,7 +205,7 @@ void Download(Tensor& t, cudaStream_t s) {
   }
   std::vector<uint16_t> half(t.host.size());
   CHECK_CUDA(cudaMemcpy(half.data(), t.dev, t.Bytes(), cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < half.size(); ++i) t.host[i] = ttrace::kernels::Bf16ToFloat(half[i]);
+  for (size_t i = 0; i < half.size(); ++i) t.host[i] = simgpu::nv::Bf16ToFloat(half[i]);
 }
 
 class Blas {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace simgpu {
 
@@ -22,7 +22,7 @@ struct Fp64Policy {
   static double Add(double s, double x) { return s + x; }
 };
 
-inline float RoundToHalf(float x) { return ttrace::kernels::HalfToFloat(ttrace::kernels::FloatToHalf(x)); }
+inline float RoundToHalf(float x) { return simgpu::nv::HalfToFloat(simgpu::nv::FloatToHalf(x)); }
 
 struct Fp16Policy {
   using T = float;

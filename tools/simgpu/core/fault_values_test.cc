@@ -1,6 +1,6 @@
 // Element faults: the value= conversion is checked against an independent reference (every code of the format
-// decoded, the nearest picked by search, ties to the even code) and against kernels/dtype.h for FP16/BF16; bit
-// flips and the refusals that stop the process.
+// decoded, the nearest picked by search, ties to the even code) and against NVIDIA's host conversions
+// (common/nv_dtype.h) for FP16/BF16; bit flips and the refusals that stop the process.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/dtype.h"
-#include "kernels/fp8.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "tools/simgpu/core/simgpu.h"
 
 namespace simgpu {
@@ -93,32 +92,32 @@ TEST(StoreElementValue, MatchesTheReferenceOnRandomMagnitudes) {
 TEST(StoreElementValue, AgreesWithTheFp32ConversionsOfDtypeH) {
   std::mt19937 rng(11);
   for (int i = 0; i < 200000; ++i) {
-    const float x = ttrace::kernels::BitsFloat(rng());
+    const float x = simgpu::nv::BitsFloat(rng());
     if (std::isnan(x)) continue;
     uint16_t half = 0, bf16 = 0;
     ASSERT_TRUE(StoreElementValue(x, CUDA_R_16F, &half));
     ASSERT_TRUE(StoreElementValue(x, CUDA_R_16BF, &bf16));
-    ASSERT_EQ(half, ttrace::kernels::FloatToHalf(x)) << x;
-    ASSERT_EQ(bf16, ttrace::kernels::FloatToBf16(x)) << x;
+    ASSERT_EQ(half, simgpu::nv::FloatToHalf(x)) << x;
+    ASSERT_EQ(bf16, simgpu::nv::FloatToBf16(x)) << x;
   }
 }
 
-// value= on FP8 is NVIDIA's non-saturating conversion (__NV_NOSAT): agree with kernels/fp8.h on FP32 inputs.
+// value= on FP8 is NVIDIA's non-saturating conversion (__NV_NOSAT): agree with common/nv_dtype.h on FP32 inputs.
 TEST(StoreElementValue, AgreesWithTheNonSaturatingFp8ConversionsOfFp8H) {
-  using ttrace::kernels::Fp8Format;
-  using ttrace::kernels::Fp8Saturation;
+  using simgpu::nv::Fp8Format;
+  using simgpu::nv::Fp8Saturation;
   std::mt19937 rng(13);
   for (int i = 0; i < 200000; ++i) {
     // Exponents near FP8's range are where rounding, subnormals and overflow happen: draw them there half the time.
     uint32_t bits = rng();
     if (i % 2 == 0) bits = (bits & 0x807fffffu) | ((100u + bits % 60u) << 23);
-    const float x = ttrace::kernels::BitsFloat(bits);
+    const float x = simgpu::nv::BitsFloat(bits);
     if (std::isnan(x)) continue;
     uint8_t e4m3 = 0, e5m2 = 0;
     ASSERT_TRUE(StoreElementValue(x, CUDA_R_8F_E4M3, &e4m3));
     ASSERT_TRUE(StoreElementValue(x, CUDA_R_8F_E5M2, &e5m2));
-    ASSERT_EQ(e4m3, ttrace::kernels::FloatToFp8(x, Fp8Format::kE4M3, Fp8Saturation::kNoSat)) << x;
-    ASSERT_EQ(e5m2, ttrace::kernels::FloatToFp8(x, Fp8Format::kE5M2, Fp8Saturation::kNoSat)) << x;
+    ASSERT_EQ(e4m3, simgpu::nv::FloatToFp8(x, Fp8Format::kE4M3, Fp8Saturation::kNoSat)) << x;
+    ASSERT_EQ(e5m2, simgpu::nv::FloatToFp8(x, Fp8Format::kE5M2, Fp8Saturation::kNoSat)) << x;
   }
 }
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "tools/simgpu/common/accumulate.h"
 #include "tools/simgpu/core/simgpu.h"
 #include "tools/simgpu/cublas/gemm.h"
@@ -16,12 +16,12 @@
 namespace simgpu::cublas {
 namespace {
 
-using ttrace::kernels::Bf16ToFloat;
-using ttrace::kernels::BitsFloat;
-using ttrace::kernels::FloatBits;
-using ttrace::kernels::FloatToBf16;
-using ttrace::kernels::FloatToHalf;
-using ttrace::kernels::HalfToFloat;
+using simgpu::nv::Bf16ToFloat;
+using simgpu::nv::BitsFloat;
+using simgpu::nv::FloatBits;
+using simgpu::nv::FloatToBf16;
+using simgpu::nv::FloatToHalf;
+using simgpu::nv::HalfToFloat;
 
 float LoadF(const void* base, cudaDataType type, int64_t index) {
   switch (type) {

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace simgpu::testing {
 
@@ -38,7 +38,7 @@ struct Operand {
       memcpy(&bytes[i * 4], &v, 4);
       return;
     }
-    uint16_t h = type == CUDA_R_16F ? ttrace::kernels::FloatToHalf(v) : ttrace::kernels::FloatToBf16(v);
+    uint16_t h = type == CUDA_R_16F ? simgpu::nv::FloatToHalf(v) : simgpu::nv::FloatToBf16(v);
     memcpy(&bytes[i * 2], &h, 2);
     values[i] = Get(i);
   }
@@ -50,7 +50,7 @@ struct Operand {
     }
     uint16_t h;
     memcpy(&h, &bytes[i * 2], 2);
-    return type == CUDA_R_16F ? ttrace::kernels::HalfToFloat(h) : ttrace::kernels::Bf16ToFloat(h);
+    return type == CUDA_R_16F ? simgpu::nv::HalfToFloat(h) : simgpu::nv::Bf16ToFloat(h);
   }
   void Refresh() {
     for (size_t i = 0; i < values.size(); ++i) values[i] = Get(i);

@@ -41,7 +41,7 @@
 //   amax_D = max over all elements and batches of |t| (NaN ignored), written as a float when AMAX_D_POINTER is set
 //            (likewise amax over the unscaled aux values to EPILOGUE_AUX_AMAX_POINTER)
 //   D(i,j) = t (FP8: scale_D * t) stored in D's type, rounded to nearest even; FP8 saturates to the largest finite
-//            value (kernels/fp8.h, __NV_SATFINITE) as NVIDIA's FP8 kernels store.
+//            value (common/nv_dtype.h, __NV_SATFINITE) as NVIDIA's FP8 kernels store.
 //   DGELU_BGRAD: bias[i] = sum over j of the final t(i,j); BGRADA: bias[i] = sum over p of op(A)(i,p);
 //   BGRADB: bias[j] = sum over p of op(B)(p,j) -- FP32 sums in accumulate.h's order, stored in the bias type.
 // This is NVIDIA's documented FP8 formula: D = scale_D * epilogue(alpha * scale_A * scale_B * op(A) op(B) +

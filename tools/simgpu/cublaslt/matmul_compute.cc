@@ -6,24 +6,23 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/dtype.h"
-#include "kernels/fp8.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "tools/simgpu/common/accumulate.h"
 #include "tools/simgpu/cublaslt/matmul.h"
 
 namespace simgpu::cublaslt {
 namespace {
 
-using ttrace::kernels::Bf16ToFloat;
-using ttrace::kernels::BitsFloat;
-using ttrace::kernels::E4M3ToFloat;
-using ttrace::kernels::E5M2ToFloat;
-using ttrace::kernels::FloatBits;
-using ttrace::kernels::FloatToBf16;
-using ttrace::kernels::FloatToE4M3;
-using ttrace::kernels::FloatToE5M2;
-using ttrace::kernels::FloatToHalf;
-using ttrace::kernels::HalfToFloat;
+using simgpu::nv::Bf16ToFloat;
+using simgpu::nv::BitsFloat;
+using simgpu::nv::E4M3ToFloat;
+using simgpu::nv::E5M2ToFloat;
+using simgpu::nv::FloatBits;
+using simgpu::nv::FloatToBf16;
+using simgpu::nv::FloatToE4M3;
+using simgpu::nv::FloatToE5M2;
+using simgpu::nv::FloatToHalf;
+using simgpu::nv::HalfToFloat;
 
 float Load(const void* base, uint32_t type, int64_t index) {
   switch (type) {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace {
 
@@ -87,7 +87,7 @@ class LtFault : public ::testing::Test {
     if (type == CUDA_R_32F) {
       memcpy(&(*out)[index * 4], &v, 4);
     } else {
-      uint16_t h = ttrace::kernels::FloatToBf16(v);
+      uint16_t h = simgpu::nv::FloatToBf16(v);
       memcpy(&(*out)[index * 2], &h, 2);
     }
   }
@@ -129,7 +129,7 @@ TEST_F(LtFault, SharesTheGemmCallCounterWithCublasAndHitsTheNamedElement) {
   for (size_t off : Diff(bf16_clean, bf16_faulty)) EXPECT_TRUE(off == hit || off == hit + 1) << off;
   uint16_t stuck;
   memcpy(&stuck, &bf16_faulty[hit], 2);
-  EXPECT_EQ(ttrace::kernels::Bf16ToFloat(stuck), -2.5f);
+  EXPECT_EQ(simgpu::nv::Bf16ToFloat(stuck), -2.5f);
 }
 
 // Two 1 x 4 matmuls (calls 0 and 1); call 1's fault names element 7.

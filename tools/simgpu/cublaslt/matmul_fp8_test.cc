@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/dtype.h"
-#include "kernels/fp8.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "tools/simgpu/common/accumulate.h"
 #include "tools/simgpu/common/accumulate_reference.h"
 #include "tools/simgpu/core/simgpu.h"
@@ -93,8 +92,8 @@ TEST(LtMatmulFp8, ReducedAccumulatorBitForBit) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
   std::vector<uint8_t> a(k * m), b(k * n);  // A stored k x m (transposed), B k x n
-  for (uint8_t& x : a) x = ttrace::kernels::FloatToE4M3(dist(rng));
-  for (uint8_t& x : b) x = ttrace::kernels::FloatToE4M3(dist(rng));
+  for (uint8_t& x : a) x = simgpu::nv::FloatToE4M3(dist(rng));
+  for (uint8_t& x : b) x = simgpu::nv::FloatToE4M3(dist(rng));
   void *da, *db, *dd;
   float* dscale;
   cudaMalloc(&da, a.size());
@@ -144,10 +143,10 @@ TEST(LtMatmulFp8, ReducedAccumulatorBitForBit) {
       for (int64_t i = 0; i < m; ++i) {
         std::vector<double> products(k);
         for (int64_t p = 0; p < k; ++p) {
-          products[p] = double{ttrace::kernels::E4M3ToFloat(a[p + i * k])} * ttrace::kernels::E4M3ToFloat(b[p + j * k]);
+          products[p] = double{simgpu::nv::E4M3ToFloat(a[p + i * k])} * simgpu::nv::E4M3ToFloat(b[p + j * k]);
         }
         const float want = scales[2] * (s_ab * static_cast<float>(testing_ref::RefSum(spec, products)));
-        ASSERT_EQ(ttrace::kernels::FloatBits(got[i + j * m]), ttrace::kernels::FloatBits(want))
+        ASSERT_EQ(simgpu::nv::FloatBits(got[i + j * m]), simgpu::nv::FloatBits(want))
             << "fast " << int{fast} << " (" << i << ", " << j << ")";
       }
     }
@@ -169,8 +168,8 @@ TEST(LtMatmulFp8, ReducedAccumulatorBitForBit) {
 // FP8 output saturates to the largest finite value (matmul.h), and amax reports the unsaturated maximum.
 TEST(LtMatmulFp8, OutputSaturatesAndAmaxIsBeforeScaling) {
   const int64_t m = 2, n = 1, k = 1;
-  const uint8_t a[2] = {ttrace::kernels::FloatToE4M3(448.0f), ttrace::kernels::FloatToE4M3(-3.0f)};  // k x m
-  const uint8_t b[1] = {ttrace::kernels::FloatToE4M3(2.0f)};
+  const uint8_t a[2] = {simgpu::nv::FloatToE4M3(448.0f), simgpu::nv::FloatToE4M3(-3.0f)};  // k x m
+  const uint8_t b[1] = {simgpu::nv::FloatToE4M3(2.0f)};
   void *da, *db, *dd;
   float* dev_floats;  // d scale, amax
   cudaMalloc(&da, 2);
@@ -206,7 +205,7 @@ TEST(LtMatmulFp8, OutputSaturatesAndAmaxIsBeforeScaling) {
   cudaMemcpy(d, dd, 2, cudaMemcpyDeviceToHost);
   cudaMemcpy(out, dev_floats, sizeof out, cudaMemcpyDeviceToHost);
   EXPECT_EQ(d[0], 0x7e) << "896 * 0.5 = 448 exactly";
-  EXPECT_EQ(ttrace::kernels::E4M3ToFloat(d[1]), -3.0f);
+  EXPECT_EQ(simgpu::nv::E4M3ToFloat(d[1]), -3.0f);
   EXPECT_EQ(out[1], 896.0f) << "amax is taken before scale_D";
   // A larger scale_D overflows E4M3: saturated to 448, not NaN.
   const float big = 4.0f;
@@ -216,7 +215,7 @@ TEST(LtMatmulFp8, OutputSaturatesAndAmaxIsBeforeScaling) {
             CUBLAS_STATUS_SUCCESS);
   cudaMemcpy(d, dd, 2, cudaMemcpyDeviceToHost);
   EXPECT_EQ(d[0], 0x7e);
-  EXPECT_EQ(d[1], ttrace::kernels::FloatToE4M3(-24.0f));
+  EXPECT_EQ(d[1], simgpu::nv::FloatToE4M3(-24.0f));
   for (cublasLtMatrixLayout_t l : {la, lb, lc, ld}) cublasLtMatrixLayoutDestroy(l);
   cublasLtMatmulDescDestroy(desc);
   cublasLtDestroy(handle);

@@ -11,7 +11,7 @@
 
 #include "gtest/gtest-spi.h"
 #include "gtest/gtest.h"
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "tools/simgpu/common/accumulate.h"
 #include "tools/simgpu/common/accumulate_reference.h"
 #include "tools/simgpu/core/simgpu.h"
@@ -152,7 +152,7 @@ TEST(LtMatmul, SummationOrderBitForBit) {
       float t = alpha * static_cast<float>(testing_ref::RefSum(spec, products));
       t = t + beta * c.host[i + j * m];
       t = t + bias.host[i];
-      ASSERT_EQ(ttrace::kernels::FloatBits(got[i + j * m]), ttrace::kernels::FloatBits(t)) << i << ", " << j;
+      ASSERT_EQ(simgpu::nv::FloatBits(got[i + j * m]), simgpu::nv::FloatBits(t)) << i << ", " << j;
     }
   }
   for (cublasLtMatrixLayout_t l : {la, lb, lc}) cublasLtMatrixLayoutDestroy(l);

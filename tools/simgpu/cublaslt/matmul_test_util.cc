@@ -44,7 +44,7 @@ double RoundSignificant(double x, int bits) {
 
 double RoundInput(cublasComputeType_t compute, double x) {
   switch (compute) {
-    case CUBLAS_COMPUTE_32F_FAST_16F: return ttrace::kernels::HalfToFloat(ttrace::kernels::FloatToHalf(x));
+    case CUBLAS_COMPUTE_32F_FAST_16F: return simgpu::nv::HalfToFloat(simgpu::nv::FloatToHalf(x));
     case CUBLAS_COMPUTE_32F_FAST_16BF: return RoundSignificant(x, 8);
     case CUBLAS_COMPUTE_32F_FAST_TF32: return RoundSignificant(x, 11);
     default: return x;

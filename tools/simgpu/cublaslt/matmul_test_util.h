@@ -25,8 +25,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/dtype.h"
-#include "kernels/fp8.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace simgpu::lt_testing {
 
@@ -66,7 +65,7 @@ inline double MaxFinite(cudaDataType t) {
 inline double Gamma(double n, double u) { return n * u / (1.0 - n * u); }
 
 inline double Decode(cudaDataType t, const uint8_t* p) {
-  using namespace ttrace::kernels;
+  using namespace simgpu::nv;
   uint16_t h;
   float f;
   switch (t) {
@@ -80,7 +79,7 @@ inline double Decode(cudaDataType t, const uint8_t* p) {
 
 // Stores a float value (callers pass values that are floats) in type t, rounded to nearest even.
 inline void Encode(cudaDataType t, float v, uint8_t* p) {
-  using namespace ttrace::kernels;
+  using namespace simgpu::nv;
   uint16_t h;
   switch (t) {
     case CUDA_R_16F: h = FloatToHalf(v); memcpy(p, &h, 2); break;

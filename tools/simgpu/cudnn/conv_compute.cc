@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 #include "tools/simgpu/cudnn/data_type.h"
 
 namespace simgpu::cudnn {
@@ -55,7 +55,7 @@ template <typename T>
 T Multiply(AccumPrecision precision, T a, T b) {
   T prod = a * b;
   if (precision == AccumPrecision::kFp16) {
-    prod = ttrace::kernels::HalfToFloat(ttrace::kernels::FloatToHalf(static_cast<float>(prod)));
+    prod = simgpu::nv::HalfToFloat(simgpu::nv::FloatToHalf(static_cast<float>(prod)));
   }
   return prod;
 }

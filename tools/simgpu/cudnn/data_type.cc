@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace simgpu::cudnn {
 namespace {
@@ -80,8 +80,8 @@ float LoadFloat(const void* base, size_t i, cudnnDataType_t type) {
   switch (type) {
     case CUDNN_DATA_FLOAT: return Read<float>(base, i);
     case CUDNN_DATA_DOUBLE: return static_cast<float>(Read<double>(base, i));
-    case CUDNN_DATA_HALF: return ttrace::kernels::HalfToFloat(Read<uint16_t>(base, i));
-    case CUDNN_DATA_BFLOAT16: return ttrace::kernels::Bf16ToFloat(Read<uint16_t>(base, i));
+    case CUDNN_DATA_HALF: return simgpu::nv::HalfToFloat(Read<uint16_t>(base, i));
+    case CUDNN_DATA_BFLOAT16: return simgpu::nv::Bf16ToFloat(Read<uint16_t>(base, i));
     case CUDNN_DATA_INT8: return Read<int8_t>(base, i);
     case CUDNN_DATA_UINT8: return Read<uint8_t>(base, i);
     case CUDNN_DATA_BOOLEAN: return Read<uint8_t>(base, i) != 0 ? 1.0f : 0.0f;
@@ -94,8 +94,8 @@ float LoadFloat(const void* base, size_t i, cudnnDataType_t type) {
 void StoreFloat(void* base, size_t i, cudnnDataType_t type, float v) {
   switch (type) {
     case CUDNN_DATA_FLOAT: Write<float>(base, i, v); return;
-    case CUDNN_DATA_HALF: Write<uint16_t>(base, i, ttrace::kernels::FloatToHalf(v)); return;
-    case CUDNN_DATA_BFLOAT16: Write<uint16_t>(base, i, ttrace::kernels::FloatToBf16(v)); return;
+    case CUDNN_DATA_HALF: Write<uint16_t>(base, i, simgpu::nv::FloatToHalf(v)); return;
+    case CUDNN_DATA_BFLOAT16: Write<uint16_t>(base, i, simgpu::nv::FloatToBf16(v)); return;
     default: StoreDouble(base, i, type, v); return;
   }
 }

@@ -1,5 +1,5 @@
 // Internal to libcudnn.so.9 (simgpu): element sizes and conversions of cuDNN's data types. Conversions to and from
-// FP16 and BF16 are bit-exact with NVIDIA's (round to nearest even, kernels/dtype.h); integer stores round to
+// FP16 and BF16 are bit-exact with NVIDIA's (round to nearest even, common/nv_dtype.h); integer stores round to
 // nearest and saturate; an FP64 value stored as FP16 or BF16 is rounded to FP32 first. FP8 and the vectorized and
 // sub-byte types have no conversion here (ElementBytes 0).
 #ifndef TTRACE_TOOLS_SIMGPU_CUDNN_DATA_TYPE_H_

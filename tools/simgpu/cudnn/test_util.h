@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace simgpu::cudnn::testing {
 
@@ -51,8 +51,8 @@ inline void Encode(double v, cudnnDataType_t t, unsigned char* out) {
     const int64_t i = static_cast<int64_t>(v);
     std::memcpy(out, &i, 8);
   } else {
-    uint16_t h = t == CUDNN_DATA_HALF ? ttrace::kernels::FloatToHalf(static_cast<float>(v))
-                                      : ttrace::kernels::FloatToBf16(static_cast<float>(v));
+    uint16_t h = t == CUDNN_DATA_HALF ? simgpu::nv::FloatToHalf(static_cast<float>(v))
+                                      : simgpu::nv::FloatToBf16(static_cast<float>(v));
     std::memcpy(out, &h, 2);
   }
 }
@@ -80,7 +80,7 @@ inline double Decode(cudnnDataType_t t, const unsigned char* in) {
   }
   uint16_t h;
   std::memcpy(&h, in, 2);
-  return t == CUDNN_DATA_HALF ? ttrace::kernels::HalfToFloat(h) : ttrace::kernels::Bf16ToFloat(h);
+  return t == CUDNN_DATA_HALF ? simgpu::nv::HalfToFloat(h) : simgpu::nv::Bf16ToFloat(h);
 }
 
 // A strided tensor: logical values (row-major over dims) and the device storage they occupy.

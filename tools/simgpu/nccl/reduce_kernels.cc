@@ -7,13 +7,12 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/dtype.h"
-#include "kernels/fp8.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace simgpu::nccl {
 namespace {
 
-namespace kd = ttrace::kernels;
+namespace kd = simgpu::nv;
 
 template <typename T>
 struct Native {

@@ -9,13 +9,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/dtype.h"
-#include "kernels/fp8.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace simgpu::nccl {
 namespace {
 
-namespace kd = ttrace::kernels;
+namespace kd = simgpu::nv;
 
 // Reduces one element per rank, in the order given, as a collective's chain does.
 template <typename T>

@@ -10,13 +10,12 @@
 #include <string>
 #include <tuple>
 
-#include "kernels/dtype.h"
-#include "kernels/fp8.h"
+#include "tools/simgpu/common/nv_dtype.h"
 
 namespace simgpu::nccl::testing {
 namespace {
 
-namespace kd = ttrace::kernels;
+namespace kd = simgpu::nv;
 
 bool IsFp8(ncclDataType_t t) { return t == ncclFloat8e4m3 || t == ncclFloat8e5m2; }
 bool IsFloating(ncclDataType_t t) {
