@@ -255,10 +255,18 @@ ConvDirection DirectionOf(uint16_t api) {
   }
 }
 
-// The problem's geometry from the record; false when it is not a convolution cuDNN would run.
+// The problem's geometry from the record; false when it is not a convolution cuDNN would run. The record is
+// untrusted, and the replay's index arithmetic is int64: each of x, w and y must be a tensor StridedSpan accepts
+// (dims >= 1, no overflow, no overlap), which bounds every product of its dims (the output elements, the products
+// per output: ConvTermsPerOutput); the output size formula is computed with checked arithmetic, and with it every
+// input position the replay forms (o·S − P + f·L stays within [−P, in + P)).
 bool Geometry(const format::ConvRecord& r, ConvProblem* p) {
+  const int rank = r.nb_dims;
+  if (StridedSpan(rank, r.x_dims, r.x_strides) == 0 || StridedSpan(rank, r.w_dims, r.w_strides) == 0 ||
+      StridedSpan(rank, r.y_dims, r.y_strides) == 0)
+    return false;
   p->direction = DirectionOf(r.api);
-  p->spatial = r.nb_dims - 2;
+  p->spatial = rank - 2;
   p->n = r.x_dims[0];
   p->c = r.x_dims[1];
   p->k = r.w_dims[0];
@@ -266,8 +274,9 @@ bool Geometry(const format::ConvRecord& r, ConvProblem* p) {
   p->flip = r.mode == 0;
   p->alpha = r.alpha;
   p->beta = r.beta;
-  if (p->groups < 1 || p->c != r.w_dims[1] * p->groups || p->k % p->groups != 0 || r.y_dims[0] != p->n ||
-      r.y_dims[1] != p->k)
+  int64_t c = 0;
+  if (p->groups < 1 || __builtin_mul_overflow(r.w_dims[1], p->groups, &c) || p->c != c || p->k % p->groups != 0 ||
+      r.y_dims[0] != p->n || r.y_dims[1] != p->k)
     return false;
   for (int d = 0; d < p->spatial; ++d) {
     p->in[d] = r.x_dims[2 + d];
@@ -276,8 +285,12 @@ bool Geometry(const format::ConvRecord& r, ConvProblem* p) {
     p->pad[d] = r.pad[d];
     p->stride[d] = r.stride[d];
     p->dilation[d] = r.dilation[d];
-    if (p->stride[d] < 1 || p->dilation[d] < 1 || p->pad[d] < 0 ||
-        (p->in[d] + 2 * p->pad[d] - (p->filter[d] - 1) * p->dilation[d] - 1) / p->stride[d] + 1 != p->out[d])
+    if (p->stride[d] < 1 || p->dilation[d] < 1 || p->pad[d] < 0) return false;
+    // out = (in + 2P − (F − 1)·L − 1) / S + 1, with a non-negative numerator (cuDNN's output dimension formula).
+    int64_t reach = 0, extent = 0;
+    if (__builtin_mul_overflow(p->filter[d] - 1, p->dilation[d], &reach) ||
+        __builtin_add_overflow(p->in[d] - 1, 2 * p->pad[d], &extent) || __builtin_sub_overflow(extent, reach, &extent) ||
+        extent < 0 || extent / p->stride[d] + 1 != p->out[d])
       return false;
   }
   return true;

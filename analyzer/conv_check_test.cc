@@ -214,5 +214,81 @@ TEST(ConvCheckTest, PrecisionPerConfiguration) {
   EXPECT_FALSE(ResolveConvPrecision(3, 4, 0, 3).ok());                        // INT8: no model
 }
 
+// A forward FP32 cross-correlation, x 1x1x4x4, w 1x1x3x3, y 1x1x2x2, dense NCHW: a geometry cuDNN runs.
+format::ConvRecord ConvRec() {
+  format::ConvRecord r{};
+  r.api = static_cast<uint16_t>(format::ApiId::kCudnnConvolutionForward);
+  r.mode = 1;
+  r.nb_dims = 4;
+  r.math_type = 3;
+  r.groups = 1;
+  r.alpha = 1;
+  const int64_t x[4] = {1, 1, 4, 4}, w[4] = {1, 1, 3, 3}, y[4] = {1, 1, 2, 2};
+  std::copy(x, x + 4, r.x_dims);
+  std::copy(w, w + 4, r.w_dims);
+  std::copy(y, y + 4, r.y_dims);
+  SetStrides(1, 1, 4, 4, false, r.x_strides);
+  SetStrides(1, 1, 3, 3, false, r.w_strides);
+  SetStrides(1, 1, 2, 2, false, r.y_strides);
+  for (int d = 0; d < 2; ++d) r.stride[d] = r.dilation[d] = 1;
+  return r;
+}
+
+// The one reason CheckConvOp gives for an op of record `r` without tensors.
+std::string NotCheckedReason(const format::ConvRecord& r) {
+  Op op;
+  op.kind = OpKind::kConv;
+  op.api = r.api;
+  op.conv = r;
+  CheckReport report;
+  CheckConvOp(0, op, &report, 1ull << 40);
+  const auto& nc = report.summary().not_checked;
+  return nc.size() == 1 && nc.begin()->second == 1 ? nc.begin()->first : "(" + std::to_string(nc.size()) + " reasons)";
+}
+
+// Dims, groups, filter and dilation from a hostile trace: the geometry check refuses them before any product of
+// them is formed in int64 (before, n·k·Πout, C/G·G and (F − 1)·L overflowed: signed overflow, which UBSan
+// reports, then a wrapped output count), and refuses an output size from a negative numerator.
+TEST(ConvCheckTest, HostileGeometryRefusedWithoutOverflow) {
+  EXPECT_EQ(NotCheckedReason(ConvRec()), "tensors not captured");  // the baseline passes the geometry check
+  const std::string refused = "cuDNN convolution geometry inconsistent";
+  {  // output elements n·k·2·2 = 2^82
+    format::ConvRecord r = ConvRec();
+    r.x_dims[0] = r.y_dims[0] = int64_t{1} << 40;
+    r.w_dims[0] = r.y_dims[1] = int64_t{1} << 40;
+    EXPECT_EQ(NotCheckedReason(r), refused);
+  }
+  {  // C/G·G = 2^40·2^30
+    format::ConvRecord r = ConvRec();
+    r.groups = 1 << 30;
+    r.w_dims[0] = r.y_dims[1] = int64_t{1} << 30;
+    r.w_dims[1] = int64_t{1} << 40;
+    EXPECT_EQ(NotCheckedReason(r), refused);
+  }
+  {  // (F − 1)·L = (2^40 − 1)·2^30, with x, w and y valid spans
+    format::ConvRecord r = ConvRec();
+    r.w_dims[2] = int64_t{1} << 40;
+    SetStrides(1, 1, r.w_dims[2], 3, false, r.w_strides);
+    r.dilation[0] = 1 << 30;
+    EXPECT_EQ(NotCheckedReason(r), refused);
+  }
+  {  // in + 2P − (F − 1)·L − 1 < 0 rounds up to an output of 1 under a stride of 2 (in 1, filter 2)
+    format::ConvRecord r = ConvRec();
+    r.x_dims[2] = 1;
+    r.w_dims[2] = 2;
+    r.y_dims[2] = 1;
+    r.stride[0] = 2;
+    SetStrides(1, 1, 1, 4, false, r.x_strides);
+    SetStrides(1, 1, 2, 3, false, r.w_strides);
+    SetStrides(1, 1, 1, 2, false, r.y_strides);
+    EXPECT_EQ(NotCheckedReason(r), refused);
+  }
+  for (int64_t bad : {int64_t{0}, int64_t{-1}}) {  // a batch of 0 or -1: no tensor spans it
+    format::ConvRecord r = ConvRec();
+    r.x_dims[0] = r.y_dims[0] = bad;
+    EXPECT_EQ(NotCheckedReason(r), refused) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace ttrace::analyzer
