@@ -13,18 +13,22 @@
 
 #include "collector/metrics.h"
 #include "collector/server.h"
+#include "store/endpoint.h"
 
 namespace ttrace::collector {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: ttrace-collector --listen unix:PATH|tcp:HOST:PORT --dir DIR [--token-file F] [--metrics-port P]\n"
+    "usage: ttrace-collector --listen unix:PATH|tcp:HOST:PORT --dir DIR [--token-file F]\n"
+    "                        [--metrics-port P | --metrics-listen HOST:PORT]\n"
     "                        [--max-frame-mb N] [--max-stream-gb N] [--max-connections N]\n"
     "  Receives rank streams from libttrace.so (TTRACE_COLLECTOR=unix:PATH|tcp:HOST:PORT) and writes them to\n"
     "  DIR/<job>/rank-<R>.ttr with their index and the job's manifest. A unix socket is created 0600; TCP needs\n"
-    "  --token-file (the shim reads the same token from TTRACE_COLLECTOR_TOKEN_FILE). --metrics-port serves\n"
-    "  Prometheus text at http://HOST:P/metrics. Limits per connection: --max-frame-mb (64) compressed bytes of\n"
-    "  one frame, --max-stream-gb (1024) bytes in all; --max-connections (1024) at once.\n";
+    "  --token-file (the shim reads the same token from TTRACE_COLLECTOR_TOKEN_FILE). --metrics-port P serves\n"
+    "  Prometheus text at http://127.0.0.1:P/metrics (this machine only); --metrics-listen HOST:PORT at another\n"
+    "  address (0.0.0.0:P: every interface; [::1]:P; port 0: any free port, printed). Limits per connection:\n"
+    "  --max-frame-mb (64) compressed bytes of one frame, --max-stream-gb (1024) bytes in all;\n"
+    "  --max-connections (1024) at once.\n";
 
 Server* g_server = nullptr;
 
@@ -48,7 +52,11 @@ int Usage(std::ostream& err, const std::string& why) {
 int CollectorMain(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   ServerOptions options;
   std::string listen, token_file;
-  uint64_t metrics_port = 0, max_frame_mb = 64, max_stream_gb = 1024, max_connections = 1024;
+  // The metrics are served on the loopback interface unless --metrics-listen names another address: they are
+  // unauthenticated and describe the jobs (connections, bytes, losses).
+  store::Endpoint metrics_at;
+  bool serve_metrics = false;
+  uint64_t max_frame_mb = 64, max_stream_gb = 1024, max_connections = 1024;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -64,7 +72,16 @@ int CollectorMain(int argc, const char* const* argv, std::ostream& out, std::ost
     } else if (a == "--token-file") {
       token_file = v;
     } else if (a == "--metrics-port") {
-      if (!ParsePositive(v, &metrics_port) || metrics_port > 65535) return Usage(err, "bad --metrics-port");
+      uint64_t port = 0;
+      if (!ParsePositive(v, &port) || port > 65535) return Usage(err, "bad --metrics-port");
+      metrics_at.host = "127.0.0.1";
+      metrics_at.port = static_cast<int>(port);
+      serve_metrics = true;
+    } else if (a == "--metrics-listen") {
+      std::string why;
+      if (!store::ParseEndpoint("tcp:" + v, &metrics_at, &why))
+        return Usage(err, "bad --metrics-listen '" + v + "' (HOST:PORT): " + why);
+      serve_metrics = true;
     } else if (a == "--max-frame-mb") {
       if (!ParsePositive(v, &max_frame_mb) || max_frame_mb > 256) return Usage(err, "--max-frame-mb needs 1..256");
     } else if (a == "--max-stream-gb") {
@@ -92,8 +109,8 @@ int CollectorMain(int argc, const char* const* argv, std::ostream& out, std::ost
   options.session.limits.max_stream_bytes = max_stream_gb << 30;
   options.max_connections = static_cast<int>(max_connections);
 
-  Metrics metrics;
-  std::unique_ptr<Server> server = Server::Start(options, &metrics, &err, &error);
+  Metrics counters;
+  std::unique_ptr<Server> server = Server::Start(options, &counters, &err, &error);
   if (server == nullptr) {
     err << "ttrace-collector: " << error << "\n";
     return 2;
@@ -104,17 +121,25 @@ int CollectorMain(int argc, const char* const* argv, std::ostream& out, std::ost
 
   std::unique_ptr<httplib::Server> http;
   std::thread http_thread;
-  if (metrics_port > 0) {
+  if (serve_metrics) {
     http = std::make_unique<httplib::Server>();
-    http->Get("/metrics", [&metrics](const httplib::Request&, httplib::Response& res) {
-      res.set_content(metrics.Render(), "text/plain; version=0.0.4");
+    http->Get("/metrics", [&counters](const httplib::Request&, httplib::Response& res) {
+      res.set_content(counters.Render(), "text/plain; version=0.0.4");
     });
-    if (!http->bind_to_port("0.0.0.0", static_cast<int>(metrics_port))) {
-      err << "ttrace-collector: cannot serve metrics on port " << metrics_port << "\n";
+    const std::string host = metrics_at.host.find(':') != std::string::npos ? "[" + metrics_at.host + "]"
+                                                                             : metrics_at.host;
+    int port = metrics_at.port;
+    if (port == 0) {
+      port = http->bind_to_any_port(metrics_at.host);
+    } else if (!http->bind_to_port(metrics_at.host, port)) {
+      port = -1;
+    }
+    if (port <= 0) {
+      err << "ttrace-collector: cannot serve metrics on " << host << ":" << metrics_at.port << "\n";
       return 2;
     }
     http_thread = std::thread([&] { http->listen_after_bind(); });
-    err << "ttrace-collector: metrics on port " << metrics_port << "\n";
+    err << "ttrace-collector: metrics on http://" << host << ":" << port << "/metrics\n";
   }
   err.flush();
 

@@ -2,10 +2,14 @@
 // the collector's store checks clean, with its manifest and Prometheus metrics; a collector killed with SIGKILL
 // mid-run: the job finishes, each rank says once that it writes locally, and every op is in the collector's store
 // or the local one; a collector whose disk fills (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with EFBIG as on a
-// full disk): the stream is cut there with the reason in its manifest, and the ranks fall back.
+// full disk): the stream is cut there with the reason in its manifest, and the ranks fall back. The metrics are
+// served on the loopback interface unless --metrics-listen names another address.
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "analyzer/trace_model.h"
@@ -40,6 +44,41 @@ std::string Job(const std::string& dir, int steps) {
          "/local TTRACE_JOB=cj TTRACE_FLUSH_MS=50 TTRACE_COLLECTOR=unix:" + dir + "/c.sock " + b +
          "/bin/simrun -n 2 -- " + b + "/bin/tp_mlp --tp 2 --steps " + std::to_string(steps) + " --rdzv " + dir +
          "/rdzv";
+}
+
+// The local address of the TCP socket listening on `port` as /proc/net/tcp writes it ("0100007F": 127.0.0.1,
+// "00000000": every interface), or "" when none listens there yet; waits up to 5 s for one.
+std::string ListeningAddress(int port) {
+  char want[8];
+  snprintf(want, sizeof want, ":%04X", port);
+  for (int tries = 0; tries < 100; ++tries) {
+    std::ifstream in("/proc/net/tcp");
+    std::string line;
+    std::getline(in, line);  // the column names
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      if (state == "0A" && local.size() == 13 && local.compare(8, 5, want) == 0) return local.substr(0, 8);
+    }
+    usleep(50000);
+  }
+  return "";
+}
+
+std::string Metrics(int port) {
+  std::string out;
+  Shell("bash -c \"exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port) +
+            " && printf 'GET /metrics HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3\"",
+        &out);
+  return out;
+}
+
+bool StopCollector(const std::string& dir) {
+  std::string out;
+  return Shell("kill -TERM $(cat " + dir + "/collector.pid); for i in $(seq 100); do kill -0 $(cat " + dir +
+                   "/collector.pid) 2>/dev/null || exit 0; sleep 0.05; done; exit 1",
+               &out) == 0;
 }
 
 // GEMM and collective seqs of each rank's stream in `dir` (complete frames).
@@ -77,11 +116,46 @@ TEST(CollectorE2e, RanksStreamToTheCollectorAndItsStoreChecksClean) {
   EXPECT_NE(out.find("ttrace_collector_streams_closed_total{state=\"closed\"} 2"), std::string::npos) << out;
   EXPECT_NE(out.find("ttrace_collector_connections_total 2"), std::string::npos) << out;
   EXPECT_NE(out.find("ttrace_collector_frames_lost_total{reason=\"malformed stream\"} 0"), std::string::npos) << out;
+  EXPECT_EQ(ListeningAddress(port), "0100007F") << "--metrics-port serves this machine only";
+  EXPECT_NE(Log(dir).find("metrics on http://127.0.0.1:" + std::to_string(port) + "/metrics"), std::string::npos)
+      << Log(dir);
   EXPECT_EQ(Shell("kill -TERM $(cat " + dir + "/collector.pid); for i in $(seq 100); do kill -0 $(cat " + dir +
                       "/collector.pid) 2>/dev/null || exit 0; sleep 0.05; done; exit 1",
                   &out),
             0);
   EXPECT_NE(Log(dir).find("ttrace-collector: stopped"), std::string::npos) << Log(dir);
+}
+
+TEST(CollectorE2e, MetricsListenWhereTold) {
+  const std::string dir = TempDir() + "/collector_metrics";
+  const int port = 20000 + (getpid() + 1) % 20000;
+  ASSERT_TRUE(StartCollector(dir, "--metrics-listen 0.0.0.0:" + std::to_string(port))) << Log(dir);
+  EXPECT_EQ(ListeningAddress(port), "00000000") << Log(dir);
+  EXPECT_NE(Metrics(port).find("ttrace_collector_connections_total 0"), std::string::npos) << Metrics(port);
+  EXPECT_TRUE(StopCollector(dir));
+
+  // Port 0: a free port, which the log names.
+  ASSERT_TRUE(StartCollector(dir, "--metrics-listen 127.0.0.1:0")) << Log(dir);
+  const std::string said = "metrics on http://127.0.0.1:";
+  std::string log;
+  for (int i = 0; i < 100 && (log = Log(dir)).find(said) == std::string::npos; ++i) usleep(50000);
+  const size_t at = log.find(said);
+  ASSERT_NE(at, std::string::npos) << log;
+  const int any = atoi(log.c_str() + at + said.size());
+  EXPECT_GT(any, 0) << log;
+  EXPECT_EQ(ListeningAddress(any), "0100007F") << log;
+  EXPECT_NE(Metrics(any).find("ttrace_collector_connections_total 0"), std::string::npos);
+  EXPECT_TRUE(StopCollector(dir));
+
+  std::string out;
+  for (const char* bad : {"1.2.3.4", "localhost:70000", ":9464", "unix:/tmp/m"}) {
+    EXPECT_EQ(Shell(Bin("ttrace-collector") + " --listen unix:" + dir + "/u.sock --dir " + dir +
+                        "/store --metrics-listen " + bad,
+                    &out),
+              2)
+        << bad;
+    EXPECT_NE(out.find("bad --metrics-listen"), std::string::npos) << bad << ": " << out;
+  }
 }
 
 TEST(CollectorE2e, KilledCollectorTheJobFinishesAndEveryOpIsSomewhere) {
