@@ -175,16 +175,25 @@ class Writer {
     out_ << "</ul>\n";
   }
 
-  double X(uint64_t seq) const {
-    return kPlotLeft + (max_seq_ == 0 ? kPlotWidth / 2 : kPlotWidth * static_cast<double>(seq) / max_seq_);
+  // Each seq owns an equal slot of the x axis; an op is drawn at its slot's centre, a heatmap column spans its seqs'
+  // slots, so charts and heatmap line up.
+  double Edge(uint64_t seq) const {
+    return kPlotLeft + kPlotWidth * static_cast<double>(seq) / (static_cast<double>(max_seq_) + 1);
   }
+  double X(uint64_t seq) const { return (Edge(seq) + Edge(seq + 1)) / 2; }
 
+  // Ticks at multiples of a round step (1, 2 or 5 times a power of ten), at most 6 besides 0.
   void SeqAxis(double y) {
-    const int ticks = max_seq_ < 5 ? static_cast<int>(max_seq_) : 5;
-    for (int t = 0; t <= ticks; ++t) {
-      const uint64_t seq = ticks == 0 ? 0 : max_seq_ * t / ticks;
-      out_ << "<text x=\"" << Px(X(seq)) << "\" y=\"" << Px(y) << "\" text-anchor=\"middle\">" << seq << "</text>";
+    uint64_t step = 1;
+    for (uint64_t decade = 1; max_seq_ / step > 6; decade *= 10) {
+      for (uint64_t m : {1, 2, 5}) {
+        step = m * decade;
+        if (max_seq_ / step <= 6) break;
+      }
     }
+    for (uint64_t seq = 0; seq <= max_seq_; seq += step)
+      out_ << "<text x=\"" << Px(X(seq)) << "\" y=\"" << Px(y) << "\" text-anchor=\"middle\">" << FormatCount(seq)
+           << "</text>";
   }
 
   void Heatmap() {
@@ -198,8 +207,9 @@ class Writer {
     const size_t rows = (ranks.size() + per_row - 1) / per_row;
     const uint64_t columns = std::min<uint64_t>(max_seq_ + 1, kMaxHeatmapColumns);
     const uint64_t width = (max_seq_ + 1 + columns - 1) / columns;  // seqs per column
-    const double row_h = std::max(3.0, std::min(22.0, 360.0 / rows)), col_w = kPlotWidth / columns;
+    const double row_h = std::max(3.0, std::min(22.0, 360.0 / rows));
     const double top = 4, height = top + rows * row_h + 24;
+    const size_t label_every = static_cast<size_t>(std::ceil(12 / row_h));  // labels 12 px apart at least
     // Per cell: worst clean ratio (or -1: no op), findings.
     std::vector<double> worst(rows * columns, -1);
     std::vector<uint32_t> found(rows * columns, 0);
@@ -215,7 +225,7 @@ class Writer {
     out_ << "<svg id=\"heatmap\" width=\"1120\" height=\"" << Px(height) << "\" role=\"img\">";
     for (size_t row = 0; row < rows; ++row) {
       const double y = top + row * row_h;
-      if (row_h >= 9) {
+      if (row % label_every == 0) {
         const int first = ranks[row * per_row], last = ranks[std::min(ranks.size(), (row + 1) * per_row) - 1];
         out_ << "<text x=\"" << Px(kPlotLeft - 6) << "\" y=\"" << Px(y + row_h / 2 + 4) << "\" text-anchor=\"end\">"
              << (first == last ? absl::StrCat("rank ", first) : absl::StrCat("ranks ", first, "-", last)) << "</text>";
@@ -226,7 +236,8 @@ class Writer {
                            : worst[cell] < 0 ? kEmptyCellColour
                            : worst[cell] > 1 ? kFindingCellColour
                                              : CleanCellColour(worst[cell]);
-        out_ << "<rect x=\"" << Px(kPlotLeft + c * col_w) << "\" y=\"" << Px(y) << "\" width=\"" << Px(col_w)
+        const double x0 = Edge(c * width), x1 = Edge(std::min(max_seq_ + 1, (c + 1) * width));
+        out_ << "<rect x=\"" << Px(x0) << "\" y=\"" << Px(y) << "\" width=\"" << Px(x1 - x0)
              << "\" height=\"" << Px(row_h) << "\" fill=\"" << fill << "\"><title>seq " << c * width;
         if (width > 1) out_ << "-" << std::min(max_seq_, (c + 1) * width - 1);
         out_ << ": " << (found[cell] > 0 ? absl::StrCat(found[cell], found[cell] == 1 ? " finding" : " findings")

@@ -266,6 +266,13 @@ TEST(HtmlReportTest, HeatmapMarksTheCellsOfFindingsOnly) {
   EXPECT_EQ(rects[10]->AllText(), "seq 10: no checked op");
   EXPECT_EQ(rects[3]->AllText(), "seq 3: worst err/bound 0.004");
 
+  // Row labels, and seq ticks at a round step.
+  std::vector<const Node*> texts;
+  heatmap->Find("text", &texts);
+  std::vector<std::string> labels;
+  for (const Node* t : texts) labels.push_back(t->AllText());
+  EXPECT_EQ(labels, (std::vector<std::string>{"rank 0", "rank 1", "0", "2", "4", "6", "8", "10", "12"}));
+
   // One chart per rank, with the finding's marker.
   std::vector<const Node*> svgs;
   root->Find("svg", &svgs);
@@ -275,6 +282,33 @@ TEST(HtmlReportTest, HeatmapMarksTheCellsOfFindingsOnly) {
   bool marked = false;
   for (const Node* l : lines) marked |= l->AllText().find("rank 1 seq 7 cublasGemmEx [gemm.replay]") == 0;
   EXPECT_TRUE(marked);
+}
+
+TEST(HtmlReportTest, ManyRanksShareHeatmapRowsAndCharts) {
+  CheckReport report;
+  for (int rank = 0; rank < 300; ++rank) report.AddChecked("gemm", OpName{rank, 0, "cublasSgemm"}, Stats(0.1), true);
+  Finding f;
+  f.rank = 299;
+  f.seq = 0;
+  report.AddFinding(f);
+  report.Finish();
+  auto root = MustParse(ReportToHtml(report));
+  ASSERT_NE(root, nullptr);
+  std::vector<const Node*> rects, texts, svgs;
+  root->ById("heatmap")->Find("rect", &rects);
+  EXPECT_EQ(rects.size(), 100 + 1u);  // 3 ranks a row, one column
+  EXPECT_EQ(rects[99]->attrs.at("fill"), kFindingCellColour);  // ranks 297-299
+  EXPECT_NE(rects[98]->attrs.at("fill"), kFindingCellColour);
+  root->ById("heatmap")->Find("text", &texts);
+  ASSERT_EQ(texts.size(), 25 + 1u);  // every 4th row of 3.6 px, and seq 0
+  EXPECT_EQ(texts[1]->AllText(), "ranks 12-14");
+  root->Find("svg", &svgs);
+  ASSERT_EQ(svgs.size(), 1 + kMaxRankCharts);
+  std::vector<const Node*> h3;
+  root->Find("h3", &h3);
+  EXPECT_EQ(h3.back()->AllText(), "rank 299");  // the rank with a finding is charted
+  EXPECT_EQ(h3[62]->AllText(), "rank 62");
+  EXPECT_NE(root->AllText().find("236 more ranks without findings not charted."), std::string::npos);
 }
 
 TEST(HtmlReportTest, CleanReportHasNoFindingColour) {

@@ -1,10 +1,11 @@
 // What the HTML report costs the check: the timeline each AddChecked feeds (report.h OpTimeline), as `ttrace check`
 // merges it (one part report per op, merged in trace order), per op; and writing the page of a large job (64
 // ranks of 1M checked ops each, decimated, 500 findings): its time and size.
-// Usage: html_report_bench [ops per rank]   (default 1,000,000)
+// Usage: html_report_bench [ops per rank [PAGE.html]]   (default 1,000,000; the page is written when named)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "analyzer/html_report.h"
@@ -74,5 +75,6 @@ int main(int argc, char** argv) {
               "points kept\n", ranks, static_cast<unsigned long long>(ops), 1e9 * merge_s / per_op,
               1e9 * base_s / per_op, points);
   std::printf("page: %.1f MB in %.0f ms\n", page.size() / 1e6, 1e3 * page_s);
+  if (argc > 2) std::ofstream(argv[2], std::ios::binary) << page;
   return 0;
 }
