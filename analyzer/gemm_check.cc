@@ -13,8 +13,9 @@
 // three combining operations), added to the bound. A row whose |T_i| exceeds it is proven wrong. Rows whose
 // |T_i|/bound stands out from the median over all rows (screening) are replayed as well: their elements are
 // judged by the full replay's elementwise bound, so screening costs time, never a false finding. Columns likewise
-// with yᵀ. Random tiles add elements replayed with known probability. Elements replayed twice are judged once, in
-// index order.
+// with yᵀ. A random sample (random rows × random columns) adds elements replayed with known probability. Elements
+// replayed twice are judged once, in index order. The projection never forms |A| or |B|: their row and column sums
+// come from passes over the operands (ProjectionSums), and replays gather the rows and columns they need.
 #include "analyzer/gemm_check.h"
 
 #include <algorithm>
@@ -48,7 +49,9 @@ struct BatchView {
   int64_t lda = 1, ldb = 1;
   bool ta = false, tb = false;
 
-  BatchView(const GemmProblem& prob, int64_t batch) : p(&prob), bt(batch) {
+  // with_abs: also |A|, |B| and their row/column sums (full replay's BLAS GEMM of absolute values needs them);
+  // the projection path works from ProjectionSums and gathered blocks instead (no O(m·k + k·n) copies).
+  BatchView(const GemmProblem& prob, int64_t batch, bool with_abs = true) : p(&prob), bt(batch) {
     const int64_t m = p->m, n = p->n, k = p->k;
     ta = p->transa != 0;
     tb = p->transb != 0;
@@ -61,6 +64,7 @@ struct BatchView {
       const size_t a_size = static_cast<size_t>(m * k), b_size = static_cast<size_t>(k * n);
       a = p->a.data() + (p->a.size() > a_size ? bt * a_size : 0);
       b = p->b.data() + (p->b.size() > b_size ? bt * b_size : 0);
+      if (!with_abs) return;
       abs_a.resize(a_size);
       abs_b.resize(b_size);
       for (size_t x = 0; x < a_size; ++x) abs_a[x] = std::fabs(a[x]);
@@ -77,41 +81,6 @@ struct BatchView {
   double op_a_abs(int64_t i, int64_t l) const { return abs_a[ta ? l + i * p->k : i + l * p->m]; }
   double op_b_abs(int64_t l, int64_t j) const { return abs_b[tb ? j + l * p->n : l + j * p->k]; }
 };
-
-// An upper bound on the largest elementwise bound of one batch, in O(m·k + k·n + m·n) (for the sensitivity the
-// projection method states: an element flagged for replay is found when its error exceeds twice its own bound).
-// P_ij = Σ_l |a_il||b_lj| is at most ‖a_i‖₂‖b_j‖₂ (Cauchy-Schwarz), R_i·max|B| and S_j·max|A|; |ref| at most
-// |α|P + |β||c0|; the bound is increasing in each term.
-double MaxElementBound(const BatchView& v, const GemmBound& bound) {
-  const GemmProblem& p = *v.p;
-  const int64_t m = p.m, n = p.n, k = p.k;
-  GemmElementTerms t;
-  if (v.c0 != nullptr)
-    for (int64_t x = 0; x < m * n; ++x) t.abs_c0 = std::max(t.abs_c0, std::fabs(v.c0[x]));
-  if (p.alpha != 0) {
-    std::vector<double> sq_a(static_cast<size_t>(m), 0.0), sum_a(sq_a.size(), 0.0), sq_b(static_cast<size_t>(n), 0.0),
-        sum_b(sq_b.size(), 0.0);
-    double max_a = 0, max_b = 0;
-    for (int64_t l = 0; l < k; ++l)
-      for (int64_t i = 0; i < m; ++i) {
-        const double e = v.op_a_abs(i, l);
-        sq_a[i] += e * e, sum_a[i] += e, max_a = std::max(max_a, e);
-      }
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t l = 0; l < k; ++l) {
-        const double e = v.op_b_abs(l, j);
-        sq_b[j] += e * e, sum_b[j] += e, max_b = std::max(max_b, e);
-      }
-    const double norm_a = std::sqrt(*std::max_element(sq_a.begin(), sq_a.end()));
-    const double norm_b = std::sqrt(*std::max_element(sq_b.begin(), sq_b.end()));
-    t.abs_row_a = *std::max_element(sum_a.begin(), sum_a.end());
-    t.abs_col_b = *std::max_element(sum_b.begin(), sum_b.end());
-    // 1 + 2^-40 covers the evaluation of these sums and the square roots.
-    t.abs_ab = std::min({norm_a * norm_b, t.abs_row_a * max_b, t.abs_col_b * max_a}) * (1 + 0x1p-40 * (k + 4));
-  }
-  t.ref = std::fabs(p.alpha) * t.abs_ab + std::fabs(p.beta) * t.abs_c0;
-  return bound.Bound(t);
-}
 
 // The reference terms of the block rows [i0, i0 + rows) x columns [j0, j0 + cols) of one batch, through two BLAS
 // GEMMs; calls fn(i, j, terms) column by column. `ref` and `mag` are scratch of at least rows·cols.
@@ -266,6 +235,121 @@ double Median(std::vector<double>* v) {
   return (*v)[v->size() / 2];
 }
 
+// Row and column sums of |M| for a stored column-major `rows` x `cols` matrix (ld = rows), with the largest
+// element and the squared 2-norms of its rows and columns: one pass, no copy.
+struct AbsStats {
+  std::vector<double> row_sum, col_sum, row_sq, col_sq;
+  double max = 0;
+};
+
+AbsStats AbsPass(const double* mat, int64_t rows, int64_t cols) {
+  AbsStats s;
+  s.row_sum.assign(static_cast<size_t>(rows), 0.0);
+  s.row_sq.assign(static_cast<size_t>(rows), 0.0);
+  s.col_sum.assign(static_cast<size_t>(cols), 0.0);
+  s.col_sq.assign(static_cast<size_t>(cols), 0.0);
+  double mx = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    const double* col = mat + c * rows;
+    double sum = 0, sq = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const double e = std::fabs(col[r]);
+      s.row_sum[r] += e;
+      s.row_sq[r] += e * e;
+      sum += e;
+      sq += e * e;
+      mx = std::max(mx, e);
+    }
+    s.col_sum[c] = sum;
+    s.col_sq[c] = sq;
+  }
+  s.max = mx;
+  return s;
+}
+
+// y = |M|·x (trans false: x of length cols, y rows) or |M|ᵀ·x (x rows, y cols), M stored column-major, ld = rows.
+std::vector<double> AbsMatVec(const double* mat, int64_t rows, int64_t cols, bool trans, const std::vector<double>& x) {
+  std::vector<double> y(static_cast<size_t>(trans ? cols : rows), 0.0);
+  for (int64_t c = 0; c < cols; ++c) {
+    const double* col = mat + c * rows;
+    if (trans) {
+      double acc = 0;
+      for (int64_t r = 0; r < rows; ++r) acc += std::fabs(col[r]) * x[r];
+      y[c] = acc;
+    } else {
+      const double xc = x[c];
+      for (int64_t r = 0; r < rows; ++r) y[r] += std::fabs(col[r]) * xc;
+    }
+  }
+  return y;
+}
+
+// Everything the projection needs of one batch's absolute values, in O(m·k + k·n + m·n) and without forming |A|,
+// |B| or |A|·|B|: A is read twice (its sums, then |op(A)|·(|op(B)|·1)), B twice, C and C0 once.
+struct ProjectionSums {
+  std::vector<double> row_a, col_b;  // R_i = Σ_l |op(A)_il| (m), S_j = Σ_l |op(B)_lj| (n)
+  std::vector<double> p_row, p_col;  // (|op(A)|·(|op(B)|·1))_i (m), ((1ᵀ|op(A)|)·|op(B)|)_j (n)
+  std::vector<double> out_row, out_col, c0_row, c0_col;  // Σ|Ĉ| and Σ|C0| per row and per column
+  double max_a = 0, max_b = 0, norm_a = 0, norm_b = 0, max_c0 = 0;  // norms: the largest row of op(A), column of op(B)
+};
+
+ProjectionSums SumsOf(const BatchView& v) {
+  const GemmProblem& p = *v.p;
+  const int64_t m = p.m, n = p.n, k = p.k;
+  ProjectionSums s;
+  const AbsStats out = AbsPass(v.c_out, m, n);
+  s.out_row = out.row_sum;
+  s.out_col = out.col_sum;
+  if (v.c0 != nullptr) {
+    const AbsStats c0 = AbsPass(v.c0, m, n);
+    s.c0_row = c0.row_sum;
+    s.c0_col = c0.col_sum;
+    s.max_c0 = c0.max;
+  } else {
+    s.c0_row.assign(static_cast<size_t>(m), 0.0);
+    s.c0_col.assign(static_cast<size_t>(n), 0.0);
+  }
+  s.row_a.assign(static_cast<size_t>(m), 0.0);
+  s.col_b.assign(static_cast<size_t>(n), 0.0);
+  s.p_row.assign(static_cast<size_t>(m), 0.0);
+  s.p_col.assign(static_cast<size_t>(n), 0.0);
+  if (p.alpha == 0) return s;
+  // op(B) is k x n: stored k x n, or n x k when transposed.
+  const AbsStats b = v.tb ? AbsPass(v.b, n, k) : AbsPass(v.b, k, n);
+  const std::vector<double>& b_row = v.tb ? b.col_sum : b.row_sum;  // |op(B)|·1 (k)
+  s.col_b = v.tb ? b.row_sum : b.col_sum;
+  const std::vector<double>& b_col_sq = v.tb ? b.row_sq : b.col_sq;
+  s.max_b = b.max;
+  // op(A) is m x k: stored m x k, or k x m when transposed.
+  const AbsStats a = v.ta ? AbsPass(v.a, k, m) : AbsPass(v.a, m, k);
+  s.row_a = v.ta ? a.col_sum : a.row_sum;
+  const std::vector<double>& a_col = v.ta ? a.row_sum : a.col_sum;  // 1ᵀ|op(A)| (k)
+  const std::vector<double>& a_row_sq = v.ta ? a.col_sq : a.row_sq;
+  s.max_a = a.max;
+  s.p_row = v.ta ? AbsMatVec(v.a, k, m, true, b_row) : AbsMatVec(v.a, m, k, false, b_row);
+  s.p_col = v.tb ? AbsMatVec(v.b, n, k, false, a_col) : AbsMatVec(v.b, k, n, true, a_col);
+  s.norm_a = std::sqrt(*std::max_element(a_row_sq.begin(), a_row_sq.end()));
+  s.norm_b = std::sqrt(*std::max_element(b_col_sq.begin(), b_col_sq.end()));
+  return s;
+}
+
+// An upper bound on the largest elementwise bound of one batch, from its sums (for the sensitivity the projection
+// method states: an element flagged for replay is found when its error exceeds twice its own bound).
+// P_ij = Σ_l |a_il||b_lj| is at most ‖a_i‖₂‖b_j‖₂ (Cauchy-Schwarz), R_i·max|B| and S_j·max|A|; |ref| at most
+// |α|P + |β||c0|; the bound is increasing in each term.
+double MaxElementBound(const GemmProblem& p, const ProjectionSums& s, const GemmBound& bound) {
+  GemmElementTerms t;
+  t.abs_c0 = s.max_c0;
+  if (p.alpha != 0 && p.m > 0 && p.n > 0) {
+    t.abs_row_a = *std::max_element(s.row_a.begin(), s.row_a.end());
+    t.abs_col_b = *std::max_element(s.col_b.begin(), s.col_b.end());
+    // 1 + 2^-40 covers the evaluation of these sums and the square roots.
+    t.abs_ab = std::min({s.norm_a * s.norm_b, t.abs_row_a * s.max_b, t.abs_col_b * s.max_a}) * (1 + 0x1p-40 * (p.k + 4));
+  }
+  t.ref = std::fabs(p.alpha) * t.abs_ab + std::fabs(p.beta) * t.abs_c0;
+  return bound.Bound(t);
+}
+
 // One side of the projection check of one batch: rows (x of length n) or columns (y of length m).
 struct SideResult {
   std::vector<double> ratio;      // per row/column: max over the vectors of |T| / rigorous bound
@@ -275,51 +359,40 @@ struct SideResult {
 
 // Row side: T = Ĉx - α·op(A)(op(B)x) - β·C0x for the r vectors of x (len x r, entries ±1) at once; columns: the same
 // on the transposed problem. `deviations` (may be null) gets |T| (out x r).
-SideResult ProjectSide(const BatchView& v, const GemmBound& bound, bool columns, const std::vector<double>& x,
-                       std::vector<double>* deviations = nullptr) {
+SideResult ProjectSide(const BatchView& v, const ProjectionSums& sums, const GemmBound& bound, bool columns,
+                       const std::vector<double>& x, std::vector<double>* deviations = nullptr) {
   const GemmProblem& p = *v.p;
   const int64_t m = p.m, n = p.n, k = p.k;
   const int64_t len = columns ? m : n;  // length of the random vectors
   const int64_t out = columns ? n : m;  // rows/columns judged
   const int r = static_cast<int>(x.size() / static_cast<size_t>(std::max<int64_t>(len, 1)));
-  const std::vector<double> ones_len(static_cast<size_t>(len), 1.0), ones_k(static_cast<size_t>(k), 1.0);
   // Ĉ·X (m x r) or Ĉᵀ·Y (n x r).
   std::vector<double> t(static_cast<size_t>(out * r));
   MatMul(columns, false, out, r, len, v.c_out, m, x.data(), len, t.data(), out);
-  std::vector<double> abs_out(static_cast<size_t>(out), 0.0), abs_c0(static_cast<size_t>(out), 0.0);
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < m; ++i) abs_out[columns ? j : i] += std::fabs(v.c_out[i + j * m]);
+  const std::vector<double>& abs_out = columns ? sums.out_col : sums.out_row;
+  const std::vector<double>& abs_c0 = columns ? sums.c0_col : sums.c0_row;
   if (v.c0 != nullptr) {
     std::vector<double> c0x(static_cast<size_t>(out * r));
     MatMul(columns, false, out, r, len, v.c0, m, x.data(), len, c0x.data(), out);
     for (size_t e = 0; e < t.size(); ++e) t[e] -= p.beta * c0x[e];
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < m; ++i) abs_c0[columns ? j : i] += std::fabs(v.c0[i + j * m]);
   }
-  std::vector<double> sum_p(static_cast<size_t>(out), 0.0), rs(static_cast<size_t>(out), 0.0);
+  const std::vector<double>& sum_p = columns ? sums.p_col : sums.p_row;
+  std::vector<double> rs(static_cast<size_t>(out), 0.0);
   if (p.alpha != 0) {
-    const int64_t a_rows = v.ta ? k : m, a_cols = v.ta ? m : k, b_rows = v.tb ? n : k, b_cols = v.tb ? k : n;
     std::vector<double> mid(static_cast<size_t>(k * r)), ab(static_cast<size_t>(out * r));
-    std::vector<double> abs_mid(static_cast<size_t>(k)), r_sum(static_cast<size_t>(m)), s_sum(static_cast<size_t>(n));
     if (!columns) {
       MatMul(v.tb, false, k, r, n, v.b, v.ldb, x.data(), n, mid.data(), k);     // op(B)·X
       MatMul(v.ta, false, m, r, k, v.a, v.lda, mid.data(), k, ab.data(), m);    // op(A)·(op(B)·X)
-      MatVec(v.tb, b_rows, b_cols, v.abs_b.data(), v.ldb, ones_len.data(), abs_mid.data());  // |op(B)|·1
-      MatVec(v.ta, a_rows, a_cols, v.abs_a.data(), v.lda, abs_mid.data(), sum_p.data());     // |op(A)|·(|op(B)|·1)
     } else {
       MatMul(!v.ta, false, k, r, m, v.a, v.lda, x.data(), m, mid.data(), k);    // op(A)ᵀ·Y
       MatMul(!v.tb, false, n, r, k, v.b, v.ldb, mid.data(), k, ab.data(), n);   // op(B)ᵀ·(op(A)ᵀ·Y)
-      MatVec(!v.ta, a_rows, a_cols, v.abs_a.data(), v.lda, ones_len.data(), abs_mid.data());  // |op(A)|ᵀ·1
-      MatVec(!v.tb, b_rows, b_cols, v.abs_b.data(), v.ldb, abs_mid.data(), sum_p.data());     // |op(B)|ᵀ·(|op(A)|ᵀ·1)
     }
     for (size_t e = 0; e < t.size(); ++e) t[e] -= p.alpha * ab[e];
-    MatVec(v.ta, a_rows, a_cols, v.abs_a.data(), v.lda, ones_k.data(), r_sum.data());   // R_i = Σ_l |op(A)_il|
-    MatVec(!v.tb, b_rows, b_cols, v.abs_b.data(), v.ldb, ones_k.data(), s_sum.data());  // S_j = Σ_l |op(B)_lj|
     double r_total = 0, s_total = 0;
-    for (double e : r_sum) r_total += e;
-    for (double e : s_sum) s_total += e;
+    for (double e : sums.row_a) r_total += e;
+    for (double e : sums.col_b) s_total += e;
     for (int64_t o = 0; o < out; ++o)
-      rs[o] = columns ? r_total + static_cast<double>(m) * s_sum[o] : static_cast<double>(n) * r_sum[o] + s_total;
+      rs[o] = columns ? r_total + static_cast<double>(m) * sums.col_b[o] : static_cast<double>(n) * sums.row_a[o] + s_total;
   }
   // Every sum above is of nonnegative terms over at most n + k (or m + k) of them, each product exact to u64:
   // relative error at most θ_{len+k}(u64) (θ_{len+k+4} covers the combinations); inflated by 2θ.
@@ -348,6 +421,94 @@ SideResult ProjectSide(const BatchView& v, const GemmBound& bound, bool columns,
     }
   }
   return res;
+}
+
+// Scratch of ReplaySubset, kept across calls of one verification.
+struct SubsetScratch {
+  std::vector<double> a, abs_a, b, abs_b, ref, mag;
+};
+
+// Replays the elements rows × cols of one batch (any index sets, each without repeats): the rows of op(A) and the
+// columns of op(B) are gathered, signed and absolute, in blocks of at most 256 (fewer when k is large: a gathered
+// block holds at most 2^20 elements), and each pair of blocks is two BLAS GEMMs; calls fn(i, j, terms). Memory is
+// O(block·k) whatever the sets, so a row flagged by the projection costs one pass over B, not a copy of |B|.
+template <typename Fn>
+void ReplaySubset(const BatchView& v, const ProjectionSums& sums, const std::vector<int64_t>& rows,
+                  const std::vector<int64_t>& cols, SubsetScratch* sc, Fn fn) {
+  const GemmProblem& p = *v.p;
+  const int64_t m = p.m, n = p.n, k = p.k;
+  const bool use_ab = p.alpha != 0;
+  const int64_t blk = std::clamp<int64_t>((int64_t{1} << 20) / std::max<int64_t>(k, 1), 1, 256);
+  const size_t gather = static_cast<size_t>(blk * k);
+  if (use_ab && sc->a.size() < gather) {
+    sc->a.resize(gather), sc->abs_a.resize(gather), sc->b.resize(gather), sc->abs_b.resize(gather);
+    sc->ref.resize(static_cast<size_t>(blk * blk)), sc->mag.resize(static_cast<size_t>(blk * blk));
+  }
+  const int64_t nr = static_cast<int64_t>(rows.size()), nc = static_cast<int64_t>(cols.size());
+  for (int64_t r0 = 0; r0 < nr; r0 += blk) {
+    const int64_t br = std::min(blk, nr - r0);
+    if (use_ab) {  // op(A) rows r0.. as a br x k block, ld = br
+      for (int64_t ii = 0; ii < br; ++ii) {
+        const int64_t i = rows[r0 + ii];
+        for (int64_t l = 0; l < k; ++l) {
+          const double e = v.ta ? v.a[l + i * k] : v.a[i + l * m];
+          sc->a[ii + l * br] = e;
+          sc->abs_a[ii + l * br] = std::fabs(e);
+        }
+      }
+    }
+    for (int64_t c0 = 0; c0 < nc; c0 += blk) {
+      const int64_t bc = std::min(blk, nc - c0);
+      if (use_ab) {  // op(B) columns c0.. as a k x bc block, ld = k
+        for (int64_t jj = 0; jj < bc; ++jj) {
+          const int64_t j = cols[c0 + jj];
+          for (int64_t l = 0; l < k; ++l) {
+            const double e = v.tb ? v.b[j + l * n] : v.b[l + j * k];
+            sc->b[l + jj * k] = e;
+            sc->abs_b[l + jj * k] = std::fabs(e);
+          }
+        }
+        MatMul(false, false, br, bc, k, sc->a.data(), br, sc->b.data(), k, sc->ref.data(), br);
+        MatMul(false, false, br, bc, k, sc->abs_a.data(), br, sc->abs_b.data(), k, sc->mag.data(), br);
+      }
+      for (int64_t jj = 0; jj < bc; ++jj) {
+        const int64_t j = cols[c0 + jj];
+        for (int64_t ii = 0; ii < br; ++ii) {
+          const int64_t i = rows[r0 + ii];
+          GemmElementTerms t;
+          if (use_ab) {
+            t.ref = p.alpha * sc->ref[ii + jj * br];
+            t.abs_ab = sc->mag[ii + jj * br];
+            t.abs_row_a = sums.row_a[i];
+            t.abs_col_b = sums.col_b[j];
+          }
+          if (v.c0 != nullptr) {
+            const double c0v = v.c0[i + j * m];
+            t.ref += p.beta * c0v;
+            t.abs_c0 = std::fabs(c0v);
+          }
+          fn(i, j, t);
+        }
+      }
+    }
+  }
+}
+
+// `count` distinct indices of [0, size), drawn uniformly by a partial Fisher-Yates shuffle, in increasing order.
+std::vector<int64_t> RandomSubset(int64_t size, int64_t count, std::mt19937_64* rng) {
+  std::vector<int64_t> all(static_cast<size_t>(size));
+  for (int64_t x = 0; x < size; ++x) all[x] = x;
+  count = std::min(count, size);
+  for (int64_t x = 0; x < count; ++x) std::swap(all[x], all[x + static_cast<int64_t>((*rng)() % static_cast<uint64_t>(size - x))]);
+  all.resize(static_cast<size_t>(count));
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+std::vector<int64_t> AllIndices(int64_t size) {
+  std::vector<int64_t> all(static_cast<size_t>(size));
+  for (int64_t x = 0; x < size; ++x) all[x] = x;
+  return all;
 }
 
 // The rows (or columns) to replay: every one whose projection is not finite (an Inf or NaN output: the elementwise
@@ -388,10 +549,10 @@ std::vector<double> RandomSigns(size_t count, std::mt19937_64* rng) {
 
 GemmProjection ProjectOneSide(const GemmProblem& p, const GemmPrecision& precision, BoundKind kind,
                               const std::vector<double>& x, int64_t batch, bool columns) {
-  const BatchView v(p, batch);
+  const BatchView v(p, batch, /*with_abs=*/false);
   const GemmBound bound(precision, p.k, p.alpha, p.beta, kind);
   GemmProjection out;
-  out.bound = ProjectSide(v, bound, columns, x, &out.deviation).bound;
+  out.bound = ProjectSide(v, SumsOf(v), bound, columns, x, &out.deviation).bound;
   return out;
 }
 
@@ -442,13 +603,14 @@ GemmVerdict VerifyGemm(const GemmProblem& p, const GemmPrecision& precision, con
   const int r = std::max(1, o.projections);
   const double one_minus = 1 - precision.u_out;
   std::vector<std::pair<uint64_t, GemmElementTerms>> replayed;
-  std::vector<double> ref, mag;
+  SubsetScratch scratch;
   uint64_t tile_total = 0;
   for (int64_t bt = 0; bt < p.batch; ++bt) {
     std::mt19937_64 rng(o.seed ^ (static_cast<uint64_t>(bt) * 0x9E3779B97F4A7C15ull));
-    const BatchView v(p, bt);
-    const SideResult rows = ProjectSide(v, bound, false, RandomSigns(static_cast<size_t>(n * r), &rng));
-    const SideResult cols = ProjectSide(v, bound, true, RandomSigns(static_cast<size_t>(m * r), &rng));
+    const BatchView v(p, bt, /*with_abs=*/false);
+    const ProjectionSums sums = SumsOf(v);
+    const SideResult rows = ProjectSide(v, sums, bound, false, RandomSigns(static_cast<size_t>(n * r), &rng));
+    const SideResult cols = ProjectSide(v, sums, bound, true, RandomSigns(static_cast<size_t>(m * r), &rng));
     std::vector<int64_t> flag_rows, flag_cols;
     const double row_thr = Flag(rows, o.screen, row_cap, &flag_rows, &verdict.proven_rows, &verdict.projection_ratio);
     const double col_thr = Flag(cols, o.screen, col_cap, &flag_cols, &verdict.proven_cols, &verdict.projection_ratio);
@@ -471,26 +633,26 @@ GemmVerdict VerifyGemm(const GemmProblem& p, const GemmPrecision& precision, con
     verdict.guaranteed = std::max(verdict.guaranteed, std::min(g_row, g_col));
     // A flagged element is judged by its elementwise bound: an error on top of a clean one is certain to exceed it
     // beyond twice the bound.
-    verdict.screened = std::max({verdict.screened, std::min(s_row, s_col), 2 * MaxElementBound(v, bound)});
+    verdict.screened = std::max({verdict.screened, std::min(s_row, s_col), 2 * MaxElementBound(p, sums, bound)});
     verdict.replayed_rows += flag_rows.size();
     verdict.replayed_cols += flag_cols.size();
     auto keep = [&](int64_t i, int64_t j, const GemmElementTerms& t) {
       replayed.emplace_back(static_cast<uint64_t>(bt) * c_size + static_cast<uint64_t>(i + j * m), t);
     };
-    for (int64_t i : flag_rows) ReplayBlock(v, i, 1, 0, n, &ref, &mag, keep);
-    for (int64_t j : flag_cols) ReplayBlock(v, 0, m, j, 1, &ref, &mag, keep);
-    // Random tiles of at most 32 x 32, about tile_fraction of the batch's elements (at least one unless it is 0).
-    const int64_t tm = std::min<int64_t>(32, m), tn = std::min<int64_t>(32, n);
-    const uint64_t tiles =
-        o.tile_fraction <= 0
-            ? 0
-            : std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(o.tile_fraction * static_cast<double>(c_size) /
-                                                                    static_cast<double>(tm * tn))));
-    for (uint64_t x = 0; x < tiles; ++x) {
-      const int64_t i0 = static_cast<int64_t>(rng() % static_cast<uint64_t>(m - tm + 1));
-      const int64_t j0 = static_cast<int64_t>(rng() % static_cast<uint64_t>(n - tn + 1));
-      ReplayBlock(v, i0, tm, j0, tn, &ref, &mag, keep);
-      tile_total += static_cast<uint64_t>(tm * tn);
+    if (!flag_rows.empty()) ReplaySubset(v, sums, flag_rows, AllIndices(n), &scratch, keep);
+    if (!flag_cols.empty()) ReplaySubset(v, sums, AllIndices(m), flag_cols, &scratch, keep);
+    // Random samples: a random set of rows crossed with a random set of columns, about tile_fraction of the batch's
+    // elements (at least one unless it is 0): each element is in it with probability (rows/m)·(cols/n). One block
+    // of BLAS work instead of many 32 x 32 tiles (the same multiply-adds at large-matrix speed).
+    if (o.tile_fraction > 0) {
+      const double f = std::min(1.0, o.tile_fraction);
+      const int64_t sr = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(static_cast<double>(m) * std::sqrt(f))), 1, m);
+      const int64_t sc = std::clamp<int64_t>(
+          static_cast<int64_t>(std::ceil(f * static_cast<double>(c_size) / static_cast<double>(sr))), 1, n);
+      const std::vector<int64_t> sample_rows = RandomSubset(m, sr, &rng);
+      const std::vector<int64_t> sample_cols = RandomSubset(n, sc, &rng);
+      ReplaySubset(v, sums, sample_rows, sample_cols, &scratch, keep);
+      tile_total += static_cast<uint64_t>(sr * sc);
     }
   }
   std::sort(replayed.begin(), replayed.end(), [](const auto& x, const auto& y) { return x.first < y.first; });

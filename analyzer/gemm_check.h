@@ -4,7 +4,8 @@
 // - projection (Freivalds): for several seeded random ±1 vectors x (and y), Ĉ·x against α·op(A)·(op(B)·x) +
 //   β·C0·x per row (and yᵀĈ against α·(yᵀop(A))·op(B) + β·yᵀC0 per column) in FP64, O(m·n + m·k + k·n) each, with
 //   a rigorous bound Σ_j β_ij·|x_j| per row from the same model; then the rows and columns whose projection
-//   exceeds its bound, or stands out from the others (screening), and random tiles are replayed element by element.
+//   exceeds its bound, or stands out from the others (screening), and a random sample (random rows × random columns) are
+//   replayed element by element.
 //   Every finding comes from an element replay (or, should a replay find nothing, from the projection's proof).
 // docs/error-models.md derives the projection bound and the sensitivity of each method.
 //
@@ -64,7 +65,7 @@ struct GemmCheckOptions {
   uint64_t projection_above = uint64_t{1} << 30;
   uint64_t max_work = kDefaultMaxGemmWork;  // full replay only; a projection's cost is O(m·n + m·k + k·n)
   int projections = 3;                      // random ±1 vectors per side (rows and columns)
-  double tile_fraction = 1.0 / 64;          // of the output elements, replayed in random 32 x 32 tiles
+  double tile_fraction = 1.0 / 64;          // of the output elements, replayed as random rows x random columns
   double screen = 16;                       // screening: replay rows/columns whose err/bound exceeds this many
                                             // times the typical (median / 0.6745) one
   uint64_t seed = 0x74747261636521;         // fixed: the same trace gives the same report

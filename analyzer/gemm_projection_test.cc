@@ -204,6 +204,60 @@ TEST(GemmProjectionTest, SingleElementErrorsAboveTheStatedLevelsAreFoundWhereThe
   EXPECT_EQ(screened_found, cases / 2);
 }
 
+// The random sample (a random set of rows crossed with a random set of columns, gathered block by block): with the
+// whole op sampled it judges every element with the full replay's own terms, for every transpose, α and β, and
+// across the gather's 256-row blocks; a partial sample covers the fraction asked; an error below the screening level
+// (screening off) is found exactly when its element is sampled.
+TEST(GemmProjectionTest, RandomSampleJudgesItsElementsAsFullReplayDoes) {
+  std::mt19937_64 rng(5);
+  const GemmPrecision prec = Precision(DType::kF32, DType::kF32);
+  for (int layout = 0; layout < 4; ++layout) {
+    const uint8_t ta = layout & 1, tb = (layout >> 1) & 1;
+    GemmProblem p = Device(rng, 300, 40, 64, DType::kF32, DType::kF32, 0.5, 2, ta, tb, layout % 3);
+    GemmCheckOptions o;
+    o.method = GemmMethod::kProjection;
+    o.screen = 1e300;  // no screened rows or columns: the sample alone replays
+    o.tile_fraction = 1;
+    const ElementStats full = ReplayGemm(p, prec);
+    GemmVerdict v = VerifyGemm(p, prec, o);
+    EXPECT_EQ(v.stats.elements, full.elements) << "layout " << layout;
+    EXPECT_EQ(v.tile_elements, full.elements);
+    EXPECT_EQ(v.stats.violations, 0u);
+    EXPECT_NEAR(v.stats.worst_ratio, full.worst_ratio, 1e-9 * full.worst_ratio) << "layout " << layout;
+    EXPECT_EQ(v.stats.worst_index, full.worst_index);
+    // An error of 3 times its element's bound: far below what the projection proves or screens here.
+    GemmProblem bad = p;
+    const uint64_t e = 1 + 7 * 300 + 280;  // row 281 (in the second block of 256 rows), column 7
+    bad.c_out[e] += 3 * full.worst_bound;
+    v = VerifyGemm(bad, prec, o);
+    EXPECT_EQ(v.proven_rows + v.proven_cols, 0u);
+    ASSERT_TRUE(v.stats.has_violation) << "layout " << layout;
+    EXPECT_EQ(v.stats.first_index, e);
+    // A quarter of the elements: at least that many sampled, at most one row of columns more.
+    o.tile_fraction = 0.25;
+    v = VerifyGemm(bad, prec, o);
+    EXPECT_GE(v.tile_elements, 300u * 40 / 4);
+    EXPECT_LE(v.tile_elements, 300u * 40 / 4 + 40);
+    EXPECT_GE(v.replayed_fraction, 0.25);
+    EXPECT_EQ(v.stats.elements, v.tile_elements);
+  }
+  // Over many seeds, the erroneous element is in the sample about a quarter of the time.
+  GemmProblem p = Device(rng, 64, 64, 32, DType::kF32, DType::kF32, 1, 0, 0, 0, 0);
+  const ElementStats full = ReplayGemm(p, prec);
+  p.c_out[100] += 3 * full.worst_bound;
+  GemmCheckOptions o;
+  o.method = GemmMethod::kProjection;
+  o.screen = 1e300;
+  o.tile_fraction = 0.25;
+  int hits = 0;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    o.seed = seed;
+    hits += VerifyGemm(p, prec, o).stats.has_violation;
+  }
+  EXPECT_GT(hits, 70);   // 100 expected; a binomial (400, 0.25) is outside [70, 130] with probability < 1e-3
+  EXPECT_LT(hits, 130);
+}
+
 TEST(GemmProjectionTest, AutoChoosesBySize) {
   std::mt19937_64 rng(3);
   GemmCheckOptions o;

@@ -96,7 +96,26 @@ std::vector<double> DecodeAll(format::DType dtype, absl::string_view payload) {
   if (size == 0) return out;
   const uint64_t n = payload.size() / size;
   out.resize(n);
-  for (uint64_t i = 0; i < n; ++i) out[i] = DecodeElement(dtype, payload.data(), i);
+  const char* data = payload.data();
+  // The dtype switch outside the loop: 16-bit and 32-bit floats decode at memory speed (a 4096 x 4096 operand
+  // is 16 M elements).
+  switch (dtype) {
+    case DType::kF32:
+      for (uint64_t i = 0; i < n; ++i) out[i] = Load<float>(data, i);
+      break;
+    case DType::kF64:
+      for (uint64_t i = 0; i < n; ++i) out[i] = Load<double>(data, i);
+      break;
+    case DType::kBF16:
+      for (uint64_t i = 0; i < n; ++i) out[i] = kernels::Bf16ToFloat(Load<uint16_t>(data, i));
+      break;
+    case DType::kF16:
+      for (uint64_t i = 0; i < n; ++i) out[i] = kernels::HalfToFloat(Load<uint16_t>(data, i));
+      break;
+    default:
+      for (uint64_t i = 0; i < n; ++i) out[i] = DecodeElement(dtype, data, i);
+      break;
+  }
   return out;
 }
 
