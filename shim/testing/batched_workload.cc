@@ -28,32 +28,21 @@
 #include <thread>
 #include <vector>
 
+#include "shim/testing/workload_util.h"
 #include "kernels/dtype.h"
 #include "ttrace/format.h"
 
 namespace {
 
+using ttrace::shim::testing::Die;
+using ttrace::shim::testing::WriteOperand;
 using ttrace::format::TensorSlot;
-
-[[noreturn]] void Die(const char* what, long code) {
-  fprintf(stderr, "batched_workload: %s failed (%ld)\n", what, code);
-  exit(1);
-}
-#define CHECK_CUDA(x) \
-  if (cudaError_t e_ = (x); e_ != cudaSuccess) Die(#x, e_)
-#define CHECK_CUBLAS(x) \
-  if (cublasStatus_t s_ = (x); s_ != CUBLAS_STATUS_SUCCESS) Die(#x, s_)
 
 FILE* g_dump = nullptr;
 std::mt19937 g_rng(7);
 
 void Dump(uint64_t seq, TensorSlot slot, const std::vector<uint8_t>& bytes) {
-  const uint8_t s = static_cast<uint8_t>(slot);
-  const uint64_t n = bytes.size();
-  fwrite(&seq, 8, 1, g_dump);
-  fwrite(&s, 1, 1, g_dump);
-  fwrite(&n, 8, 1, g_dump);
-  fwrite(bytes.data(), 1, n, g_dump);
+  WriteOperand(g_dump, seq, static_cast<uint8_t>(slot), bytes.data(), bytes.size());
 }
 
 enum class T { kF32, kF64, kF16, kBf16 };

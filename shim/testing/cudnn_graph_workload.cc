@@ -21,19 +21,17 @@
 #include <string>
 #include <vector>
 
+#include "shim/testing/workload_util.h"
 #include "tools/simgpu/common/nv_dtype.h"
 #include "shim/testing/cudnn_graph.h"
 
 namespace {
 
+using ttrace::shim::testing::Die;
 using ttrace::shim::testing::ConvolutionForward;
 using ttrace::shim::testing::Desc;
 using ttrace::shim::testing::Graph;
 
-[[noreturn]] void Die(const char* what, long code) {
-  fprintf(stderr, "cudnn_graph_workload: %s failed (%ld)\n", what, code);
-  exit(1);
-}
 #define CHECK(x) \
   if (long s_ = static_cast<long>(x); s_ != 0) Die(#x, s_)
 

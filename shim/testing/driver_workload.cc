@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "shim/testing/workload_util.h"
 #include "tools/simgpu/common/nv_dtype.h"
 #include "shim/testing/dump.h"
 #include "shim/testing/rendezvous.h"
@@ -32,24 +33,10 @@
 
 namespace {
 
+using ttrace::shim::testing::Die;
+using ttrace::shim::testing::EnvInt;
 using ttrace::format::DType;
 using ttrace::format::TensorSlot;
-
-[[noreturn]] void Die(const char* what, long code) {
-  fprintf(stderr, "shim_driver_workload: %s failed (%ld)\n", what, code);
-  exit(1);
-}
-#define CHECK_CU(x) \
-  if (CUresult e_ = (x); e_ != CUDA_SUCCESS) Die(#x, e_)
-#define CHECK_CUBLAS(x) \
-  if (cublasStatus_t s_ = (x); s_ != CUBLAS_STATUS_SUCCESS) Die(#x, s_)
-#define CHECK_NCCL(x) \
-  if (ncclResult_t r_ = (x); r_ != ncclSuccess) Die(#x, r_)
-
-int EnvInt(const char* name, int fallback) {
-  const char* v = getenv(name);
-  return v != nullptr && *v != '\0' ? atoi(v) : fallback;
-}
 
 FILE* g_dump = nullptr;
 

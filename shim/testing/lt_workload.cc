@@ -20,31 +20,21 @@
 #include <string>
 #include <vector>
 
+#include "shim/testing/workload_util.h"
 #include "tools/simgpu/common/nv_dtype.h"
 #include "ttrace/format.h"
 
 namespace {
 
+using ttrace::shim::testing::Die;
+using ttrace::shim::testing::WriteOperand;
 using ttrace::format::TensorSlot;
-
-[[noreturn]] void Die(const char* what, long code) {
-  fprintf(stderr, "lt_workload: %s failed (%ld)\n", what, code);
-  exit(1);
-}
-#define CHECK_CUDA(x) \
-  if (cudaError_t e_ = (x); e_ != cudaSuccess) Die(#x, e_)
-#define CHECK_CUBLAS(x) \
-  if (cublasStatus_t s_ = (x); s_ != CUBLAS_STATUS_SUCCESS) Die(#x, s_)
 
 FILE* g_dump = nullptr;
 std::mt19937 g_rng(42);
 
 void Dump(uint64_t seq, TensorSlot slot, const void* data, uint64_t bytes) {
-  const uint8_t s = static_cast<uint8_t>(slot);
-  fwrite(&seq, 8, 1, g_dump);
-  fwrite(&s, 1, 1, g_dump);
-  fwrite(&bytes, 8, 1, g_dump);
-  fwrite(data, 1, bytes, g_dump);
+  WriteOperand(g_dump, seq, static_cast<uint8_t>(slot), data, bytes);
 }
 
 // A device buffer with its host image.

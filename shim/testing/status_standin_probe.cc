@@ -13,17 +13,15 @@
 #include <cstdlib>
 #include <type_traits>
 
+#include "shim/testing/workload_util.h"
 #include "shim/testing/cudnn_graph.h"
 
 namespace {
 
+using ttrace::shim::testing::Die;
 void Op(const char* name, int status) { printf("op %s=%d\n", name, status); }
 void Setup(const char* name, int status) { printf("setup %s=%d\n", name, status); }
 void Call(const char* name, int status) { printf("call %s=%d\n", name, status); }
-[[noreturn]] void Die(const char* what, long status) {
-  fprintf(stderr, "status_standin_probe: %s failed (%ld)\n", what, status);
-  exit(1);
-}
 
 void Gemms(cublasHandle_t h, void* a, void* b, void* c) {
   const cublasOperation_t N = CUBLAS_OP_N;

@@ -42,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "shim/testing/workload_util.h"
 #include "tools/simgpu/common/nv_dtype.h"
 #include "shim/testing/dump.h"
 #include "shim/testing/rendezvous.h"
@@ -49,26 +50,12 @@
 
 namespace {
 
+using ttrace::shim::testing::Die;
+using ttrace::shim::testing::EnvInt;
 using ttrace::format::DType;
 using ttrace::format::RecordType;
 using ttrace::format::TensorSlot;
 namespace fmt = ttrace::format;
-
-[[noreturn]] void Die(const char* what, long code) {
-  fprintf(stderr, "shim_workload: %s failed (%ld)\n", what, code);
-  exit(1);
-}
-#define CHECK_CUDA(x) \
-  if (cudaError_t e_ = (x); e_ != cudaSuccess) Die(#x, e_)
-#define CHECK_CUBLAS(x) \
-  if (cublasStatus_t s_ = (x); s_ != CUBLAS_STATUS_SUCCESS) Die(#x, s_)
-#define CHECK_NCCL(x) \
-  if (ncclResult_t r_ = (x); r_ != ncclSuccess) Die(#x, r_)
-
-int EnvInt(const char* name, int fallback) {
-  const char* v = getenv(name);
-  return v != nullptr && *v != '\0' ? atoi(v) : fallback;
-}
 
 FILE* g_dump = nullptr;
 
@@ -611,7 +598,6 @@ int RunInitAll(int ndev) {
   }
   return 0;
 }
-
 
 // ---- --collectives ------------------------------------------------------------------------------------------
 
