@@ -157,6 +157,9 @@ mutate "gemm projection: non-finite rows counted as proven" analyzer/gemm_check.
     } else if (r > 1) {" "      ++*proven;
       picked->push_back(static_cast<int64_t>(o));
     } else if (r > 1) {" "gemm_projection_test" "GemmProjection"
+mutate "gemm projection: sample gathers op(A) as if untransposed" analyzer/gemm_check.cc \
+  "const double e = v.ta ? v.a[l + i * k] : v.a[i + l * m];" "const double e = v.a[i + l * m];" \
+  "gemm_projection_test" "GemmProjection"
 mutate "streaming: ops over the memory limit checked anyway" check.cc \
   "batch.push_back(Item{t.rank(), &op, OpBytes(op), cost > limit});" \
   "batch.push_back(Item{t.rank(), &op, OpBytes(op), false});" "verdict_test" "BudgetTest"
