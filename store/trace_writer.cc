@@ -1,6 +1,14 @@
-// A frame is compressed in one ZSTD_compress call: frames are a few MiB, so streaming compression would buy
-// nothing but state. The compressed bytes land right after room for their FrameHeader, so a frame leaves as one
-// buffer. Nothing here allocates per record beyond the frame buffer's growth; the index range costs a switch.
+// A frame is compressed in one ZSTD_compress2 call on the writer's one context: frames are a few MiB, so streaming
+// compression would buy nothing but state. The window covers the whole frame (zstd's defaults for 4 MiB inputs are
+// 512 KiB at level 1 and 2 MiB at level 3): a tensor captured twice in one frame (a weight read by a forward and a
+// backward GEMM, an activation read again for the weight gradient) is found wherever the two copies lie; with the
+// default windows the second copy was stored again whenever it lay farther back, which made the float-coded gpt
+// trace larger than the byte-shuffled one. The window alone is not enough at level 1: its 2^13-entry hash table
+// (zstd's choice for inputs over 256 KiB) has forgotten the first copy by the time the second arrives 3 MiB later,
+// so below level 3 the table has 2^17 entries, as level 3's has (measured: 6% slower at level 1, 1.0 instead of
+// 0.6 MB of context). A one-shot compression's tables are sized by these logs, not by the window, so the wider
+// window costs no memory; decoders take it (a frame up to 128 MiB: windowLog 27, zstd's default decoder limit). The compressed bytes land right after room for their FrameHeader, so a frame leaves as
+// one buffer. Nothing here allocates per record beyond the frame buffer's growth; the index range costs a switch.
 #include "store/trace_writer.h"
 
 #include <zstd.h>
@@ -20,6 +28,9 @@ namespace {
 // descriptor 0x38 (2^17 bytes, so blocks of up to 128 KiB); the content size. Each block: a 3-byte header
 // (bit 0 last block, bits 1-2 type 0 = raw, bits 3-23 size), then its bytes.
 constexpr size_t kRawBlock = 128u << 10;
+constexpr int kMinWindowLog = 10;  // zstd's smallest window
+constexpr int kMaxWindowLog = 27;  // ZSTD_WINDOWLOG_LIMIT_DEFAULT: what any decoder takes without being told
+constexpr int kMinHashLog = 17;    // levels 3 and up have at least this; level 1 has 2^13 entries for a large input
 size_t RawZstdBound(size_t n) { return 10 + 3 * (n / kRawBlock + 1) + n; }
 size_t RawZstdFrame(const char* src, size_t n, char* dst) {
   char* o = dst;
@@ -135,7 +146,10 @@ TraceWriter::TraceWriter(std::unique_ptr<StreamOutput> output, const WriterOptio
   pending_.Reserve(options_.frame_bytes + (64u << 10));
 }
 
-TraceWriter::~TraceWriter() { Close(nullptr); }
+TraceWriter::~TraceWriter() {
+  Close(nullptr);
+  ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(cctx_));
+}
 
 bool TraceWriter::Fail(const std::string& message, std::string* error) {
   if (failed_.empty()) failed_ = message;
@@ -180,6 +194,19 @@ bool TraceWriter::Append(format::RecordType type, const void* body, size_t body_
   return true;
 }
 
+size_t TraceWriter::Compress(char* dst, size_t room, int level) {
+  ZSTD_CCtx* cctx = static_cast<ZSTD_CCtx*>(cctx_);
+  if (cctx == nullptr && (cctx_ = cctx = ZSTD_createCCtx()) == nullptr)
+    return ZSTD_compress(dst, room, pending_.data(), pending_.size(), level);  // out of memory: the default window
+  int window_log = kMinWindowLog;
+  while (window_log < kMaxWindowLog && (size_t{1} << window_log) < pending_.size()) ++window_log;
+  ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, window_log);
+  if (level < 3) ZSTD_CCtx_setParameter(cctx, ZSTD_c_hashLog, kMinHashLog);
+  return ZSTD_compress2(cctx, dst, room, pending_.data(), pending_.size());
+}
+
 bool TraceWriter::Flush(std::string* error) {
   if (!failed_.empty()) return Fail(failed_, error);
   if (pending_.empty() || finished_) return true;
@@ -193,10 +220,10 @@ bool TraceWriter::Flush(std::string* error) {
     // Mostly float-coded payloads, entropy-coded already: zstd at level 1 over the whole frame still finds what the
     // codec, tensor by tensor, cannot (a tensor captured twice in one frame, as a weight read by a forward and a
     // backward GEMM; smooth data); kept when it saves at least 1/32, else the frame is stored in raw blocks.
-    n = ZSTD_compress(body, room, pending_.data(), pending_.size(), 1);
+    n = Compress(body, room, 1);
     if (ZSTD_isError(n) || n * 32 > pending_.size() * 31) n = RawZstdFrame(pending_.data(), pending_.size(), body);
   } else {
-    n = ZSTD_compress(body, room, pending_.data(), pending_.size(), options_.zstd_level);
+    n = Compress(body, room, options_.zstd_level);
   }
   if (ZSTD_isError(n)) return Fail(std::string("zstd: ") + ZSTD_getErrorName(n), error);
   if (n > format::kMaxFrameBytes) return Fail("compressed frame exceeds the frame limit", error);

@@ -8,7 +8,7 @@
 // mid-run leaves a stream that reads back up to its last complete frame. A frame that is at least 7/8 float-coded
 // tensor payloads (PayloadKind::kFloatCoded, already entropy-coded) is stored in a zstd frame of raw blocks
 // instead, unless zstd at level 1 over the whole frame saves 1/32 (repeats across tensors: the codec codes each
-// alone).
+// alone). zstd's window always spans the whole frame, so a payload repeated anywhere in a frame is stored once.
 //
 // Not thread-safe: one thread owns a writer (the shim's drain thread). Depends on no CUDA library and on no
 // Abseil, because the shim links it statically. Errors are reported as false + message; after an I/O error the
@@ -103,6 +103,8 @@ class TraceWriter {
  private:
   TraceWriter(std::unique_ptr<StreamOutput> output, const WriterOptions& options);
   bool Fail(const std::string& message, std::string* error);
+  // zstd at `level` over the pending frame into dst, with a window covering the whole frame; a zstd result code.
+  size_t Compress(char* dst, size_t room, int level);
 
   // A byte buffer that grows without zero-filling (records are copied in right after growing).
   class Buffer {
@@ -131,6 +133,7 @@ class TraceWriter {
   uint32_t frame_index_ = 0;
   StreamSummary summary_;
   std::string failed_;
+  void* cctx_ = nullptr;  // ZSTD_CCtx, made at the first frame and reused (zstd.h stays out of this header)
 };
 
 }  // namespace ttrace::store
