@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 
 #include "store/crc32c.h"
 
@@ -54,15 +55,33 @@ bool Session::Feed(const char* data, size_t n) {
   bytes_in_ += n;
   Metrics::Add(metrics_->bytes_in, n);
   while (n > 0 && !done_) {
-    const size_t start = state_ == State::kPayload ? sizeof(format::FrameHeader) : 0;
-    const size_t take = std::min(n, need_ - have_);
-    memcpy(buffer_.data() + start + have_, data, take);
-    have_ += take;
+    size_t room;
+    char* at = InputWindow(&room);
+    const size_t take = std::min(n, room);
+    memcpy(at, data, take);
     data += take;
     n -= take;
-    if (have_ == need_ && !Step()) break;
+    Consume(take);
   }
   return !done_;
+}
+
+char* Session::InputWindow(size_t* room) {
+  const size_t start = state_ == State::kPayload ? sizeof(format::FrameHeader) : 0;
+  *room = done_ ? 0 : need_ - have_;
+  return buffer_.data() + start + have_;
+}
+
+bool Session::Received(size_t n) {
+  bytes_in_ += n;
+  Metrics::Add(metrics_->bytes_in, n);
+  if (!done_) Consume(n);
+  return !done_;
+}
+
+void Session::Consume(size_t n) {
+  have_ += std::min(n, need_ - have_);
+  if (have_ == need_) Step();
 }
 
 std::string Session::TakeOutput() {
@@ -288,23 +307,24 @@ void Session::Finish() {
   summary.bytes = stream_bytes_;
   if (last_frame_kept_ && close_reason_.empty()) {
     // The stream's last record, from its last frame (still in buffer_): its end record, if it has one.
-    std::vector<char> records(frame_.uncompressed_size);
-    const size_t n = ZSTD_decompress(records.data(), records.size(), buffer_.data() + sizeof frame_,
-                                     frame_.compressed_size);
-    if (!ZSTD_isError(n) && n == records.size()) {
+    const size_t size = frame_.uncompressed_size;
+    std::unique_ptr<char[]> decompressed(new char[size]);  // not zero-filled: zstd writes it
+    char* records = decompressed.get();
+    const size_t n = ZSTD_decompress(records, size, buffer_.data() + sizeof frame_, frame_.compressed_size);
+    if (!ZSTD_isError(n) && n == size) {
       size_t pos = 0, last = SIZE_MAX;
       format::RecordHeader rh{};
       for (uint32_t i = 0; i < frame_.record_count && pos + sizeof rh <= n; ++i) {
-        memcpy(&rh, records.data() + pos, sizeof rh);
+        memcpy(&rh, records + pos, sizeof rh);
         if (rh.size < sizeof rh || rh.body_offset < sizeof rh || rh.body_offset > rh.size || rh.size > n - pos) break;
         last = pos;
         pos += rh.size;
       }
       if (last != SIZE_MAX && pos == n) {
-        memcpy(&rh, records.data() + last, sizeof rh);
+        memcpy(&rh, records + last, sizeof rh);
         if (rh.type == static_cast<uint16_t>(format::RecordType::kEnd)) {
           summary.has_end = true;
-          memcpy(&summary.end, records.data() + last + rh.body_offset,
+          memcpy(&summary.end, records + last + rh.body_offset,
                  std::min<size_t>(rh.size - rh.body_offset, sizeof summary.end));
           for (uint32_t r = 0; r < format::kDropReasons; ++r)
             Metrics::Add(metrics_->client_dropped[r], summary.end.dropped[r]);

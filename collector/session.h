@@ -48,6 +48,12 @@ class Session {
   // Consumes bytes from the client. False once the session is done (refused, malformed, over a limit, a write
   // failed): the rest of the input is ignored.
   bool Feed(const char* data, size_t n);
+  // The same without a copy: the transport receives straight into the session's buffer. InputWindow() says where
+  // the current unit's next bytes go and how many it still lacks (`room`, at least 1 while not done); Received(n)
+  // says the first n <= room of them are there. A frame's payload is one unit, so a transport that receives into
+  // the window when room is large moves payload bytes from the socket to the file with no copy of its own.
+  char* InputWindow(size_t* room);
+  bool Received(size_t n);
   // The client shut down its side (`clean` true: EOF) or the connection broke (false). Finishes the stream:
   // closed when it stopped on a frame boundary after its end record, else cut, with what was lost.
   void End(bool clean);
@@ -65,7 +71,8 @@ class Session {
   void Fail(format::LossReason reason, const std::string& why);
   void Reply(wire::ReplyStatus status, wire::RefuseReason reason, const std::string& message);
   void Need(State state, size_t bytes);
-  bool Step();  // acts on a complete buffer_
+  void Consume(size_t n);  // n more bytes of the current unit are in buffer_; Step() when it is complete
+  bool Step();             // acts on a complete buffer_
   void Finish();
 
   StreamStore* store_;

@@ -148,15 +148,25 @@ TEST(Session, StreamArrivesByteIdenticalInAnyChunking) {
   }
   const std::string wire = Hello() + StreamBytes(Identity(5), 300);
   std::mt19937 rng(7);
-  for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}, size_t{0}}) {
+  // chunk 0: random sizes; SIZE_MAX: received in place (InputWindow / Received), random sizes up to the room.
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}, size_t{0}, SIZE_MAX}) {
     StreamStore store(root + "/c" + std::to_string(chunk));
     Metrics metrics;
     std::string out;
     {
       Session s(&store, &metrics, SessionConfig{});
       for (size_t pos = 0; pos < wire.size();) {
-        const size_t n = std::min(wire.size() - pos, chunk ? chunk : 1 + rng() % 9000);
-        ASSERT_TRUE(s.Feed(wire.data() + pos, n)) << s.close_reason();
+        size_t n = std::min(wire.size() - pos, chunk && chunk != SIZE_MAX ? chunk : 1 + rng() % 9000);
+        if (chunk == SIZE_MAX) {
+          size_t room;
+          char* window = s.InputWindow(&room);
+          ASSERT_GT(room, 0u);
+          n = std::min(n, room);
+          memcpy(window, wire.data() + pos, n);
+          ASSERT_TRUE(s.Received(n)) << s.close_reason();
+        } else {
+          ASSERT_TRUE(s.Feed(wire.data() + pos, n)) << s.close_reason();
+        }
         pos += n;
         out += s.TakeOutput();
       }

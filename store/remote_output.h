@@ -3,7 +3,8 @@
 // of the collector's tests and benchmark.
 //
 // Delivery: the collector acknowledges every frame it has written. Frames sent but not yet acknowledged are kept
-// (up to `window_bytes`; past it, WriteFrame waits for acknowledgements, at most `timeout_ms`). On failover (a
+// (up to `window_bytes`; past it, WriteFrame waits for acknowledgements, at most `timeout_ms`), in buffers that
+// are reused once acknowledged (at most two kept spare). On failover (a
 // refused handshake, a connect, send or acknowledgement failing or timing out, the collector closing) the
 // local file gets the stream header with FileHeader.flags bit kFileFailover and every unacknowledged frame, then
 // the rest of the stream: records in flight are delivered, at least once (a frame the collector wrote but had
@@ -20,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "store/stream_file.h"
 #include "store/trace_writer.h"
@@ -69,6 +71,8 @@ class RemoteOutput : public StreamOutput {
     format::IndexEntry entry;
   };
   std::deque<Pending> unacked_;
+  static constexpr size_t kSpareFrames = 2;  // buffers of acknowledged frames kept for the next copies
+  std::vector<std::string> spare_;
   size_t unacked_bytes_ = 0;
   uint64_t sent_ = 0, acked_ = 0;
   std::string ack_buf_;
