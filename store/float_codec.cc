@@ -211,11 +211,11 @@ uint8_t* WriteHuffmanHeader(const PlanePlan& pp, uint8_t* o) {
 template <typename T, bool kFuse>
 void EncodeStreams(const uint8_t* in, size_t n, int plane, const PlanePlan& pp, uint8_t* data, uint8_t* const* raw_in) {
   constexpr size_t W = sizeof(T);
-  uint32_t tab[256];  // code | length << 16
+  uint64_t tab[256];  // code | length << 32: the code is the low word as it is, no mask
   {
     uint16_t code[256];
     CanonicalCodes(pp.len, code);
-    for (int s = 0; s < 256; ++s) tab[s] = pp.len[s] ? code[s] | static_cast<uint32_t>(pp.len[s]) << 16 : 0;
+    for (int s = 0; s < 256; ++s) tab[s] = pp.len[s] ? code[s] | static_cast<uint64_t>(pp.len[s]) << 32 : 0;
   }
   uint8_t* raw[W > 1 ? W - 1 : 1] = {};
   if (kFuse)
@@ -231,9 +231,9 @@ void EncodeStreams(const uint8_t* in, size_t n, int plane, const PlanePlan& pp, 
   }
   auto put = [&](size_t idx, uint64_t& acc, unsigned& bits) __attribute__((always_inline)) {
     const T r = Rotate(Load<T>(in + idx * W));
-    const uint32_t c = tab[static_cast<uint8_t>(r >> shift)];
-    acc |= static_cast<uint64_t>(c & 0xffff) << bits;
-    bits += c >> 16;
+    const uint64_t c = tab[static_cast<uint8_t>(r >> shift)];
+    acc |= static_cast<uint64_t>(static_cast<uint32_t>(c)) << bits;
+    bits += static_cast<unsigned>(c >> 32);
     if (kFuse)
       for (size_t q = 0; q + 1 < W; ++q) raw[q][idx] = static_cast<uint8_t>(r >> (8 * q));
   };
@@ -248,19 +248,28 @@ void EncodeStreams(const uint8_t* in, size_t n, int plane, const PlanePlan& pp, 
   uint8_t *o0 = p[0], *o1 = p[1], *o2 = p[2], *o3 = p[3];
   const size_t common = e[3] - b[3];
   size_t i = 0;
-  // Four symbols per stream (<= 48 bits + 7 pending) between 8-byte stores.
-  while (i + 4 <= common && o0 + 8 <= end[0] && o1 + 8 <= end[1] && o2 + 8 <= end[2] && o3 + 8 <= end[3]) {
-    for (int k = 0; k < 4; ++k) {
-      put(b[0] + i + k, a0, n0);
-      put(b[1] + i + k, a1, n1);
-      put(b[2] + i + k, a2, n2);
-      put(b[3] + i + k, a3, n3);
+  // Four symbols per stream (<= 48 bits + 7 pending) between 8-byte stores. A round advances each stream by at
+  // most 6 bytes, so the rounds that keep every 8-byte store inside its stream are counted once per batch, not
+  // checked per round.
+  for (;;) {
+    auto room = [](const uint8_t* o, const uint8_t* stop) {
+      return o + 8 <= stop ? static_cast<size_t>(stop - o - 8) / 6 + 1 : 0;
+    };
+    const size_t rounds = std::min({(common - i) / 4, room(o0, end[0]), room(o1, end[1]), room(o2, end[2]),
+                                    room(o3, end[3])});
+    if (rounds == 0) break;
+    for (const size_t last = i + 4 * rounds; i < last; i += 4) {
+      for (int k = 0; k < 4; ++k) {
+        put(b[0] + i + k, a0, n0);
+        put(b[1] + i + k, a1, n1);
+        put(b[2] + i + k, a2, n2);
+        put(b[3] + i + k, a3, n3);
+      }
+      flush(o0, a0, n0);
+      flush(o1, a1, n1);
+      flush(o2, a2, n2);
+      flush(o3, a3, n3);
     }
-    flush(o0, a0, n0);
-    flush(o1, a1, n1);
-    flush(o2, a2, n2);
-    flush(o3, a3, n3);
-    i += 4;
   }
   uint64_t acc[kStreams] = {a0, a1, a2, a3};
   unsigned bits[kStreams] = {n0, n1, n2, n3};
