@@ -32,7 +32,7 @@ bool Exists(const std::string& path) {
 TEST(RunTest, CleanJobIsTracedIntoTheNamedDirectoryAndChecked) {
   std::string out;
   const std::string dir = TempDir() + "/clean";
-  const int rc = RunTpMlp("--dir '" + dir + "' --json '" + dir + ".json'", "", "", &out);
+  const int rc = RunTpMlp("--dir '" + dir + "' --json '" + dir + ".json' --html '" + dir + ".html'", "", "", &out);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("ttrace: tracing " + BuildDir() + "/bin/simrun into " + dir), std::string::npos) << out;
   EXPECT_NE(out.find("exited with status 0; trace in " + dir + " (2 streams)"), std::string::npos) << out;
@@ -41,6 +41,9 @@ TEST(RunTest, CleanJobIsTracedIntoTheNamedDirectoryAndChecked) {
   std::string json;
   Shell("cat '" + dir + ".json'", &json);
   EXPECT_NE(json.find("\"verdict\": \"clean\""), std::string::npos) << json;
+  std::string html;  // check options such as --html are the check's (html_report_test checks the page)
+  Shell("cat '" + dir + ".html'", &html);
+  EXPECT_NE(html.find(">CLEAN (every op checked)<"), std::string::npos) << html.substr(0, 2000);
 }
 
 TEST(RunTest, DefaultDirectoryIsUnderTtraceOutNamedByTheJob) {
