@@ -165,7 +165,8 @@ void Pointwise() {
     Desc fresh = nullptr;
     cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, &fresh);
     T(Set(fresh, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA1, CUDNN_TYPE_FLOAT, 1, &alpha));
-    T(Set(fresh, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_DOUBLE, 1, &alpha));
+    const double alpha2 = 2.0;  // a DOUBLE attribute reads 8 bytes
+    T(Set(fresh, CUDNN_ATTR_OPERATION_POINTWISE_ALPHA2, CUDNN_TYPE_DOUBLE, 1, &alpha2));
     cudnnBackendDestroyDescriptor(fresh);
   }
   for (Desc d : ops) cudnnBackendDestroyDescriptor(d);
