@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The sanitizer and fuzzing pass (docs/testing.md): each part in a build directory of its own. CI (.ci/run) runs
-# `tsan fuzz` after tools/test.sh; `asan` (the whole suite) is run by hand until its time on CI is measured.
+# `tsan fuzz asan-ci` after tools/test.sh; `asan` (the whole suite) is run by hand until a clean run of it passes.
 #
-#   tools/sanitize.sh [asan] [tsan] [fuzz]     (no argument: all three)
+#   tools/sanitize.sh [asan] [asan-ci] [tsan] [fuzz]     (no argument: asan tsan fuzz)
 #
 # asan  build-asan/ (GCC, TTRACE_SANITIZE=address,undefined): the whole suite, except the tests listed in
 #       ASAN_EXCLUDE below with their reason.
+# asan-ci  build-asan/: the tests of ASAN_CI_TESTS below only (what they need is all that is built).
 # tsan  build-tsan/ (GCC, TTRACE_SANITIZE=thread): the threaded parts: the shim's capture engine with its drain
 #       thread, the ring, the record queue and buffer, several application threads under the preloaded shim; the
 #       analyzer's check workers.
@@ -27,6 +28,14 @@ jobs="${JOBS:-$(nproc)}"
 # - BudgetTest.TraceFarLargerThanTheMemoryLimitIsStreamed asserts the peak RSS of `ttrace check` against its
 #   --memory-limit: ASan's redzones and its quarantine of freed blocks are part of that RSS (305 MiB, limit 20).
 ASAN_EXCLUDE='^BudgetTest\.(OutOfMemoryIsExitTwo|TraceFarLargerThanTheMemoryLimitIsStreamed)$'
+# asan-ci, what CI runs under ASan + UBSan (the whole suite took 85 minutes here: docs/testing.md), by binary:
+# the code that reads hostile input. The store's reader, index and codecs, the collector's session and server,
+# the golden good and corrupt streams, the analyzer's loader, CLI and strided-tensor geometry, and the three fuzz
+# harnesses replaying their seeds.
+ASAN_CI_TESTS=(trace_store_test stream_index_test float_codec_test coded_frame_test session_test server_test
+               golden_test trace_model_test cli_test conv_check_test graph_check_test
+               fuzz_trace_reader fuzz_trace_load fuzz_collector_session)
+
 # The tests that run threads, by binary: the shim's (shim/CMakeLists.txt, shim/testing/CMakeLists.txt) and the
 # analyzer's check workers (check_test: the same report at 1 to 64 threads).
 TSAN_TESTS=(shim_byte_ring_test shim_record_queue_test shim_record_buffer_test shim_capture_engine_test
@@ -68,6 +77,15 @@ for part in "${parts[@]}"; do
       (cd "$TTRACE_ROOT/build-asan" &&
        run_timed "asan tests" ctest --output-on-failure --timeout 1200 -j "$jobs" -E "$ASAN_EXCLUDE")
       ;;
+    asan-ci)
+      configure build-asan -DTTRACE_SANITIZE=address,undefined
+      ttrace_log "building build-asan (ASan + UBSan: the hostile-input tests)"
+      run_timed "asan-ci build" ninja -C "$TTRACE_ROOT/build-asan" -j "$jobs" ttrace "${ASAN_CI_TESTS[@]}"
+      ttrace_log "running the hostile-input tests under ASan + UBSan"
+      (cd "$TTRACE_ROOT/build-asan" &&
+       run_timed "asan-ci tests" ctest --output-on-failure --timeout 1200 -j "$jobs" \
+         -L "^($(IFS='|'; echo "${ASAN_CI_TESTS[*]}"))\$" -E "$ASAN_EXCLUDE")
+      ;;
     tsan)
       configure build-tsan -DTTRACE_SANITIZE=thread
       ttrace_log "building build-tsan (TSan: the shim's threads)"
@@ -89,6 +107,6 @@ for part in "${parts[@]}"; do
       ttrace_log "fuzzing"
       (cd "$TTRACE_ROOT/build-fuzz" && run_timed "fuzz runs" ctest --output-on-failure -j "$jobs" -L fuzz)
       ;;
-    *) echo "usage: tools/sanitize.sh [asan] [tsan] [fuzz]" >&2; exit 2 ;;
+    *) echo "usage: tools/sanitize.sh [asan] [asan-ci] [tsan] [fuzz]" >&2; exit 2 ;;
   esac
 done
