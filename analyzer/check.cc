@@ -302,9 +302,33 @@ void DigestForReplicas(int rank, const Op& op, ReplicaDigests* d) {
   if (it != d->index.end() && DigestReplicaOp(op, &r)) d->digests[it->second].ops.push_back(r);
 }
 
+CheckReport RunChecksOnly(const TraceSet& set, const CheckProgress& progress, const CheckOptions& options);
+
 }  // namespace
 
+const Op* FindOp(const TraceSet& set, int rank, uint64_t seq) {
+  for (const RankTrace& t : set.ranks) {
+    if (t.rank() != rank) continue;
+    auto op = std::lower_bound(t.ops.begin(), t.ops.end(), seq, [](const Op& o, uint64_t s) { return o.seq < s; });
+    if (op != t.ops.end() && op->seq == seq) return &*op;
+  }
+  return nullptr;
+}
+
+void AttachContexts(const TraceSet& set, CheckReport* report) {
+  for (Finding& f : *report->mutable_findings())
+    if (const Op* op = FindOp(set, f.rank, f.seq)) f.context = op->context;
+}
+
 CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const CheckOptions& options) {
+  CheckReport report = RunChecksOnly(set, progress, options);
+  AttachContexts(set, &report);
+  return report;
+}
+
+namespace {
+
+CheckReport RunChecksOnly(const TraceSet& set, const CheckProgress& progress, const CheckOptions& options) {
   CheckReport report;
   CheckSummary& s = report.summary();
   s.dir = set.dir;
@@ -483,5 +507,7 @@ CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress, const 
   report.Finish();
   return report;
 }
+
+}  // namespace
 
 }  // namespace ttrace::analyzer

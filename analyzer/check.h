@@ -7,6 +7,7 @@
 // op into a report of its own, merged into the result in trace order (rank by rank, ascending seq) by the calling
 // thread, so the report is the same at any thread count. Collectives are checked after them, on the calling thread.
 // `progress` (may be empty) is called on the calling thread as ops are merged.
+// Each finding carries its op's context (Finding::context: what ran before it on its thread) when recorded.
 #ifndef TTRACE_ANALYZER_CHECK_H_
 #define TTRACE_ANALYZER_CHECK_H_
 
@@ -36,6 +37,11 @@ struct CheckOptions {
 };
 
 CheckReport RunChecks(const TraceSet& set, const CheckProgress& progress = {}, const CheckOptions& options = {});
+
+// The op (rank, seq) of `set`; nullptr when it has none.
+const Op* FindOp(const TraceSet& set, int rank, uint64_t seq);
+// Gives each finding of `report` its op's context (Finding::context) from `set`, where recorded.
+void AttachContexts(const TraceSet& set, CheckReport* report);
 
 }  // namespace ttrace::analyzer
 

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "analyzer/align.h"
+#include "analyzer/check.h"
 #include "analyzer/diff_sharded.h"
 #include "analyzer/json.h"
 #include "analyzer/tensor_data.h"
@@ -153,6 +154,9 @@ DiffResult RunDiff(const TraceSet& ref, const TraceSet& cand, const DiffOptions&
     out.report.AddNotChecked("reference has several ranks and another layout", s.ops);
   }
   out.report.Finish();
+  AttachContexts(cand, &out.report);
+  if (out.first.valid)
+    if (const Op* op = FindOp(cand, out.first.op.rank, out.first.op.seq)) out.first.context = op->context;
   return out;
 }
 
@@ -185,6 +189,7 @@ void PrintDiff(const DiffResult& result, std::ostream& out) {
                                                d.last_matching.api)
                                 : std::string("none (the first compared op already differs)"))
         << "; code between the two ops changed the data\n";
+  if (d.context.valid) out << "  context: " << ContextText(d.context) << "\n";
 }
 
 }  // namespace ttrace::analyzer

@@ -2,6 +2,8 @@
 // dump can be compared with the calls of the program that produced it.
 #include "analyzer/dump.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "analyzer/error_model.h"
 #include "analyzer/json.h"
@@ -154,6 +156,32 @@ std::string RecordLine(const RecordView& r) {
                               ? absl::StrCat(" reason=", JsonString(format::DropReasonName(n.reason)))
                               : std::string(),
                           " message=", JsonString(r.payload));
+    }
+    case RecordType::kName: {
+      const auto n = r.Body<format::NameRecord>();
+      return absl::StrCat("name id=", n.id, " kind=",
+                          n.kind == static_cast<uint16_t>(format::NameKind::kKernel)      ? std::string("kernel")
+                          : n.kind == static_cast<uint16_t>(format::NameKind::kNvtxRange) ? std::string("nvtx")
+                                                                                          : std::to_string(n.kind),
+                          " text=", JsonString(r.payload));
+    }
+    case RecordType::kContext: {
+      const auto c = r.Body<format::ContextRecord>();
+      std::string kernels, nvtx;
+      for (uint32_t i = 0; i < c.kernel_entries && (i + 1) * sizeof(format::ContextKernel) <= r.payload.size(); ++i) {
+        format::ContextKernel k;
+        memcpy(&k, r.payload.data() + i * sizeof k, sizeof k);
+        absl::StrAppend(&kernels, i > 0 ? "," : "", k.name_id, "x", k.count);
+      }
+      const size_t base = size_t{c.kernel_entries} * sizeof(format::ContextKernel);
+      for (uint32_t i = 0; i < c.nvtx_entries && base + (i + 1) * sizeof(uint32_t) <= r.payload.size(); ++i) {
+        uint32_t id;
+        memcpy(&id, r.payload.data() + base + i * sizeof id, sizeof id);
+        absl::StrAppend(&nvtx, i > 0 ? "," : "", id);
+      }
+      return absl::StrCat("context seq=", c.seq, " kernels=", c.kernels, " unnamed=", c.unnamed_kernels,
+                          " graph_launches=", c.graph_launches, " names=", kernels.empty() ? "-" : kernels,
+                          " nvtx_depth=", c.nvtx_depth, " nvtx=", nvtx.empty() ? "-" : nvtx, " t_ns=", c.t_ns);
     }
     case RecordType::kEnd: {
       const auto e = r.Body<format::EndRecord>();

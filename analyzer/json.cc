@@ -36,6 +36,19 @@ std::string Int(const std::string& key, T value) {
   return absl::StrCat(JsonString(key), ": ", value);
 }
 
+std::string ContextJson(const OpContext& c) {
+  if (!c.valid) return "null";
+  std::string kernels = "[";
+  for (const auto& [name, count] : c.kernel_names)
+    absl::StrAppend(&kernels, kernels.size() > 1 ? ", " : "", "{", Str("name", name), ", ",
+                    Str("short_name", ShortKernelName(name)), ", ", Int("count", count), "}");
+  std::string nvtx = "[";
+  for (const std::string& n : c.nvtx) absl::StrAppend(&nvtx, nvtx.size() > 1 ? ", " : "", JsonString(n));
+  return absl::StrCat("{", Int("kernels", c.kernels), ", ", Int("unnamed_kernels", c.unnamed_kernels), ", ",
+                      Int("graph_launches", c.graph_launches), ", \"kernel_names\": ", kernels, "], ",
+                      Int("nvtx_depth", c.nvtx_depth), ", \"nvtx\": ", nvtx, "], ", Str("text", ContextText(c)), "}");
+}
+
 std::string FindingJson(const Finding& f) {
   std::string first = "null";
   if (f.has_element) {
@@ -50,7 +63,7 @@ std::string FindingJson(const Finding& f) {
                       f.method.empty() ? std::string() : absl::StrCat(Str("method", f.method), ", "),
                       Int("elements", f.elements), ", ",
                       Int("violations", f.violations), ", \"first_violation\": ", first, ", ",
-                      Str("detail", f.detail), "}");
+                      Str("detail", f.detail), ", \"context\": ", ContextJson(f.context), "}");
 }
 
 std::string CountsJson(const std::map<std::string, uint64_t>& counts) {
@@ -77,7 +90,8 @@ std::string DivergenceJson(const Divergence* d) {
                       Str("operand", d->operand), ", ", Str("kind", d->kind), ", ", Int("ref_seq", d->ref_seq), ", ",
                       Num("err_eps", d->err_eps), ", ", Num("ratio", d->ratio), ", ",
                       Num("threshold", d->threshold), ", ", Str("model", d->model), ", \"last_matching\": ",
-                      d->has_last_matching ? OpJson(d->last_matching) : "null", "}");
+                      d->has_last_matching ? OpJson(d->last_matching) : "null", ", \"context\": ",
+                      ContextJson(d->context), "}");
 }
 
 }  // namespace

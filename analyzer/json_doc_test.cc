@@ -1,5 +1,5 @@
 // docs/json.md describes every key the JSON report can hold: a report with every optional part filled (a finding
-// with its element and GEMM method, tightness, GEMM methods, replicas, warnings, a gap, `ttrace diff`'s mode and
+// with its element, GEMM method and context, tightness, GEMM methods, replicas, warnings, a gap, `ttrace diff`'s mode and
 // first divergence) is written, parsed back with a strict parser, and each key found in it must appear in the doc
 // as `key` or "key". Keys that are data (kinds, reasons, methods) are not names to document and are skipped.
 #include <fstream>
@@ -46,6 +46,11 @@ TEST(JsonDocTest, EveryKeyOfTheReportIsDocumented) {
   f.model = "gemm.deterministic";
   f.method = "projection";
   f.has_element = true;
+  f.context.valid = true;
+  f.context.kernels = 3;
+  f.context.kernel_names = {{"_Z6kernelv", 3}};
+  f.context.nvtx_depth = 1;
+  f.context.nvtx = {"forward"};
   r.AddFinding(f);
   r.Warn("w");
   r.AddGap("g");

@@ -269,6 +269,7 @@ void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows) 
     const Finding& f = findings.front();
     out << "\nfirst finding: rank " << f.rank << " seq " << f.seq << " " << f.api << " [" << f.check << "]\n";
     out << "  " << f.message << "\n";
+    if (f.context.valid) out << "  context: " << ContextText(f.context) << "\n";
     if (!f.model.empty() || !f.detail.empty()) out << "  model " << f.model << ": " << f.detail << "\n";
     if (f.elements > 0) {
       out << "  max abs err " << FormatNumber(f.max_abs_err) << ", max rel err " << FormatNumber(f.max_rel_err)

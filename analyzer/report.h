@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "analyzer/element_stats.h"
+#include "analyzer/op_context.h"
 
 namespace ttrace::analyzer {
 
@@ -50,6 +51,7 @@ struct Finding {
   bool has_element = false;
   ElementDetail first;         // valid when has_element
   std::string detail;          // what the check assumed (precision, peers), may be empty
+  OpContext context;           // what ran before the op on its thread (CUPTI), when the trace recorded it
 };
 
 // An op, named as reports name it.
@@ -72,6 +74,7 @@ struct Divergence {
   double ratio = 0;           // error over threshold at the worst element (or normwise for "between")
   double threshold = 0;
   std::string model;          // "bitwise", "diff.propagation", "diff.between", "diff.calibrated"
+  OpContext context;          // what ran before the candidate op on its thread (CUPTI), when recorded
 };
 
 struct Tightness {
@@ -181,6 +184,7 @@ class CheckReport {
   bool no_findings() const { return findings_.empty(); }
   Verdict verdict() const;
   const std::vector<Finding>& findings() const { return findings_; }
+  std::vector<Finding>* mutable_findings() { return &findings_; }
   CheckSummary& summary() { return summary_; }
   const CheckSummary& summary() const { return summary_; }
   OpTimeline& timeline() { return timeline_; }

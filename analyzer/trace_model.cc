@@ -84,6 +84,30 @@ bool ReadGraph(const RecordView& r, Op* op) {
   return true;
 }
 
+// A ContextRecord as read: its names resolve once the whole stream is read (NameRecords of other threads may come
+// later).
+struct ContextIds {
+  format::ContextRecord record;
+  std::vector<format::ContextKernel> kernels;
+  std::vector<uint32_t> nvtx;
+};
+
+OpContext ResolveContext(const ContextIds& c, const std::map<uint32_t, std::string>& names) {
+  auto name = [&](uint32_t id) {
+    auto it = names.find(id);
+    return it != names.end() ? it->second : std::string(id == 0 ? "(name table full)" : "(unnamed)");
+  };
+  OpContext o;
+  o.valid = true;
+  o.kernels = c.record.kernels;
+  o.unnamed_kernels = c.record.unnamed_kernels;
+  o.graph_launches = c.record.graph_launches;
+  o.nvtx_depth = c.record.nvtx_depth;
+  for (const format::ContextKernel& k : c.kernels) o.kernel_names.emplace_back(name(k.name_id), k.count);
+  for (uint32_t id : c.nvtx) o.nvtx.push_back(name(id));
+  return o;
+}
+
 struct PendingTensor {
   uint64_t seq;
   std::unique_ptr<Tensor> tensor;
@@ -236,6 +260,8 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
   std::vector<std::pair<uint64_t, uint64_t>> late;  // (ordinal, seq) of tensors read before any op of their seq
   std::map<uint64_t, std::string> dropped;          // seq -> first drop reason
   std::set<uint64_t> templates;                      // seqs of CUDA graph templates (kGraphCaptured)
+  std::map<uint32_t, std::string> names;             // NameRecord id -> text (printable)
+  std::map<uint64_t, ContextIds> contexts;           // seq -> its ContextRecord, names unresolved
   uint64_t held = 0;
   RecordView r;
   while (true) {
@@ -326,6 +352,36 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
         break;
       case RecordType::kGroup:
         break;
+      case RecordType::kName: {
+        const auto n = r.Body<format::NameRecord>();
+        if (n.id != 0 && !names.emplace(n.id, Printable(r.payload)).second)
+          Warn(&t, absl::StrCat("name id ", n.id, " defined twice; the first is used"));
+        break;
+      }
+      case RecordType::kContext: {
+        ++t.contexts;
+        ContextIds c;
+        c.record = r.Body<format::ContextRecord>();
+        const format::ContextRecord& cr = c.record;
+        if (r.payload.size() != uint64_t{cr.kernel_entries} * sizeof(format::ContextKernel) +
+                                    uint64_t{cr.nvtx_entries} * sizeof(uint32_t)) {
+          Warn(&t, absl::StrCat("seq ", cr.seq, ": context record entries do not match their counts (skipped)"));
+          break;
+        }
+        for (uint32_t i = 0; i < cr.kernel_entries; ++i) {
+          format::ContextKernel k;
+          memcpy(&k, r.payload.data() + i * sizeof k, sizeof k);
+          c.kernels.push_back(k);
+        }
+        for (uint32_t i = 0; i < cr.nvtx_entries; ++i) {
+          uint32_t id;
+          memcpy(&id, r.payload.data() + cr.kernel_entries * sizeof(format::ContextKernel) + i * sizeof id, sizeof id);
+          c.nvtx.push_back(id);
+        }
+        if (!contexts.emplace(cr.seq, std::move(c)).second)
+          Warn(&t, absl::StrCat("seq ", cr.seq, ": context recorded twice; the first is used"));
+        break;
+      }
       default:
         ++t.unknown_records;
         break;
@@ -394,6 +450,8 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
     } else if (off) {
       op.missing_tensors = "tensors not captured (tensor capture off)";
     }
+    auto c = contexts.find(seq);
+    if (c != contexts.end()) op.context = ResolveContext(c->second, names);
     t.ops.push_back(std::move(op));
   }
   return t;

@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "analyzer/op_context.h"
 #include "ttrace/format.h"
 
 namespace ttrace::store {
@@ -66,6 +67,7 @@ struct Op {
   std::array<std::unique_ptr<Tensor>, format::kTensorSlots> tensors;  // by format::TensorSlot; null when not captured
   std::string tensor_problem;       // first reason a captured tensor was unusable, empty when none
   std::string missing_tensors;      // why tensors may be missing: "tensors dropped (ring full)", ...
+  OpContext context;                // what ran before it on its thread (ContextRecord), when recorded
 
   // The not-checked reason of an op whose tensors are missing.
   std::string MissingTensorsReason() const {
@@ -85,6 +87,7 @@ struct RankTrace {
   uint64_t records = 0;
   uint64_t unknown_records = 0;    // record types this analyzer does not know: skipped
   uint64_t notices = 0;
+  uint64_t contexts = 0;           // ContextRecords read (ops' context between ops)
   uint64_t dropped_payloads = 0;   // NoticeCode::kPayloadDropped events
   uint64_t tensor_records = 0;
   uint64_t orphan_tensors = 0;     // tensors of no op record: skipped, not decoded

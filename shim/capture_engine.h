@@ -60,6 +60,7 @@
 #include <vector>
 
 #include "shim/byte_ring.h"
+#include "shim/cupti_context.h"
 #include "shim/driver_api.h"
 #include "shim/record_buffer.h"
 #include "shim/record_queue.h"
@@ -116,6 +117,9 @@ class CaptureEngine {
   void Start();  // starts the drain thread
 
   Slot Reserve(bool op);
+  // Writes the record. For an op's record (slot.seq set) the calling thread's context since its previous op
+  // (cupti_context.h) follows, as a ContextRecord of that seq, with the NameRecords of names this stream has not
+  // had yet.
   void Publish(const Slot& slot, format::RecordType type, const void* body, size_t body_bytes,
                const void* payload = nullptr, size_t payload_bytes = 0);
   template <typename Body>
@@ -168,6 +172,11 @@ class CaptureEngine {
     uint64_t array_words = 0;
   };
 
+  void PublishRecord(const Slot& slot, format::RecordType type, const void* body, size_t body_bytes,
+                     const void* payload, size_t payload_bytes);
+  // capture_context.cc
+  void PublishContext(uint64_t seq);
+  void WriteName(uint32_t id);
   bool EnsureRing();
   // The device-to-host copies of `spec` into `staging` on `stream` (plan.copies of them, or pitched); *queued
   // counts those enqueued. Copy c reads from batch_sources[c] when given (pointer arrays), else from spec.ptr plus c
@@ -240,6 +249,7 @@ class CaptureEngine {
   std::atomic<size_t> buffer_count_{0};
   uint64_t seen_reorders_[kMaxBuffers] = {};  // the drain's: RecordBuffer::reorders() when it last took a ring
   std::atomic<bool> has_graph_ops_{false};
+  std::atomic<uint64_t> names_written_[kMaxNames / 64 + 1] = {};  // bit per name id: its NameRecord is written
   int record_waiters_ = 0;              // under mu_: threads in WaitForRoom
   std::thread::id drain_id_;            // set before the drain runs
   uint64_t records_dropped_ = 0;

@@ -57,6 +57,12 @@ CaptureEngine::Slot CaptureEngine::Reserve(bool op) {
 
 void CaptureEngine::Publish(const Slot& slot, format::RecordType type, const void* body, size_t body_bytes,
                             const void* payload, size_t payload_bytes) {
+  PublishRecord(slot, type, body, body_bytes, payload, payload_bytes);
+  if (slot.seq != kNoSeq) PublishContext(slot.seq);
+}
+
+void CaptureEngine::PublishRecord(const Slot& slot, format::RecordType type, const void* body, size_t body_bytes,
+                                  const void* payload, size_t payload_bytes) {
   if (has_graph_ops_.load(std::memory_order_acquire) && slot.seq != kNoSeq) {
     std::lock_guard<std::mutex> lock(mu_);
     NoteGraphRecord(slot.seq, type, std::string(static_cast<const char*>(body), body_bytes));

@@ -108,4 +108,6 @@ InterceptorScope::InterceptorScope(int api_index)
 
 InterceptorScope::~InterceptorScope() { --t_interceptor_depth; }
 
+bool InsideInterceptor() { return t_interceptor_depth > 0; }
+
 }  // namespace ttrace::shim

@@ -122,6 +122,9 @@ void ReportUnresolved(const char* symbol);
 // Marks the calling thread as inside an interceptor for its lifetime. capturing(): this is the outermost
 // interceptor on the thread, capture is enabled and TTRACE_OPS selects the call (format::kApis[api_index]). A call
 // filtered out still counts as the outermost: what the vendor calls inside it is not recorded either.
+// True while the calling thread is inside an intercepted call (any InterceptorScope alive on it). Any thread.
+bool InsideInterceptor();
+
 class InterceptorScope {
  public:
   explicit InterceptorScope(int api_index);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "shim/capture_engine.h"
+#include "shim/cupti_context.h"
 #include "shim/driver_api.h"
 #include "shim/log.h"
 #include "shim/signal_close.h"
@@ -151,6 +152,7 @@ CaptureEngine* Engine() {
     engine->Start();
   }
   atexit(AtExit);
+  if (options.context) StartContext(options.verbose > 0);
   g_engine.store(engine, std::memory_order_release);
   // Shutdown waits up to exit_wait_ms for copies, then up to 1 s for the final drain.
   InstallSignalClose(CloseOnSignal, static_cast<int>(std::min<int64_t>(options.exit_wait_ms, 60000)) + 2000);

@@ -24,6 +24,12 @@ uint64_t PayloadBytes(format::RecordType type, absl::string_view body) {
       return v.Body<format::NoticeRecord>().message_bytes;
     case format::RecordType::kBackendGraph:
       return v.Body<format::BackendGraphRecord>().payload_bytes;
+    case format::RecordType::kName:
+      return v.Body<format::NameRecord>().name_bytes;
+    case format::RecordType::kContext: {
+      const auto c = v.Body<format::ContextRecord>();
+      return uint64_t{c.kernel_entries} * sizeof(format::ContextKernel) + uint64_t{c.nvtx_entries} * sizeof(uint32_t);
+    }
     default:
       return 0;
   }

@@ -93,6 +93,7 @@ uint64_t RecordSeq(format::RecordType type, const void* body, size_t body_bytes)
     case format::RecordType::kLtMatmul:
     case format::RecordType::kConv:
     case format::RecordType::kBackendGraph:
+    case format::RecordType::kContext:
       at = 0;
       break;
     case format::RecordType::kNotice:

@@ -239,6 +239,12 @@ mutate "shim: device-memory pointer arrays read" capture_engine.cc "  if (type !
 mutate "shim: convolution output captured after a failed call" cudnn_interceptors.cc \
   "if (capture && status == CUDNN_STATUS_SUCCESS)" "if (capture)" \
   "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
+mutate "shim: a library's own kernels counted between ops" cupti_context.cc \
+  "if (d->callbackSite != CUPTI_API_ENTER || InsideInterceptor()) return;" \
+  "if (d->callbackSite != CUPTI_API_ENTER) return;" "shim_cupti_context_test" "CuptiContext"
+mutate "shim: context records not attached to findings" check.cc \
+  "    if (const Op* op = FindOp(set, f.rank, f.seq)) f.context = op->context;" "" \
+  "ttrace_shim shim_context_capture_test" "ContextCapture"
 # simgpu's reduction orders.
 mutate "simgpu: pairwise panel levels combined in reverse" accumulate_panel.cc \
   "for (int lvl = top - 2; lvl >= 0; --lvl) {" "for (int lvl = 0; lvl <= top - 2; ++lvl) {" \

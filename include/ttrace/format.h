@@ -269,7 +269,9 @@ static_assert(sizeof(ManifestEntry) == 640, "ManifestEntry layout is part of the
   X(kEnd, 8, EndRecord)                 \
   X(kLtMatmul, 9, LtMatmulRecord)        \
   X(kConv, 10, ConvRecord)               \
-  X(kBackendGraph, 11, BackendGraphRecord)
+  X(kBackendGraph, 11, BackendGraphRecord) \
+  X(kName, 12, NameRecord)               \
+  X(kContext, 13, ContextRecord)
 enum class RecordType : uint16_t {
 #define TTRACE_RECORD_ENUM(name, id, body) name = id,
   TTRACE_RECORD_TYPES(TTRACE_RECORD_ENUM)
@@ -509,6 +511,44 @@ struct CollectiveRecord {
   uint64_t t_ns;
 };
 static_assert(sizeof(CollectiveRecord) == 96);
+
+// ---- context between ops (CUPTI callbacks; docs/format.md "Context") ------------------------------------------
+// A name the stream interns: a kernel's symbol name (as the driver gave it, mangled) or an NVTX range's message.
+// Written once per name, before the first ContextRecord that uses its id on the writing thread; a reader resolves
+// ids after reading the whole stream (records of different threads are not ordered by name).
+enum class NameKind : uint16_t { kKernel = 1, kNvtxRange = 2 };
+struct NameRecord {           // followed by name_bytes of text (no NUL; truncated at kMaxNameBytes)
+  uint32_t id;                // >= 1, one name per id within the stream
+  uint16_t kind;              // NameKind
+  uint16_t reserved0;         // 0
+  uint32_t name_bytes;
+  uint32_t reserved1;         // 0
+};
+static_assert(sizeof(NameRecord) == 16);
+inline constexpr uint32_t kMaxNameBytes = 512;
+
+// What the op's thread ran since its previous captured op (or since capture began): kernel launches with their
+// names, CUDA graph launches, and the NVTX range stack the op was called in. Launches inside an intercepted call
+// (the library's own kernels) are not counted. Followed by kernel_entries ContextKernel (in order of
+// first launch), then nvtx_entries uint32_t name ids of the range stack, outermost first.
+struct ContextRecord {
+  uint64_t seq;               // the op this context precedes
+  uint64_t kernels;           // kernel launches (cuLaunchKernel and its variants), all of them
+  uint64_t unnamed_kernels;   // of those, launches not counted in an entry (more distinct names than entries,
+                              // the name table full, or no name given)
+  uint64_t graph_launches;    // cuGraphLaunch calls
+  uint32_t kernel_entries;    // ContextKernel entries following
+  uint32_t nvtx_depth;        // NVTX ranges open on the thread at the op (may exceed nvtx_entries)
+  uint32_t nvtx_entries;      // name ids following the kernel entries: the outermost nvtx_entries ranges
+  uint32_t flags;             // 0
+  uint64_t t_ns;              // CLOCK_MONOTONIC when the record was taken (the op's publication)
+};
+static_assert(sizeof(ContextRecord) == 56);
+struct ContextKernel {
+  uint32_t name_id;           // NameRecord id (NameKind::kKernel)
+  uint32_t count;             // launches of that kernel
+};
+static_assert(sizeof(ContextKernel) == 8);
 
 // An operand of op `seq`, captured as the policy said. Followed by `payload_bytes` bytes of payload.
 enum class TensorSlot : uint8_t {

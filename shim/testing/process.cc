@@ -49,6 +49,9 @@ RunResult RunProgram(const std::vector<std::string>& argv, const std::map<std::s
     if (!Steers(kv.substr(0, kv.find('=')))) vars.push_back(kv);
   }
   for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
+  // Whether this machine has a libcupti (and whether it can subscribe without a GPU: the toolkit's cannot, and
+  // the shim says so) must not steer a test: CUPTI is off unless a test asks for it (context_capture_test).
+  if (env.count("TTRACE_CONTEXT") == 0) vars.push_back("TTRACE_CONTEXT=0");
   ScratchDir io;
   const std::string out_path = io / "out", err_path = io / "err";
   const auto start = std::chrono::steady_clock::now();

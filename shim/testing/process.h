@@ -15,7 +15,8 @@ struct RunResult {
 };
 
 // Runs argv[0] (a path) with the test's environment minus everything that steers CUDA libraries, the shim or a
-// launcher (LD_PRELOAD, LD_LIBRARY_PATH, TTRACE_*, SIMGPU_*, RANK, WORLD_SIZE, LOCAL_RANK, ...), plus `env`.
+// launcher (LD_PRELOAD, LD_LIBRARY_PATH, TTRACE_*, SIMGPU_*, RANK, WORLD_SIZE, LOCAL_RANK, ...), plus `env`, and
+// TTRACE_CONTEXT=0 unless `env` sets it (the machine's libcupti does not steer tests).
 RunResult RunProgram(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
               int timeout_seconds = 240);
 
