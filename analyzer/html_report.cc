@@ -375,6 +375,7 @@ class Writer {
       out_ << "</td><td>" << HtmlEscape(f.model) << "</td><td>" << HtmlEscape(f.method) << "</td></tr>\n";
       out_ << "<tr class=\"msg\"><td colspan=\"12\">" << HtmlEscape(f.message);
       if (!f.detail.empty()) out_ << "<br>" << HtmlEscape(f.detail);
+      if (f.context.valid) out_ << "<br>context: " << HtmlEscape(ContextText(f.context));
       out_ << "</td></tr>\n";
     }
     out_ << "</table>\n";

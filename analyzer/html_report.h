@@ -9,8 +9,8 @@
 //     with a finding, then the others in rank order, kMaxRankCharts in all); a rank decimated by the report's
 //     timeline (report.h OpTimeline: the worst op of each bucket of 2^shift seqs) says so under its chart;
 //   - the findings table with each one's evidence (worst errors, threshold, violations, the first violating element
-//     with its index, row, column, batch, expected and got value; model, method and what the check assumed), at
-//     most kMaxFindingRows rows;
+//     with its index, row, column, batch, expected and got value; model, method and what the check assumed; what
+//     ran before the op, when the trace recorded it: op_context.h), at most kMaxFindingRows rows;
 //   - the ops not checked, counted by reason, with the ops the report names for each (report.h NameNotChecked);
 //   - the warnings.
 // Colours the screenshot test (tests/html_chromium_test.cc) looks for are the k*Colour constants below; each is

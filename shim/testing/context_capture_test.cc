@@ -1,7 +1,7 @@
 // The context between ops end to end on simgpu: shim_context_workload under libttrace.so with a stand-in libcupti
 // (standin_cupti.cc) whose hooks fire CUPTI's callback records for the workload's "launches" and NVTX ranges. The
 // records reach the trace (ContextRecord, NameRecord once per name), the reader, `ttrace dump`, and the check
-// report of a GEMM fault (terminal and JSON). When another tool holds CUPTI (the stand-in answers
+// report of a GEMM fault (terminal, JSON and HTML). When another tool holds CUPTI (the stand-in answers
 // MULTIPLE_SUBSCRIBERS), and with the toolkit's real libcupti.so.13 (no GPU here: its subscribe fails), the shim
 // says so once and nothing else changes: the program's output and exit status, the ops recorded.
 #include <dlfcn.h>
@@ -15,6 +15,7 @@
 
 #include "analyzer/check.h"
 #include "analyzer/dump.h"
+#include "analyzer/html_report.h"
 #include "analyzer/json.h"
 #include "analyzer/report.h"
 #include "analyzer/trace_model.h"
@@ -124,6 +125,7 @@ TEST(ContextCaptureTest, LaunchesAndRangesBetweenOpsReachTheTraceAndTheReport) {
   std::ostringstream terminal;
   analyzer::PrintReport(report, terminal);
   EXPECT_NE(terminal.str().find("  context: " + expected + "\n"), std::string::npos) << terminal.str();
+  EXPECT_NE(analyzer::ReportToHtml(report).find("<br>context: " + expected), std::string::npos);
   const std::string json = analyzer::ReportToJson(report, nullptr, "");
   EXPECT_NE(json.find("\"context\": {\"kernels\": 5, \"unnamed_kernels\": 0, \"graph_launches\": 1, "
                       "\"kernel_names\": [{\"name\": \"_Z22vectorized_elementwiseILi4EEvPf\", \"short_name\": "
