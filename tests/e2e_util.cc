@@ -41,6 +41,9 @@ JobResult RunJob(const std::string& name, const Job& job) {
   cmd << "rm -rf '" << r.trace_dir << "' && env LD_LIBRARY_PATH=" << b << "/simgpu/lib TTRACE_DIR='" << r.trace_dir
       << "' ";
   if (job.shim) cmd << "LD_PRELOAD=" << b << "/lib/libttrace.so ";
+  // The machine's libcupti (the toolkit's refuses to subscribe without a GPU, and the shim says so once per rank)
+  // must not steer a job's output: CUPTI is off unless the job asks for it.
+  if (job.extra_env.find("TTRACE_CONTEXT=") == std::string::npos) cmd << "TTRACE_CONTEXT=0 ";
   if (!job.fault.empty()) cmd << "SIMGPU_FAULT='" << job.fault << "' ";
   cmd << job.extra_env << " " << b << "/bin/simrun -n " << job.ranks << " -- " << b << "/bin/tp_mlp --tp " << job.tp
       << " --steps " << job.steps << " --dtype " << job.dtype << " --rdzv '" << r.trace_dir << ".rdzv'";

@@ -28,6 +28,8 @@ struct JobResult {
 };
 
 // Runs the job under a fresh trace directory named `name` inside the test's temporary directory.
+// CUPTI is off (TTRACE_CONTEXT=0) unless `job.extra_env` sets TTRACE_CONTEXT: the machine's libcupti does not steer
+// a job's output.
 JobResult RunJob(const std::string& name, const Job& job);
 
 // The lines of `output` that start with `prefix`, sorted (ranks print in any order).
