@@ -243,8 +243,8 @@ mutate "shim: a library's own kernels counted between ops" cupti_context.cc \
   "if (d->callbackSite != CUPTI_API_ENTER || InsideInterceptor()) return;" \
   "if (d->callbackSite != CUPTI_API_ENTER) return;" "shim_cupti_context_test" "CuptiContext"
 mutate "shim: context records not attached to findings" check.cc \
-  "    if (const Op* op = FindOp(set, f.rank, f.seq)) f.context = op->context;" "" \
-  "ttrace_shim shim_context_capture_test" "ContextCapture"
+  "    if (const Op* op = FindOp(set, f.rank, f.seq)) f.context = op->context;" \
+  "    (void)FindOp(set, f.rank, f.seq);" "ttrace ttrace_shim shim_context_capture_test" "ContextCapture"
 # simgpu's reduction orders.
 mutate "simgpu: pairwise panel levels combined in reverse" accumulate_panel.cc \
   "for (int lvl = top - 2; lvl >= 0; --lvl) {" "for (int lvl = 0; lvl <= top - 2; ++lvl) {" \
