@@ -18,12 +18,11 @@
 #include <thread>
 #include <vector>
 
+#include "shim/testing/workload_util.h"
+
 namespace {
 
-[[noreturn]] void Die(const char* what) {
-  fprintf(stderr, "shim_context_workload: %s failed\n", what);
-  exit(1);
-}
+using ttrace::shim::testing::Die;
 
 float* Upload(const std::vector<float>& v) {
   void* p = nullptr;

@@ -9,11 +9,11 @@
 #include <cstring>
 #include <vector>
 
+#include "shim/testing/workload_util.h"
+
 namespace {
-[[noreturn]] void Die(const char* what) {
-  fprintf(stderr, "shim_nested_workload: %s failed\n", what);
-  exit(1);
-}
+using ttrace::shim::testing::Die;
+
 float* Upload(const std::vector<float>& v) {
   void* p = nullptr;
   if (cudaMalloc(&p, v.size() * 4) != cudaSuccess ||

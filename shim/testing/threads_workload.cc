@@ -16,12 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "shim/testing/workload_util.h"
+
 namespace {
 
-[[noreturn]] void Die(const char* what) {
-  fprintf(stderr, "shim_threads_workload: %s failed\n", what);
-  exit(1);
-}
+using ttrace::shim::testing::Die;
 
 constexpr int kM = 24, kN = 16, kK = 20;
 

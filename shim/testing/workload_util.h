@@ -19,6 +19,12 @@ namespace ttrace::shim::testing {
   exit(1);
 }
 
+// "<program>: <what> failed", for a failure with no status to show.
+[[noreturn]] inline void Die(const char* what) {
+  fprintf(stderr, "%s: %s failed\n", program_invocation_short_name, what);
+  exit(1);
+}
+
 // An integer from the environment, `fallback` when unset or empty.
 inline int EnvInt(const char* name, int fallback) {
   const char* v = getenv(name);
