@@ -182,6 +182,13 @@ void Device::Recv(const Group& g, DevBuf& buf, int peer) const {
   CheckNccl(ncclGroupEnd(), "ncclGroupEnd");
 }
 
+void Device::SendRecv(const Group& g, const DevBuf& out, int to, DevBuf& in, int from) const {
+  CheckNccl(ncclGroupStart(), "ncclGroupStart");
+  CheckNccl(ncclSend(out.data(), out.size(), NcclType(out), to, g.comm, stream_), "ncclSend");
+  CheckNccl(ncclRecv(in.data(), in.size(), NcclType(in), from, g.comm, stream_), "ncclRecv");
+  CheckNccl(ncclGroupEnd(), "ncclGroupEnd");
+}
+
 void Device::AllReduceHost(const Group& g, std::vector<float>& v, ncclRedOp_t op) const {
   if (g.size == 1) return;
   DevBuf b = Upload(v, /*f32=*/true);

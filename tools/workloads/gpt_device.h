@@ -92,6 +92,9 @@ class Device {
   // communication batches its operations.
   void Send(const Group& g, const DevBuf& buf, int peer) const;
   void Recv(const Group& g, DevBuf& buf, int peer) const;
+  // A send to `to` and a receive from `from` in one NCCL group, neither waiting for the other (Megatron's
+  // send_forward_recv_backward and send_backward_recv_forward under 1F1B, where both stages send at once).
+  void SendRecv(const Group& g, const DevBuf& out, int to, DevBuf& in, int from) const;
   // FP32 host vector through an all-reduce (for the cross-entropy statistics and the gradient buffers).
   void AllReduceHost(const Group& g, std::vector<float>& v, ncclRedOp_t op) const;
 

@@ -16,8 +16,13 @@
 // and LM head split over the vocabulary, vocab-parallel cross-entropy. --sp: the residual stream split over TP
 // ranks by positions, all-gather before and reduce-scatter after each TP region. DP: the global --batch split over
 // DP ranks, gradients all-reduced, or with --dist-opt reduce-scattered and the updated weights all-gathered. PP:
-// layers split evenly over stages, GPipe over --microbatches micro-batches per DP rank, activations forward and
-// gradients backward by ncclSend / ncclRecv. Communicators: one world communicator met through a file in --rdzv,
+// layers split evenly over stages, --microbatches micro-batches per DP rank, activations forward and gradients
+// backward by ncclSend / ncclRecv. --schedule gpipe (default): every micro-batch forward, then every one backward
+// (last first); --schedule 1f1b: Megatron-LM's forward_backward_pipelining_without_interleaving (stage s runs
+// pp - s - 1 warm-up forwards, then one forward and one backward in turn, then the remaining backwards; the
+// transfers that cross, a forward output sent while the matching gradient is received, issued as one NCCL
+// group). With one stage 1f1b is Megatron's no-pipelining order (each micro-batch forward then backward). Every
+// schedule computes the same sums; only the order in which micro-batch gradients accumulate differs. Communicators: one world communicator met through a file in --rdzv,
 // TP, DP and PP groups split from it.
 //
 // Bugs (--bug NAME, repeatable), each a miniature of a real class of silent parallelization bug, and where it can
@@ -78,9 +83,10 @@ struct Flags {
 
 [[noreturn]] void Usage(const std::string& why) {
   fprintf(stderr,
-          "gpt: %s\nusage: gpt [--tp N] [--dp N] [--pp N] [--sp] [--dist-opt] [--microbatches M] [--dtype fp32|bf16]\n"
-          "           [--vocab N] [--hidden N] [--heads N] [--seq N] [--layers N] [--batch N] [--steps N]\n"
-          "           [--lr X] [--warmup N] [--loss-scale X] [--optimizer adam|sgd] [--seed N] [--bug NAME]...\n"
+          "gpt: %s\nusage: gpt [--tp N] [--dp N] [--pp N] [--sp] [--dist-opt] [--microbatches M]\n"
+          "           [--schedule gpipe|1f1b] [--dtype fp32|bf16] [--vocab N] [--hidden N] [--heads N]\n"
+          "           [--seq N] [--layers N] [--batch N] [--steps N] [--lr X] [--warmup N] [--loss-scale X]\n"
+          "           [--optimizer adam|sgd] [--seed N] [--bug NAME]...\n"
           "           [--dump-weights FILE] [--reference FILE] [--rdzv DIR] [--perturb SEED]\n",
           why.c_str());
   exit(2);
@@ -114,6 +120,11 @@ Flags Parse(int argc, char** argv) {
       c.sgd = o == "sgd";
     }
     else if (a == "--microbatches") c.microbatches = Positive(a, next());
+    else if (a == "--schedule") {
+      const std::string o = next();
+      if (o != "gpipe" && o != "1f1b") Usage("--schedule must be gpipe or 1f1b");
+      c.one_f_one_b = o == "1f1b";
+    }
     else if (a == "--vocab") c.vocab = Positive(a, next());
     else if (a == "--hidden") c.hidden = Positive(a, next());
     else if (a == "--heads") c.heads = Positive(a, next());

@@ -46,6 +46,7 @@ struct Config {
   int vocab = 64, hidden = 32, heads = 4, seq = 16, layers = 2;
   int batch = 8;         // global, in sequences
   int microbatches = 1;  // per DP rank and step
+  bool one_f_one_b = false;  // --schedule 1f1b: Megatron-LM's one-forward-one-backward schedule (else GPipe)
   int steps = 3;
   float lr = 5e-3f;
   int warmup = 3;  // steps of linear learning-rate warmup

@@ -90,36 +90,70 @@ double Trainer::Step(int step) {
   std::vector<HeadCache> heads(M);
   std::vector<float> last_received;
   double loss = 0;
-  for (int m = 0; m < M; ++m) {  // GPipe: every micro-batch forward, then every one backward
+  // pp-stale-microbatch: the stage computes on the buffer of the previous micro-batch's activations.
+  auto take = [&](int m, std::vector<float> received) {
+    std::vector<float> x = c_.bug(Bug::kPpStaleMicrobatch) && m > 0 ? last_received : received;
+    last_received = std::move(received);
+    return x;
+  };
+  // Micro-batch m's forward through this stage from its received input (unused on the first stage); returns what
+  // goes to the next stage (nothing on the last, which computes the loss).
+  auto forward = [&](int m, std::vector<float> x) {
     MakeBatch(step, m, inputs[m], targets[m]);
-    std::vector<float> x;
-    if (model_.first_stage) {
-      x = EmbedForward(run_, model_, inputs[m]);
-    } else {
-      DevBuf in = dev_.Alloc(rows);
-      dev_.Recv(comms_.pp, in, prev);
-      std::vector<float> received = dev_.Download(in);
-      // pp-stale-microbatch: the stage computes on the buffer of the previous micro-batch's activations.
-      x = c_.bug(Bug::kPpStaleMicrobatch) && m > 0 ? last_received : received;
-      last_received = std::move(received);
-    }
+    if (model_.first_stage) x = EmbedForward(run_, model_, inputs[m]);
     for (int l = 0; l < layers; ++l) x = LayerForward(run_, model_.layers[model_.first_layer + l], x, caches[m][l]);
-    if (model_.last_stage) loss += HeadForward(run_, model_, x, targets[m], grad_scale, heads[m]);
-    else dev_.Send(comms_.pp, dev_.Upload(x), next);
-  }
-  for (int m = M - 1; m >= 0; --m) {
-    std::vector<float> dx;
-    if (model_.last_stage) {
-      dx = HeadBackward(run_, model_, heads[m]);
-    } else {
-      DevBuf in = dev_.Alloc(rows);
-      dev_.Recv(comms_.pp, in, next);
-      dx = dev_.Download(in);
-    }
+    if (!model_.last_stage) return x;
+    loss += HeadForward(run_, model_, x, targets[m], grad_scale, heads[m]);
+    return std::vector<float>();
+  };
+  // Micro-batch m's backward from the gradient received (unused on the last stage); returns what goes to the
+  // previous stage (nothing on the first, which accumulates the embedding gradients).
+  auto backward = [&](int m, std::vector<float> dx) {
+    if (model_.last_stage) dx = HeadBackward(run_, model_, heads[m]);
     for (int l = layers - 1; l >= 0; --l)
       dx = LayerBackward(run_, model_.layers[model_.first_layer + l], dx, caches[m][l]);
-    if (model_.first_stage) EmbedBackward(run_, model_, inputs[m], dx);
-    else dev_.Send(comms_.pp, dev_.Upload(dx), prev);
+    if (!model_.first_stage) return dx;
+    EmbedBackward(run_, model_, inputs[m], dx);
+    return std::vector<float>();
+  };
+  auto recv = [&](int peer) {
+    DevBuf in = dev_.Alloc(rows);
+    dev_.Recv(comms_.pp, in, peer);
+    return dev_.Download(in);
+  };
+  auto send = [&](const std::vector<float>& v, int peer) { dev_.Send(comms_.pp, dev_.Upload(v), peer); };
+  auto send_recv = [&](const std::vector<float>& v, int peer) {
+    DevBuf in = dev_.Alloc(rows);
+    dev_.SendRecv(comms_.pp, dev_.Upload(v), peer, in, peer);
+    return dev_.Download(in);
+  };
+  const bool first = model_.first_stage, last = model_.last_stage;
+  if (!c_.one_f_one_b) {  // GPipe: every micro-batch forward, then every one backward, the last first
+    for (int m = 0; m < M; ++m) {
+      std::vector<float> y = forward(m, first ? std::vector<float>() : take(m, recv(prev)));
+      if (!last) send(y, next);
+    }
+    for (int m = M - 1; m >= 0; --m) {
+      std::vector<float> dx = backward(m, last ? std::vector<float>() : recv(next));
+      if (!first) send(dx, prev);
+    }
+  } else {  // 1F1B (Megatron-LM's forward_backward_pipelining_without_interleaving)
+    const int warmup = std::min(c_.pp - at_.pp_rank - 1, M), steady = M - warmup;
+    for (int m = 0; m < warmup; ++m) send(forward(m, first ? std::vector<float>() : take(m, recv(prev))), next);
+    std::vector<float> x;
+    if (steady > 0 && !first) x = take(warmup, recv(prev));
+    for (int i = 0; i < steady; ++i) {
+      const std::vector<float> y = forward(warmup + i, std::move(x));
+      // send_forward_recv_backward: the output goes down while micro-batch i's gradient comes back.
+      const std::vector<float> dx = backward(i, last ? std::vector<float>() : send_recv(y, next));
+      if (first) continue;
+      if (i + 1 < steady) x = take(warmup + i + 1, send_recv(dx, prev));  // send_backward_recv_forward
+      else send(dx, prev);
+    }
+    for (int m = steady; m < M; ++m) {  // cool-down: the warm-up micro-batches' backwards
+      const std::vector<float> dx = backward(m, recv(next));
+      if (!first) send(dx, prev);
+    }
   }
   std::vector<float> shard_grad;
   ReduceGradients(shard_grad);

@@ -1,5 +1,5 @@
-// The gpt workload's training step: data, the GPipe pipeline schedule over micro-batches, the gradient reductions
-// (sequence-parallel replicated weights over TP, data-parallel all-reduce or the distributed optimizer's
+// The gpt workload's training step: data, the pipeline schedule over micro-batches (GPipe or 1F1B), the gradient
+// reductions (sequence-parallel replicated weights over TP, data-parallel all-reduce or the distributed optimizer's
 // reduce-scatter and all-gather), Adam; and the checkpoint every layout writes in the same logical form, so that
 // runs of different layouts can be compared element by element.
 #ifndef TTRACE_TOOLS_WORKLOADS_GPT_TRAIN_H_
