@@ -3,6 +3,8 @@
 // filter) cannot deadlock it: when no rank of the chain can run, the lowest blocked one is let through.
 #include "analyzer/pipeline.h"
 
+#include "analyzer/dataflow.h"
+
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -134,6 +136,7 @@ std::vector<RankAlignment> AlignPipelined(const std::vector<Op>& ref, const Trac
   std::vector<RankAlignment> out(cand.ranks.size());
   std::vector<const Op*> ref_ops;
   for (const Op& op : ref) ref_ops.push_back(&op);
+  std::vector<size_t> ref_unit;  // the reference's data-flow units, computed for the first chain
   auto owns = [&](size_t r) -> const std::vector<std::pair<uint64_t, uint64_t>>* {
     if (owned == nullptr) return nullptr;
     auto it = owned->find(cand.ranks[r].rank());
@@ -174,7 +177,22 @@ std::vector<RankAlignment> AlignPipelined(const std::vector<Op>& ref, const Trac
     const std::vector<std::pair<size_t, size_t>> merged = MergeChain(cand, chain);
     std::vector<const Op*> ops;
     for (const auto& [r, j] : merged) ops.push_back(&cand.ranks[r].ops[j]);
-    const RankAlignment a = AlignOps(ref_ops, ops, max_gap);
+    // Each rank's data-flow units (dataflow.h), at their merged positions.
+    std::map<size_t, std::vector<size_t>> at;  // per rank: the merged position of each of its ops
+    for (size_t x = 0; x < merged.size(); ++x) {
+      std::vector<size_t>& v = at[merged[x].first];
+      v.resize(std::max(v.size(), merged[x].second + 1));
+      v[merged[x].second] = x;
+    }
+    std::vector<size_t> cand_unit(merged.size());
+    for (size_t r : chain) {
+      std::vector<const Op*> mine;
+      for (const Op& op : cand.ranks[r].ops) mine.push_back(&op);
+      const std::vector<size_t> u = DataFlowUnits(mine);
+      for (size_t j = 0; j < u.size(); ++j) cand_unit[at[r][j]] = at[r][u[j]];
+    }
+    if (ref_unit.empty()) ref_unit = DataFlowUnits(ref_ops);
+    const RankAlignment a = AlignByUnits(ref_ops, ref_unit, ops, cand_unit, max_gap);
     for (size_t r : chain) {
       out[r].ref_of_cand.assign(cand.ranks[r].ops.size(), -1);
       out[r].cand_of_ref.assign(ref.size(), -1);

@@ -8,9 +8,11 @@
 // it sends; a send hands over to its receiver, which runs until it waits for a message not yet sent, and then the
 // last rank that handed over resumes (depth first, as the data flows). Under GPipe this is the reference's own
 // order (micro-batch m's forward through every stage, then the backward passes from the last stage back), so
-// a later stage's first op falls after the reference op that ended the previous stage's last layer. The merged
-// sequence is aligned with the reference (align.h) and split back per rank: each rank's aligned reference ops
-// are the ones it owns. Ranks with no point-to-point op are aligned on their own.
+// a later stage's first op falls after the reference op that ended the previous stage's last layer. Other schedules
+// (1F1B) order the micro-batches' backward passes differently, so the merged sequence is aligned with the
+// reference by data-flow units (dataflow.h: each backward op placed with its micro-batch's forward op, not by
+// position) and split back per rank: each rank's aligned reference ops are the ones it owns. Ranks with no
+// point-to-point op are aligned on their own (align.h).
 // Pure functions; single-threaded.
 #ifndef TTRACE_ANALYZER_PIPELINE_H_
 #define TTRACE_ANALYZER_PIPELINE_H_

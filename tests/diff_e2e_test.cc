@@ -317,6 +317,57 @@ TEST_P(DiffE2e, GptPipelineStagesOwnTheirLayers) {
   EXPECT_GT(b.first.ratio, 10);
 }
 
+// 1F1B (Megatron-LM's one-forward-one-backward schedule): stage 0 runs both forwards before the backward of
+// micro-batch 0, stage 1 runs each micro-batch forward then backward, so the merged chain interleaves backward
+// passes with later forwards in an order the GPipe reference does not have (backward of micro-batch 0 first).
+// Each op is placed by data flow (analyzer/dataflow.h: a backward GEMM reads the very bytes its forward GEMM
+// read) and aligned with the reference op of its own micro-batch: PP 2 and PP 2 x TP 2 with SP diff clean with
+// every op compared (plain positional alignment: 6 ops unaligned and a false between finding), and a reference
+// in 1F1B order (one rank, Megatron's no-pipelining order) against a GPipe PP 2 candidate too. The stale
+// micro-batch is found where GPipe finds it (layer 1's QKV GEMM for micro-batch 1, reference seq 19), the shifted
+// causal mask of rank 1 at stage 1's first context GEMM (reference seq 8).
+TEST_P(DiffE2e, GptOneForwardOneBackwardAlignsByDataFlow) {
+  const std::string dtype = GetParam(), common = " --microbatches 2 --dtype " + dtype;
+  const std::string ref = RunGpt("oref_" + dtype, 1, common);
+  struct PpLayout {
+    const char* name;
+    int ranks;
+    const char* args;
+  };
+  for (const PpLayout& l : {PpLayout{"pp2_1f1b", 2, "--pp 2 --schedule 1f1b"},
+                            {"pp2tp2sp_1f1b", 4, "--pp 2 --tp 2 --sp --schedule 1f1b"}}) {
+    const std::string tag = std::string(l.name) + "_" + dtype;
+    const DiffResult d = Diff(ref, RunGpt("o_" + tag, l.ranks, l.args + common, "random:7"));
+    EXPECT_EQ(d.report.verdict(), Verdict::kClean) << tag << "\n" << Describe(d);
+    EXPECT_EQ(d.report.summary().not_checked_total(), 0u) << tag;
+    EXPECT_GT(d.report.summary().checked.at("diff.gemm"), 200u) << tag;
+    printf("gpt   %-16s clean: max err/bound %.3g\n", tag.c_str(), d.report.summary().overall.max_ratio);
+  }
+  const std::string ref_1f1b = RunGpt("oref1_" + dtype, 1, common + " --schedule 1f1b");
+  const DiffResult g = Diff(ref_1f1b, RunGpt("og_" + dtype, 2, "--pp 2" + common, "random:7"));
+  EXPECT_EQ(g.report.verdict(), Verdict::kClean) << Describe(g);
+  EXPECT_EQ(g.report.summary().not_checked_total(), 0u);
+  struct PpBug {
+    const char* bug;
+    int64_t ref_seq;
+  };
+  for (const PpBug& b : {PpBug{"pp-stale-microbatch", 19}, {"causal-mask-shifted", 8}}) {
+    const DiffResult d =
+        Diff(ref, RunGpt(std::string("ob_") + b.bug + dtype, 2, std::string("--pp 2 --schedule 1f1b --bug ") + b.bug + common,
+                         "random:3"));
+    ASSERT_TRUE(d.first.valid) << b.bug << "\n" << Describe(d);
+    EXPECT_EQ(d.first.kind, "between") << b.bug;
+    EXPECT_EQ(d.first.ref_seq, b.ref_seq) << b.bug << "\n" << Describe(d);
+    EXPECT_EQ(d.first.op.rank, 1) << b.bug;
+    EXPECT_EQ(d.first.operand, "B") << b.bug;
+    EXPECT_GT(d.first.ratio, 10) << b.bug;
+    printf("gpt   pp2_1f1b_%s %s: first %s at rank %d seq %llu %s (reference seq %lld), err/threshold %.3g\n",
+           dtype.c_str(), b.bug, d.first.kind.c_str(), d.first.op.rank,
+           static_cast<unsigned long long>(d.first.op.seq), d.first.op.api.c_str(),
+           static_cast<long long>(d.first.ref_seq), d.first.ratio);
+  }
+}
+
 // Stage ownership set by hand (a mapping file's `owns` lines), for programs whose stages talk through calls the
 // shim does not capture: the PP 2 trace with its sends and receives removed has no chain to infer, and each stage
 // aligned on its own pairs its layers with the reference's wrong ones; with every rank's reference ops given in a

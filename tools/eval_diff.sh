@@ -8,8 +8,9 @@
 #
 #   tools/eval_diff.sh [BUILD_DIR]     (default build; needs ttrace, ttrace_shim, gpt, simrun and simgpu built)
 # Environment: EVAL_LAYOUTS (default: the matrix TP in {1,2,4} x DP in {1,2} x SP in {off,on} x PP in {1,2}
-# without the reference's own layout, plus two with the distributed optimizer; names are tpN, dpN, ppN, sp for
-# sequence parallelism, dist for the distributed optimizer), EVAL_BUGS (subset), EVAL_ORDERS (clean runs'
+# without the reference's own layout, each PP layout also under 1F1B, plus two with the distributed optimizer;
+# names are tpN, dpN, ppN, sp for sequence parallelism, dist for the distributed optimizer, a suffix -1f1b for
+# --schedule 1f1b; the reference runs GPipe), EVAL_BUGS (subset), EVAL_ORDERS (clean runs'
 # SIMGPU_ACCUM orders, default "pairwise splitk:4 random:7"), EVAL_MICRO (micro-batches per step of every run,
 # the reference's included, default 2), EVAL_ARGS (extra gpt flags), EVAL_KEEP=1 keeps the traces (their
 # directory is printed).
@@ -34,6 +35,7 @@ for tp in 1 2 4; do
         [ "$dp" = 2 ] && l+="dp2"
         [ "$pp" = 2 ] && l+="pp2"
         matrix+=" $l$sp"
+        [ "$pp" = 2 ] && matrix+=" $l$sp-1f1b"
       done
     done
   done
@@ -107,7 +109,8 @@ for l in $layouts; do
   world=$((tp * dp * pp))
   for dtype in fp32 bf16; do
     args=(--tp "$tp" --dp "$dp" --pp "$pp" --dtype "$dtype")
-    [[ $l =~ sp($|dist) ]] && args+=(--sp)
+    [[ $l =~ sp($|dist|-) ]] && args+=(--sp)
+    [[ $l == *-1f1b ]] && args+=(--schedule 1f1b)
     [[ $l == *dist* ]] && args+=(--dist-opt)
     for o in $orders; do
       name="clean-$dtype-$l-${o/:/_}"
