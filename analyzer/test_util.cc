@@ -5,7 +5,6 @@
 #include "store/float_codec.h"
 #include "ttrace/byte_shuffle.h"
 
-#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <cstring>
 
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 #include "kernels/dtype.h"
 
 namespace ttrace::analyzer::testing {
@@ -24,30 +24,11 @@ using format::DType;
 
 namespace {
 
-// Removes this process's temporary tree when the test binary exits.
-struct TempRoot {
-  std::string path;
-  TempRoot() {
-    const char* tmp = getenv("TEST_TMPDIR");
-    path = std::string(tmp ? tmp : "/tmp") + "/ttrace_analyzer_test_" + std::to_string(getpid());
-    mkdir(path.c_str(), 0777);
-  }
-  ~TempRoot() {
-    nftw(
-        path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) { return remove(p); }, 16,
-        FTW_DEPTH | FTW_PHYS);
-  }
-};
-
 }  // namespace
 
 std::string TempDir(const std::string& name) {
   static std::atomic<int> counter{0};
-  static TempRoot root;
-  const std::string& base = root.path;
-  std::string dir = base + "/" + name + "_" + std::to_string(counter++);
-  mkdir(dir.c_str(), 0777);
-  return dir;
+  return test_support::TestScratchPath(name + "_" + std::to_string(counter++));
 }
 
 double RoundToFormat(double x, int p, int emin, double max) {

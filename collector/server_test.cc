@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 #include "store/crc32c.h"
 #include "store/manifest.h"
 #include "store/remote_output.h"
@@ -28,11 +29,7 @@
 namespace ttrace::collector {
 namespace {
 
-std::string TempDir(const std::string& name) {
-  const std::string dir = "/tmp/ttrace_server_test_" + std::to_string(getpid()) + "/" + name;
-  EXPECT_EQ(system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
-  return dir;
-}
+std::string TempDir(const std::string& name) { return ttrace::test_support::TestScratchPath(name); }
 
 store::StreamIdentity Identity(int rank) {
   store::StreamIdentity id;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 #include "store/crc32c.h"
 #include "store/manifest.h"
 #include "store/stream_index.h"
@@ -23,13 +24,7 @@
 namespace ttrace::collector {
 namespace {
 
-std::string TempDir(const std::string& name) {
-  const char* tmp = getenv("TEST_TMPDIR");
-  const std::string dir =
-      std::string(tmp ? tmp : "/tmp") + "/ttrace_session_test_" + std::to_string(getpid()) + "/" + name;
-  EXPECT_EQ(system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
-  return dir;
-}
+std::string TempDir(const std::string& name) { return ttrace::test_support::TestScratchPath(name); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -17,6 +17,7 @@
 #include "store/trace_reader.h"
 #include "ttrace/byte_shuffle.h"
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 
 namespace ttrace::shim {
 namespace {
@@ -163,16 +164,12 @@ std::vector<Read> OfType(const std::vector<Read>& all, RecordType type) {
 class CaptureEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/ttrace_engine_test_XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    // One folder per test: the engine writes the stream and its index there.
+    dir_ = test_support::TestScratchPath(::testing::UnitTest::GetInstance()->current_test_info()->name());
     path_ = dir_ + "/rank-0.ttr";
     SetGate(true);
     g_host_alloc_fails = false;
     g_poisoned = nullptr;
-  }
-  void TearDown() override {
-    unlink(path_.c_str());
-    rmdir(dir_.c_str());
   }
   std::unique_ptr<CaptureEngine> Make(EngineConfig config, const DriverApi* driver = &kFakeDriver) {
     std::string error;

@@ -14,6 +14,7 @@
 
 #include "analyzer/trace_model.h"
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 #include "shim/capture_engine.h"
 #include "shim/interception.h"
 #include "shim/sink.h"
@@ -204,8 +205,7 @@ TEST(CuptiContextTest, NamesAreInternedByKindAndText) {
 
 // The engine writes an op's context after its record, each name once per stream, and the reader resolves them.
 TEST(CuptiContextTest, EngineWritesContextRecordsTheReaderResolves) {
-  char tmpl[] = "/tmp/ttrace_context_test_XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
+  const std::string dir = test_support::TestScratchPath("engine_context");
   const std::string path = dir + "/rank-0.ttr";
   ThreadContext c;
   while (TakeThreadContext(&c) && c.nvtx_depth > 0) Pop();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 #include "store/float_codec.h"
 #include "store/trace_reader.h"
 #include "store/trace_writer.h"
@@ -61,7 +62,7 @@ TEST(CodedFrames, FloatCodedFramesAreStoredOthersCompressed) {
     }
     payloads.push_back(Coded(v));
   }
-  const std::string path = ::testing::TempDir() + "/coded_frames_" + std::to_string(getpid()) + ".ttr";
+  const std::string path = test_support::TestScratchDir() + "/coded_frames.ttr";
   WriterOptions opt;
   opt.frame_bytes = 1 << 20;
   std::string err;
@@ -150,7 +151,7 @@ TEST(CodedFrames, RepeatFarApartInAFrameIsStoredOnce) {
       between.push_back(payload(bf16(1 << 18)));
       between_bytes += between.back().size();
     }
-    const std::string path = ::testing::TempDir() + "/repeat_" + std::to_string(getpid()) + ".ttr";
+    const std::string path = test_support::TestScratchDir() + "/repeat.ttr";
     WriterOptions opt;
     opt.frame_bytes = 8u << 20;
     std::string err;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 #include "store/crc32c.h"
 #include "store/manifest.h"
 #include "store/stream_file.h"
@@ -32,14 +33,7 @@ using format::RecordType;
 using store::RecordView;
 using store::TraceReader;
 
-std::string TempDir(const std::string& name) {
-  const char* tmp = getenv("TEST_TMPDIR");
-  const std::string dir =
-      std::string(tmp ? tmp : "/tmp") + "/ttrace_stream_index_test_" + std::to_string(getpid()) + "/" + name;
-  std::string cmd = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
-  EXPECT_EQ(system(cmd.c_str()), 0);
-  return dir;
-}
+std::string TempDir(const std::string& name) { return ttrace::test_support::TestScratchPath(name); }
 
 std::vector<char> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -14,6 +14,7 @@
 #include "store/crc32c.h"
 #include "store/trace_writer.h"
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 
 namespace ttrace {
 namespace {
@@ -22,12 +23,7 @@ using store::RecordView;
 using store::TraceReader;
 using format::RecordType;
 
-std::string TempPath(const std::string& name) {
-  const char* tmp = getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/ttrace_store_test_" + std::to_string(getpid());
-  mkdir(dir.c_str(), 0777);
-  return dir + "/" + name;
-}
+std::string TempPath(const std::string& name) { return ttrace::test_support::TestScratchDir() + "/" + name; }
 
 std::vector<char> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -1,5 +1,7 @@
 #include "tests/e2e_util.h"
 
+#include "tests/support/scratch_dir.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,16 +13,7 @@ namespace ttrace::e2e {
 
 std::string BuildDir() { return TTRACE_BUILD_DIR; }
 
-std::string TempDir() {
-  static const std::string dir = [] {
-    const char* t = getenv("TEST_TMPDIR");
-    std::string d = std::string(t ? t : "/tmp") + "/ttrace_e2e_" + std::to_string(getpid());
-    std::string ignored;
-    Shell("rm -rf '" + d + "' && mkdir -p '" + d + "'", &ignored);
-    return d;
-  }();
-  return dir;
-}
+std::string TempDir() { return ttrace::test_support::TestScratchDir(); }
 
 int Shell(const std::string& command, std::string* output) {
   output->clear();

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 
 namespace ttrace {
 namespace {
@@ -35,16 +36,7 @@ struct Result {
   std::string hash;
 };
 
-std::string Dir() {
-  static const std::string dir = [] {
-    const char* t = getenv("TEST_TMPDIR");
-    const std::string d = std::string(t ? t : "/tmp") + "/gpt_workload_test_" + std::to_string(getpid());
-    std::string cmd = "rm -rf '" + d + "' && mkdir -p '" + d + "'";
-    if (system(cmd.c_str()) != 0) abort();
-    return d;
-  }();
-  return dir;
-}
+std::string Dir() { return ttrace::test_support::TestScratchDir(); }
 
 // Runs gpt on `world` simgpu ranks; `name` keeps its files apart. With `reference`, parses the comparison.
 Result RunGpt(const std::string& name, int world, const std::string& args, const std::string& reference = "") {
