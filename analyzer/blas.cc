@@ -26,6 +26,14 @@ void MatMul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, 
               static_cast<int>(std::max<int64_t>(1, ldb)), 0.0, c, static_cast<int>(std::max<int64_t>(1, ldc)));
 }
 
+void MatMulAdd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+               int64_t ldb, double* c, int64_t ldc) {
+  if (m == 0 || n == 0 || k == 0) return;
+  cblas_dgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(std::max<int64_t>(1, lda)), b,
+              static_cast<int>(std::max<int64_t>(1, ldb)), 1.0, c, static_cast<int>(std::max<int64_t>(1, ldc)));
+}
+
 void MatVec(bool ta, int64_t rows, int64_t cols, const double* a, int64_t lda, const double* x, double* y) {
   const int64_t out = ta ? cols : rows;
   if (out == 0) return;

@@ -18,6 +18,10 @@ bool FitsBlas(int64_t m, int64_t n, int64_t k);
 void MatMul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
             int64_t ldb, double* c, int64_t ldc);
 
+// c (m x n, ldc) += op(a) · op(b) (k = 0 leaves c as it is).
+void MatMulAdd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+               int64_t ldb, double* c, int64_t ldc);
+
 // y (rows of op(a)) = op(a) · x, a stored rows x cols (lda).
 void MatVec(bool ta, int64_t rows, int64_t cols, const double* a, int64_t lda, const double* x, double* y);
 

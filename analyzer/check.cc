@@ -356,7 +356,14 @@ CheckReport RunChecksOnly(const TraceSet& set, const CheckProgress& progress, co
   }
   GemmCheckOptions gemm = options.gemm;
   gemm.max_work = options.max_gemm_work;
+  uint64_t kept = 0;  // payloads the load kept (LoadOptions::keep_tensor_bytes): held until their op is checked
+  for (const RankTrace& t : set.ranks)
+    for (const Op& op : t.ops)
+      for (const Tensor* x : TensorsOf(op))
+        if (x->deferred) kept += x->data.size();
   const uint64_t limit = options.memory_limit > 0 ? options.memory_limit : UINT64_MAX;
+  // Bytes the batches of payloads read during the check may hold at once (two at a time, each at most half).
+  const uint64_t batch_limit = limit == UINT64_MAX ? limit : limit - std::min(limit, kept);
   CheckCounts counts;
   counts.ops_total = s.ops;
   uint64_t checkable = 0;
@@ -396,8 +403,9 @@ CheckReport RunChecksOnly(const TraceSet& set, const CheckProgress& progress, co
           counts.bytes_done += item.bytes;
           if (progress) progress(counts);
         });
-    // Rank by rank, in seq order, in batches of at most half the limit: a batch's payloads are read (one forward
-    // pass over the stream) while the workers check the batch before it, so at most two batches are held.
+    // Rank by rank, in seq order, in batches of at most half the limit the kept payloads leave: a batch's payloads
+    // are read (one forward pass over the stream) while the workers check the batch before it, so at most two
+    // batches are held.
     uint64_t previous_end = 0;  // items submitted before the last batch
     for (const RankTrace& t : set.ranks) {
       DeferredTensorReader reader(t.path, true);
@@ -405,7 +413,7 @@ CheckReport RunChecksOnly(const TraceSet& set, const CheckProgress& progress, co
       uint64_t batch_cost = 0;
       auto flush = [&]() -> absl::Status {
         // The batch before last is released first (a batch over half the limit waits for every one).
-        pool.MergeUntil(batch_cost > limit / 2 ? pool.submitted() : previous_end);
+        pool.MergeUntil(batch_cost > batch_limit / 2 ? pool.submitted() : previous_end);
         std::vector<Tensor*> wanted;
         for (const Item& item : batch)
           if (!item.over_limit)
@@ -421,7 +429,7 @@ CheckReport RunChecksOnly(const TraceSet& set, const CheckProgress& progress, co
       for (const Op& op : t.ops) {
         if (op.kind == OpKind::kCollective) continue;
         const uint64_t cost = OpCost(op);
-        if (!batch.empty() && batch_cost + cost > limit / 2) {
+        if (!batch.empty() && batch_cost + cost > batch_limit / 2) {
           load_error = flush();
           if (!load_error.ok()) break;
         }

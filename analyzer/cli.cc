@@ -191,6 +191,9 @@ int Check(const Args& args, std::ostream& out, std::ostream& err) {
   lo.allow_truncated = true;  // a cut stream is incomplete evidence, not an error (check.h)
   lo.defer_tensors = true;  // payloads are streamed op by op within the memory limit (check.h)
   const uint64_t limit = args.max_memory_mb > 0 ? args.max_memory_mb << 20 : DefaultMemoryBudget();
+  // A trace whose payloads fit a quarter of the limit is read once: kept by the load, released as they are checked
+  // (the check's batches share the rest of the limit).
+  lo.keep_tensor_bytes = limit / 4;
   lo.on_file = [&](const std::string& path) { progress.Update("ttrace: reading " + BaseName(path), true); };
   absl::StatusOr<TraceSet> set = LoadTraceDir(args.positional[0], lo);
   progress.Clear();

@@ -14,11 +14,13 @@
 // |T_i|/bound stands out from the median over all rows (screening) are replayed as well: their elements are
 // judged by the full replay's elementwise bound, so screening costs time, never a false finding. Columns likewise
 // with yᵀ. A random sample (random rows × random columns) adds elements replayed with known probability. Elements
-// replayed twice are judged once, in index order. The projection never forms |A| or |B|: their row and column sums
-// come from passes over the operands (ProjectionSums), and replays gather the rows and columns they need.
+// replayed twice are judged once, in index order. The projection never forms |A| or |B| nor an FP64 copy of an
+// operand: it reads the captured bytes a panel of columns at a time (RunPass: the panel converted to FP64 in a small
+// buffer, its products and sums through BLAS), and replays gather and convert the rows and columns they need.
 #include "analyzer/gemm_check.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <initializer_list>
 #include <random>
@@ -49,9 +51,9 @@ struct BatchView {
   int64_t lda = 1, ldb = 1;
   bool ta = false, tb = false;
 
-  // with_abs: also |A|, |B| and their row/column sums (full replay's BLAS GEMM of absolute values needs them);
-  // the projection path works from ProjectionSums and gathered blocks instead (no O(m·k + k·n) copies).
-  BatchView(const GemmProblem& prob, int64_t batch, bool with_abs = true) : p(&prob), bt(batch) {
+  // Also |A|, |B| and their row/column sums (full replay's BLAS GEMM of absolute values needs them); the projection
+  // path reads the operands through ProjectionView instead (no O(m·k + k·n) copies).
+  BatchView(const GemmProblem& prob, int64_t batch) : p(&prob), bt(batch) {
     const int64_t m = p->m, n = p->n, k = p->k;
     ta = p->transa != 0;
     tb = p->transb != 0;
@@ -64,7 +66,6 @@ struct BatchView {
       const size_t a_size = static_cast<size_t>(m * k), b_size = static_cast<size_t>(k * n);
       a = p->a.data() + (p->a.size() > a_size ? bt * a_size : 0);
       b = p->b.data() + (p->b.size() > b_size ? bt * b_size : 0);
-      if (!with_abs) return;
       abs_a.resize(a_size);
       abs_b.resize(b_size);
       for (size_t x = 0; x < a_size; ++x) abs_a[x] = std::fabs(a[x]);
@@ -154,6 +155,25 @@ void ForEachGemmElement(const GemmProblem& p, Fn fn) {
   }
 }
 
+// `p` with its captured operands decoded into its vectors (full replay works on FP64 copies); `p` itself when it has
+// none.
+const GemmProblem& Decoded(const GemmProblem& p, GemmProblem* storage) {
+  if (p.raw_a.data == nullptr && p.raw_b.data == nullptr && p.raw_c_in.data == nullptr && p.raw_c_out.data == nullptr)
+    return p;
+  *storage = p;
+  auto decode = [](const GemmOperand& raw, std::vector<double>* out) {
+    if (raw.data == nullptr) return;
+    out->resize(static_cast<size_t>(raw.size));
+    DecodeStrided(raw.dtype, raw.data, 0, 1, raw.size, out->data());
+  };
+  decode(p.raw_a, &storage->a);
+  decode(p.raw_b, &storage->b);
+  decode(p.raw_c_in, &storage->c_in);
+  decode(p.raw_c_out, &storage->c_out);
+  storage->raw_a = storage->raw_b = storage->raw_c_in = storage->raw_c_out = GemmOperand{};
+  return *storage;
+}
+
 bool ShapeIs(const Tensor* t, int64_t rows, int64_t cols, int64_t batch) {
   return t->meta.rows == rows && t->meta.cols == cols && (t->meta.batch == batch || t->meta.batch == 1);
 }
@@ -186,7 +206,9 @@ uint64_t GemmReplayWork(int64_t m, int64_t n, int64_t k, int64_t batch, bool use
   return work > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(work);
 }
 
-std::vector<GemmElementTerms> GemmReference(const GemmProblem& p) {
+std::vector<GemmElementTerms> GemmReference(const GemmProblem& problem) {
+  GemmProblem storage;
+  const GemmProblem& p = Decoded(problem, &storage);
   std::vector<GemmElementTerms> out(static_cast<size_t>(p.m * p.n * p.batch));
   ForEachGemmElement(p, [&](uint64_t index, const GemmElementTerms& t) { out[index] = t; });
   return out;
@@ -213,7 +235,8 @@ ElementStats ReplayAll(const GemmProblem& p, const GemmPrecision& precision, Bou
 }  // namespace
 
 ElementStats ReplayGemm(const GemmProblem& p, const GemmPrecision& precision, BoundKind kind) {
-  return ReplayAll(p, precision, kind, nullptr);
+  GemmProblem storage;
+  return ReplayAll(Decoded(p, &storage), precision, kind, nullptr);
 }
 
 const char* GemmMethodName(GemmMethod method) {
@@ -235,102 +258,251 @@ double Median(std::vector<double>* v) {
   return (*v)[v->size() / 2];
 }
 
-// Row and column sums of |M| for a stored column-major `rows` x `cols` matrix (ld = rows), with the largest
-// element and the squared 2-norms of its rows and columns: one pass, no copy.
-struct AbsStats {
-  std::vector<double> row_sum, col_sum, row_sq, col_sq;
-  double max = 0;
+// One batch's operands as captured (or decoded: FP64 vectors), for the projection: elements are read a panel at a
+// time, never copied whole.
+struct Operand {
+  GemmOperand op;
+  uint64_t base = 0;    // the batch's first element
+  bool direct = false;  // FP64 elements in a std::vector (aligned): panels are read in place
+  double At(uint64_t i) const { return DecodeElement(op.dtype, op.data, base + i); }
+  void Decode(uint64_t first, uint64_t stride, uint64_t count, double* out, uint64_t out_stride = 1) const {
+    DecodeStrided(op.dtype, op.data, base + first, stride, count, out, out_stride);
+  }
+  void Gather(uint64_t first, const int64_t* offsets, int64_t count, double* out) const {
+    DecodeGather(op.dtype, op.data, base + first, offsets, static_cast<uint64_t>(count), out);
+  }
+  const double* F64() const { return reinterpret_cast<const double*>(op.data) + base; }
 };
 
-AbsStats AbsPass(const double* mat, int64_t rows, int64_t cols) {
-  AbsStats s;
-  s.row_sum.assign(static_cast<size_t>(rows), 0.0);
-  s.row_sq.assign(static_cast<size_t>(rows), 0.0);
-  s.col_sum.assign(static_cast<size_t>(cols), 0.0);
-  s.col_sq.assign(static_cast<size_t>(cols), 0.0);
-  double mx = 0;
-  for (int64_t c = 0; c < cols; ++c) {
-    const double* col = mat + c * rows;
-    double sum = 0, sq = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const double e = std::fabs(col[r]);
-      s.row_sum[r] += e;
-      s.row_sq[r] += e * e;
-      sum += e;
-      sq += e * e;
-      mx = std::max(mx, e);
-    }
-    s.col_sum[c] = sum;
-    s.col_sq[c] = sq;
+Operand OperandOf(const std::vector<double>& decoded, const GemmOperand& raw, uint64_t batch_size, int64_t bt) {
+  Operand o;
+  if (raw.data != nullptr) {
+    o.op = raw;
+  } else {
+    o.op = GemmOperand{DType::kF64, reinterpret_cast<const char*>(decoded.data()), decoded.size()};
+    o.direct = true;
   }
-  s.max = mx;
-  return s;
+  o.base = o.op.size > batch_size ? static_cast<uint64_t>(bt) * batch_size : 0;
+  return o;
 }
 
-// y = |M|·x (trans false: x of length cols, y rows) or |M|ᵀ·x (x rows, y cols), M stored column-major, ld = rows.
-std::vector<double> AbsMatVec(const double* mat, int64_t rows, int64_t cols, bool trans, const std::vector<double>& x) {
-  std::vector<double> y(static_cast<size_t>(trans ? cols : rows), 0.0);
-  for (int64_t c = 0; c < cols; ++c) {
-    const double* col = mat + c * rows;
-    if (trans) {
-      double acc = 0;
-      for (int64_t r = 0; r < rows; ++r) acc += std::fabs(col[r]) * x[r];
-      y[c] = acc;
-    } else {
-      const double xc = x[c];
-      for (int64_t r = 0; r < rows; ++r) y[r] += std::fabs(col[r]) * xc;
+// One batch of a GemmProblem for the projection path.
+struct ProjectionView {
+  const GemmProblem* p = nullptr;
+  int64_t bt = 0;
+  Operand a, b, c0, c_out;  // a and b when α != 0, c0 when β != 0
+  bool ta = false, tb = false;
+
+  ProjectionView(const GemmProblem& prob, int64_t batch) : p(&prob), bt(batch) {
+    const uint64_t m = static_cast<uint64_t>(p->m), n = static_cast<uint64_t>(p->n), k = static_cast<uint64_t>(p->k);
+    ta = p->transa != 0;
+    tb = p->transb != 0;
+    c_out = OperandOf(p->c_out, p->raw_c_out, m * n, bt);
+    if (p->beta != 0) c0 = OperandOf(p->c_in, p->raw_c_in, m * n, bt);
+    if (p->alpha != 0) {
+      a = OperandOf(p->a, p->raw_a, m * k, bt);
+      b = OperandOf(p->b, p->raw_b, k * n, bt);
     }
   }
-  return y;
+};
+
+// One pass over a stored column-major matrix S (rows x cols), a panel of columns at a time (converted to FP64 in a
+// buffer of about 2^15 elements, or read in place when FP64 already): any of S·R (R: cols x r, ld cols),
+// Sᵀ·L (L: rows x r, ld rows), |S|·u (u: cols), |S|ᵀ·w (w: rows), and with `sums` the row and column sums of |S| and
+// of its squares. Always: the largest |element| and whether an element is Inf or NaN. Products and sums go through
+// BLAS on the panel (any summation order: the projection's evaluation bound holds for every order).
+struct MatrixPass {
+  const double* right = nullptr;
+  int64_t right_cols = 0;
+  const double* left = nullptr;
+  int64_t left_cols = 0;
+  const double* abs_right = nullptr;
+  const double* abs_left = nullptr;
+  bool sums = false;
+  bool squares = false;  // with sums: also the sums of squares
+
+  std::vector<double> s_right, s_left, abs_s_right, abs_s_left;  // rows x right_cols, cols x left_cols, rows, cols
+  std::vector<double> row_sum, col_sum, row_sq, col_sq;
+  double max = 0;
+  bool nonfinite = false;
+};
+
+// ab[x] = |d[x]| (d may be ab), the largest into *mx, whether any is Inf or NaN into *bad; four independent lanes.
+void AbsInto(const double* d, size_t count, double* ab, double* mx, bool* bad) {
+  double m0 = *mx, m1 = 0, m2 = 0, m3 = 0, z0 = 0, z1 = 0, z2 = 0, z3 = 0;  // z: Σ 0·e, NaN iff some e is not finite
+  size_t x = 0;
+  for (; x + 4 <= count; x += 4) {
+    const double e0 = std::fabs(d[x]), e1 = std::fabs(d[x + 1]), e2 = std::fabs(d[x + 2]), e3 = std::fabs(d[x + 3]);
+    ab[x] = e0, ab[x + 1] = e1, ab[x + 2] = e2, ab[x + 3] = e3;
+    m0 = e0 > m0 ? e0 : m0, m1 = e1 > m1 ? e1 : m1, m2 = e2 > m2 ? e2 : m2, m3 = e3 > m3 ? e3 : m3;
+    z0 += 0 * e0, z1 += 0 * e1, z2 += 0 * e2, z3 += 0 * e3;
+  }
+  for (; x < count; ++x) {
+    const double e = std::fabs(d[x]);
+    ab[x] = e;
+    m0 = e > m0 ? e : m0;
+    z0 += 0 * e;
+  }
+  *mx = std::max({m0, m1, m2, m3});
+  *bad |= std::isnan(z0 + z1 + z2 + z3);
+}
+
+void RunPass(const Operand& s, int64_t rows, int64_t cols, MatrixPass* ps) {
+  if (ps->right_cols == 0) ps->right = nullptr;
+  if (ps->left_cols == 0) ps->left = nullptr;
+  if (ps->right != nullptr) ps->s_right.assign(static_cast<size_t>(rows * ps->right_cols), 0.0);
+  if (ps->left != nullptr) ps->s_left.assign(static_cast<size_t>(cols * ps->left_cols), 0.0);
+  if (ps->abs_right != nullptr) ps->abs_s_right.assign(static_cast<size_t>(rows), 0.0);
+  if (ps->abs_left != nullptr) ps->abs_s_left.assign(static_cast<size_t>(cols), 0.0);
+  if (ps->sums) {
+    ps->row_sum.assign(static_cast<size_t>(rows), 0.0);
+    ps->row_sq.assign(static_cast<size_t>(rows), 0.0);
+    ps->col_sum.assign(static_cast<size_t>(cols), 0.0);
+    ps->col_sq.assign(static_cast<size_t>(cols), 0.0);
+  }
+  if (rows == 0 || cols == 0) return;
+  const int64_t pc = std::clamp<int64_t>((int64_t{1} << 15) / rows, 1, cols);
+  std::vector<double> buf(static_cast<size_t>(rows * pc));
+  std::vector<double> ones(static_cast<size_t>(std::max(rows, pc)), 1.0);
+  double mx = 0;
+  bool bad = false;
+  for (int64_t c0 = 0; c0 < cols; c0 += pc) {
+    const int64_t w = std::min(pc, cols - c0);
+    const size_t count = static_cast<size_t>(rows * w);
+    const double* d = buf.data();
+    if (s.direct) {
+      d = s.F64() + c0 * rows;
+    } else {
+      s.Decode(static_cast<uint64_t>(c0 * rows), 1, count, buf.data());
+    }
+    if (ps->right != nullptr)
+      MatMulAdd(false, false, rows, ps->right_cols, w, d, rows, ps->right + c0, cols, ps->s_right.data(), rows);
+    if (ps->left != nullptr)
+      MatMul(true, false, w, ps->left_cols, rows, d, rows, ps->left, rows, ps->s_left.data() + c0, cols);
+    double* ab = buf.data();
+    AbsInto(d, count, ab, &mx, &bad);
+    if (ps->abs_right != nullptr)
+      MatMulAdd(false, false, rows, 1, w, ab, rows, ps->abs_right + c0, cols, ps->abs_s_right.data(), rows);
+    if (ps->abs_left != nullptr)
+      MatMul(true, false, w, 1, rows, ab, rows, ps->abs_left, rows, ps->abs_s_left.data() + c0, cols);
+    if (ps->sums) {
+      MatMulAdd(false, false, rows, 1, w, ab, rows, ones.data(), w, ps->row_sum.data(), rows);
+      MatMul(true, false, w, 1, rows, ab, rows, ones.data(), rows, ps->col_sum.data() + c0, cols);
+      if (ps->squares) {
+        for (size_t x = 0; x < count; ++x) ab[x] *= ab[x];
+        MatMulAdd(false, false, rows, 1, w, ab, rows, ones.data(), w, ps->row_sq.data(), rows);
+        MatMul(true, false, w, 1, rows, ab, rows, ones.data(), rows, ps->col_sq.data() + c0, cols);
+      }
+    }
+  }
+  ps->max = mx;
+  ps->nonfinite = bad;
 }
 
 // Everything the projection needs of one batch's absolute values, in O(m·k + k·n + m·n) and without forming |A|,
-// |B| or |A|·|B|: A is read twice (its sums, then |op(A)|·(|op(B)|·1)), B twice, C and C0 once.
+// |B| or |A|·|B|.
 struct ProjectionSums {
   std::vector<double> row_a, col_b;  // R_i = Σ_l |op(A)_il| (m), S_j = Σ_l |op(B)_lj| (n)
   std::vector<double> p_row, p_col;  // (|op(A)|·(|op(B)|·1))_i (m), ((1ᵀ|op(A)|)·|op(B)|)_j (n)
   std::vector<double> out_row, out_col, c0_row, c0_col;  // Σ|Ĉ| and Σ|C0| per row and per column
   double max_a = 0, max_b = 0, norm_a = 0, norm_b = 0, max_c0 = 0;  // norms: the largest row of op(A), column of op(B)
+  double max_out = 0;
 };
 
-ProjectionSums SumsOf(const BatchView& v) {
+// The passes of one batch: its sums, and the raw projections T = Ĉ·X − β·C0·X − α·op(A)·(op(B)·X) (m x rx) and
+// Ĉᵀ·Y − β·C0ᵀ·Y − α·op(B)ᵀ·(op(A)ᵀ·Y) (n x ry), from X (n x rx) and Y (m x ry). A is read once, B twice (the second
+// pass needs 1ᵀ|op(A)|), C and C0 once. `input_problem`: an Inf or NaN in A, B or C0, or |A| or |B| beyond
+// `in_max` (> 0): the projection does not apply.
+struct BatchPasses {
+  ProjectionSums sums;
+  std::vector<double> t_rows, t_cols;
+  bool input_problem = false;
+};
+
+BatchPasses RunBatchPasses(const ProjectionView& v, const std::vector<double>& x, const std::vector<double>& y,
+                           double in_max) {
   const GemmProblem& p = *v.p;
   const int64_t m = p.m, n = p.n, k = p.k;
-  ProjectionSums s;
-  const AbsStats out = AbsPass(v.c_out, m, n);
-  s.out_row = out.row_sum;
-  s.out_col = out.col_sum;
-  if (v.c0 != nullptr) {
-    const AbsStats c0 = AbsPass(v.c0, m, n);
-    s.c0_row = c0.row_sum;
-    s.c0_col = c0.col_sum;
-    s.max_c0 = c0.max;
-  } else {
-    s.c0_row.assign(static_cast<size_t>(m), 0.0);
-    s.c0_col.assign(static_cast<size_t>(n), 0.0);
-  }
+  const int64_t rx = n > 0 ? static_cast<int64_t>(x.size()) / n : 0, ry = m > 0 ? static_cast<int64_t>(y.size()) / m : 0;
+  BatchPasses out;
+  ProjectionSums& s = out.sums;
   s.row_a.assign(static_cast<size_t>(m), 0.0);
   s.col_b.assign(static_cast<size_t>(n), 0.0);
   s.p_row.assign(static_cast<size_t>(m), 0.0);
   s.p_col.assign(static_cast<size_t>(n), 0.0);
-  if (p.alpha == 0) return s;
-  // op(B) is k x n: stored k x n, or n x k when transposed.
-  const AbsStats b = v.tb ? AbsPass(v.b, n, k) : AbsPass(v.b, k, n);
-  const std::vector<double>& b_row = v.tb ? b.col_sum : b.row_sum;  // |op(B)|·1 (k)
-  s.col_b = v.tb ? b.row_sum : b.col_sum;
-  const std::vector<double>& b_col_sq = v.tb ? b.row_sq : b.col_sq;
-  s.max_b = b.max;
-  // op(A) is m x k: stored m x k, or k x m when transposed.
-  const AbsStats a = v.ta ? AbsPass(v.a, k, m) : AbsPass(v.a, m, k);
-  s.row_a = v.ta ? a.col_sum : a.row_sum;
-  const std::vector<double>& a_col = v.ta ? a.row_sum : a.col_sum;  // 1ᵀ|op(A)| (k)
-  const std::vector<double>& a_row_sq = v.ta ? a.col_sq : a.row_sq;
-  s.max_a = a.max;
-  s.p_row = v.ta ? AbsMatVec(v.a, k, m, true, b_row) : AbsMatVec(v.a, m, k, false, b_row);
-  s.p_col = v.tb ? AbsMatVec(v.b, n, k, false, a_col) : AbsMatVec(v.b, k, n, true, a_col);
-  s.norm_a = std::sqrt(*std::max_element(a_row_sq.begin(), a_row_sq.end()));
-  s.norm_b = std::sqrt(*std::max_element(b_col_sq.begin(), b_col_sq.end()));
-  return s;
+  std::vector<double> ab_rows, ab_cols;
+  if (p.alpha != 0) {
+    // op(B) is k x n: stored k x n, or n x k when transposed. First pass: its sums and op(B)·X.
+    MatrixPass b1;
+    b1.sums = b1.squares = true;
+    (v.tb ? b1.left : b1.right) = x.data();
+    (v.tb ? b1.left_cols : b1.right_cols) = rx;
+    RunPass(v.b, v.tb ? n : k, v.tb ? k : n, &b1);
+    const std::vector<double>& mid = v.tb ? b1.s_left : b1.s_right;  // k x rx
+    const std::vector<double>& b_row = v.tb ? b1.col_sum : b1.row_sum;  // |op(B)|·1 (k)
+    s.col_b = v.tb ? b1.row_sum : b1.col_sum;
+    const std::vector<double>& b_col_sq = v.tb ? b1.row_sq : b1.col_sq;
+    s.max_b = b1.max;
+    // op(A) is m x k: stored m x k, or k x m when transposed. Its sums, |op(A)|·b_row, op(A)·mid, op(A)ᵀ·Y.
+    MatrixPass a;
+    a.sums = a.squares = true;
+    (v.ta ? a.abs_left : a.abs_right) = b_row.data();
+    (v.ta ? a.left : a.right) = mid.data();
+    (v.ta ? a.left_cols : a.right_cols) = rx;
+    (v.ta ? a.right : a.left) = y.data();
+    (v.ta ? a.right_cols : a.left_cols) = ry;
+    RunPass(v.a, v.ta ? k : m, v.ta ? m : k, &a);
+    s.row_a = v.ta ? a.col_sum : a.row_sum;
+    const std::vector<double>& a_col = v.ta ? a.row_sum : a.col_sum;  // 1ᵀ|op(A)| (k)
+    const std::vector<double>& a_row_sq = v.ta ? a.col_sq : a.row_sq;
+    s.max_a = a.max;
+    s.p_row = v.ta ? a.abs_s_left : a.abs_s_right;
+    ab_rows = v.ta ? a.s_left : a.s_right;            // m x rx
+    const std::vector<double>& mid2 = v.ta ? a.s_right : a.s_left;  // op(A)ᵀ·Y: k x ry
+    // Second pass over B: |op(B)|ᵀ·(1ᵀ|op(A)|)ᵀ and op(B)ᵀ·mid2.
+    MatrixPass b2;
+    (v.tb ? b2.abs_right : b2.abs_left) = a_col.data();
+    (v.tb ? b2.right : b2.left) = mid2.data();
+    (v.tb ? b2.right_cols : b2.left_cols) = ry;
+    RunPass(v.b, v.tb ? n : k, v.tb ? k : n, &b2);
+    s.p_col = v.tb ? b2.abs_s_right : b2.abs_s_left;
+    ab_cols = v.tb ? b2.s_right : b2.s_left;          // n x ry
+    if (m > 0 && k > 0) s.norm_a = std::sqrt(*std::max_element(a_row_sq.begin(), a_row_sq.end()));
+    if (n > 0 && k > 0) s.norm_b = std::sqrt(*std::max_element(b_col_sq.begin(), b_col_sq.end()));
+    out.input_problem |= a.nonfinite || b1.nonfinite || (in_max > 0 && (a.max > in_max || b1.max > in_max));
+  }
+  MatrixPass c;
+  c.sums = true;
+  c.right = x.data();
+  c.right_cols = rx;
+  c.left = y.data();
+  c.left_cols = ry;
+  RunPass(v.c_out, m, n, &c);
+  s.out_row = c.row_sum;
+  s.out_col = c.col_sum;
+  s.max_out = c.max;
+  out.t_rows = std::move(c.s_right);
+  out.t_cols = std::move(c.s_left);
+  if (p.beta != 0) {
+    MatrixPass c0 = c;
+    c0.s_right.clear();
+    c0.s_left.clear();
+    RunPass(v.c0, m, n, &c0);
+    s.c0_row = c0.row_sum;
+    s.c0_col = c0.col_sum;
+    s.max_c0 = c0.max;
+    for (size_t e = 0; e < out.t_rows.size(); ++e) out.t_rows[e] -= p.beta * c0.s_right[e];
+    for (size_t e = 0; e < out.t_cols.size(); ++e) out.t_cols[e] -= p.beta * c0.s_left[e];
+    out.input_problem |= c0.nonfinite;
+  } else {
+    s.c0_row.assign(static_cast<size_t>(m), 0.0);
+    s.c0_col.assign(static_cast<size_t>(n), 0.0);
+  }
+  if (p.alpha != 0) {
+    for (size_t e = 0; e < out.t_rows.size(); ++e) out.t_rows[e] -= p.alpha * ab_rows[e];
+    for (size_t e = 0; e < out.t_cols.size(); ++e) out.t_cols[e] -= p.alpha * ab_cols[e];
+  }
+  return out;
 }
 
 // An upper bound on the largest elementwise bound of one batch, from its sums (for the sensitivity the projection
@@ -357,37 +529,19 @@ struct SideResult {
   std::vector<double> eval;       // its FP64-evaluation part
 };
 
-// Row side: T = Ĉx - α·op(A)(op(B)x) - β·C0x for the r vectors of x (len x r, entries ±1) at once; columns: the same
-// on the transposed problem. `deviations` (may be null) gets |T| (out x r).
-SideResult ProjectSide(const BatchView& v, const ProjectionSums& sums, const GemmBound& bound, bool columns,
-                       const std::vector<double>& x, std::vector<double>* deviations = nullptr) {
-  const GemmProblem& p = *v.p;
+// Judges one side: `t` holds T = Ĉx − α·op(A)(op(B)x) − β·C0x for r vectors (out x r; columns: the same on the
+// transposed problem). `deviations` (may be null) gets |T| (out x r).
+SideResult JudgeSide(const GemmProblem& p, const ProjectionSums& sums, const GemmBound& bound, bool columns,
+                     const std::vector<double>& t, std::vector<double>* deviations = nullptr) {
   const int64_t m = p.m, n = p.n, k = p.k;
   const int64_t len = columns ? m : n;  // length of the random vectors
   const int64_t out = columns ? n : m;  // rows/columns judged
-  const int r = static_cast<int>(x.size() / static_cast<size_t>(std::max<int64_t>(len, 1)));
-  // Ĉ·X (m x r) or Ĉᵀ·Y (n x r).
-  std::vector<double> t(static_cast<size_t>(out * r));
-  MatMul(columns, false, out, r, len, v.c_out, m, x.data(), len, t.data(), out);
+  const int r = out > 0 ? static_cast<int>(t.size() / static_cast<size_t>(out)) : 0;
   const std::vector<double>& abs_out = columns ? sums.out_col : sums.out_row;
   const std::vector<double>& abs_c0 = columns ? sums.c0_col : sums.c0_row;
-  if (v.c0 != nullptr) {
-    std::vector<double> c0x(static_cast<size_t>(out * r));
-    MatMul(columns, false, out, r, len, v.c0, m, x.data(), len, c0x.data(), out);
-    for (size_t e = 0; e < t.size(); ++e) t[e] -= p.beta * c0x[e];
-  }
   const std::vector<double>& sum_p = columns ? sums.p_col : sums.p_row;
   std::vector<double> rs(static_cast<size_t>(out), 0.0);
   if (p.alpha != 0) {
-    std::vector<double> mid(static_cast<size_t>(k * r)), ab(static_cast<size_t>(out * r));
-    if (!columns) {
-      MatMul(v.tb, false, k, r, n, v.b, v.ldb, x.data(), n, mid.data(), k);     // op(B)·X
-      MatMul(v.ta, false, m, r, k, v.a, v.lda, mid.data(), k, ab.data(), m);    // op(A)·(op(B)·X)
-    } else {
-      MatMul(!v.ta, false, k, r, m, v.a, v.lda, x.data(), m, mid.data(), k);    // op(A)ᵀ·Y
-      MatMul(!v.tb, false, n, r, k, v.b, v.ldb, mid.data(), k, ab.data(), n);   // op(B)ᵀ·(op(A)ᵀ·Y)
-    }
-    for (size_t e = 0; e < t.size(); ++e) t[e] -= p.alpha * ab[e];
     double r_total = 0, s_total = 0;
     for (double e : sums.row_a) r_total += e;
     for (double e : sums.col_b) s_total += e;
@@ -433,7 +587,7 @@ struct SubsetScratch {
 // block holds at most 2^20 elements), and each pair of blocks is two BLAS GEMMs; calls fn(i, j, terms). Memory is
 // O(block·k) whatever the sets, so a row flagged by the projection costs one pass over B, not a copy of |B|.
 template <typename Fn>
-void ReplaySubset(const BatchView& v, const ProjectionSums& sums, const std::vector<int64_t>& rows,
+void ReplaySubset(const ProjectionView& v, const ProjectionSums& sums, const std::vector<int64_t>& rows,
                   const std::vector<int64_t>& cols, SubsetScratch* sc, Fn fn) {
   const GemmProblem& p = *v.p;
   const int64_t m = p.m, n = p.n, k = p.k;
@@ -448,26 +602,27 @@ void ReplaySubset(const BatchView& v, const ProjectionSums& sums, const std::vec
   for (int64_t r0 = 0; r0 < nr; r0 += blk) {
     const int64_t br = std::min(blk, nr - r0);
     if (use_ab) {  // op(A) rows r0.. as a br x k block, ld = br
-      for (int64_t ii = 0; ii < br; ++ii) {
-        const int64_t i = rows[r0 + ii];
-        for (int64_t l = 0; l < k; ++l) {
-          const double e = v.ta ? v.a[l + i * k] : v.a[i + l * m];
-          sc->a[ii + l * br] = e;
-          sc->abs_a[ii + l * br] = std::fabs(e);
-        }
+      if (v.ta) {  // a row of op(A) is a stored column
+        for (int64_t ii = 0; ii < br; ++ii)
+          v.a.Decode(static_cast<uint64_t>(rows[r0 + ii] * k), 1, static_cast<uint64_t>(k), sc->a.data() + ii,
+                     static_cast<uint64_t>(br));
+      } else {  // stored column by stored column (memory order), the block's rows of each
+        for (int64_t l = 0; l < k; ++l) v.a.Gather(static_cast<uint64_t>(l * m), rows.data() + r0, br, sc->a.data() + l * br);
       }
+      for (size_t x = 0; x < static_cast<size_t>(br * k); ++x) sc->abs_a[x] = std::fabs(sc->a[x]);
     }
     for (int64_t c0 = 0; c0 < nc; c0 += blk) {
       const int64_t bc = std::min(blk, nc - c0);
       if (use_ab) {  // op(B) columns c0.. as a k x bc block, ld = k
         for (int64_t jj = 0; jj < bc; ++jj) {
           const int64_t j = cols[c0 + jj];
-          for (int64_t l = 0; l < k; ++l) {
-            const double e = v.tb ? v.b[j + l * n] : v.b[l + j * k];
-            sc->b[l + jj * k] = e;
-            sc->abs_b[l + jj * k] = std::fabs(e);
+          if (v.tb) {
+            v.b.Decode(static_cast<uint64_t>(j), static_cast<uint64_t>(n), static_cast<uint64_t>(k), sc->b.data() + jj * k);
+          } else {
+            v.b.Decode(static_cast<uint64_t>(j * k), 1, static_cast<uint64_t>(k), sc->b.data() + jj * k);
           }
         }
+        for (size_t x = 0; x < static_cast<size_t>(bc * k); ++x) sc->abs_b[x] = std::fabs(sc->b[x]);
         MatMul(false, false, br, bc, k, sc->a.data(), br, sc->b.data(), k, sc->ref.data(), br);
         MatMul(false, false, br, bc, k, sc->abs_a.data(), br, sc->abs_b.data(), k, sc->mag.data(), br);
       }
@@ -482,8 +637,8 @@ void ReplaySubset(const BatchView& v, const ProjectionSums& sums, const std::vec
             t.abs_row_a = sums.row_a[i];
             t.abs_col_b = sums.col_b[j];
           }
-          if (v.c0 != nullptr) {
-            const double c0v = v.c0[i + j * m];
+          if (p.beta != 0) {
+            const double c0v = v.c0.At(static_cast<uint64_t>(i + j * m));
             t.ref += p.beta * c0v;
             t.abs_c0 = std::fabs(c0v);
           }
@@ -549,17 +704,13 @@ std::vector<double> RandomSigns(size_t count, std::mt19937_64* rng) {
 
 GemmProjection ProjectOneSide(const GemmProblem& p, const GemmPrecision& precision, BoundKind kind,
                               const std::vector<double>& x, int64_t batch, bool columns) {
-  const BatchView v(p, batch, /*with_abs=*/false);
+  const ProjectionView v(p, batch);
   const GemmBound bound(precision, p.k, p.alpha, p.beta, kind);
+  const std::vector<double> none;
+  const BatchPasses passes = RunBatchPasses(v, columns ? none : x, columns ? x : none, 0);
   GemmProjection out;
-  out.bound = ProjectSide(v, SumsOf(v), bound, columns, x, &out.deviation).bound;
+  out.bound = JudgeSide(p, passes.sums, bound, columns, columns ? passes.t_cols : passes.t_rows, &out.deviation).bound;
   return out;
-}
-
-bool HasNonFinite(const std::vector<double>& v) {
-  for (double x : v)
-    if (!std::isfinite(x)) return true;
-  return false;
 }
 
 }  // namespace
@@ -574,27 +725,35 @@ GemmProjection ProjectColumns(const GemmProblem& p, const GemmPrecision& precisi
   return ProjectOneSide(p, precision, kind, y, batch, true);
 }
 
-GemmVerdict VerifyGemm(const GemmProblem& p, const GemmPrecision& precision, const GemmCheckOptions& o) {
+namespace {
+
+// Full replay of every element (decoding captured operands).
+GemmVerdict FullVerdict(const GemmProblem& problem, const GemmPrecision& precision, const GemmCheckOptions& o) {
+  GemmProblem storage;
+  const GemmProblem& p = Decoded(problem, &storage);
   GemmVerdict verdict;
   for (double x : p.c_out) verdict.max_abs_out = std::max(verdict.max_abs_out, std::fabs(x));
-  const bool use_ab = p.alpha != 0, use_c = p.beta != 0;
+  verdict.method = GemmMethod::kFull;
+  // An error d on top of a clean error e exceeds the bound b when |d| > b + |e|: certain beyond 2·b.
+  double worst = 0;
+  verdict.stats = ReplayAll(p, precision, o.bound, &worst);
+  verdict.guaranteed = verdict.screened = 2 * worst;
+  return verdict;
+}
+
+}  // namespace
+
+GemmVerdict VerifyGemm(const GemmProblem& p, const GemmPrecision& precision, const GemmCheckOptions& o) {
+  const bool use_ab = p.alpha != 0;
   const uint64_t per_batch = static_cast<uint64_t>(p.m) * static_cast<uint64_t>(p.n) * static_cast<uint64_t>(use_ab ? p.k : 1);
   GemmMethod method = o.method;
   if (method == GemmMethod::kAuto) method = per_batch > o.projection_above ? GemmMethod::kProjection : GemmMethod::kFull;
-  // Inputs with Inf or NaN, or beyond the range of a conversion the compute type makes: the elementwise rules decide
-  // (projections of them are NaN everywhere, and the model does not bound an overflowing conversion).
-  if ((use_ab && (HasNonFinite(p.a) || HasNonFinite(p.b))) || (use_c && HasNonFinite(p.c_in)) ||
-      InputOverflow(p, precision) || p.m == 0 || p.n == 0)
-    method = GemmMethod::kFull;
+  // Inputs with Inf or NaN, or beyond the range of a conversion the compute type makes, are replayed in full: the
+  // elementwise rules decide (projections of them are NaN everywhere, and the model does not bound an overflowing
+  // conversion). The projection's passes find them (RunBatchPasses) before anything is judged.
+  if (method == GemmMethod::kFull || p.m == 0 || p.n == 0) return FullVerdict(p, precision, o);
   const GemmBound bound(precision, p.k, p.alpha, p.beta, o.bound);
-  if (method == GemmMethod::kFull) {
-    verdict.method = GemmMethod::kFull;
-    // An error d on top of a clean error e exceeds the bound b when |d| > b + |e|: certain beyond 2·b.
-    double worst = 0;
-    verdict.stats = ReplayAll(p, precision, o.bound, &worst);
-    verdict.guaranteed = verdict.screened = 2 * worst;
-    return verdict;
-  }
+  GemmVerdict verdict;
   verdict.method = GemmMethod::kProjection;
   verdict.replayed_fraction = 0;
   const int64_t m = p.m, n = p.n;
@@ -607,10 +766,15 @@ GemmVerdict VerifyGemm(const GemmProblem& p, const GemmPrecision& precision, con
   uint64_t tile_total = 0;
   for (int64_t bt = 0; bt < p.batch; ++bt) {
     std::mt19937_64 rng(o.seed ^ (static_cast<uint64_t>(bt) * 0x9E3779B97F4A7C15ull));
-    const BatchView v(p, bt, /*with_abs=*/false);
-    const ProjectionSums sums = SumsOf(v);
-    const SideResult rows = ProjectSide(v, sums, bound, false, RandomSigns(static_cast<size_t>(n * r), &rng));
-    const SideResult cols = ProjectSide(v, sums, bound, true, RandomSigns(static_cast<size_t>(m * r), &rng));
+    const ProjectionView v(p, bt);
+    const std::vector<double> x = RandomSigns(static_cast<size_t>(n * r), &rng);
+    const std::vector<double> y = RandomSigns(static_cast<size_t>(m * r), &rng);
+    const BatchPasses passes = RunBatchPasses(v, x, y, precision.in_max);
+    if (passes.input_problem) return FullVerdict(p, precision, o);
+    const ProjectionSums& sums = passes.sums;
+    verdict.max_abs_out = std::max(verdict.max_abs_out, sums.max_out);
+    const SideResult rows = JudgeSide(p, sums, bound, false, passes.t_rows);
+    const SideResult cols = JudgeSide(p, sums, bound, true, passes.t_cols);
     std::vector<int64_t> flag_rows, flag_cols;
     const double row_thr = Flag(rows, o.screen, row_cap, &flag_rows, &verdict.proven_rows, &verdict.projection_ratio);
     const double col_thr = Flag(cols, o.screen, col_cap, &flag_cols, &verdict.proven_cols, &verdict.projection_ratio);
@@ -659,8 +823,9 @@ GemmVerdict VerifyGemm(const GemmProblem& p, const GemmPrecision& precision, con
   replayed.erase(std::unique(replayed.begin(), replayed.end(),
                              [](const auto& x, const auto& y) { return x.first == y.first; }),
                  replayed.end());
+  const Operand out = OperandOf(p.c_out, p.raw_c_out, UINT64_MAX, 0);
   for (const auto& [index, t] : replayed)
-    verdict.stats.Add(index, p.c_out[index], t.ref, bound.Bound(t), bound.OverflowPossible(t));
+    verdict.stats.Add(index, out.At(index), t.ref, bound.Bound(t), bound.OverflowPossible(t));
   verdict.guaranteed = std::max(verdict.guaranteed, verdict.screened);
   verdict.tile_elements = tile_total;
   verdict.replayed_fraction = std::min(1.0, static_cast<double>(replayed.size()) / static_cast<double>(c_size * p.batch));
@@ -748,12 +913,16 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report, const GemmCheckOpt
   p.transb = g.transb;
   p.alpha = alpha;
   p.beta = beta;
+  // The captured bytes, decoded only by full replay (the projection converts a panel at a time).
+  auto raw = [](DType dt, const Tensor* t) {
+    return GemmOperand{dt, t->data.data(), t->data.size() / format::DTypeSize(static_cast<uint8_t>(dt))};
+  };
   if (need_ab) {
-    p.a = DecodeAll(a_dt, a->data);
-    p.b = DecodeAll(b_dt, b->data);
+    p.raw_a = raw(a_dt, a);
+    p.raw_b = raw(b_dt, b);
   }
-  if (need_c) p.c_in = DecodeAll(c_dt, c_in->data);
-  p.c_out = DecodeAll(c_dt, c_out->data);
+  if (need_c) p.raw_c_in = raw(c_dt, c_in);
+  p.raw_c_out = raw(c_dt, c_out);
   const GemmVerdict v = VerifyGemm(p, *precision, o);
   const ElementStats& s = v.stats;
   const bool clean = s.violations == 0 && v.proven_rows == 0 && v.proven_cols == 0;

@@ -23,11 +23,22 @@
 #include "analyzer/error_model.h"
 #include "analyzer/report.h"
 #include "analyzer/trace_model.h"
+#include "ttrace/format.h"
 
 namespace ttrace::analyzer {
 
-// One GEMM's operands, decoded, in the layout they were captured: dense column-major, A as stored (m x k, or k x m
-// when transposed), B likewise, C m x n; batches back to back. An operand holding one batch is shared by all.
+// A captured operand, not decoded: `size` dense elements of `dtype` at `data` (the tensor's payload, which outlives
+// the check).
+struct GemmOperand {
+  format::DType dtype = format::DType::kF64;
+  const char* data = nullptr;
+  uint64_t size = 0;
+};
+
+// One GEMM's operands in the layout they were captured: dense column-major, A as stored (m x k, or k x m when
+// transposed), B likewise, C m x n; batches back to back. An operand holding one batch is shared by all. Each operand
+// is given decoded (the vector: tests, the diff) or as captured (raw_*, used when its data is set: CheckGemmOp).
+// The projection reads captured operands a panel at a time (no FP64 copy of the whole); full replay decodes them.
 struct GemmProblem {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   uint8_t transa = 0, transb = 0;  // cublasOperation_t: 0 N, 1 T, 2 C (real types: C = T)
@@ -35,6 +46,7 @@ struct GemmProblem {
   std::vector<double> a, b;
   std::vector<double> c_in;        // needed when beta != 0
   std::vector<double> c_out;       // the captured result
+  GemmOperand raw_a, raw_b, raw_c_in, raw_c_out;
 };
 
 // The FP64 reference and bound terms of every output element (index = b·m·n + col·m + row). When α = 0, A and

@@ -272,6 +272,63 @@ TEST(GemmProjectionTest, AutoChoosesBySize) {
   EXPECT_EQ(VerifyGemm(nan, prec, o).method, GemmMethod::kFull);
 }
 
+// The projection reads captured operands a panel at a time (FP32, BF16 and FP16 bytes, no FP64 copy): the verdict is
+// the one of the same operands decoded, to the bit, whatever the transposes, β, a shared operand across batches and
+// matrices spanning several panels; an input NaN in the captured bytes sends the GEMM to full replay.
+TEST(GemmProjectionTest, CapturedOperandsGiveTheVerdictOfDecodedOnes) {
+  std::mt19937_64 rng(41);
+  const int64_t m = 160, n = 300, k = 128;  // panels of 2^15 elements: C and B span 2
+  GemmCheckOptions o;
+  o.method = GemmMethod::kProjection;
+  int cases = 0;
+  for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int variant = 0; variant < 2; ++variant) {
+      const uint8_t t = static_cast<uint8_t>(variant);
+      GemmProblem one = Device(rng, m, n, k, dt, dt, 1, variant ? 0.5 : 0, t, t, 2);
+      // Two batches sharing B: batch 1 repeats batch 0 with one output element off.
+      GemmProblem p = one;
+      p.batch = 2;
+      p.a.insert(p.a.end(), one.a.begin(), one.a.end());
+      p.c_in.insert(p.c_in.end(), one.c_in.begin(), one.c_in.end());
+      p.c_out.insert(p.c_out.end(), one.c_out.begin(), one.c_out.end());
+      const size_t bad = static_cast<size_t>(m * n + 17 + 5 * m);
+      p.c_out[bad] = RoundTo(dt, p.c_out[bad] * 4 + 2);
+      const std::string a = Encode(dt, p.a), b = Encode(dt, p.b), c_in = Encode(dt, p.c_in), c_out = Encode(dt, p.c_out);
+      GemmProblem raw = p;
+      raw.a.clear(), raw.b.clear(), raw.c_in.clear(), raw.c_out.clear();
+      raw.raw_a = GemmOperand{dt, a.data(), p.a.size()};
+      raw.raw_b = GemmOperand{dt, b.data(), p.b.size()};
+      if (variant) raw.raw_c_in = GemmOperand{dt, c_in.data(), p.c_in.size()};
+      raw.raw_c_out = GemmOperand{dt, c_out.data(), p.c_out.size()};
+      const GemmPrecision prec = Precision(dt, dt);
+      const GemmVerdict want = VerifyGemm(p, prec, o), got = VerifyGemm(raw, prec, o);
+      SCOPED_TRACE(DTypeName(static_cast<uint8_t>(dt)) + (variant ? " TT, beta 0.5" : " NN"));
+      EXPECT_EQ(got.method, GemmMethod::kProjection);
+      EXPECT_EQ(want.method, GemmMethod::kProjection);
+      EXPECT_EQ(got.stats.elements, want.stats.elements);
+      EXPECT_EQ(got.stats.violations, want.stats.violations);
+      EXPECT_GE(got.stats.violations, 1u) << "the element off by 4x + 2";
+      EXPECT_EQ(got.stats.first_index, bad);
+      EXPECT_EQ(got.stats.worst_ratio, want.stats.worst_ratio);
+      EXPECT_EQ(got.proven_rows, want.proven_rows);
+      EXPECT_EQ(got.proven_cols, want.proven_cols);
+      EXPECT_EQ(got.projection_ratio, want.projection_ratio);
+      EXPECT_EQ(got.guaranteed, want.guaranteed);
+      EXPECT_EQ(got.screened, want.screened);
+      EXPECT_EQ(got.replayed_fraction, want.replayed_fraction);
+      EXPECT_EQ(got.max_abs_out, want.max_abs_out);
+      ++cases;
+      if (dt == DType::kBF16 && variant == 0) {  // a NaN among the captured bytes of A: full replay, as decoded
+        std::string nan_a = a;
+        nan_a[2 * 10] = 0x7fc0 & 0xff, nan_a[2 * 10 + 1] = static_cast<char>(0x7fc0 >> 8);
+        raw.raw_a.data = nan_a.data();
+        EXPECT_EQ(VerifyGemm(raw, prec, o).method, GemmMethod::kFull);
+      }
+    }
+  }
+  EXPECT_EQ(cases, 6);
+}
+
 // Outputs that are not finite: a row or column whose projection is Inf or NaN is replayed, never counted as proven
 // wrong, so a correct overflow to Inf (FP16 output, |C| far beyond 65504) is no finding, while a NaN where the
 // replay gives a finite value is found at its element; beyond the cap of screened rows, too.

@@ -119,4 +119,63 @@ std::vector<double> DecodeAll(format::DType dtype, absl::string_view payload) {
   return out;
 }
 
+namespace {
+
+template <typename Convert>
+void Strided(const char* data, uint64_t first, uint64_t stride, uint64_t count, double* out, uint64_t out_stride,
+             Convert convert) {
+  if (stride == 1 && out_stride == 1) {
+    for (uint64_t i = 0; i < count; ++i) out[i] = convert(data, first + i);
+  } else {
+    for (uint64_t i = 0; i < count; ++i) out[i * out_stride] = convert(data, first + i * stride);
+  }
+}
+
+template <typename Convert>
+void Gather(const char* data, uint64_t first, const int64_t* offsets, uint64_t count, double* out, Convert convert) {
+  for (uint64_t i = 0; i < count; ++i) out[i] = convert(data, first + static_cast<uint64_t>(offsets[i]));
+}
+
+}  // namespace
+
+void DecodeGather(format::DType dtype, const char* data, uint64_t first, const int64_t* offsets, uint64_t count,
+                  double* out) {
+  switch (dtype) {
+    case DType::kF32:
+      return Gather(data, first, offsets, count, out, [](const char* d, uint64_t i) -> double { return Load<float>(d, i); });
+    case DType::kF64:
+      return Gather(data, first, offsets, count, out, [](const char* d, uint64_t i) { return Load<double>(d, i); });
+    case DType::kBF16:
+      return Gather(data, first, offsets, count, out,
+                    [](const char* d, uint64_t i) -> double { return kernels::Bf16ToFloat(Load<uint16_t>(d, i)); });
+    case DType::kF16:
+      return Gather(data, first, offsets, count, out,
+                    [](const char* d, uint64_t i) -> double { return kernels::HalfToFloat(Load<uint16_t>(d, i)); });
+    default:
+      return Gather(data, first, offsets, count, out,
+                    [dtype](const char* d, uint64_t i) { return DecodeElement(dtype, d, i); });
+  }
+}
+
+void DecodeStrided(format::DType dtype, const char* data, uint64_t first, uint64_t stride, uint64_t count, double* out,
+                   uint64_t out_stride) {
+  switch (dtype) {
+    case DType::kF32:
+      return Strided(data, first, stride, count, out, out_stride,
+                     [](const char* d, uint64_t i) -> double { return Load<float>(d, i); });
+    case DType::kF64:
+      return Strided(data, first, stride, count, out, out_stride,
+                     [](const char* d, uint64_t i) { return Load<double>(d, i); });
+    case DType::kBF16:
+      return Strided(data, first, stride, count, out, out_stride,
+                     [](const char* d, uint64_t i) -> double { return kernels::Bf16ToFloat(Load<uint16_t>(d, i)); });
+    case DType::kF16:
+      return Strided(data, first, stride, count, out, out_stride,
+                     [](const char* d, uint64_t i) -> double { return kernels::HalfToFloat(Load<uint16_t>(d, i)); });
+    default:
+      return Strided(data, first, stride, count, out, out_stride,
+                     [dtype](const char* d, uint64_t i) { return DecodeElement(dtype, d, i); });
+  }
+}
+
 }  // namespace ttrace::analyzer

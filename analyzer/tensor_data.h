@@ -35,6 +35,15 @@ double DecodeElement(format::DType dtype, const char* data, uint64_t i);
 // All elements of a payload (payload.size() / DTypeSize elements) as FP64.
 std::vector<double> DecodeAll(format::DType dtype, absl::string_view payload);
 
+// Elements first, first + stride, ..., `count` of them, of a dense payload as FP64 into out[0], out[out_stride], ...
+// (the dtype switch outside the loop: a panel of a large operand converts at memory speed, with no FP64 copy of the
+// whole). The caller has checked that the payload holds them.
+void DecodeStrided(format::DType dtype, const char* data, uint64_t first, uint64_t stride, uint64_t count, double* out,
+                   uint64_t out_stride = 1);
+// out[t] = element first + offsets[t], for t < count (a gather: rows of a column-major matrix, one column at a time).
+void DecodeGather(format::DType dtype, const char* data, uint64_t first, const int64_t* offsets, uint64_t count,
+                  double* out);
+
 // FP8 (OCP / NVIDIA __nv_fp8_e4m3, __nv_fp8_e5m2) to FP32, exact. E4M3 has no infinity (S.1111.111 is NaN).
 float E4m3ToFloat(uint8_t v);
 float E5m2ToFloat(uint8_t v);

@@ -146,7 +146,10 @@ std::string DecodePayload(const RecordView& r, uint64_t full_bytes, Tensor* tens
 
 // Decodes a tensor record's payload into `tensor`, counting its bytes against the load's budget (or, deferred,
 // validates and indexes it).
-absl::Status DecodeTensor(const RecordView& r, const LoadOptions& options, uint64_t* held, PendingTensor* out) {
+// `keep` (deferred loads, may be null): the payload is decoded and kept when it fits LoadOptions::keep_tensor_bytes
+// on top of *keep (which counts it).
+absl::Status DecodeTensor(const RecordView& r, const LoadOptions& options, uint64_t* held, PendingTensor* out,
+                          uint64_t* keep = nullptr) {
   auto tensor = std::make_unique<Tensor>();
   tensor->meta = r.Body<format::TensorRecord>();
   uint64_t full_bytes = 0;
@@ -154,6 +157,18 @@ absl::Status DecodeTensor(const RecordView& r, const LoadOptions& options, uint6
   tensor->payload_bytes = problem.empty() ? full_bytes : r.payload.size();
   if (options.defer_tensors) {
     tensor->deferred = true;
+    if (keep != nullptr && problem.empty() && full_bytes <= options.keep_tensor_bytes - std::min(*keep, options.keep_tensor_bytes) &&
+        full_bytes > 0) {
+      const format::TensorRecord stored = tensor->meta;
+      problem = DecodePayload(r, full_bytes, tensor.get());
+      if (problem.empty()) {
+        *keep += full_bytes;
+      } else {  // left to the deferred read, which reports it
+        problem.clear();
+        tensor->meta = stored;
+        std::string().swap(tensor->data);
+      }
+    }
   } else if (problem.empty()) {
     *held += full_bytes;
     if (options.max_tensor_bytes > 0 && *held > options.max_tensor_bytes)
@@ -248,7 +263,10 @@ std::string Printable(absl::string_view text) {
   return out;
 }
 
-absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& options) {
+namespace {
+
+// `kept`: the bytes of payloads kept so far by deferred loads of this trace (LoadOptions::keep_tensor_bytes).
+absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& options, uint64_t* kept) {
   ReaderOptions ro;
   ro.allow_truncated = options.allow_truncated;
   TTRACE_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, ro));
@@ -319,7 +337,7 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
           break;
         }
         PendingTensor p;
-        TTRACE_RETURN_IF_ERROR(DecodeTensor(r, options, &held, &p));
+        TTRACE_RETURN_IF_ERROR(DecodeTensor(r, options, &held, &p, ops.count(seq) != 0 ? kept : nullptr));
         p.tensor->ordinal = ordinal;
         tensors.push_back(std::move(p));
         break;
@@ -457,6 +475,13 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
   return t;
 }
 
+}  // namespace
+
+absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptions& options) {
+  uint64_t kept = 0;
+  return LoadRankTrace(path, options, &kept);
+}
+
 absl::StatusOr<std::vector<std::string>> ListStreams(const std::string& dir) {
   struct stat st;
   if (stat(dir.c_str(), &st) != 0) return absl::NotFoundError(absl::StrCat(dir, ": ", strerror(errno)));
@@ -480,9 +505,10 @@ absl::StatusOr<TraceSet> LoadTraceDir(const std::string& dir, const LoadOptions&
   TTRACE_ASSIGN_OR_RETURN(std::vector<std::string> paths, ListStreams(dir));
   TraceSet set;
   set.dir = dir;
+  uint64_t kept = 0;
   for (const std::string& path : paths) {
     if (options.on_file) options.on_file(path);
-    TTRACE_ASSIGN_OR_RETURN(RankTrace t, LoadRankTrace(path, options));
+    TTRACE_ASSIGN_OR_RETURN(RankTrace t, LoadRankTrace(path, options, &kept));
     set.ranks.push_back(std::move(t));
   }
   const RankTrace& first = set.ranks.front();

@@ -119,6 +119,11 @@ struct LoadOptions {
   // Index only: tensors are validated and attached to their ops without their payloads (Tensor::deferred), in one
   // pass; LoadDeferredTensors reads the payloads later (check.h streams them within its memory limit).
   bool defer_tensors = false;
+  // With defer_tensors: the payloads of tensors whose op record came before them are decoded and kept (still marked
+  // deferred, so a check releases them as it would loaded ones) while their total stays within this many bytes, so
+  // a trace that fits is read once, not twice (`ttrace check`: a quarter of its memory limit). Later ones stay
+  // deferred.
+  uint64_t keep_tensor_bytes = 0;
   std::function<void(const std::string& path)> on_file;  // called before each stream is read (progress)
 };
 

@@ -158,7 +158,12 @@ mutate "gemm projection: non-finite rows counted as proven" analyzer/gemm_check.
       picked->push_back(static_cast<int64_t>(o));
     } else if (r > 1) {" "gemm_projection_test" "GemmProjection"
 mutate "gemm projection: sample gathers op(A) as if untransposed" analyzer/gemm_check.cc \
-  "const double e = v.ta ? v.a[l + i * k] : v.a[i + l * m];" "const double e = v.a[i + l * m];" \
+  "      if (v.ta) {  // a row of op(A) is a stored column" "      if (false) {  // a row of op(A) is a stored column" \
+  "gemm_projection_test" "GemmProjection"
+mutate "gemm projection: every panel of a decoded operand read from its first column" analyzer/gemm_check.cc \
+  "      d = s.F64() + c0 * rows;" "      d = s.F64();" "gemm_projection_test" "GemmProjection"
+mutate "gemm projection: every panel of a captured operand decoded from its first column" analyzer/gemm_check.cc \
+  "      s.Decode(static_cast<uint64_t>(c0 * rows), 1, count, buf.data());" "      s.Decode(0, 1, count, buf.data());" \
   "gemm_projection_test" "GemmProjection"
 mutate "streaming: ops over the memory limit checked anyway" check.cc \
   "batch.push_back(Item{t.rank(), &op, OpBytes(op), cost > limit});" \
