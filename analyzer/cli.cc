@@ -29,7 +29,7 @@ constexpr char kUsage[] =
     "\n"
     "commands:\n"
     "  check DIR [--json FILE] [--html FILE] [--allow-incomplete] [--memory-limit S] [--max-gemm-work N]\n"
-    "            [--gemm-method full|projection|auto] [--bound deterministic|probabilistic] [--threads N]\n"
+    "            [--gemm-method full|projection|auto] [--gemm-full-16bit N] [--bound deterministic|probabilistic] [--threads N]\n"
     "      Check every rank stream (*.ttr) in DIR: replay each captured GEMM in FP64 against the\n"
     "      gemm.deterministic error bound, check each all-reduce against all ranks' inputs and for bitwise\n"
     "      identical outputs. Prints a report; --json FILE also writes it as JSON. The verdict is clean only\n"
@@ -43,7 +43,10 @@ constexpr char kUsage[] =
     "                          (auto: verified by projection instead)\n"
     "      --gemm-method M     full (replay every element), projection (Freivalds: random projections, then\n"
     "                          replay of suspect rows/columns and random tiles), auto (default: projection\n"
-    "                          when m*n*k > 2^30 or over --max-gemm-work)\n"
+    "                          when m*n*k > 2^30, for BF16/FP16 outputs > --gemm-full-16bit, or over\n"
+    "                          --max-gemm-work)\n"
+    "      --gemm-full-16bit N auto: GEMMs with BF16/FP16 outputs replayed in full up to m*n*k = N per batch\n"
+    "                          (default 2^33; the projection misses flips of small 16-bit elements)\n"
     "      --threads N         worker threads for the per-op checks (default: one per core); the report is the\n"
     "                          same at any count\n"
     "      --bound B           deterministic (default: gemm.deterministic, any order) or probabilistic\n"
@@ -71,6 +74,7 @@ struct Args {
   bool allow_incomplete = false;
   uint64_t max_memory_mb = 0;  // 0: default
   uint64_t max_gemm_work = kDefaultMaxGemmWork;
+  uint64_t gemm_full_16bit = GemmCheckOptions().full_16bit_up_to;
   GemmMethod gemm_method = GemmMethod::kAuto;
   BoundKind bound = BoundKind::kDeterministic;
   int threads = 0;  // 0: hardware concurrency
@@ -111,10 +115,11 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
       if (!ParseCount(v, &n) || n > (uint64_t{1} << (63 - shift)))
         return "--memory-limit needs a size: N (MiB), NK, NM or NG";
       args->max_memory_mb = std::max<uint64_t>(1, (n << shift) >> 20);
-    } else if (json_allowed && (a == "--max-memory-mb" || a == "--max-gemm-work")) {
-      if (i + 1 >= argc || !ParseCount(argv[i + 1], a == "--max-memory-mb" ? &args->max_memory_mb
-                                                                            : &args->max_gemm_work))
-        return absl::StrCat(a, " needs a positive integer");
+    } else if (json_allowed && (a == "--max-memory-mb" || a == "--max-gemm-work" || a == "--gemm-full-16bit")) {
+      uint64_t* target = a == "--max-memory-mb" ? &args->max_memory_mb
+                         : a == "--max-gemm-work" ? &args->max_gemm_work
+                                                  : &args->gemm_full_16bit;
+      if (i + 1 >= argc || !ParseCount(argv[i + 1], target)) return absl::StrCat(a, " needs a positive integer");
       ++i;
     } else if (json_allowed && (a == "--gemm-method" || a.rfind("--gemm-method=", 0) == 0)) {
       std::string v = a.size() > 13 ? a.substr(14) : (i + 1 < argc ? argv[++i] : "");
@@ -203,6 +208,7 @@ int Check(const Args& args, std::ostream& out, std::ostream& err) {
   CheckOptions co;
   co.max_gemm_work = args.max_gemm_work;
   co.gemm.method = args.gemm_method;
+  co.gemm.full_16bit_up_to = args.gemm_full_16bit;
   co.gemm.bound = args.bound;
   co.threads = args.threads;
   co.memory_limit = limit;

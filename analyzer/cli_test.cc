@@ -210,6 +210,9 @@ TEST(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Cli({"dump", "a", "--json", "x"}).rc, 2);
   EXPECT_EQ(Cli({"check", "a", "--max-memory-mb"}).rc, 2);
   EXPECT_EQ(Cli({"check", "a", "--max-gemm-work", "0"}).rc, 2);
+  EXPECT_EQ(Cli({"check", "a", "--gemm-full-16bit", "0"}).rc, 2);
+  EXPECT_EQ(Cli({"check", "a", "--gemm-full-16bit"}).rc, 2);
+  EXPECT_NE(Cli({"--help"}).out.find("--gemm-full-16bit N"), std::string::npos);
   EXPECT_EQ(Cli({"dump", "a", "--allow-incomplete"}).rc, 2);
 }
 

@@ -747,7 +747,10 @@ GemmVerdict VerifyGemm(const GemmProblem& p, const GemmPrecision& precision, con
   const bool use_ab = p.alpha != 0;
   const uint64_t per_batch = static_cast<uint64_t>(p.m) * static_cast<uint64_t>(p.n) * static_cast<uint64_t>(use_ab ? p.k : 1);
   GemmMethod method = o.method;
-  if (method == GemmMethod::kAuto) method = per_batch > o.projection_above ? GemmMethod::kProjection : GemmMethod::kFull;
+  // 16-bit outputs (unit roundoff 2^-8 or 2^-11): full replay up to the larger budget (GemmCheckOptions).
+  const uint64_t full_up_to =
+      precision.u_out >= 0x1p-11 ? std::max(o.projection_above, o.full_16bit_up_to) : o.projection_above;
+  if (method == GemmMethod::kAuto) method = per_batch > full_up_to ? GemmMethod::kProjection : GemmMethod::kFull;
   // Inputs with Inf or NaN, or beyond the range of a conversion the compute type makes, are replayed in full: the
   // elementwise rules decide (projections of them are NaN everywhere, and the model does not bound an overflowing
   // conversion). The projection's passes find them (RunBatchPasses) before anything is judged.

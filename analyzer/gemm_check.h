@@ -75,6 +75,12 @@ struct GemmCheckOptions {
   // kAuto: projection when one batch's m·n·k exceeds this (full replay of 1024^3 takes about 0.1 s of BLAS), or
   // when the full replay would exceed max_work; full replay otherwise.
   uint64_t projection_above = uint64_t{1} << 30;
+  // kAuto with a 16-bit output (BF16, FP16): full replay up to this m·n·k per batch instead (when larger than
+  // projection_above). Each projected row sums n output roundings of a few units of the last place, so an error
+  // below about √n of them is seen only in the random sample, while full replay judges each element by its own
+  // bound: a flip of an exponent bit of a small element is found by full replay, by the projection only when
+  // sampled (docs/error-models.md, "Choice"). 2^33 = 2048^3: about 1.2 s of CPU per GEMM (--gemm-full-16bit).
+  uint64_t full_16bit_up_to = uint64_t{1} << 33;
   uint64_t max_work = kDefaultMaxGemmWork;  // full replay only; a projection's cost is O(m·n + m·k + k·n)
   int projections = 3;                      // random ±1 vectors per side (rows and columns)
   double tile_fraction = 1.0 / 64;          // of the output elements, replayed as random rows x random columns

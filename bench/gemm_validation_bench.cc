@@ -4,7 +4,7 @@
 //       gemm.deterministic and gemm.probabilistic: false positives (exit 1 on any under the deterministic bound, or
 //       over the probabilistic bound's stated rate) and the tightness table (median, p99, max of clean err/bound).
 //   gemm_validation_bench detect N [TRIALS]       detection rate by bit position: single-bit flips of one output
-//       element of an N x N x N GEMM (FP32 and BF16), full replay vs the default method (auto: projection).
+//       element of an N x N x N GEMM (FP32 and BF16): full replay, projection and the default (auto) side by side.
 // Shapes: m, n in 1..8, k log-uniform in 1..16384 (plus the detection sizes); dtypes FP32, BF16 -> FP32, FP16 ->
 // FP32, BF16, FP16 with FP32 accumulation; inputs normal, uniform, heavy-tailed (log-normal magnitudes, σ = 2) or
 // cancelling (pairs x, -x·(1 + 2^-10·r)); orders sequential, reversed, pairwise, blocked (32), split-k (4 parts
@@ -176,12 +176,14 @@ int Detect(int64_t n, int trials) {
   for (const Type& t : {kTypes[0], kTypes[3]}) {
     GemmProblem p = Device(rng, n, n, n, t, 1, 2);
     const int bits = t.out == DType::kF32 ? 32 : 16;
-    GemmCheckOptions full, def;
+    GemmCheckOptions full, projection, def;  // def: the defaults (auto)
     full.method = GemmMethod::kFull;
-    def.projection_above = 0;  // the default method at this size is projection (auto chooses it above 2^30)
-    printf("%s: | bit | full replay | projection |\n", t.name);
+    projection.method = GemmMethod::kProjection;  // what auto chooses above its full-replay budget
+    const GemmMethod chosen = ttrace::analyzer::VerifyGemm(p, Precision(t), def).method;
+    printf("%s: | bit | full replay | projection | default (auto: %s at this size) |\n", t.name,
+           ttrace::analyzer::GemmMethodName(chosen));
     for (int bit = 0; bit < bits; ++bit) {
-      int found[2] = {0, 0};
+      int found[3] = {0, 0, 0};
       for (int x = 0; x < trials; ++x) {
         GemmProblem bad = p;
         const uint64_t e = rng() % bad.c_out.size();
@@ -201,13 +203,13 @@ int Detect(int64_t n, int trials) {
           v = f;
         }
         bad.c_out[e] = v;
-        for (int mth = 0; mth < 2; ++mth) {
-          const auto verdict = ttrace::analyzer::VerifyGemm(bad, Precision(t), mth == 0 ? full : def);
+        for (int mth = 0; mth < 3; ++mth) {
+          const auto verdict = ttrace::analyzer::VerifyGemm(bad, Precision(t), mth == 0 ? full : mth == 1 ? projection : def);
           found[mth] += verdict.stats.violations > 0 || verdict.proven_rows + verdict.proven_cols > 0;
         }
       }
-      printf("| %d | %.2f | %.2f |\n", bit, found[0] / static_cast<double>(trials),
-             found[1] / static_cast<double>(trials));
+      printf("| %d | %.2f | %.2f | %.2f |\n", bit, found[0] / static_cast<double>(trials),
+             found[1] / static_cast<double>(trials), found[2] / static_cast<double>(trials));
     }
   }
   return 0;
