@@ -1,7 +1,8 @@
 # ttrace_cc_library / ttrace_cc_test: one helper per target kind, after Abseil's CMake helpers.
 #
 #   ttrace_cc_library(NAME foo SRCS a.cc b.cc DEPS absl::status [PUBLIC_INCLUDES dir] [SHARED])
-#   ttrace_cc_test(NAME foo_test SRCS foo_test.cc DEPS foo [LABELS gpu] [ENV "K=V" ...])   (label: foo_test too)
+#   ttrace_cc_test(NAME foo_test SRCS foo_test.cc DEPS foo [LABELS gpu] [ENV "K=V" ...] [TEST_PREFIX p.])
+#   (label: foo_test too; TEST_PREFIX: for a second binary built from the same tests)
 #
 # Every library sees the public include/ dir and the CUDA headers (never the CUDA libraries).
 
@@ -23,7 +24,7 @@ function(ttrace_cc_test)
   if(NOT TTRACE_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS;ENV" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;TIMEOUT;TEST_PREFIX" "SRCS;DEPS;LABELS;ENV" ${ARGN})
   add_executable(${T_NAME} ${T_SRCS})
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests")
   target_include_directories(${T_NAME} PRIVATE "${PROJECT_SOURCE_DIR}" "${PROJECT_SOURCE_DIR}/include")
@@ -40,5 +41,5 @@ function(ttrace_cc_test)
   if(T_ENV)
     list(APPEND props ENVIRONMENT "${T_ENV}")
   endif()
-  gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST PROPERTIES ${props})
+  gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST TEST_PREFIX "${T_TEST_PREFIX}" PROPERTIES ${props})
 endfunction()

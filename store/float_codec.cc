@@ -8,7 +8,13 @@
 #include "store/float_codec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+
+#if defined(__SSE2__) && !defined(TTRACE_FLOAT_CODEC_SCALAR)
+#include <emmintrin.h>
+#define TTRACE_FLOAT_CODEC_SSE2 1
+#endif
 
 namespace ttrace::store {
 namespace {
@@ -124,26 +130,167 @@ bool BuildTable(const uint8_t len[256], uint16_t table[kTableSize]) {
   return true;
 }
 
-// ---- encoder ----------------------------------------------------------------------------------------------------
+// ---- planes -----------------------------------------------------------------------------------------------------
+//
+// Both directions work on byte planes: the encoder first splits a block's rotated elements into its planes (the
+// lower ones straight into their raw places in the output, the top one into a scratch buffer), then histograms and
+// codes plain bytes; the decoder decodes the top plane into the scratch buffer and composes each element from its
+// planes in one pass. Split and compose are SSE2 (x86-64's baseline, so no dispatch) for 1, 2 and 4-byte elements,
+// scalar for 8-byte elements, for the elements after the last whole vector, and where TTRACE_FLOAT_CODEC_SCALAR is
+// defined (float_codec_scalar_test builds the codec so and checks it against the SSE2 build's bytes).
+
+// Rotated elements [i, n) to their planes: byte q (q < W - 1) to lower[q], the top byte to top.
+template <typename T>
+void SplitScalar(const uint8_t* in, size_t i, size_t n, uint8_t* const* lower, uint8_t* top) {
+  constexpr size_t W = sizeof(T);
+  for (; i < n; ++i) {
+    const T r = Rotate(Load<T>(in + i * W));
+    for (size_t q = 0; q + 1 < W; ++q) lower[q][i] = static_cast<uint8_t>(r >> (8 * q));
+    top[i] = static_cast<uint8_t>(r >> (8 * (W - 1)));
+  }
+}
+
+// Elements [i, n) from their planes, unrotated.
+template <typename T>
+void MergeScalar(const uint8_t* const* lower, const uint8_t* top, size_t i, size_t n, uint8_t* out) {
+  constexpr size_t W = sizeof(T);
+  for (; i < n; ++i) {
+    T r = static_cast<T>(static_cast<T>(top[i]) << (8 * (W - 1)));
+    for (size_t q = 0; q + 1 < W; ++q) r = static_cast<T>(r | static_cast<T>(lower[q][i]) << (8 * q));
+    Store<T>(out + i * W, Unrotate(r));
+  }
+}
+
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+inline __m128i LoadV(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline void StoreV(uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
+
+// The bytes at 8 * q of each 32-bit lane of a, b, c, d, in order (16 bytes).
+template <int kShift>
+inline __m128i Plane32(__m128i a, __m128i b, __m128i c, __m128i d) {
+  const __m128i m = _mm_set1_epi32(0xff);
+  const __m128i ab = _mm_packs_epi32(_mm_and_si128(_mm_srli_epi32(a, kShift), m), _mm_and_si128(_mm_srli_epi32(b, kShift), m));
+  const __m128i cd = _mm_packs_epi32(_mm_and_si128(_mm_srli_epi32(c, kShift), m), _mm_and_si128(_mm_srli_epi32(d, kShift), m));
+  return _mm_packus_epi16(ab, cd);
+}
+#endif
+
+// Returns the first element not split.
+template <typename T>
+size_t SplitVector(const uint8_t* in, size_t n, uint8_t* const* lower, uint8_t* top) {
+  size_t i = 0;
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+  constexpr size_t W = sizeof(T);
+  if constexpr (W == 1) {
+    const __m128i hi = _mm_set1_epi8(static_cast<char>(0xfe)), lo = _mm_set1_epi8(1);
+    for (; i + 16 <= n; i += 16) {
+      const __m128i x = LoadV(in + i);
+      StoreV(top + i, _mm_or_si128(_mm_and_si128(_mm_slli_epi16(x, 1), hi), _mm_and_si128(_mm_srli_epi16(x, 7), lo)));
+    }
+  } else if constexpr (W == 2) {
+    const __m128i m = _mm_set1_epi16(0xff);
+    for (; i + 16 <= n; i += 16) {
+      __m128i a = LoadV(in + 2 * i), b = LoadV(in + 2 * i + 16);
+      a = _mm_or_si128(_mm_slli_epi16(a, 1), _mm_srli_epi16(a, 15));
+      b = _mm_or_si128(_mm_slli_epi16(b, 1), _mm_srli_epi16(b, 15));
+      StoreV(lower[0] + i, _mm_packus_epi16(_mm_and_si128(a, m), _mm_and_si128(b, m)));
+      StoreV(top + i, _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8)));
+    }
+  } else if constexpr (W == 4) {
+    auto rot = [](__m128i x) { return _mm_or_si128(_mm_slli_epi32(x, 1), _mm_srli_epi32(x, 31)); };
+    for (; i + 16 <= n; i += 16) {
+      const __m128i a = rot(LoadV(in + 4 * i)), b = rot(LoadV(in + 4 * i + 16)), c = rot(LoadV(in + 4 * i + 32)),
+                    d = rot(LoadV(in + 4 * i + 48));
+      StoreV(lower[0] + i, Plane32<0>(a, b, c, d));
+      StoreV(lower[1] + i, Plane32<8>(a, b, c, d));
+      StoreV(lower[2] + i, Plane32<16>(a, b, c, d));
+      StoreV(top + i, Plane32<24>(a, b, c, d));
+    }
+  }
+#else
+  (void)in, (void)n, (void)lower, (void)top;
+#endif
+  return i;
+}
 
 template <typename T>
-void Histograms(const uint8_t* in, size_t n, int plane, uint32_t hist[kStreams][256]) {
+void SplitPlanes(const uint8_t* in, size_t n, uint8_t* const* lower, uint8_t* top) {
+  SplitScalar<T>(in, SplitVector<T>(in, n, lower, top), n, lower, top);
+}
+
+// Returns the first element not merged.
+template <typename T>
+size_t MergeVector(const uint8_t* const* lower, const uint8_t* top, size_t n, uint8_t* out) {
+  size_t i = 0;
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+  constexpr size_t W = sizeof(T);
+  if constexpr (W == 1) {
+    const __m128i hi = _mm_set1_epi8(static_cast<char>(0x80)), lo = _mm_set1_epi8(0x7f);
+    for (; i + 16 <= n; i += 16) {
+      const __m128i r = LoadV(top + i);
+      StoreV(out + i, _mm_or_si128(_mm_and_si128(_mm_srli_epi16(r, 1), lo), _mm_and_si128(_mm_slli_epi16(r, 7), hi)));
+    }
+  } else if constexpr (W == 2) {
+    auto unrot = [](__m128i r) { return _mm_or_si128(_mm_srli_epi16(r, 1), _mm_slli_epi16(r, 15)); };
+    for (; i + 16 <= n; i += 16) {
+      const __m128i l = LoadV(lower[0] + i), h = LoadV(top + i);
+      StoreV(out + 2 * i, unrot(_mm_unpacklo_epi8(l, h)));
+      StoreV(out + 2 * i + 16, unrot(_mm_unpackhi_epi8(l, h)));
+    }
+  } else if constexpr (W == 4) {
+    auto unrot = [](__m128i r) { return _mm_or_si128(_mm_srli_epi32(r, 1), _mm_slli_epi32(r, 31)); };
+    for (; i + 16 <= n; i += 16) {
+      const __m128i p0 = LoadV(lower[0] + i), p1 = LoadV(lower[1] + i), p2 = LoadV(lower[2] + i), p3 = LoadV(top + i);
+      const __m128i l01 = _mm_unpacklo_epi8(p0, p1), h01 = _mm_unpackhi_epi8(p0, p1);
+      const __m128i l23 = _mm_unpacklo_epi8(p2, p3), h23 = _mm_unpackhi_epi8(p2, p3);
+      StoreV(out + 4 * i, unrot(_mm_unpacklo_epi16(l01, l23)));
+      StoreV(out + 4 * i + 16, unrot(_mm_unpackhi_epi16(l01, l23)));
+      StoreV(out + 4 * i + 32, unrot(_mm_unpacklo_epi16(h01, h23)));
+      StoreV(out + 4 * i + 48, unrot(_mm_unpackhi_epi16(h01, h23)));
+    }
+  }
+#else
+  (void)lower, (void)top, (void)n, (void)out;
+#endif
+  return i;
+}
+
+template <typename T>
+void MergePlanes(const uint8_t* const* lower, const uint8_t* top, size_t n, uint8_t* out) {
+  MergeScalar<T>(lower, top, MergeVector<T>(lower, top, n, out), n, out);
+}
+
+// ---- encoder ----------------------------------------------------------------------------------------------------
+
+// Per-stream histograms of a plane's n bytes. Two counters per symbol and stream, for even and odd positions: an
+// increment waits for the previous one of the same counter (store to load), and a skewed plane repeats its
+// commonest byte a third of the time, so alternating tables halves that chain.
+void Histograms(const uint8_t* sym, size_t n, uint32_t hist[kStreams][256]) {
+  uint32_t odd[kStreams][256];
   memset(hist, 0, sizeof(uint32_t) * kStreams * 256);
+  memset(odd, 0, sizeof odd);
   size_t b[kStreams], e[kStreams];
   for (int s = 0; s < kStreams; ++s) StreamRange(n, s, &b[s], &e[s]);
   const size_t common = e[kStreams - 1] - b[kStreams - 1];
-  uint32_t* h0 = hist[0];
-  uint32_t* h1 = hist[1];
-  uint32_t* h2 = hist[2];
-  uint32_t* h3 = hist[3];
-  for (size_t i = 0; i < common; ++i) {
-    ++h0[PlaneByte<T>(in, b[0] + i, plane)];
-    ++h1[PlaneByte<T>(in, b[1] + i, plane)];
-    ++h2[PlaneByte<T>(in, b[2] + i, plane)];
-    ++h3[PlaneByte<T>(in, b[3] + i, plane)];
+  const uint8_t *s0 = sym + b[0], *s1 = sym + b[1], *s2 = sym + b[2], *s3 = sym + b[3];
+  size_t i = 0;
+  for (; i + 4 <= common; i += 4) {
+#pragma GCC unroll 2
+    for (size_t k = i; k < i + 4; k += 2) {
+      ++hist[0][s0[k]];
+      ++hist[1][s1[k]];
+      ++hist[2][s2[k]];
+      ++hist[3][s3[k]];
+      ++odd[0][s0[k + 1]];
+      ++odd[1][s1[k + 1]];
+      ++odd[2][s2[k + 1]];
+      ++odd[3][s3[k + 1]];
+    }
   }
-  for (int s = 0; s < kStreams; ++s)
-    for (size_t i = b[s] + common; i < e[s]; ++i) ++hist[s][PlaneByte<T>(in, i, plane)];
+  for (int s = 0; s < kStreams; ++s) {
+    for (size_t k = b[s] + i; k < e[s]; ++k) ++hist[s][sym[k]];
+    for (int c = 0; c < 256; ++c) hist[s][c] += odd[s][c];
+  }
 }
 
 // How one plane of a block will be stored.
@@ -155,14 +302,13 @@ struct PlanePlan {
   size_t total = 0;            // bytes of the plane, mode byte included
 };
 
-// The smallest of raw, constant and Huffman for a plane, from its exact histogram.
-template <typename T>
-void PlanPlane(const uint8_t* in, size_t n, int plane, PlanePlan* pp) {
+// The smallest of raw, constant and Huffman for a plane's n bytes, from its exact histogram.
+void PlanPlane(const uint8_t* sym, size_t n, PlanePlan* pp) {
   pp->mode = kRaw;
   pp->total = 1 + n;
   if (n == 0) return;
   uint32_t hist[kStreams][256];
-  Histograms<T>(in, n, plane, hist);
+  Histograms(sym, n, hist);
   uint32_t f[256];
   int used = 0, lo = 256, hi = -1;
   for (int s = 0; s < 256; ++s) {
@@ -204,38 +350,26 @@ uint8_t* WriteHuffmanHeader(const PlanePlan& pp, uint8_t* o) {
   return o;
 }
 
-// Codes one plane's symbols into its four streams. With kFuse (plane is the top one and every lower plane is raw)
-// the lower planes' bytes are written to raw[0..W-2] in the same pass. The four streams' state lives in scalars so
-// the compiler keeps it in registers; 8-byte stores happen only while they stay inside their own stream (so no
-// stream overwrites its neighbour's first bytes), the rest byte by byte.
-template <typename T, bool kFuse>
-void EncodeStreams(const uint8_t* in, size_t n, int plane, const PlanePlan& pp, uint8_t* data, uint8_t* const* raw_in) {
-  constexpr size_t W = sizeof(T);
-  uint64_t tab[256];  // code | length << 32: the code is the low word as it is, no mask
-  {
-    uint16_t code[256];
-    CanonicalCodes(pp.len, code);
-    for (int s = 0; s < 256; ++s) tab[s] = pp.len[s] ? code[s] | static_cast<uint64_t>(pp.len[s]) << 32 : 0;
-  }
-  uint8_t* raw[W > 1 ? W - 1 : 1] = {};
-  if (kFuse)
-    for (size_t q = 0; q + 1 < W; ++q) raw[q] = raw_in[q];
-  const int shift = 8 * plane;
-  size_t b[kStreams], e[kStreams];
-  for (int s = 0; s < kStreams; ++s) StreamRange(n, s, &b[s], &e[s]);
-  uint8_t* p[kStreams];
-  uint8_t* end[kStreams];
-  for (int s = 0; s < kStreams; ++s) {
-    p[s] = data;
-    end[s] = data += pp.bytes[s];
-  }
-  auto put = [&](size_t idx, uint64_t& acc, unsigned& bits) __attribute__((always_inline)) {
-    const T r = Rotate(Load<T>(in + idx * W));
-    const uint64_t c = tab[static_cast<uint8_t>(r >> shift)];
-    acc |= static_cast<uint64_t>(static_cast<uint32_t>(c)) << bits;
-    bits += static_cast<unsigned>(c >> 32);
-    if (kFuse)
-      for (size_t q = 0; q + 1 < W; ++q) raw[q][idx] = static_cast<uint8_t>(r >> (8 * q));
+// One stream's bit writer: bits pending in acc (the low `bits`), o the next byte to write.
+struct BitWriter {
+  uint64_t acc = 0;
+  unsigned bits = 0;
+  uint8_t* o;
+};
+
+// Codes symbols [i, i + count) of two streams (sa, sb: their symbols), four symbols per stream (<= 48 bits + 7
+// pending) between 8-byte stores; the caller has checked that every store stays inside its stream. Two streams,
+// not four, at a time: four streams' state, symbols and codes do not fit in x86-64's registers (the compiler
+// spilled a third of them), and two independent chains already keep the core busy.
+__attribute__((always_inline)) inline void EncodeTwo(const uint64_t* code, const uint8_t* len, const uint8_t* sa,
+                                                     const uint8_t* sb, size_t i, size_t last, BitWriter* wa,
+                                                     BitWriter* wb) {
+  uint64_t a0 = wa->acc, a1 = wb->acc;
+  unsigned n0 = wa->bits, n1 = wb->bits;
+  uint8_t *o0 = wa->o, *o1 = wb->o;
+  auto put = [&](uint8_t x, uint64_t& acc, unsigned& bits) __attribute__((always_inline)) {
+    acc |= code[x] << bits;
+    bits += len[x];
   };
   auto flush = [](uint8_t*& o, uint64_t& acc, unsigned& bits) __attribute__((always_inline)) {
     memcpy(o, &acc, 8);
@@ -243,56 +377,102 @@ void EncodeStreams(const uint8_t* in, size_t n, int plane, const PlanePlan& pp, 
     acc >>= bits & ~7u;
     bits &= 7;
   };
-  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-  unsigned n0 = 0, n1 = 0, n2 = 0, n3 = 0;
-  uint8_t *o0 = p[0], *o1 = p[1], *o2 = p[2], *o3 = p[3];
-  const size_t common = e[3] - b[3];
-  size_t i = 0;
-  // Four symbols per stream (<= 48 bits + 7 pending) between 8-byte stores. A round advances each stream by at
-  // most 6 bytes, so the rounds that keep every 8-byte store inside its stream are counted once per batch, not
-  // checked per round.
-  for (;;) {
-    auto room = [](const uint8_t* o, const uint8_t* stop) {
-      return o + 8 <= stop ? static_cast<size_t>(stop - o - 8) / 6 + 1 : 0;
-    };
-    const size_t rounds = std::min({(common - i) / 4, room(o0, end[0]), room(o1, end[1]), room(o2, end[2]),
-                                    room(o3, end[3])});
-    if (rounds == 0) break;
-    for (const size_t last = i + 4 * rounds; i < last; i += 4) {
-      for (int k = 0; k < 4; ++k) {
-        put(b[0] + i + k, a0, n0);
-        put(b[1] + i + k, a1, n1);
-        put(b[2] + i + k, a2, n2);
-        put(b[3] + i + k, a3, n3);
-      }
-      flush(o0, a0, n0);
-      flush(o1, a1, n1);
-      flush(o2, a2, n2);
-      flush(o3, a3, n3);
-    }
+  for (; i < last; i += 4) {
+    put(sa[i], a0, n0);
+    put(sb[i], a1, n1);
+    put(sa[i + 1], a0, n0);
+    put(sb[i + 1], a1, n1);
+    put(sa[i + 2], a0, n0);
+    put(sb[i + 2], a1, n1);
+    put(sa[i + 3], a0, n0);
+    put(sb[i + 3], a1, n1);
+    flush(o0, a0, n0);
+    flush(o1, a1, n1);
   }
-  uint64_t acc[kStreams] = {a0, a1, a2, a3};
-  unsigned bits[kStreams] = {n0, n1, n2, n3};
-  uint8_t* o[kStreams] = {o0, o1, o2, o3};
+  *wa = {a0, n0, o0};
+  *wb = {a1, n1, o1};
+}
+
+// Codes a plane's n bytes into its four streams. 8-byte stores happen only while they stay inside their own stream
+// (so no stream overwrites its neighbour's first bytes), the rest byte by byte.
+__attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym, size_t n, const PlanePlan& pp,
+                                                             uint8_t* data) {
+  uint64_t code[256];  // 64-bit: shifted as it is loaded
+  {
+    uint16_t code16[256];
+    CanonicalCodes(pp.len, code16);
+    for (int s = 0; s < 256; ++s) code[s] = pp.len[s] ? code16[s] : 0;
+  }
+  const uint8_t* len = pp.len;
+  size_t b[kStreams], e[kStreams];
+  for (int s = 0; s < kStreams; ++s) StreamRange(n, s, &b[s], &e[s]);
+  BitWriter w[kStreams];
+  uint8_t* end[kStreams];
   for (int s = 0; s < kStreams; ++s) {
-    for (size_t idx = b[s] + i; idx < e[s]; ++idx) {
-      put(idx, acc[s], bits[s]);
-      for (; bits[s] >= 8; bits[s] -= 8, acc[s] >>= 8) *o[s]++ = static_cast<uint8_t>(acc[s]);
+    w[s].o = data;
+    end[s] = data += pp.bytes[s];
+  }
+  const size_t common = e[3] - b[3];
+  // A round (four symbols) advances a stream by at most 6 bytes, so the rounds that keep every 8-byte store inside
+  // its stream are counted once per batch, not checked per round.
+  auto room = [](const uint8_t* o, const uint8_t* stop) {
+    return o + 8 <= stop ? static_cast<size_t>(stop - o - 8) / 6 + 1 : 0;
+  };
+  size_t done[kStreams];
+  for (int s = 0; s < kStreams; s += 2) {
+    size_t i = 0;
+    for (;;) {
+      const size_t rounds = std::min({(common - i) / 4, room(w[s].o, end[s]), room(w[s + 1].o, end[s + 1])});
+      if (rounds == 0) break;
+      EncodeTwo(code, len, sym + b[s], sym + b[s + 1], i, i + 4 * rounds, &w[s], &w[s + 1]);
+      i += 4 * rounds;
     }
-    if (bits[s]) *o[s]++ = static_cast<uint8_t>(acc[s]);
+    done[s] = done[s + 1] = i;
+  }
+  for (int s = 0; s < kStreams; ++s) {
+    uint64_t acc = w[s].acc;
+    unsigned bits = w[s].bits;
+    uint8_t* o = w[s].o;
+    for (size_t idx = b[s] + done[s]; idx < e[s]; ++idx) {
+      acc |= code[sym[idx]] << bits;
+      bits += len[sym[idx]];
+      for (; bits >= 8; bits -= 8, acc >>= 8) *o++ = static_cast<uint8_t>(acc);
+    }
+    if (bits) *o++ = static_cast<uint8_t>(acc);
   }
 }
 
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+// With BMI2 a variable shift is one instruction on any register (shlx) instead of three micro-ops through cl, which
+// also frees cl for the register allocator: the same code compiled for it, chosen at run time.
+__attribute__((target("bmi2"))) void EncodeStreamsBmi2(const uint8_t* sym, size_t n, const PlanePlan& pp,
+                                                       uint8_t* data) {
+  EncodeStreamsBody(sym, n, pp, data);
+}
+const bool kHaveBmi2 = __builtin_cpu_supports("bmi2");
+#endif
+
+void EncodeStreams(const uint8_t* sym, size_t n, const PlanePlan& pp, uint8_t* data) {
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+  if (kHaveBmi2) return EncodeStreamsBmi2(sym, n, pp, data);
+#endif
+  EncodeStreamsBody(sym, n, pp, data);
+}
+
 // Is a lower plane skewed enough to be worth a full histogram? A Huffman code of a sample, 1/16 saved or one value.
-template <typename T>
-bool WorthCoding(const uint8_t* in, size_t n, int plane) {
+bool WorthCoding(const uint8_t* sym, size_t n) {
   uint32_t f[256] = {};
   const size_t step = std::max<size_t>(1, n / kSample);
   size_t count = 0;
-  for (size_t i = 0; i < n; i += step, ++count) ++f[PlaneByte<T>(in, i, plane)];
+  for (size_t i = 0; i < n; i += step, ++count) ++f[sym[i]];
   int used = 0;
-  for (uint32_t x : f) used += x != 0;
+  double entropy_bits = 0;  // no prefix code beats it: when it alone misses the 1/16, skip the code's build
+  for (uint32_t x : f) {
+    used += x != 0;
+    if (x) entropy_bits -= x * std::log2(static_cast<double>(x) / static_cast<double>(count));
+  }
   if (used < 2) return true;
+  if (entropy_bits * 16 > static_cast<double>(count) * 8 * 15 * (1 + 1e-9)) return false;
   uint8_t len[256];
   BuildLengths(f, len);
   uint64_t bits = 0;
@@ -300,64 +480,49 @@ bool WorthCoding(const uint8_t* in, size_t n, int plane) {
   return bits * 16 <= count * 8 * 15;
 }
 
-// Byte q of every rotated element to raw[q], for the planes below the top one.
-template <typename T>
-void SplitLowerPlanes(const uint8_t* in, size_t n, uint8_t* const* raw) {
-  constexpr size_t W = sizeof(T);
-  for (size_t i = 0; i < n; ++i) {
-    const T r = Rotate(Load<T>(in + i * W));
-    for (size_t q = 0; q + 1 < W; ++q) raw[q][i] = static_cast<uint8_t>(r >> (8 * q));
-  }
-}
-
-// One plane of one block as planned; returns the bytes written (pp.total).
-template <typename T>
-size_t WritePlane(const uint8_t* in, size_t n, int plane, const PlanePlan& pp, uint8_t* out) {
+// One plane's n bytes as planned; returns the bytes written (pp.total).
+size_t WritePlane(const uint8_t* sym, size_t n, const PlanePlan& pp, uint8_t* out) {
   if (pp.mode == kConst) {
     out[0] = kConst;
     out[1] = static_cast<uint8_t>(pp.lo);
   } else if (pp.mode == kHuffman) {
-    EncodeStreams<T, false>(in, n, plane, pp, WriteHuffmanHeader(pp, out), nullptr);
+    EncodeStreams(sym, n, pp, WriteHuffmanHeader(pp, out));
   } else {
     out[0] = kRaw;
-    for (size_t i = 0; i < n; ++i) out[1 + i] = PlaneByte<T>(in, i, plane);
+    memcpy(out + 1, sym, n);
   }
   return pp.total;
 }
 
 // The top plane is always planned from its histogram; a lower plane only when a sample says it may pay. In the
-// common case (lower planes raw, top plane Huffman) one pass writes every plane.
+// common case (every lower plane raw) one split writes the lower planes in place and the top plane to `scratch`
+// (2^kBlockLog2 bytes). Otherwise the planes are written one after another, each split again from the input
+// into `scratch` (a coded plane may be longer than the raw bytes ahead of it, so none is kept in the output).
 template <typename T>
-size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out) {
+size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out, uint8_t* scratch) {
   constexpr int W = sizeof(T);
+  uint8_t* lower[W > 1 ? W - 1 : 1];
+  for (int plane = 0; plane + 1 < W; ++plane) lower[plane] = out + plane * (1 + n) + 1;
+  SplitPlanes<T>(in, n, lower, scratch);
   PlanePlan top;
-  PlanPlane<T>(in, n, W - 1, &top);
+  PlanPlane(scratch, n, &top);
   bool lower_raw = true;
   bool try_lower[W] = {};
-  for (int plane = 0; plane + 1 < W; ++plane) lower_raw &= !(try_lower[plane] = WorthCoding<T>(in, n, plane));
-  if (lower_raw && top.mode == kHuffman) {
-    uint8_t* raw[W > 1 ? W - 1 : 1];
-    for (int plane = 0; plane + 1 < W; ++plane) {
-      out[plane * (1 + n)] = kRaw;
-      raw[plane] = out + plane * (1 + n) + 1;
-    }
-    uint8_t* o = out + (W - 1) * (1 + n);
-    if (W == 2) {
-      EncodeStreams<T, true>(in, n, W - 1, top, WriteHuffmanHeader(top, o), raw);
-    } else {  // fused, the wider lower planes' pointers and the streams' state do not fit in registers
-      SplitLowerPlanes<T>(in, n, raw);
-      EncodeStreams<T, false>(in, n, W - 1, top, WriteHuffmanHeader(top, o), nullptr);
-    }
-    return (W - 1) * (1 + n) + top.total;
+  for (int plane = 0; plane + 1 < W; ++plane) lower_raw &= !(try_lower[plane] = WorthCoding(lower[plane], n));
+  if (lower_raw) {
+    for (int plane = 0; plane + 1 < W; ++plane) out[plane * (1 + n)] = kRaw;
+    return (W - 1) * (1 + n) + WritePlane(scratch, n, top, out + (W - 1) * (1 + n));
   }
   size_t pos = 0;
-  for (int plane = 0; plane + 1 < W; ++plane) {
+  for (int plane = 0; plane < W; ++plane) {
+    for (size_t i = 0; i < n; ++i) scratch[i] = PlaneByte<T>(in, i, plane);
     PlanePlan pp;
-    if (try_lower[plane]) PlanPlane<T>(in, n, plane, &pp);
+    if (plane + 1 == W) pp = top;
+    else if (try_lower[plane]) PlanPlane(scratch, n, &pp);
     else pp.total = 1 + n;
-    pos += WritePlane<T>(in, n, plane, pp, out + pos);
+    pos += WritePlane(scratch, n, pp, out + pos);
   }
-  return pos + WritePlane<T>(in, n, W - 1, top, out + pos);
+  return pos;
 }
 
 // ---- decoder ----------------------------------------------------------------------------------------------------
@@ -369,25 +534,14 @@ inline uint64_t LoadTail(const uint8_t* p, size_t size, size_t at) {
   return v;
 }
 
-// Decodes one Huffman plane. Without kFuse its symbols go to byte `plane` of each element (the caller unrotates
-// after the last plane); with kFuse (the top plane, every lower plane raw, at raw[0..W-2]) each element is
-// composed from its symbol and raw bytes, unrotated and stored in the same pass.
-template <typename T, bool kFuse>
-const char* DecodeStreams(const uint8_t* data, const uint32_t bytes[kStreams], size_t n, int plane,
-                          const uint16_t table[kTableSize], const uint8_t* const* raw_in, uint8_t* out) {
-  constexpr size_t W = sizeof(T);
-  const uint8_t* raw[W > 1 ? W - 1 : 1] = {};
-  if (kFuse)
-    for (size_t q = 0; q + 1 < W; ++q) raw[q] = raw_in[q];
-  const int shift = 8 * plane;
+// Decodes one Huffman plane's symbols to dst[idx * kStride] (kStride 1: a plane of bytes; W: byte `plane` of
+// each element of the output, for the caller to unrotate after the last plane).
+template <size_t kStride>
+__attribute__((always_inline)) inline const char* DecodeStreamsBody(const uint8_t* data, const uint32_t bytes[kStreams],
+                                                                    size_t n, const uint16_t table[kTableSize],
+                                                                    uint8_t* dst) {
   auto put = [&](size_t idx, uint16_t entry) __attribute__((always_inline)) {
-    if (kFuse) {
-      T r = static_cast<T>(static_cast<T>(entry & 0xff) << shift);
-      for (size_t q = 0; q + 1 < W; ++q) r = static_cast<T>(r | static_cast<T>(raw[q][idx]) << (8 * q));
-      Store<T>(out + idx * W, Unrotate(r));
-    } else {
-      out[idx * W + plane] = static_cast<uint8_t>(entry);
-    }
+    dst[idx * kStride] = static_cast<uint8_t>(entry);
   };
   size_t b[kStreams], e[kStreams];
   const uint8_t* p[kStreams];
@@ -402,24 +556,29 @@ const char* DecodeStreams(const uint8_t* data, const uint32_t bytes[kStreams], s
   const bool room = bytes[0] >= 8 && bytes[1] >= 8 && bytes[2] >= 8 && bytes[3] >= 8;
   uint64_t q0 = 0, q1 = 0, q2 = 0, q3 = 0;  // bits consumed
   const size_t common = e[3] - b[3];
+  // The outputs advance together: one pointer and the streams' distances from it.
+  uint8_t* d = dst + b[0] * kStride;
+  const size_t d1 = (b[1] - b[0]) * kStride, d2 = (b[2] - b[0]) * kStride, d3 = (b[3] - b[0]) * kStride;
   size_t i = 0;
   while (room && i + 4 <= common && (q0 >> 3) <= lim0 && (q1 >> 3) <= lim1 && (q2 >> 3) <= lim2 &&
          (q3 >> 3) <= lim3) {
     uint64_t w0 = Load<uint64_t>(p0 + (q0 >> 3)) >> (q0 & 7), w1 = Load<uint64_t>(p1 + (q1 >> 3)) >> (q1 & 7),
              w2 = Load<uint64_t>(p2 + (q2 >> 3)) >> (q2 & 7), w3 = Load<uint64_t>(p3 + (q3 >> 3)) >> (q3 & 7);
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      const uint16_t t0 = table[w0 & (kTableSize - 1)], t1 = table[w1 & (kTableSize - 1)],
+      const uint32_t t0 = table[w0 & (kTableSize - 1)], t1 = table[w1 & (kTableSize - 1)],
                      t2 = table[w2 & (kTableSize - 1)], t3 = table[w3 & (kTableSize - 1)];
-      put(b[0] + i + k, t0);
-      put(b[1] + i + k, t1);
-      put(b[2] + i + k, t2);
-      put(b[3] + i + k, t3);
+      d[k * kStride] = static_cast<uint8_t>(t0);
+      d[d1 + k * kStride] = static_cast<uint8_t>(t1);
+      d[d2 + k * kStride] = static_cast<uint8_t>(t2);
+      d[d3 + k * kStride] = static_cast<uint8_t>(t3);
       w0 >>= t0 >> 8, q0 += t0 >> 8;
       w1 >>= t1 >> 8, q1 += t1 >> 8;
       w2 >>= t2 >> 8, q2 += t2 >> 8;
       w3 >>= t3 >> 8, q3 += t3 >> 8;
     }
     i += 4;
+    d += 4 * kStride;
   }
   uint64_t q[kStreams] = {q0, q1, q2, q3};
   for (int s = 0; s < kStreams; ++s) {
@@ -432,6 +591,24 @@ const char* DecodeStreams(const uint8_t* data, const uint32_t bytes[kStreams], s
     if ((q[s] + 7) / 8 != bytes[s]) return "a Huffman stream has trailing bytes";
   }
   return nullptr;
+}
+
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+template <size_t kStride>
+__attribute__((target("bmi2"))) const char* DecodeStreamsBmi2(const uint8_t* data, const uint32_t bytes[kStreams],
+                                                              size_t n, const uint16_t table[kTableSize],
+                                                              uint8_t* dst) {
+  return DecodeStreamsBody<kStride>(data, bytes, n, table, dst);
+}
+#endif
+
+template <size_t kStride>
+const char* DecodeStreams(const uint8_t* data, const uint32_t bytes[kStreams], size_t n,
+                          const uint16_t table[kTableSize], uint8_t* dst) {
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+  if (kHaveBmi2) return DecodeStreamsBmi2<kStride>(data, bytes, n, table, dst);
+#endif
+  return DecodeStreamsBody<kStride>(data, bytes, n, table, dst);
 }
 
 // A plane's header as read: where its bytes are and, for Huffman, its decoder table.
@@ -490,8 +667,11 @@ const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, Pa
   return nullptr;
 }
 
+// With every lower plane raw (and a block no larger than the encoder's, the size of `scratch`), the top plane goes
+// to `scratch` (unless it is raw itself) and one pass composes the elements; otherwise the Huffman planes go to their bytes of each element and a pass adds
+// the raw and constant planes and unrotates.
 template <typename T>
-const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, uint8_t* out) {
+const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, uint8_t* out, uint8_t* scratch) {
   constexpr size_t W = sizeof(T);
   ParsedPlane planes[W];
   bool lower_raw = true;
@@ -499,13 +679,21 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, u
     if (const char* err = ParsePlane(in, size, pos, n, &planes[plane])) return err;
     if (plane + 1 < W) lower_raw &= planes[plane].mode == kRaw;
   }
-  const ParsedPlane& top = planes[W - 1];
-  if (W == 2 && lower_raw && top.mode == kHuffman) {
-    const uint8_t* raw[1] = {planes[0].data};
-    return DecodeStreams<T, true>(top.data, top.bytes, n, W - 1, top.table, raw, out);
+  if (lower_raw && n <= (size_t{1} << kBlockLog2)) {
+    const ParsedPlane& top = planes[W - 1];
+    const uint8_t* lower[W > 1 ? W - 1 : 1] = {};
+    for (size_t plane = 0; plane + 1 < W; ++plane) lower[plane] = planes[plane].data;
+    const uint8_t* top_bytes = scratch;
+    if (top.mode == kHuffman) {
+      if (const char* err = DecodeStreams<1>(top.data, top.bytes, n, top.table, scratch)) return err;
+    } else if (top.mode == kConst) {
+      memset(scratch, top.data[0], n);
+    } else {
+      top_bytes = top.data;
+    }
+    MergePlanes<T>(lower, top_bytes, n, out);
+    return nullptr;
   }
-  // Huffman planes to their bytes of each element, then one pass that adds the raw and constant planes and
-  // unrotates.
   T keep = 0, constant = 0;
   const uint8_t* raw[W];
   int raw_plane[W];
@@ -513,9 +701,7 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, u
   for (size_t plane = 0; plane < W; ++plane) {
     const ParsedPlane& pp = planes[plane];
     if (pp.mode == kHuffman) {
-      if (const char* err = DecodeStreams<T, false>(pp.data, pp.bytes, n, static_cast<int>(plane), pp.table,
-                                                    nullptr, out))
-        return err;
+      if (const char* err = DecodeStreams<W>(pp.data, pp.bytes, n, pp.table, out + plane)) return err;
       keep = static_cast<T>(keep | static_cast<T>(0xff) << (8 * plane));
     } else if (pp.mode == kConst) {
       constant = static_cast<T>(constant | static_cast<T>(pp.data[0]) << (8 * plane));
@@ -535,20 +721,22 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, u
 
 template <typename T>
 size_t EncodeAll(const uint8_t* in, size_t n, uint8_t* out) {
+  uint8_t scratch[size_t{1} << kBlockLog2];
   size_t pos = kFloatCodecHeaderBytes;
   for (size_t b = 0; b < n; b += size_t{1} << kBlockLog2) {
     const size_t m = std::min(n - b, size_t{1} << kBlockLog2);
-    pos += EncodeBlock<T>(in + b * sizeof(T), m, out + pos);
+    pos += EncodeBlock<T>(in + b * sizeof(T), m, out + pos, scratch);
   }
   return pos;
 }
 
 template <typename T>
 const char* DecodeAll(const uint8_t* in, size_t size, size_t n, int block_log2, uint8_t* out) {
+  uint8_t scratch[size_t{1} << kBlockLog2];
   size_t pos = kFloatCodecHeaderBytes;
   for (size_t b = 0; b < n; b += size_t{1} << block_log2) {
     const size_t m = std::min(n - b, size_t{1} << block_log2);
-    if (const char* err = DecodeBlock<T>(in, size, &pos, m, out + b * sizeof(T))) return err;
+    if (const char* err = DecodeBlock<T>(in, size, &pos, m, out + b * sizeof(T), scratch)) return err;
   }
   return pos == size ? nullptr : "trailing bytes after the last block";
 }

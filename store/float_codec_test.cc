@@ -2,7 +2,8 @@
 // values at every block and stream boundary; the ratios the codec exists for (Gaussian BF16 >= 1.5x, FP32 >= 1.2x,
 // against the exponent entropy it must come near); and hostile input: every truncation, every corrupted byte of
 // small encodings and random garbage are rejected or decoded without a read past the input (the input ends at an
-// unmapped page) or a write outside the output (guard bytes).
+// unmapped page) or a write outside the output (guard bytes). float_codec_scalar_test runs the same tests on the
+// codec built without its SSE2 and BMI2 paths.
 #include "store/float_codec.h"
 
 #include <sys/mman.h>
@@ -241,6 +242,35 @@ TEST(FloatCodecTest, MalformedInputIsRejectedWithinBounds) {
       for (size_t j = kFloatCodecHeaderBytes; j < bad.size(); ++j) bad[j] = static_cast<char>(rng() % 4 ? rng() % 3 : rng());
     }
     GuardedDecode(in, bad, 2, out_bytes);
+  }
+}
+
+TEST(FloatCodecTest, BlocksOfAnotherSizeDecode) {
+  // The decoder composes elements in a scratch buffer of the encoder's block size (2^16); a stream written with
+  // larger blocks (the header allows up to 2^24) goes through the general path, smaller ones through the fast one.
+  // A BF16 stream by hand: raw low plane, constant top plane (0x7e: exponent 126), in blocks of 2^17 and 2^8.
+  for (int block_log2 : {17, 8}) {
+    const size_t n = 70001, block = size_t{1} << block_log2;
+    std::string enc(kFloatCodecHeaderBytes, '\0');
+    enc[0] = 1, enc[1] = 2, enc[2] = static_cast<char>(block_log2);
+    const uint64_t count = n;
+    memcpy(enc.data() + 8, &count, 8);
+    std::vector<uint16_t> want(n);
+    std::mt19937 rng(9);
+    for (size_t b = 0; b < n; b += block) {
+      enc += static_cast<char>(0);  // raw
+      for (size_t i = b; i < std::min(n, b + block); ++i) {
+        const uint8_t low = static_cast<uint8_t>(rng());
+        enc += static_cast<char>(low);
+        const uint16_t r = static_cast<uint16_t>(0x7e00 | low);
+        want[i] = static_cast<uint16_t>((r >> 1) | (r << 15));
+      }
+      enc += static_cast<char>(1);  // constant
+      enc += static_cast<char>(0x7e);
+    }
+    std::vector<uint16_t> back(n);
+    ASSERT_EQ(FloatDecode(enc.data(), enc.size(), 2, back.data(), n * 2), nullptr) << block_log2;
+    EXPECT_TRUE(back == want) << block_log2;
   }
 }
 
