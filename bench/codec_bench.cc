@@ -10,7 +10,9 @@
 // rank-*.ttr, decoded to its elements, grouped by dtype and by slot: GEMM inputs (A, B), GEMM outputs (C), and
 // collective buffers (send, recv).
 //
-// Usage: codec_bench [--min-seconds S] [--best] [--data SUBSTR] [--method SUBSTR] [--trace DIR]... [--no-synthetic]
+// Usage: codec_bench [--min-seconds S] [--best] [--data SUBSTR] [--method SUBSTR] [--trace DIR]... [--cast]
+//                    [--no-synthetic]
+// --cast adds FP16 and FP8 rows made from the traces' FP32 tensors (Casts()).
 // --best reports the fastest single pass over a row's tensors instead of the mean over --min-seconds (for a shared,
 // loaded machine: other processes' interference only ever slows a pass). --data and --method keep the rows and
 // methods whose name (data: "name dtype") contains SUBSTR.
@@ -319,6 +321,39 @@ std::vector<DataSet> FromTraces(const std::string& dir) {
   return out;
 }
 
+// The workloads run in FP32 and BF16 only; for FP16 and FP8 rows their FP32 tensors are cast, FP16 by rounding
+// (values beyond its range saturate to +-65504 rather than becoming infinities), FP8 scaled per tensor so its
+// largest magnitude is 0.9 of the format's largest, as FP8 training scales by amax (as Synthetic() does).
+std::vector<DataSet> Casts(const std::vector<DataSet>& sets) {
+  std::vector<DataSet> out;
+  for (const DataSet& d : sets) {
+    if (d.dtype != "fp32") continue;
+    for (int ti = 0; ti < 3; ++ti) {
+      DataSet c{d.name, ti == 0 ? "fp16 (cast)" : ti == 1 ? "fp8 e4m3 (cast)" : "fp8 e5m2 (cast)", {}};
+      for (const Tensor& t : d.tensors) {
+        const size_t n = t.bytes.size() / 4;
+        std::vector<float> v(n);
+        memcpy(v.data(), t.bytes.data(), n * 4);
+        float amax = 0;
+        for (float x : v)
+          if (std::isfinite(x)) amax = std::max(amax, std::fabs(x));
+        const float scale = amax > 0 ? 0.9f / amax : 1.0f;
+        Tensor e;
+        e.elem = ti == 0 ? 2 : 1;
+        e.bytes.resize(n * e.elem);
+        for (size_t i = 0; i < n; ++i) {
+          if (ti == 0) Put(&e.bytes, i, ttrace::kernels::FloatToHalf(std::clamp(v[i], -65504.0f, 65504.0f)));
+          else if (ti == 1) Put(&e.bytes, i, ttrace::kernels::FloatToE4M3(v[i] * scale * 448));
+          else Put(&e.bytes, i, ttrace::kernels::FloatToE5M2(v[i] * scale * 57344));
+        }
+        c.tensors.push_back(std::move(e));
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -326,12 +361,15 @@ int main(int argc, char** argv) {
   bool synthetic = true;
   std::vector<std::string> traces;
   std::string data_filter, method_filter;
+  bool cast = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--min-seconds" && i + 1 < argc) {
       min_seconds = atof(argv[++i]);
     } else if (a == "--trace" && i + 1 < argc) {
       traces.push_back(argv[++i]);
+    } else if (a == "--cast") {
+      cast = true;
     } else if (a == "--best") {
       best_pass = true;
     } else if (a == "--data" && i + 1 < argc) {
@@ -343,7 +381,7 @@ int main(int argc, char** argv) {
     } else {
       fprintf(stderr,
               "usage: codec_bench [--min-seconds S] [--best] [--data SUBSTR] [--method SUBSTR] [--trace DIR]... "
-              "[--no-synthetic]\n");
+              "[--cast] [--no-synthetic]\n");
       return 2;
     }
   }
@@ -351,6 +389,10 @@ int main(int argc, char** argv) {
   if (synthetic) sets = Synthetic();
   for (const std::string& t : traces) {
     std::vector<DataSet> s = FromTraces(t);
+    if (cast) {
+      std::vector<DataSet> c = Casts(s);
+      for (DataSet& d : c) s.push_back(std::move(d));
+    }
     for (DataSet& d : s) {
       d.name = t.substr(t.find_last_of('/') + 1) + ": " + d.name;
       sets.push_back(std::move(d));
