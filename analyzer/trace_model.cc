@@ -218,7 +218,7 @@ DeferredTensorReader::~DeferredTensorReader() = default;
 absl::Status DeferredTensorReader::Load(std::vector<Tensor*> wanted) {
   if (wanted.empty()) return absl::OkStatus();
   std::sort(wanted.begin(), wanted.end(), [](const Tensor* a, const Tensor* b) { return a->ordinal < b->ordinal; });
-  if (reader_ == nullptr || wanted.front()->ordinal < next_ordinal_) {
+  if (reader_ == nullptr) {
     ReaderOptions ro;
     ro.allow_truncated = allow_truncated_;
     TTRACE_ASSIGN_OR_RETURN(reader_, TraceReader::Open(path_, ro));
@@ -227,7 +227,16 @@ absl::Status DeferredTensorReader::Load(std::vector<Tensor*> wanted) {
   RecordView r;
   size_t next = 0;
   while (next < wanted.size()) {
+    // Behind the reader, or beyond the frame after the current one: seek instead of reading what lies between.
+    const Tensor& target = *wanted[next];
+    const bool positioned = reader_->frames_read() > 0;
+    if (target.ordinal < next_ordinal_ ||
+        (target.frame_index > (positioned ? reader_->current_frame() + 1 : 0) &&
+         target.frame_first_ordinal >= next_ordinal_))
+      TTRACE_RETURN_IF_ERROR(SeekToFrameOf(target));
+    const uint32_t frames_before = reader_->frames_read();
     TTRACE_ASSIGN_OR_RETURN(bool more, reader_->Next(&r));
+    frames_read_ += reader_->frames_read() - frames_before;
     if (!more) return absl::DataLossError(absl::StrCat(path_, ": the stream changed while it was read"));
     if (r.type != RecordType::kTensor) continue;
     const uint64_t ordinal = next_ordinal_++;
@@ -245,6 +254,19 @@ absl::Status DeferredTensorReader::Load(std::vector<Tensor*> wanted) {
     if (!problem.empty())
       return absl::DataLossError(absl::StrCat(path_, ": tensor of seq ", tensor->meta.seq, ": ", problem));
   }
+  return absl::OkStatus();
+}
+
+absl::Status DeferredTensorReader::SeekToFrameOf(const Tensor& tensor) {
+  if (tensor.frame_offset == 0) {  // where its frame lies is not known: from the start
+    ReaderOptions ro;
+    ro.allow_truncated = allow_truncated_;
+    TTRACE_ASSIGN_OR_RETURN(reader_, TraceReader::Open(path_, ro));
+    next_ordinal_ = 0;
+    return absl::OkStatus();
+  }
+  TTRACE_RETURN_IF_ERROR(reader_->SeekTo(tensor.frame_offset, tensor.frame_index));
+  next_ordinal_ = tensor.frame_first_ordinal;
   return absl::OkStatus();
 }
 
@@ -281,10 +303,16 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
   std::map<uint32_t, std::string> names;             // NameRecord id -> text (printable)
   std::map<uint64_t, ContextIds> contexts;           // seq -> its ContextRecord, names unresolved
   uint64_t held = 0;
+  uint32_t frame = UINT32_MAX;       // the frame of the record last read
+  uint64_t frame_first_ordinal = 0;  // the ordinal of that frame's first tensor record
   RecordView r;
   while (true) {
     TTRACE_ASSIGN_OR_RETURN(bool more, reader->Next(&r));
     if (!more) break;
+    if (reader->current_frame() != frame) {
+      frame = reader->current_frame();
+      frame_first_ordinal = t.tensor_records;
+    }
     ++t.records;
     t.ended = r.type == RecordType::kEnd;
     switch (r.type) {
@@ -339,6 +367,9 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
         PendingTensor p;
         TTRACE_RETURN_IF_ERROR(DecodeTensor(r, options, &held, &p, ops.count(seq) != 0 ? kept : nullptr));
         p.tensor->ordinal = ordinal;
+        p.tensor->frame_offset = reader->current_frame_offset();
+        p.tensor->frame_index = frame;
+        p.tensor->frame_first_ordinal = frame_first_ordinal;
         tensors.push_back(std::move(p));
         break;
       }

@@ -48,6 +48,11 @@ struct Tensor {
   bool deferred = false;
   uint64_t ordinal = 0;
   uint64_t payload_bytes = 0;
+  // Where its record lies: the frame's file offset and index, and the ordinal of the frame's first tensor record,
+  // so that DeferredTensorReader seeks to it instead of reading the frames before it.
+  uint64_t frame_offset = 0;
+  uint32_t frame_index = 0;
+  uint64_t frame_first_ordinal = 0;
 };
 
 enum class OpKind : uint8_t { kGemm, kCollective, kLtMatmul, kConv, kGraph };
@@ -136,20 +141,26 @@ absl::StatusOr<std::vector<std::string>> ListStreams(const std::string& dir);
 // Reads and validates every stream of `dir`.
 absl::StatusOr<TraceSet> LoadTraceDir(const std::string& dir, const LoadOptions& options = {});
 
-// Reads the payloads of deferred tensors of one stream, forward: Load(wanted) fills each wanted tensor's data (kFull
-// layout), continuing from where the last call stopped when every ordinal lies ahead, else reading from the start.
-// DataLoss when the stream no longer holds them. Single-threaded.
+// Reads the payloads of deferred tensors of one stream: Load(wanted) fills each wanted tensor's data (kFull layout).
+// It reads on from where the last call stopped while the next wanted tensor lies in the current frame or the one
+// after it, and otherwise seeks to the wanted tensor's frame (backwards too), so a call reads only the frames that
+// hold wanted tensors (and none twice while the wanted tensors lie ahead). DataLoss when the stream no longer holds
+// them. Single-threaded.
 class DeferredTensorReader {
  public:
   DeferredTensorReader(std::string path, bool allow_truncated);
   ~DeferredTensorReader();
   absl::Status Load(std::vector<Tensor*> wanted);  // any order; sorted by ordinal inside
+  uint64_t frames_read() const { return frames_read_; }  // frames decoded by all calls so far
 
  private:
+  absl::Status SeekToFrameOf(const Tensor& tensor);
+
   std::string path_;
   bool allow_truncated_;
   std::unique_ptr<store::TraceReader> reader_;
   uint64_t next_ordinal_ = 0;  // ordinal of the next tensor record reader_ returns
+  uint64_t frames_read_ = 0;
 };
 
 // The basename of a path, for messages.

@@ -2,7 +2,9 @@
 // bodies, and rejects inconsistent directories with a message naming the files.
 #include "analyzer/trace_model.h"
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "analyzer/check.h"
 #include "analyzer/test_util.h"
@@ -37,6 +39,58 @@ TEST(TraceModelTest, JoinsTensorsWrittenBeforeOrAfterTheirOp) {
   EXPECT_EQ(op.tensor(TensorSlot::kCIn), nullptr);
   ASSERT_EQ(t->warnings.size(), 1u);
   EXPECT_NE(t->warnings[0].find("1 tensors belong to no op record"), std::string::npos);
+}
+
+// A deferred tensor is read by seeking to its frame: loading the last tensor of a many-frame stream, then the
+// first, then a few in the middle reads a frame or two each, not the frames between them; what is loaded is the
+// tensor's own data. A tensor whose frame is unknown is still found, from the start.
+TEST(TraceModelTest, DeferredTensorsAreReadFromTheirOwnFrames) {
+  std::string dir = testing::TempDir("seek");
+  constexpr int kOps = 120;
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1, "j", 512);  // about two tensors of 64 floats per frame
+    for (int s = 0; s < kOps; ++s) {
+      w.Gemm(testing::GemmRec(s, 8, 8, 8, DType::kF32, DType::kF32));
+      w.Tensor(s, TensorSlot::kA, DType::kF32, 8, 8, 1, Encode(DType::kF32, std::vector<double>(64, s + 0.5)));
+    }
+  }
+  LoadOptions o;
+  o.defer_tensors = true;
+  auto t = LoadRankTrace(dir + "/rank-0.ttr", o);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->ops.size(), static_cast<size_t>(kOps));
+  std::vector<Tensor*> a;
+  for (Op& op : t->ops) a.push_back(op.tensors[static_cast<size_t>(TensorSlot::kA)].get());
+  ASSERT_GT(a.back()->frame_index, 40u) << "the stream must span many frames";
+  auto value = [](const Tensor* x) {
+    float f = -1;
+    if (x->data.size() == 64 * sizeof f) memcpy(&f, x->data.data() + 63 * sizeof f, sizeof f);
+    return f;
+  };
+  DeferredTensorReader reader(dir + "/rank-0.ttr", false);
+  ASSERT_TRUE(reader.Load({a[kOps - 1]}).ok());
+  EXPECT_EQ(value(a[kOps - 1]), kOps - 0.5f);
+  EXPECT_LE(reader.frames_read(), 2u);
+  ASSERT_TRUE(reader.Load({a[0]}).ok());  // behind the reader
+  EXPECT_EQ(value(a[0]), 0.5f);
+  EXPECT_LE(reader.frames_read(), 4u);
+  ASSERT_TRUE(reader.Load({a[70], a[60], a[61]}).ok());  // ahead, in any order
+  EXPECT_EQ(value(a[60]), 60.5f);
+  EXPECT_EQ(value(a[61]), 61.5f);
+  EXPECT_EQ(value(a[70]), 70.5f);
+  EXPECT_LE(reader.frames_read(), 10u);
+  // Everything, forward from where it stands: each frame once more at most.
+  for (Tensor* x : a) x->data.clear();
+  ASSERT_TRUE(reader.Load(a).ok());
+  for (int s = 0; s < kOps; ++s) EXPECT_EQ(value(a[s]), s + 0.5f) << s;
+  EXPECT_LE(reader.frames_read(), 10u + a.back()->frame_index + 1);
+  // A tensor whose frame is not known (as tests build them) is read from the start.
+  a[5]->data.clear();
+  a[5]->frame_offset = 0;
+  a[5]->frame_index = 0;
+  a[5]->frame_first_ordinal = 0;
+  ASSERT_TRUE(reader.Load({a[5]}).ok());
+  EXPECT_EQ(value(a[5]), 5.5f);
 }
 
 TEST(TraceModelTest, SkipsUnknownRecordsAndReadsGrownBodies) {

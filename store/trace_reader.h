@@ -73,6 +73,7 @@ class TraceReader {
   absl::Status SeekTo(uint64_t offset, uint32_t frame_index);
   // The frame of the record Next() returned last (0-based), and how many records of it are still unread.
   uint32_t current_frame() const { return frames_read_ - 1; }
+  uint64_t current_frame_offset() const { return frame_offset_; }  // file offset of that frame (for SeekTo)
   uint32_t records_left_in_frame() const { return frame_records_ - records_seen_; }
 
   bool truncated() const { return truncated_; }
