@@ -4,7 +4,9 @@
 // one report.
 #include "analyzer/run_cli.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "analyzer/cli.h"
 #include "analyzer/trace_model.h"
+#include "shim/options.h"
 
 namespace ttrace::analyzer {
 
@@ -101,6 +104,31 @@ std::string MakeDirs(const std::string& dir) {
   struct stat st;
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return absl::StrCat(dir, " is not a directory");
   if (access(dir.c_str(), W_OK) != 0) return absl::StrCat("cannot write to ", dir, ": ", strerror(errno));
+  return "";
+}
+
+// NVTX hands its ranges to CUPTI only through the injection library NVTX_INJECTION64_PATH names, read at the
+// program's first NVTX call. The path of the libcupti the shim will load (shim::kCuptiSonames, found the way the
+// shim's dlopen finds it: this process has the job's library path), when the shim will record the context
+// (TTRACE_CONTEXT on, not TTRACE_DISABLE) and the variable is unset; "" otherwise.
+std::string NvtxInjectionPath() {
+  if (getenv("NVTX_INJECTION64_PATH") != nullptr) return "";
+  const shim::Options options = shim::ParseOptions([](const char* name) { return getenv(name); }, nullptr);
+  if (!options.context || options.disable) return "";
+  for (const char* soname : shim::kCuptiSonames) {
+    void* lib = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
+    if (lib == nullptr) continue;
+    struct link_map* map = nullptr;
+    std::string path;
+    if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) path = map->l_name;
+    dlclose(lib);
+    if (!path.empty() && path[0] != '/') {  // found through a relative library path: the job may change directory
+      char* absolute = realpath(path.c_str(), nullptr);
+      path = absolute != nullptr ? absolute : "";
+      free(absolute);
+    }
+    if (!path.empty()) return path;
+  }
   return "";
 }
 
@@ -218,6 +246,7 @@ int RunRunCommand(int argc, const char* const* argv, std::ostream& out, std::ost
       {"LD_PRELOAD", old_preload.empty() ? args.preload : absl::StrCat(args.preload, ":", old_preload)},
       {"TTRACE_DIR", dir_abs},
       {"TTRACE_JOB", args.job}};
+  if (const std::string nvtx = NvtxInjectionPath(); !nvtx.empty()) env.emplace_back("NVTX_INJECTION64_PATH", nvtx);
   err << "ttrace: tracing " << args.command[0] << " into " << args.dir << "\n";
   err.flush();
   out.flush();

@@ -12,6 +12,7 @@
 
 #include "shim/interception.h"
 #include "shim/log.h"
+#include "shim/options.h"
 
 namespace ttrace::shim {
 namespace {
@@ -169,7 +170,7 @@ using ResultStringFn = CUptiResult (*)(CUptiResult, const char**);
 bool Subscribe(bool verbose) {
   const char* soname = nullptr;
   void* lib = nullptr;
-  for (const char* name : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}) {
+  for (const char* name : kCuptiSonames) {
     if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) {
       soname = name;
       break;

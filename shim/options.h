@@ -48,6 +48,10 @@ std::string OptionsDump(const Options& options);
 
 const char* CaptureModeName(CaptureMode mode);
 
+// The libcupti the shim loads for TTRACE_CONTEXT (cupti_context.cc): the first of these that dlopen finds.
+// `ttrace run` points NVTX_INJECTION64_PATH at the same library (run_cli.cc).
+inline constexpr const char* kCuptiSonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+
 // TTRACE_OPS, the call filter: selected[i] says whether calls of format::kApis[i] are recorded. `text` is a
 // comma-separated list of library groups (gemm: every cuBLAS op, lt: cuBLASLt, cudnn, nccl) and exported op names
 // (apis.inc symbols of kind kOp); the set-up calls of a library are selected with any of its ops, since its ops'

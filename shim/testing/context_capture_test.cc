@@ -5,6 +5,7 @@
 // MULTIPLE_SUBSCRIBERS), and with the toolkit's real libcupti.so.13 (no GPU here: its subscribe fails), the shim
 // says so once and nothing else changes: the program's output and exit status, the ops recorded.
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -194,6 +195,40 @@ TEST(ContextCaptureTest, RealLibcuptiWithoutAGpuIsSaidOnce) {
     EXPECT_LE(ShimLines(run.result.err), 1) << run.result.err;
   }
   printf("real libcupti: %s\n", run.result.err.empty() ? "(subscribed, no message)" : run.result.err.c_str());
+}
+
+// What `ttrace run` gives the job as NVTX_INJECTION64_PATH ("unset" when nothing), with the stand-in libcupti first
+// on the library path and `env` added.
+std::string NvtxPathUnderRun(const ScratchDir& scratch, const std::string& tag,
+                             std::map<std::string, std::string> env) {
+  const std::string file = scratch / (tag + ".nvtx");
+  env["LD_LIBRARY_PATH"] = std::string(TTRACE_CUPTI_STANDIN_DIR) + ":" + TTRACE_SIMGPU_LIBDIR;
+  const RunResult r = RunProgram({TTRACE_CLI, "run", "--no-check", "--preload", TTRACE_SHIM_LIB, "--dir",
+                                  scratch / tag, "--", "/bin/sh", "-c",
+                                  "printf %s \"${NVTX_INJECTION64_PATH-unset}\" > '" + file + "'"},
+                                 env);
+  EXPECT_NE(r.err.find("exited with status 0"), std::string::npos) << r.err;  // no trace: ttrace's own status
+  return ReadFile(file);
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// NVTX reports ranges to CUPTI only through NVTX_INJECTION64_PATH: `ttrace run` points it at the libcupti the shim
+// loads (the first of its sonames on the job's library path: here the stand-in, ahead of the toolkit's), as an
+// absolute path, unless the user set it or the context is off.
+TEST(ContextCaptureTest, TtraceRunPointsNvtxAtTheLibcuptiTheShimLoads) {
+  if (getenv("NVTX_INJECTION64_PATH") != nullptr) GTEST_SKIP() << "NVTX_INJECTION64_PATH is set for the test";
+  ScratchDir scratch;
+  const std::string on = NvtxPathUnderRun(scratch, "on", {{"TTRACE_CONTEXT", "1"}});
+  EXPECT_EQ(on.rfind('/', 0), 0u) << on;
+  EXPECT_TRUE(SameFile(on, std::string(TTRACE_CUPTI_STANDIN_DIR) + "/libcupti.so.13")) << on;
+  EXPECT_EQ(NvtxPathUnderRun(scratch, "user", {{"TTRACE_CONTEXT", "1"}, {"NVTX_INJECTION64_PATH", "/opt/x.so"}}),
+            "/opt/x.so");
+  EXPECT_EQ(NvtxPathUnderRun(scratch, "off", {{"TTRACE_CONTEXT", "0"}}), "unset");
+  EXPECT_EQ(NvtxPathUnderRun(scratch, "disabled", {{"TTRACE_CONTEXT", "1"}, {"TTRACE_DISABLE", "1"}}), "unset");
 }
 
 }  // namespace
