@@ -42,6 +42,7 @@ void CaptureEngine::DrainLoop() {
     const bool tensor_ready = !tensors_.empty() && tensors_.front().state != CopyState::kCopying;
     const bool requested = FlushTargetReachedLocked();
     const bool tick = Clock::now() >= next_flush;
+    if (stop_ && ExitDeadlinePassed()) break;  // what is left is the final drain's, which drops the payloads
     if (written == 0 && overflow_.empty() && !tensor_ready && !requested && !tick) {
       if (stop_) break;
       work_cv_.wait_until(lock, next_flush);
@@ -53,7 +54,7 @@ void CaptureEngine::DrainLoop() {
     lock.unlock();
     if (tensor_ready) {
       WriteTensor(item);
-      if (item.event != nullptr && item.ctx == nullptr) driver_->EventDestroy(item.event);
+      if (item.event != nullptr && item.ctx == nullptr && item.last_of_group) driver_->EventDestroy(item.event);
     }
     if ((requested || tick) && !sink_failed_ && !sink_->Flush()) SinkFailed();
     lock.lock();
@@ -61,10 +62,11 @@ void CaptureEngine::DrainLoop() {
       tensors_.pop_front();
       if (item.owned)
         graph_bytes_used_ -= item.plan.staging_bytes;
-      else
+      else if (item.last_of_group)  // the group's one ring allocation
         ring_.ReleaseOldest();
       ++tensors_done_;
-      if (item.event != nullptr && item.ctx != nullptr) event_pool_.emplace_back(item.ctx, item.event);
+      if (item.event != nullptr && item.ctx != nullptr && item.last_of_group)
+        event_pool_.emplace_back(item.ctx, item.event);
       space_cv_.notify_all();
     }
     if (requested || tick) next_flush = Clock::now() + interval;
@@ -116,13 +118,13 @@ void CaptureEngine::FinalDrain(std::unique_lock<std::mutex>& lock) {
   const RelaxedCaptureMode relaxed(driver_);
   const Clock::time_point deadline = Clock::now() + std::chrono::seconds(1);
   auto copying = [this] {
-    for (const TensorItem& t : tensors_)
-      if (t.state == CopyState::kCopying) return true;
+    for (size_t i = 0; i < tensors_.size(); ++i)
+      if (tensors_[i].state == CopyState::kCopying) return true;
     return false;
   };
   while (copying() && work_cv_.wait_until(lock, deadline) != std::cv_status::timeout) {
   }
-  std::deque<TensorItem> tensors;
+  TensorQueue tensors;
   tensors.swap(tensors_);
   lock.unlock();
   // Every record published so far, in ticket order, skipping calls that never returned.
@@ -138,8 +140,33 @@ void CaptureEngine::FinalDrain(std::unique_lock<std::mutex>& lock) {
     WriteRecords(&records);
   };
   write_all();
-  for (const TensorItem& t : tensors)
-    if (t.state != CopyState::kCopying) WriteTensor(t);
+  // Payloads still waiting when exit_wait_ms has passed are dropped, counted in one notice: a backlog of packing and
+  // writing (the drain behind a fast producer) must not keep the end record from being written before a signal's
+  // close gives up (signal_close.h).
+  uint64_t late = 0, first_late = kNoSeq;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].state == CopyState::kCopying) continue;
+    if (late == 0 && !ExitDeadlinePassed()) {
+      WriteTensor(tensors[i]);
+      continue;
+    }
+    if (tensors[i].state == CopyState::kReady && late++ == 0) first_late = tensors[i].seq;
+  }
+  if (late > 0) {
+    uint64_t count;
+    {
+      std::lock_guard<std::mutex> guard(mu_);
+      stats_.dropped += late;
+      stats_.dropped_by_reason[static_cast<uint32_t>(format::DropReason::kExitTimeout)] += late;
+      count = stats_.dropped;
+    }
+    Log("%llu tensor payloads not written: TTRACE_EXIT_WAIT_MS (%d ms) passed while they waited to be written",
+        static_cast<unsigned long long>(late), config_.exit_wait_ms);
+    Notice(format::NoticeCode::kPayloadDropped, first_late, count,
+           std::to_string(late) + " payloads dropped (this op's and later ones): not written " +
+               std::to_string(config_.exit_wait_ms) + " ms after exit began (TTRACE_EXIT_WAIT_MS)",
+           static_cast<uint32_t>(format::DropReason::kExitTimeout));
+  }
   write_all();  // notices about tensors that failed just now
   WriteEnd();
   if (!sink_failed_ && !sink_->Close()) SinkFailed();
@@ -151,6 +178,11 @@ void CaptureEngine::WriteRecords(std::vector<QueuedRecord>* records) {
   for (const QueuedRecord& r : *records)
     Append(r.type, r.body.data(), r.body.size(), r.payload.data(), r.payload.size());
   records->clear();
+}
+
+bool CaptureEngine::ExitDeadlinePassed() const {
+  const int64_t deadline = exit_deadline_.load(std::memory_order_relaxed);
+  return deadline != 0 && Clock::now().time_since_epoch().count() >= deadline;
 }
 
 // Polls rather than blocking in cuEventSynchronize, which could not be given up: 50 us sleeps doubling to 2 ms

@@ -11,6 +11,7 @@
 //   alone: no error of ours reaches the application.
 #include "shim/capture_engine.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "shim/log.h"
@@ -227,118 +228,199 @@ CUresult CaptureEngine::EnqueueCopies(const TensorSpec& spec, const StagingPlan&
   return e;
 }
 
-void CaptureEngine::CaptureTensor(uint64_t seq, CUstream stream, const TensorSpec& spec) {
-  if (!capturing_tensors()) return;
-  StagingPlan plan;
-  if (!PlanStaging(spec, &plan, driver_->Memcpy2DAsync != nullptr)) return;
-  if (plan.packed_bytes > config_.max_tensor_bytes) {
-    Drop(seq, format::DropReason::kTooLarge, std::to_string(plan.packed_bytes) + " bytes exceed TTRACE_MAX_TENSOR_MB");
+CaptureEngine::TensorItem& CaptureEngine::TensorQueue::push_back() {
+  if (size_ == items_.size()) {
+    std::vector<TensorItem> grown(items_.empty() ? 64 : 2 * items_.size());
+    for (size_t i = 0; i < size_; ++i) grown[i] = std::move((*this)[i]);
+    items_.swap(grown);
+    head_ = 0;
+  }
+  TensorItem& item = (*this)[size_++];
+  item = TensorItem();
+  return item;
+}
+
+void CaptureEngine::TensorQueue::pop_front() {
+  front().owned.reset();
+  head_ = (head_ + 1) & (items_.size() - 1);
+  --size_;
+}
+
+void CaptureEngine::CaptureTensors(uint64_t seq, CUstream stream, const TensorSpec* specs, size_t count) {
+  if (!capturing_tensors() || count == 0) return;
+  if (count > kMaxGroup) {
+    for (size_t i = 0; i < count; i += kMaxGroup)
+      CaptureTensors(seq, stream, specs + i, std::min(kMaxGroup, count - i));
     return;
   }
-  if (plan.packed_bytes + sizeof(format::RecordHeader) + sizeof(format::TensorRecord) > format::kMaxFrameBytes) {
-    Drop(seq, format::DropReason::kTooLarge,
-         std::to_string(plan.packed_bytes) + " bytes exceed the largest record of the trace format");
-    return;
+  // Each tensor: its plan and ring space (its pointer array twice, then the staging; see the header comment).
+  struct Planned {
+    const TensorSpec* spec;
+    StagingPlan plan;
+    uint64_t array_bytes;
+    uint64_t ring_bytes;  // rounded up to the ring's alignment: the group's tensors lie back to back
+    const void* host_array;
+    CUdeviceptr device_array;
+  };
+  Planned planned[kMaxGroup];
+  size_t n = 0;
+  uint64_t group_bytes = 0;
+  const bool pitched = driver_->Memcpy2DAsync != nullptr;
+  for (size_t i = 0; i < count; ++i) {
+    const TensorSpec& spec = specs[i];
+    Planned& p = planned[n];
+    if (!PlanStaging(spec, &p.plan, pitched)) continue;
+    if (p.plan.packed_bytes > config_.max_tensor_bytes) {
+      Drop(seq, format::DropReason::kTooLarge,
+           std::to_string(p.plan.packed_bytes) + " bytes exceed TTRACE_MAX_TENSOR_MB");
+      continue;
+    }
+    if (p.plan.packed_bytes + sizeof(format::RecordHeader) + sizeof(format::TensorRecord) > format::kMaxFrameBytes) {
+      Drop(seq, format::DropReason::kTooLarge,
+           std::to_string(p.plan.packed_bytes) + " bytes exceed the largest record of the trace format");
+      continue;
+    }
+    // batch <= packed_bytes, bounded above: no overflow.
+    p.spec = &spec;
+    p.array_bytes = spec.ptr_array != nullptr ? static_cast<uint64_t>(spec.batch) * sizeof(void*) : 0;
+    p.ring_bytes = p.plan.staging_bytes + 2 * p.array_bytes;
+    if (!ring_.CanEverFit(p.ring_bytes)) {
+      Drop(seq, format::DropReason::kTooLarge,
+           std::to_string(p.ring_bytes) + " bytes exceed the ring (TTRACE_BUFFER_MB)");
+      continue;
+    }
+    p.ring_bytes = (p.ring_bytes + ByteRing::kAlignment - 1) / ByteRing::kAlignment * ByteRing::kAlignment;
+    p.host_array = nullptr;
+    p.device_array = 0;
+    group_bytes += p.ring_bytes;
+    ++n;
   }
-  // batch <= packed_bytes, bounded above: no overflow.
-  const bool arrays = spec.ptr_array != nullptr;
-  const uint64_t array_bytes = arrays ? static_cast<uint64_t>(spec.batch) * sizeof(void*) : 0;
-  const uint64_t ring_bytes = plan.staging_bytes + 2 * array_bytes;
-  if (!ring_.CanEverFit(ring_bytes)) {
-    Drop(seq, format::DropReason::kTooLarge, std::to_string(ring_bytes) + " bytes exceed the ring (TTRACE_BUFFER_MB)");
+  if (n == 0) return;
+  if (n > 1 && !ring_.CanEverFit(group_bytes)) {  // each fits alone: one group each
+    for (size_t i = 0; i < n; ++i) CaptureTensors(seq, stream, planned[i].spec, 1);
     return;
   }
   const RelaxedCaptureMode relaxed(driver_);
   const CUstreamCaptureStatus capture = StreamCapture(stream);
   const StreamContext context(driver_, stream);
-  const bool collective = spec.slot == format::TensorSlot::kSend || spec.slot == format::TensorSlot::kRecv;
-  if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && arrays) {
-    Drop(seq, format::DropReason::kGraphCapture, "pointer-array operands in CUDA graphs are not snapshotted");
-    return;
-  }
-  if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && !collective) {
-    CaptureInGraph(seq, stream, spec, plan);
-    return;
-  }
-  if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
-    // A launch would need a fresh per-communicator index on every rank to be matched; not done yet.
-    Drop(seq, format::DropReason::kGraphCapture, "collectives captured into CUDA graphs are not snapshotted yet");
-    return;
-  }
   if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-    Drop(seq, format::DropReason::kGraphCapture, "the stream's CUDA graph capture is invalidated");
+    for (size_t i = 0; i < n; ++i) {
+      const TensorSpec& spec = *planned[i].spec;
+      const bool collective = spec.slot == format::TensorSlot::kSend || spec.slot == format::TensorSlot::kRecv;
+      if (capture != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        Drop(seq, format::DropReason::kGraphCapture, "the stream's CUDA graph capture is invalidated");
+      } else if (spec.ptr_array != nullptr) {
+        Drop(seq, format::DropReason::kGraphCapture, "pointer-array operands in CUDA graphs are not snapshotted");
+      } else if (collective) {
+        // A launch would need a fresh per-communicator index on every rank to be matched; not done yet.
+        Drop(seq, format::DropReason::kGraphCapture, "collectives captured into CUDA graphs are not snapshotted yet");
+      } else {
+        CaptureInGraph(seq, stream, spec, planned[i].plan);
+      }
+    }
     return;
   }
-  const void* host_array = nullptr;
-  CUdeviceptr device_array = 0;
-  if (arrays) {
-    std::string why;
-    if (!ReadablePointerArray(spec.ptr_array, static_cast<uint64_t>(spec.batch), &host_array, &device_array, &why)) {
-      Drop(seq, format::DropReason::kOther, why);
-      return;
+  // Pointer arrays the host cannot read leave the group.
+  size_t kept = 0;
+  group_bytes = 0;
+  for (size_t i = 0; i < n; ++i) {
+    Planned& p = planned[i];
+    if (p.spec->ptr_array != nullptr) {
+      std::string why;
+      if (!ReadablePointerArray(p.spec->ptr_array, static_cast<uint64_t>(p.spec->batch), &p.host_array,
+                                &p.device_array, &why)) {
+        Drop(seq, format::DropReason::kOther, why);
+        continue;
+      }
     }
+    group_bytes += p.ring_bytes;
+    planned[kept++] = p;
   }
-  if (!EnsureRing()) return;
+  n = kept;
+  if (n == 0 || !EnsureRing()) return;
 
-  TensorItem* item = nullptr;
+  uint64_t first = 0;  // the group's first item number
   size_t offset = 0;
   {
     std::unique_lock<std::mutex> lock(mu_);
     const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(config_.ring_wait_ms);
     bool got = false;
-    while (!stop_ && !(got = ring_.Allocate(ring_bytes, &offset))) {
+    while (!stop_ && !(got = ring_.Allocate(group_bytes, &offset))) {
       if (space_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-        got = !stop_ && ring_.Allocate(ring_bytes, &offset);
+        got = !stop_ && ring_.Allocate(group_bytes, &offset);
         break;
       }
     }
     if (!got) {
       const bool stopping = stop_;
       lock.unlock();
-      if (!stopping) Drop(seq, format::DropReason::kRingFull, "the ring stayed full for TTRACE_RING_WAIT_MS");
+      if (!stopping)
+        for (size_t i = 0; i < n; ++i)
+          Drop(seq, format::DropReason::kRingFull, "the ring stayed full for TTRACE_RING_WAIT_MS");
       return;
     }
-    tensors_.emplace_back();
-    item = &tensors_.back();
-    item->seq = seq;
-    item->spec = spec;
-    item->plan = plan;
-    item->offset = offset;
-    item->array_words = arrays ? static_cast<uint64_t>(spec.batch) : 0;
-    ++tensors_pushed_;
+    first = tensors_pushed_;
+    size_t at = offset;
+    for (size_t i = 0; i < n; ++i) {
+      TensorItem& item = tensors_.push_back();
+      item.seq = seq;
+      item.spec = *planned[i].spec;
+      item.plan = planned[i].plan;
+      item.offset = at;
+      item.array_words = planned[i].array_bytes / sizeof(void*);
+      item.last_of_group = i + 1 == n;
+      at += planned[i].ring_bytes;
+      ++tensors_pushed_;
+    }
   }
 
-  uint64_t queued = 0;
-  CUresult e = CUDA_SUCCESS;
-  char* space = ring_base_ + offset;
-  if (arrays) {
-    // The array as the stream reads it at this point (the vendor reads it later still, in stream order), and as
-    // the host reads it now: the batches are copied from these addresses. ByteRing offsets are 256-aligned.
-    e = driver_->MemcpyDtoHAsync(space, device_array, array_bytes, stream);
-    if (e == CUDA_SUCCESS) ++queued;
-    memcpy(space + array_bytes, host_array, array_bytes);
+  uint64_t queued = 0, expected = 0;
+  CUresult errors[kMaxGroup];
+  size_t at = offset;
+  for (size_t i = 0; i < n; ++i) {
+    const Planned& p = planned[i];
+    char* space = ring_base_ + at;
+    at += p.ring_bytes;
+    CUresult e = CUDA_SUCCESS;
+    expected += p.plan.copies + (p.array_bytes > 0 ? 1 : 0);
+    if (p.array_bytes > 0) {
+      // The array as the stream reads it at this point (the vendor reads it later still, in stream order), and as
+      // the host reads it now: the batches are copied from these addresses. ByteRing offsets are 256-aligned.
+      e = driver_->MemcpyDtoHAsync(space, p.device_array, p.array_bytes, stream);
+      if (e == CUDA_SUCCESS) ++queued;
+      memcpy(space + p.array_bytes, p.host_array, p.array_bytes);
+    }
+    if (e == CUDA_SUCCESS)
+      e = EnqueueCopies(*p.spec, p.plan, space + 2 * p.array_bytes, stream, &queued,
+                        p.array_bytes > 0 ? reinterpret_cast<const void* const*>(space + p.array_bytes) : nullptr);
+    errors[i] = e;
   }
-  if (e == CUDA_SUCCESS)
-    e = EnqueueCopies(spec, plan, space + 2 * array_bytes, stream, &queued,
-                      arrays ? reinterpret_cast<const void* const*>(space + array_bytes) : nullptr);
-  // The event marks the end of every queued copy, also when a later copy failed: the drain hands the ring space
-  // back only after it, since a queued copy may still be writing there.
+  // The event marks the end of every queued copy of the group, also when a copy failed: the drain hands the ring
+  // space back only after it, since a queued copy may still be writing there.
   CUevent event = nullptr;
   bool unfenced = false;
   if (queued > 0) {
     event = AcquireEvent(context.ctx());
     const CUresult r = event == nullptr ? CUDA_ERROR_UNKNOWN : driver_->EventRecord(event, stream);
-    if (e == CUDA_SUCCESS) e = r;
-    unfenced = r != CUDA_SUCCESS && queued < plan.copies + (arrays ? 1 : 0);
+    if (r != CUDA_SUCCESS)
+      for (size_t i = 0; i < n; ++i)
+        if (errors[i] == CUDA_SUCCESS) errors[i] = r;
+    unfenced = r != CUDA_SUCCESS && queued < expected;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    item->state = e == CUDA_SUCCESS ? CopyState::kReady : CopyState::kFailed;
-    item->event = event;
-    item->ctx = context.ctx();
+    // The group is still queued: the drain pops only items that are not copying, and ours are.
+    for (size_t i = 0; i < n && first + i - tensors_done_ < tensors_.size(); ++i) {
+      TensorItem& item = tensors_[first + i - tensors_done_];
+      item.state = errors[i] == CUDA_SUCCESS ? CopyState::kReady : CopyState::kFailed;
+      item.event = event;
+      item.ctx = context.ctx();
+    }
   }
   work_cv_.notify_one();
-  if (e != CUDA_SUCCESS) Drop(seq, format::DropReason::kCopyFailed, "device-to-host copy failed: " + CudaErrorText(driver_, e));
+  for (size_t i = 0; i < n; ++i)
+    if (errors[i] != CUDA_SUCCESS)
+      Drop(seq, format::DropReason::kCopyFailed, "device-to-host copy failed: " + CudaErrorText(driver_, errors[i]));
   // Copies are in flight with nothing to tell when they end: no ring space may be reused after this.
   if (unfenced) DisableTensors("a device-to-host copy failed and its earlier copies could not be fenced");
 }

@@ -11,13 +11,16 @@
 // system call), else at its flush tick. A thread is inside one op at a time:
 // that is how a call that never returns is named by its seq (RecordBuffer::Running).
 //
-// Tensors. CaptureTensor() enqueues, on the op's own stream, cuMemcpyDtoHAsync into a bounded pinned
-// ring (allocated once, at the first capture) and records an event after it: the copy sees exactly what the stream
-// has done before it, and the application's streams are never synchronized. The drain thread waits for the
-// event (polling cuEventQuery on our own event, so that the wait can end), packs the staged region densely
-// (tensor_pack.h) and writes a TensorRecord. Tensor records follow their op's record in no fixed order: readers
+// Tensors. CaptureTensors() enqueues, on the op's own stream, cuMemcpyDtoHAsync into a bounded pinned ring
+// (allocated once, at the first capture) and records an event after it: the copy sees exactly what the stream has
+// done before it, and the application's streams are never synchronized. The tensors of one call (an op's inputs;
+// TensorGroup collects them) share one ring allocation, one event and one query of the stream's capture status and
+// context: what a call costs the calling thread grows with its copies, not its events and queries. The drain thread
+// waits for the event (polling cuEventQuery on our own event, so that the wait can end), packs the staged region
+// densely (tensor_pack.h) and writes a TensorRecord. Tensor records follow their op's record in no fixed order: readers
 // join by seq. At exit the wait is bounded by exit_wait_ms: a copy the device has not finished by then (a stream
-// still busy, or hung, as a collective whose peer died is) loses its payload with a notice, and the process exits.
+// still busy, or hung, as a collective whose peer died is) loses its payload with a notice, and so do payloads the
+// drain has not written by then (a backlog behind a fast producer: one notice counts them), and the process exits.
 // Pointer arrays (cublas?gemmBatched: TensorSpec.ptr_array). Batch b's matrix is wherever the array's b-th address
 // points when the stream runs the op, which the host cannot know without a sync when the array is in device memory:
 // such a tensor is dropped with the reason. An array in host memory the driver knows (pinned or registered, not
@@ -136,9 +139,11 @@ class CaptureEngine {
   void SetEndReason(format::EndReason reason, int signal);
 
   bool capturing_tensors() const { return tensors_on_.load(std::memory_order_relaxed); }
-  // Snapshots `spec` as `stream` will see it at this point (see the header comment). A tensor that is empty or
-  // malformed (tensor_pack.h: PlanStaging) is skipped silently: the vendor call rejects it anyway.
-  void CaptureTensor(uint64_t seq, CUstream stream, const TensorSpec& spec);  // a cudaStream_t is a CUstream
+  // Snapshots `specs` as `stream` will see them at this point (see the header comment), as one group: one ring
+  // allocation, one event. A tensor that is empty or malformed (tensor_pack.h: PlanStaging) is skipped silently:
+  // the vendor call rejects it anyway. A cudaStream_t is a CUstream.
+  void CaptureTensors(uint64_t seq, CUstream stream, const TensorSpec* specs, size_t count);
+  void CaptureTensor(uint64_t seq, CUstream stream, const TensorSpec& spec) { CaptureTensors(seq, stream, &spec, 1); }
 
   // Waits until everything reserved and captured before this call is written, then flushes the sink. False when
   // that took longer than timeout_ms (a call on another thread still running) or the engine is stopped.
@@ -163,8 +168,9 @@ class CaptureEngine {
     TensorSpec spec;
     StagingPlan plan;
     size_t offset = 0;
-    CUevent event = nullptr;
+    CUevent event = nullptr;  // recorded after the copies of the item's whole group
     CUcontext ctx = nullptr;  // the event's context (pooled per context); nullptr: unknown, destroyed after use
+    bool last_of_group = true;  // pools (or destroys) the event and releases the group's ring allocation
     CopyState state = CopyState::kCopying;
     std::shared_ptr<std::vector<char>> owned;  // graph launches: the staged bytes, outside the ring
     // Pointer arrays: the item's ring space holds the array as the stream read it, then as the call read it
@@ -218,6 +224,7 @@ class CaptureEngine {
   // Waits for one of our copy events: CUDA_SUCCESS, the copy's error, or CUDA_ERROR_NOT_READY when exit began and
   // exit_wait_ms has passed since.
   CUresult WaitCopy(CUevent event);
+  bool ExitDeadlinePassed() const;  // Shutdown began exit_wait_ms ago or more
   bool Append(format::RecordType type, const void* body, size_t body_bytes, const void* payload,
               size_t payload_bytes);
   void SinkFailed();
@@ -253,7 +260,30 @@ class CaptureEngine {
   int record_waiters_ = 0;              // under mu_: threads in WaitForRoom
   std::thread::id drain_id_;            // set before the drain runs
   uint64_t records_dropped_ = 0;
-  std::deque<TensorItem> tensors_;      // ring order
+  // The tensors in flight, in ring order: a circular buffer that grows (doubling) only when more tensors are in
+  // flight than ever before, so steady capture allocates nothing. Items are named by number (tensors_pushed_ when
+  // pushed; the front is tensors_done_), since growth moves them. Under mu_.
+  class TensorQueue {
+   public:
+    bool empty() const { return size_ == 0; }
+    size_t size() const { return size_; }
+    TensorItem& operator[](size_t i) { return items_[(head_ + i) & (items_.size() - 1)]; }
+    const TensorItem& operator[](size_t i) const { return items_[(head_ + i) & (items_.size() - 1)]; }
+    TensorItem& front() { return (*this)[0]; }
+    TensorItem& push_back();  // a fresh item at the back
+    void pop_front();
+    void swap(TensorQueue& other) noexcept {
+      items_.swap(other.items_);
+      std::swap(head_, other.head_);
+      std::swap(size_, other.size_);
+    }
+
+   private:
+    std::vector<TensorItem> items_;  // a power of two long
+    size_t head_ = 0, size_ = 0;
+  };
+  static constexpr size_t kMaxGroup = 16;  // tensors in one CaptureTensors group (more: several groups)
+  TensorQueue tensors_;
   ByteRing ring_;
   uint64_t tensors_pushed_ = 0, tensors_done_ = 0;
   std::vector<std::pair<CUcontext, CUevent>> event_pool_;
@@ -276,6 +306,35 @@ class CaptureEngine {
   std::atomic<uint32_t> end_reason_{static_cast<uint32_t>(format::EndReason::kExit)};
   std::atomic<int> end_signal_{0};
   std::thread drain_;
+};
+
+// The operands of one op that are captured at one point of the call (its inputs before the vendor call, its outputs
+// after), collected and captured as one group (CaptureEngine::CaptureTensors) when Capture() is called or the group
+// goes out of scope. Not thread-safe: one interceptor's.
+class TensorGroup {
+ public:
+  TensorGroup(CaptureEngine* engine, uint64_t seq, CUstream stream) : engine_(engine), seq_(seq), stream_(stream) {}
+  ~TensorGroup() { Capture(); }
+  TensorGroup(const TensorGroup&) = delete;
+  TensorGroup& operator=(const TensorGroup&) = delete;
+  void Add(const TensorSpec& spec) {
+    if (count_ == kCapacity) Capture();
+    specs_[count_++] = spec;
+  }
+  void Capture() {
+    if (count_ > 0) engine_->CaptureTensors(seq_, stream_, specs_, count_);
+    count_ = 0;
+  }
+  CaptureEngine* engine() const { return engine_; }
+  uint64_t seq() const { return seq_; }
+
+ private:
+  static constexpr size_t kCapacity = 16;
+  CaptureEngine* engine_;
+  uint64_t seq_;
+  CUstream stream_;
+  TensorSpec specs_[kCapacity];
+  size_t count_ = 0;
 };
 
 }  // namespace ttrace::shim

@@ -532,6 +532,33 @@ TEST_F(CaptureEngineTest, AHungCallHoldsBackABoundedNumberOfRecords) {
   EXPECT_EQ(n.seq, hung.seq);
 }
 
+// A backlog still waiting when exit_wait_ms has passed is dropped at once, counted in one notice (not one wait and
+// one notice per tensor), so that the end record is written within the wait a signal's close allows.
+TEST_F(CaptureEngineTest, ExitDropsTheBacklogLeftAtItsDeadlineInOneNotice) {
+  EngineConfig c = Full();
+  c.exit_wait_ms = 300;
+  auto engine = Make(c);
+  std::vector<float> m(64, 1.5f);
+  SetGate(false);  // no copy completes: the drain waits on the first one until the deadline
+  for (uint64_t seq = 0; seq < 40; ++seq)
+    engine->CaptureTensor(seq, nullptr, Matrix(m, 8, 8, 8, format::TensorSlot::kA));
+  const auto t0 = std::chrono::steady_clock::now();
+  engine->Shutdown();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(3000));
+  EXPECT_EQ(engine->stats().dropped, 40u);
+  std::vector<Read> all = ReadAll(path_);
+  EXPECT_EQ(OfType(all, RecordType::kTensor).size(), 0u);
+  std::vector<Read> notices = OfType(all, RecordType::kNotice);
+  ASSERT_EQ(notices.size(), 2u);  // the tensor the drain was waiting for, then the rest
+  const auto rest = notices[1].As<format::NoticeRecord>();
+  EXPECT_EQ(rest.seq, 1u);
+  EXPECT_EQ(rest.count, 40u);
+  EXPECT_EQ(rest.reason, static_cast<uint32_t>(format::DropReason::kExitTimeout));
+  EXPECT_NE(notices[1].payload.find("39 payloads dropped"), std::string::npos) << notices[1].payload;
+  ASSERT_EQ(all.back().type, RecordType::kEnd);
+  EXPECT_EQ(all.back().As<format::EndRecord>().payloads_dropped, 40u);
+}
+
 // A copy the device never finishes (a hung stream) holds Shutdown for exit_wait_ms, not forever: its payload is
 // dropped with a notice naming the op, and what was finished before it is written.
 TEST_F(CaptureEngineTest, ExitDoesNotWaitForeverForAHungCopy) {
@@ -583,6 +610,75 @@ TEST_F(CaptureEngineTest, PartlyFailedCopyIsFencedBeforeItsSpaceIsReused) {
   EXPECT_EQ(OfType(all, RecordType::kTensor).size(), 0u);
   ASSERT_EQ(OfType(all, RecordType::kNotice).size(), 1u);
   EXPECT_EQ(OfType(all, RecordType::kNotice)[0].As<format::NoticeRecord>().seq, 5u);
+}
+
+// An op's inputs captured as one group: one event after all their copies, one ring allocation, every payload as
+// the program's data; a copy that fails drops only its own tensor, and the others of the group are written.
+TEST_F(CaptureEngineTest, AGroupSharesOneEventAndEachTensorKeepsItsPayload) {
+  auto engine = Make(Full());
+  std::vector<float> a(64), b(32), c(16);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = 0.25f * i;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = -1.0f * i;
+  for (size_t i = 0; i < c.size(); ++i) c[i] = 3.0f + i;
+  const TensorSpec group[] = {Matrix(a, 8, 8, 8, format::TensorSlot::kA), Matrix(b, 4, 8, 4, format::TensorSlot::kB),
+                              Matrix(c, 4, 4, 4, format::TensorSlot::kCIn)};
+  const int records_before = g_event_records, copies_before = g_memcpy_calls;
+  engine->CaptureTensors(0, nullptr, group, 3);
+  EXPECT_EQ(g_event_records - records_before, 1);
+  EXPECT_EQ(g_memcpy_calls - copies_before, 3);  // one copy per operand
+  g_poisoned = b.data();
+  engine->CaptureTensors(1, nullptr, group, 3);  // B's copy fails: A and C are still written
+  g_poisoned = nullptr;
+  EXPECT_EQ(g_event_records - records_before, 2);
+  engine->Shutdown();
+  std::vector<Read> tensors = OfType(ReadAll(path_), RecordType::kTensor);
+  ASSERT_EQ(tensors.size(), 5u);
+  const std::vector<float>* data[] = {&a, &b, &c};
+  size_t k = 0;
+  for (uint64_t seq = 0; seq < 2; ++seq) {
+    for (int i = 0; i < 3; ++i) {
+      if (seq == 1 && i == 1) continue;
+      const auto t = tensors[k].As<format::TensorRecord>();
+      EXPECT_EQ(t.seq, seq);
+      EXPECT_EQ(t.slot, static_cast<uint8_t>(group[i].slot));
+      EXPECT_EQ(tensors[k].payload, std::string(reinterpret_cast<const char*>(data[i]->data()),
+                                                data[i]->size() * sizeof(float)));
+      ++k;
+    }
+  }
+  EXPECT_EQ(engine->stats().dropped, 1u);
+}
+
+// More tensors in flight than the queue has ever held (the device has not finished any copy): the queue grows and
+// every tensor is written in order once the copies end; the ring comes back whole (a tensor as large as the ring
+// fits afterwards).
+TEST_F(CaptureEngineTest, ManyTensorsInFlightAreWrittenInOrderAndTheRingComesBack) {
+  auto engine = Make(Full(1 << 20));
+  std::vector<float> m(16);
+  SetGate(false);
+  for (uint64_t seq = 0; seq < 300; ++seq) {
+    m[0] = static_cast<float>(seq);
+    const TensorSpec pair[] = {Matrix(m, 4, 4, 4, format::TensorSlot::kA), Matrix(m, 4, 4, 4, format::TensorSlot::kB)};
+    engine->CaptureTensors(seq, nullptr, pair, seq % 3 == 0 ? 1 : 2);
+  }
+  SetGate(true);
+  ASSERT_TRUE(engine->FlushAndWait(5000));
+  std::vector<float> whole((1 << 20) / sizeof(float));
+  engine->CaptureTensor(300, nullptr, Matrix(whole, 1024, 256, 1024, format::TensorSlot::kA));
+  engine->Shutdown();
+  std::vector<Read> tensors = OfType(ReadAll(path_), RecordType::kTensor);
+  ASSERT_EQ(tensors.size(), 300u / 3 + 200u * 2 + 1);
+  size_t k = 0;
+  for (uint64_t seq = 0; seq < 300; ++seq) {
+    for (int i = 0; i < (seq % 3 == 0 ? 1 : 2); ++i, ++k) {
+      EXPECT_EQ(tensors[k].As<format::TensorRecord>().seq, seq);
+      float first;
+      memcpy(&first, tensors[k].payload.data(), sizeof first);
+      EXPECT_EQ(first, static_cast<float>(seq));
+    }
+  }
+  EXPECT_EQ(tensors.back().As<format::TensorRecord>().seq, 300u);
+  EXPECT_EQ(engine->stats().dropped, 0u);
 }
 
 TEST_F(CaptureEngineTest, PinnedAllocationFailureTurnsTensorsOffOnly) {

@@ -155,8 +155,7 @@ void CaptureEngine::Launched(GraphTensor* t) {
       graph_bytes_used_ -= t->plan.staging_bytes;
       return;
     }
-    tensors_.emplace_back();
-    TensorItem& item = tensors_.back();
+    TensorItem& item = tensors_.push_back();
     item.seq = seq;
     item.spec = t->spec;
     item.plan = t->plan;

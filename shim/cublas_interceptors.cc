@@ -215,18 +215,18 @@ TensorSpec Operand(const GemmCall& c, TensorSlot slot) {
   return t;
 }
 
-void Capture(CaptureEngine* engine, const GemmCall& c, cudaStream_t stream, TensorSlot slot) {
+void Capture(TensorGroup* group, const GemmCall& c, TensorSlot slot) {
   const format::GemmRecord& r = c.rec;
   TensorSpec t = Operand(c, slot);
   if (t.ptr_array != nullptr) t.ptr = nullptr;  // a_ptr .. c_ptr are the arrays' addresses
   if (t.dtype == format::DType::kInvalid) {
-    engine->Drop(r.seq, "operand type " + std::to_string(slot == TensorSlot::kA   ? r.a_type
+    group->engine()->Drop(r.seq, "operand type " + std::to_string(slot == TensorSlot::kA   ? r.a_type
                                                          : slot == TensorSlot::kB ? r.b_type
                                                                                   : r.c_type) +
                             " has no ttrace dtype");
     return;
   }
-  engine->CaptureTensor(r.seq, stream, t);
+  group->Add(t);
 }
 
 void SetBatches(GemmCall* c, int64_t batch_count, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
@@ -247,7 +247,7 @@ void SetPointerArrays(GemmCall* c, int64_t batch_count, const void* const* a, co
 
 // Snapshots a device-resident alpha or beta (one element of the scalar type) on the call's stream, just before
 // the call reads it.
-void CaptureScalar(CaptureEngine* engine, const GemmCall& c, cudaStream_t stream, TensorSlot slot) {
+void CaptureScalar(TensorGroup* group, const GemmCall& c, TensorSlot slot) {
   TensorSpec t;
   t.slot = slot;
   t.dtype = c.scalar == Scalar::kF16   ? format::DType::kF16
@@ -257,7 +257,7 @@ void CaptureScalar(CaptureEngine* engine, const GemmCall& c, cudaStream_t stream
                                        : format::DType::kInvalid;
   t.ptr = slot == TensorSlot::kAlpha ? c.alpha : c.beta;
   t.rows = t.cols = t.ld = 1;
-  if (t.dtype != format::DType::kInvalid && t.ptr != nullptr) engine->CaptureTensor(c.rec.seq, stream, t);
+  if (t.dtype != format::DType::kInvalid && t.ptr != nullptr) group->Add(t);
 }
 
 template <typename Real>
@@ -270,17 +270,21 @@ cublasStatus_t TraceGemm(GemmCall* c, const Real& real) {
   r.t_ns = MonotonicNs();
   cudaStream_t stream = nullptr;
   const bool capture = ReadHandleState(c, &stream) && engine->capturing_tensors() && ValidArguments(r);
-  if (capture) {
+  if (capture) {  // the inputs: one group (one event)
+    TensorGroup inputs(engine, r.seq, stream);
     if (c->device_scalars) {
-      CaptureScalar(engine, *c, stream, TensorSlot::kAlpha);
-      CaptureScalar(engine, *c, stream, TensorSlot::kBeta);
+      CaptureScalar(&inputs, *c, TensorSlot::kAlpha);
+      CaptureScalar(&inputs, *c, TensorSlot::kBeta);
     }
-    Capture(engine, *c, stream, TensorSlot::kA);
-    Capture(engine, *c, stream, TensorSlot::kB);
-    if ((r.flags & format::kScalarsUnknown) || r.beta != 0) Capture(engine, *c, stream, TensorSlot::kCIn);
+    Capture(&inputs, *c, TensorSlot::kA);
+    Capture(&inputs, *c, TensorSlot::kB);
+    if ((r.flags & format::kScalarsUnknown) || r.beta != 0) Capture(&inputs, *c, TensorSlot::kCIn);
   }
   const cublasStatus_t status = real();
-  if (capture && status == CUBLAS_STATUS_SUCCESS) Capture(engine, *c, stream, TensorSlot::kCOut);
+  if (capture && status == CUBLAS_STATUS_SUCCESS) {
+    TensorGroup output(engine, r.seq, stream);
+    Capture(&output, *c, TensorSlot::kCOut);
+  }
   r.status = status;
   engine->Publish(slot, format::RecordType::kGemm, r);
   return status;

@@ -299,35 +299,35 @@ TensorSpec AuxSpec(TensorSlot slot, const LtMatmulRecord& r) {
   return t;
 }
 
-void Capture(CaptureEngine* engine, uint64_t seq, cudaStream_t stream, const TensorSpec& t) {
+void Capture(TensorGroup* group, const TensorSpec& t) {
   if (t.ptr == nullptr) return;
   if (t.dtype == DType::kInvalid) {
-    engine->Drop(seq, format::DropReason::kUnsupported,
+    group->engine()->Drop(group->seq(), format::DropReason::kUnsupported,
                  "cuBLASLt operand slot " + std::to_string(static_cast<int>(t.slot)) + " has no ttrace dtype");
     return;
   }
-  engine->CaptureTensor(seq, stream, t);
+  group->Add(t);
 }
 
 // An FP8 scale: one float (SCALAR_32F), or one per row of D (A, OUTER_VEC_32F) or column (B). Block-scaling modes
 // are not captured: the analyzer has no model for them.
-void CaptureScale(CaptureEngine* engine, const LtMatmulRecord& r, cudaStream_t stream, TensorSlot slot, uint64_t ptr,
-                  int32_t mode, int64_t vector_length) {
+void CaptureScale(TensorGroup* group, const LtMatmulRecord& r, TensorSlot slot, uint64_t ptr, int32_t mode,
+                  int64_t vector_length) {
   if (ptr == 0) return;
   if (mode == CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F) {
-    Capture(engine, r.seq, stream, VectorSpec(slot, ptr, DType::kF32, 1, 1, 0));
+    Capture(group, VectorSpec(slot, ptr, DType::kF32, 1, 1, 0));
   } else if (mode == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F) {
-    Capture(engine, r.seq, stream, VectorSpec(slot, ptr, DType::kF32, vector_length, 1, 0));
+    Capture(group, VectorSpec(slot, ptr, DType::kF32, vector_length, 1, 0));
   } else {
-    engine->Drop(r.seq, "cuBLASLt scale mode " + std::to_string(mode) + " is not captured");
+    group->engine()->Drop(r.seq, "cuBLASLt scale mode " + std::to_string(mode) + " is not captured");
   }
 }
 
-void CaptureScalar(CaptureEngine* engine, const LtCall& c, cudaStream_t stream, TensorSlot slot) {
+void CaptureScalar(TensorGroup* group, const LtCall& c, TensorSlot slot) {
   const DType dtype = DTypeFromCuda(c.rec.scale_type);
   const void* p = slot == TensorSlot::kAlpha ? c.alpha : c.beta;
   if (p != nullptr && dtype != DType::kInvalid)
-    engine->CaptureTensor(c.rec.seq, stream, VectorSpec(slot, reinterpret_cast<uint64_t>(p), dtype, 1, 1, 0));
+    group->Add(VectorSpec(slot, reinterpret_cast<uint64_t>(p), dtype, 1, 1, 0));
 }
 
 template <typename Real>
@@ -358,37 +358,38 @@ cublasStatus_t TraceLtMatmul(LtCall* c, const void* a, const void* b, const void
   const uint32_t e = r.epilogue;
   const DType bias_dtype = DTypeFromCuda(BiasType(r));
   const int64_t bias_length = e == CUBLASLT_EPILOGUE_BGRADB ? r.n : r.m;
-  if (capture) {
+  if (capture) {  // the inputs: one group (one event)
+    TensorGroup g(engine, r.seq, stream);
     if (r.pointer_mode == CUBLASLT_POINTER_MODE_DEVICE) {
-      CaptureScalar(engine, *c, stream, TensorSlot::kAlpha);
-      CaptureScalar(engine, *c, stream, TensorSlot::kBeta);
+      CaptureScalar(&g, *c, TensorSlot::kAlpha);
+      CaptureScalar(&g, *c, TensorSlot::kBeta);
     }
-    Capture(engine, r.seq, stream, MatrixSpec(TensorSlot::kA, a, r.a));
-    Capture(engine, r.seq, stream, MatrixSpec(TensorSlot::kB, b, r.b));
+    Capture(&g, MatrixSpec(TensorSlot::kA, a, r.a));
+    Capture(&g, MatrixSpec(TensorSlot::kB, b, r.b));
     if ((r.flags & format::kLtScalarsUnknown) || r.beta != 0)
-      Capture(engine, r.seq, stream, MatrixSpec(TensorSlot::kCIn, cc, r.c));
+      Capture(&g, MatrixSpec(TensorSlot::kCIn, cc, r.c));
     if (HasBiasInput(e))
-      Capture(engine, r.seq, stream,
+      Capture(&g,
               VectorSpec(TensorSlot::kBias, r.bias_ptr, bias_dtype, bias_length, r.d.batch_count, r.bias_batch_stride));
-    if (HasAuxIn(e)) Capture(engine, r.seq, stream, AuxSpec(TensorSlot::kAuxIn, r));
-    CaptureScale(engine, r, stream, TensorSlot::kScaleA, r.a_scale_ptr, r.a_scale_mode, r.m);
-    CaptureScale(engine, r, stream, TensorSlot::kScaleB, r.b_scale_ptr, r.b_scale_mode, r.n);
-    CaptureScale(engine, r, stream, TensorSlot::kScaleC, r.c_scale_ptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, 1);
-    CaptureScale(engine, r, stream, TensorSlot::kScaleD, r.d_scale_ptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, 1);
+    if (HasAuxIn(e)) Capture(&g, AuxSpec(TensorSlot::kAuxIn, r));
+    CaptureScale(&g, r, TensorSlot::kScaleA, r.a_scale_ptr, r.a_scale_mode, r.m);
+    CaptureScale(&g, r, TensorSlot::kScaleB, r.b_scale_ptr, r.b_scale_mode, r.n);
+    CaptureScale(&g, r, TensorSlot::kScaleC, r.c_scale_ptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, 1);
+    CaptureScale(&g, r, TensorSlot::kScaleD, r.d_scale_ptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, 1);
     if (HasAuxOut(e))
-      CaptureScale(engine, r, stream, TensorSlot::kAuxScale, r.aux_scale_ptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, 1);
+      CaptureScale(&g, r, TensorSlot::kAuxScale, r.aux_scale_ptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, 1);
   }
   const cublasStatus_t status = real();
   if (capture && status == CUBLAS_STATUS_SUCCESS) {
-    Capture(engine, r.seq, stream, MatrixSpec(TensorSlot::kCOut, d, r.d));
-    if (HasAuxOut(e)) Capture(engine, r.seq, stream, AuxSpec(TensorSlot::kAuxOut, r));
+    TensorGroup g(engine, r.seq, stream);
+    Capture(&g, MatrixSpec(TensorSlot::kCOut, d, r.d));
+    if (HasAuxOut(e)) Capture(&g, AuxSpec(TensorSlot::kAuxOut, r));
     if (HasBiasGrad(e))
-      Capture(engine, r.seq, stream,
-              VectorSpec(TensorSlot::kBiasGrad, r.bias_ptr, bias_dtype, bias_length, r.d.batch_count,
-                         r.bias_batch_stride));
-    if (r.amax_d_ptr != 0) Capture(engine, r.seq, stream, VectorSpec(TensorSlot::kAmaxD, r.amax_d_ptr, DType::kF32, 1, 1, 0));
+      Capture(&g, VectorSpec(TensorSlot::kBiasGrad, r.bias_ptr, bias_dtype, bias_length, r.d.batch_count,
+                             r.bias_batch_stride));
+    if (r.amax_d_ptr != 0) Capture(&g, VectorSpec(TensorSlot::kAmaxD, r.amax_d_ptr, DType::kF32, 1, 1, 0));
     if (r.aux_amax_ptr != 0 && HasAuxOut(e))
-      Capture(engine, r.seq, stream, VectorSpec(TensorSlot::kAuxAmax, r.aux_amax_ptr, DType::kF32, 1, 1, 0));
+      Capture(&g, VectorSpec(TensorSlot::kAuxAmax, r.aux_amax_ptr, DType::kF32, 1, 1, 0));
   }
   r.status = status;
   engine->Publish(slot, format::RecordType::kLtMatmul, r);

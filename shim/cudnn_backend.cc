@@ -113,7 +113,8 @@ cudnnStatus_t TraceExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, 
   r->workspace = reinterpret_cast<uint64_t>(pack.workspace);
   const auto* tensors = reinterpret_cast<const GraphTensor*>(r + 1);
   const bool capture = engine->capturing_tensors() && g != nullptr && pack.count >= 0;
-  auto each = [&](bool written, format::TensorSlot slot_kind) {
+  auto each = [&](bool written, format::TensorSlot slot_kind) {  // one group (one event) each
+    TensorGroup group(engine, r->seq, stream);
     for (uint32_t i = 0; i < r->tensor_count; ++i) {
       const GraphTensor& t = tensors[i];
       const bool wanted = written ? g->written[i] : g->read[i];
@@ -123,7 +124,7 @@ cudnnStatus_t TraceExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, 
         engine->Drop(r->seq, format::DropReason::kUnsupported, "cuDNN graph tensor type has no ttrace dtype");
         continue;
       }
-      engine->CaptureTensor(r->seq, stream, spec);
+      group.Add(spec);
     }
   };
   if (capture) each(false, format::TensorSlot::kGraphIn);

@@ -160,12 +160,12 @@ TensorSpec RoleSpec(const ConvRecord& r, Role role, TensorSlot slot, const void*
   return SpanSpec(slot, ptr, r.y_type, r.nb_dims, r.y_dims, r.y_strides);
 }
 
-void Capture(CaptureEngine* engine, uint64_t seq, cudaStream_t stream, const TensorSpec& t) {
+void Capture(TensorGroup* group, const TensorSpec& t) {
   if (t.dtype == DType::kInvalid) {
-    engine->Drop(seq, format::DropReason::kUnsupported, "cuDNN tensor type has no ttrace dtype");
+    group->engine()->Drop(group->seq(), format::DropReason::kUnsupported, "cuDNN tensor type has no ttrace dtype");
     return;
   }
-  engine->CaptureTensor(seq, stream, t);
+  group->Add(t);
 }
 
 // One call: which roles it reads and which it writes, with their device pointers.
@@ -208,17 +208,20 @@ cudnnStatus_t TraceConv(ConvCall* c, cudnnHandle_t handle, const Real& real) {
   }
   const bool capture = engine->capturing_tensors() && Consistent(r) && !(r.flags & format::kConvScalarsUnknown) &&
                        c->in0_ptr != nullptr && c->in1_ptr != nullptr && c->out_ptr != nullptr;
-  if (capture) {
+  if (capture) {  // the inputs: one group (one event)
+    TensorGroup g(engine, r.seq, stream);
     auto slot_of = [](Role role) {
       return role == Role::kX ? TensorSlot::kConvX : role == Role::kW ? TensorSlot::kConvW : TensorSlot::kConvY;
     };
-    Capture(engine, r.seq, stream, RoleSpec(r, c->in0, slot_of(c->in0), c->in0_ptr));
-    Capture(engine, r.seq, stream, RoleSpec(r, c->in1, slot_of(c->in1), c->in1_ptr));
-    if (r.beta != 0) Capture(engine, r.seq, stream, RoleSpec(r, c->out, TensorSlot::kCIn, c->out_ptr));
+    Capture(&g, RoleSpec(r, c->in0, slot_of(c->in0), c->in0_ptr));
+    Capture(&g, RoleSpec(r, c->in1, slot_of(c->in1), c->in1_ptr));
+    if (r.beta != 0) Capture(&g, RoleSpec(r, c->out, TensorSlot::kCIn, c->out_ptr));
   }
   const cudnnStatus_t status = real();
-  if (capture && status == CUDNN_STATUS_SUCCESS)
-    Capture(engine, r.seq, stream, RoleSpec(r, c->out, TensorSlot::kCOut, c->out_ptr));
+  if (capture && status == CUDNN_STATUS_SUCCESS) {
+    TensorGroup g(engine, r.seq, stream);
+    Capture(&g, RoleSpec(r, c->out, TensorSlot::kCOut, c->out_ptr));
+  }
   r.status = status;
   engine->Publish(slot, format::RecordType::kConv, r);
   return status;
