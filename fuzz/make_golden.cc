@@ -2,6 +2,9 @@
 //
 //   make_golden OUT_DIR     -> OUT_DIR/good/*.ttr, OUT_DIR/corrupt/*.ttr, OUT_DIR/records/*.rec,
 //                              OUT_DIR/handshake/*.bin (what a collector client sends on one connection)
+//   make_golden --records STREAM OUT
+//                           -> OUT: the frame content of a stream written elsewhere (by libttrace.so: the
+//                              fuzz seeds of the golden shim_*.ttr streams)
 //
 // Good streams are written by the store's TraceWriter with fixed identities (pid 1, start 0), so a rerun writes
 // the same bytes as long as the writer and zstd do. Each corrupt stream is one good stream with one damage, the
@@ -459,8 +462,17 @@ int Main(const std::string& out) {
 }  // namespace ttrace::fuzz
 
 int main(int argc, char** argv) {
+  if (argc == 4 && strcmp(argv[1], "--records") == 0) {
+    const std::string records = ttrace::fuzz::RecordsOf(ttrace::fuzz::Read(argv[2]));
+    if (records.empty()) {
+      fprintf(stderr, "make_golden: %s holds no records\n", argv[2]);
+      return 1;
+    }
+    ttrace::fuzz::Put(argv[3], records);
+    return 0;
+  }
   if (argc != 2) {
-    fprintf(stderr, "usage: make_golden OUT_DIR\n");
+    fprintf(stderr, "usage: make_golden OUT_DIR | make_golden --records STREAM OUT\n");
     return 2;
   }
   return ttrace::fuzz::Main(argv[1]);
