@@ -10,12 +10,13 @@
 #                   with Common/helpers.cpp); host code only, compiled as C++ with the toolkit's headers
 #   --cudnn-frontend DIR
 #                   a cudnn-frontend source tree (header-only): its samples/cpp convolution/*.cpp and sdpa/*.cpp
-#                   (benchmarks aside), one binary per file, each Catch2 test case run as one sample, named
-#                   file:test case. They are written for Catch2 3; they build against Debian's Catch2 2 (`apt-get
+#                   (benchmarks aside) linked into one binary as NVIDIA does, each Catch2 test case run alone as one
+#                   sample, named file: test case (found by Catch2's file-name tags). They are written for Catch2 3; they build against Debian's Catch2 2 (`apt-get
 #                   install catch2`) through a compatibility header written under --out (Catch2 3's SKIP becomes
 #                   an exception: the sample shows as "skip" with its reason). Plain and traced are the test
 #                   case's exit status (Catch2: failed assertions; "skip": skipped); the verdict comes with the
-#                   ops recorded, checked and not checked (by operation). A graph the analyzer has no checker for
+#                   ops recorded, checked and not checked (by operation), and, for a test case that does not pass
+#                   without the shim, why (cudnn-frontend's log: the status and the descriptor simgpu refused). A graph the analyzer has no checker for
 #                   makes the verdict "incomplete", which is not a failure here; findings are. Compiling takes
 #                   minutes per file (a 0.5 GB precompiled header under --out is made once).
 #   --build DIR     ttrace's build folder (default: build/ beside this script's folder)
@@ -93,6 +94,13 @@ lt_samples() {
 cfe_status() {  # log file, exit status: the test case's outcome as printed
   if grep -q 'SKIPPED: ' "$1" 2>/dev/null; then echo skip; else echo "$2"; fi
 }
+cfe_reason() {  # plain log: why a test case did not pass without the shim (cudnn-frontend's log, SKIP's message)
+  local why desc
+  why="$({ grep -o 'SKIPPED: .*' "$1" || grep -o 'failed with message: .*, and code: [A-Z_]*' "$1" ||
+    grep -o 'FAILED:' "$1"; } 2>/dev/null | head -1 | sed 's/^failed with message: //; s/, and code: \(.*\)/ (\1)/')"
+  desc="$(grep 'ERROR' "$1" 2>/dev/null | grep -o 'CUDNN_BACKEND_[A-Z_]*_DESCRIPTOR\|CUDNN_ATTR_[A-Z_]*' | head -1)"
+  echo "$why${desc:+ at $desc}"
+}
 cfe_samples() {
   local inc="$out/cfe/inc" cflags
   mkdir -p "$inc/catch2" "$out/cfe/obj" "$out/cfe/bin"
@@ -119,20 +127,28 @@ HDR
     fi
   fi
   printf '%-64s %-5s %-5s %-6s %s\n' sample build plain traced "verdict (ops recorded; checked; not checked)"
+  local src file obj files=()
   for src in "$cfe"/samples/cpp/convolution/*.cpp "$cfe"/samples/cpp/sdpa/*.cpp; do
-    local file="${src#"$cfe"/samples/cpp/}"
+    file="${src#"$cfe"/samples/cpp/}"
     file="${file%.cpp}"
     [[ "$file" != *benchmark* ]] || continue
     [[ -z "$only" || "$file" =~ $only ]] || continue
-    local bin="$out/cfe/bin/${file//\//_}" obj="$out/cfe/obj/${file//\//_}.o"
+    obj="$out/cfe/obj/${file//\//_}.o"
     if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ "$inc/pch.h.gch" -nt "$obj" ]; then
       g++ "${cflags[@]}" -include pch.h -c "$src" -o "$obj" >"$out/log/${file//\//_}.build" 2>&1 || rm -f "$obj"
     fi
-    if [ ! -f "$obj" ] || ! g++ "$obj" -o "$bin" -L"$cuda/lib64" -L"$cuda/lib64/stubs" -Wl,-rpath-link,"$cuda/lib64" \
-        -lCatch2WithMain -lcudnn -lcudart -lnvrtc -lcuda -lpthread -ldl >>"$out/log/${file//\//_}.build" 2>&1; then
-      printf '%-64s %-5s\n' "$file" no
-      continue
-    fi
+    if [ -f "$obj" ]; then files+=("$file"); else printf '%-64s %-5s\n' "$file" no; fi
+  done
+  # One binary, as NVIDIA builds them (some files call functions of others: fp16_cached those of fp16_fwd and
+  # fp16_bwd), of every object built so far; each file's test cases are found by Catch2's file-name tags.
+  local bin="$out/cfe/bin/samples"
+  if ! g++ "$out"/cfe/obj/*.o -o "$bin" -L"$cuda/lib64" -L"$cuda/lib64/stubs" -Wl,-rpath-link,"$cuda/lib64" \
+      -lCatch2WithMain -lcudnn -lcudart -lnvrtc -lcuda -lpthread -ldl >"$out/log/cfe-link.log" 2>&1; then
+    echo "error: the samples do not link (see $out/log/cfe-link.log; --only may leave out a file another needs)" >&2
+    status=2
+    return
+  fi
+  for file in "${files[@]}"; do
     local name
     while IFS= read -r name; do
       [ -n "$name" ] || continue
@@ -144,7 +160,8 @@ HDR
         printf '%-64s %-5s %s\n' "$file: $name" yes "not run (--skip)"
         continue
       fi
-      { LD_LIBRARY_PATH="$simgpu" timeout 600 "$bin" "$spec" >"$out/log/$tag.plain" 2>&1; } 2>/dev/null || plain=$?
+      { LD_LIBRARY_PATH="$simgpu" CUDNN_FRONTEND_LOG_INFO=1 CUDNN_FRONTEND_LOG_FILE=stdout timeout 600 "$bin" "$spec" \
+          >"$out/log/$tag.plain" 2>&1; } 2>/dev/null || plain=$?
       plain="$(cfe_status "$out/log/$tag.plain" "$plain")"
       LD_LIBRARY_PATH="$simgpu" timeout 900 "$ttrace" run --dir "$out/traces/$tag" --json "$out/log/$tag.json" -- \
         "$bin" "$spec" >"$out/log/$tag.traced" 2>&1 || true
@@ -155,11 +172,14 @@ HDR
       ops="$(grep -o '"ops": *[0-9]*' "$out/log/$tag.json" 2>/dev/null | head -1 | grep -o '[0-9]*$' || true)"
       checked="$(grep -o '"checked": *{[^}]*}' "$out/log/$tag.json" 2>/dev/null | sed 's/"checked": *//' || true)"
       notc="$(grep -o '"not_checked": *{[^}]*}' "$out/log/$tag.json" 2>/dev/null | sed 's/"not_checked": *//' || true)"
+      local why=""
+      [ "$plain" = 0 ] || why="; without the shim: $(cfe_reason "$out/log/$tag.plain")"
       printf '%-64s %-5s %-5s %-6s %s\n' "$file: $name" yes "$plain" "$traced" \
-        "${verdict:-none} (${ops:-0} ops; ${checked:-{\}}; ${notc:-{\}})"
+        "${verdict:-none} (${ops:-0} ops; ${checked:-{\}}; ${notc:-{\}})$why"
       if [ "$plain" = 0 ] && { [ "$traced" != 0 ] || [ "${ops:-0}" = 0 ] ||
           { [ "$verdict" != clean ] && [ "$verdict" != incomplete ]; }; }; then status=1; fi
-    done < <(LD_LIBRARY_PATH="$simgpu" "$bin" --list-test-names-only 2>/dev/null | sed 's/\r$//')
+    done < <(LD_LIBRARY_PATH="$simgpu" "$bin" -# --list-test-names-only "[#$(basename "$file")]" 2>/dev/null |
+      sed 's/\r$//')
   done
 }
 status=0
