@@ -11,14 +11,15 @@
 #   --cudnn-frontend DIR
 #                   a cudnn-frontend source tree (header-only): its samples/cpp convolution/*.cpp and sdpa/*.cpp
 #                   (benchmarks aside) linked into one binary as NVIDIA does, each Catch2 test case run alone as one
-#                   sample, named file: test case (found by Catch2's file-name tags). They are written for Catch2 3; they build against Debian's Catch2 2 (`apt-get
-#                   install catch2`) through a compatibility header written under --out (Catch2 3's SKIP becomes
-#                   an exception: the sample shows as "skip" with its reason). Plain and traced are the test
-#                   case's exit status (Catch2: failed assertions; "skip": skipped); the verdict comes with the
-#                   ops recorded, checked and not checked (by operation), and, for a test case that does not pass
-#                   without the shim, why (cudnn-frontend's log: the status and the descriptor simgpu refused). A graph the analyzer has no checker for
-#                   makes the verdict "incomplete", which is not a failure here; findings are. Compiling takes
-#                   minutes per file (a 0.5 GB precompiled header under --out is made once).
+#                   sample, named file: test case (found by Catch2's file-name tags). They are written for Catch2 3;
+#                   they build against Debian's Catch2 2 (`apt-get install catch2`) through a compatibility header
+#                   written under --out (Catch2 3's SKIP becomes an exception: the sample shows as "skip" with its
+#                   reason). Plain and traced are the test case's exit status (Catch2: failed assertions; "skip":
+#                   skipped); the verdict comes with the ops recorded, checked and not checked (by operation), and,
+#                   for a test case that does not pass without the shim, why (cudnn-frontend's log: the status and
+#                   the descriptor simgpu refused). A graph the analyzer has no checker for makes the verdict
+#                   "incomplete", which is not a failure here; findings are. Compiling takes minutes per file (a 0.5
+#                   GB precompiled header under --out is made once).
 #   --build DIR     ttrace's build folder (default: build/ beside this script's folder)
 #   --out DIR       where binaries and traces go (default /tmp/ttrace-nvidia-samples); delete it afterwards
 #   --only REGEX    only samples whose name matches (cudnn-frontend: files whose folder/name matches, e.g.
