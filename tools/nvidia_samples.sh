@@ -5,7 +5,8 @@
 # repository (never commit them: fetch NVIDIA/CUDALibrarySamples and NVIDIA/cudnn-frontend yourself), runs it with
 # `ttrace run` against simgpu's libraries, and prints one line per sample: whether it built, its exit status
 # without and with the shim, the ops recorded and the check's verdict. Exits 1 when a sample that ran cleanly
-# without the shim fails under it, or its trace is not clean (cudnn-frontend: has findings or no ops).
+# without the shim fails under it, or its trace is not clean (cudnn-frontend: has findings, or records another
+# number of ops than the sample executed).
 #   --lt DIR        the cuBLASLt folder of CUDALibrarySamples (each Lt* folder: *.cu and main.cpp or main.cu,
 #                   with Common/helpers.cpp); host code only, compiled as C++ with the toolkit's headers
 #   --cudnn-frontend DIR
@@ -15,7 +16,8 @@
 #                   they build against Debian's Catch2 2 (`apt-get install catch2`) through a compatibility header
 #                   written under --out (Catch2 3's SKIP becomes an exception: the sample shows as "skip" with its
 #                   reason). Plain and traced are the test case's exit status (Catch2: failed assertions; "skip":
-#                   skipped); the verdict comes with the ops recorded, checked and not checked (by operation), and,
+#                   skipped); the verdict comes with the ops recorded / cudnnBackendExecute calls without the shim
+#                   (as cudnn-frontend logs them; they must be equal), checked and not checked (by operation), and,
 #                   for a test case that does not pass without the shim, why (cudnn-frontend's log: the status and
 #                   the descriptor simgpu refused). A graph the analyzer has no checker for makes the verdict
 #                   "incomplete", which is not a failure here; findings are. Compiling takes minutes per file (a 0.5
@@ -128,7 +130,7 @@ HDR
       return
     fi
   fi
-  printf '%-64s %-5s %-5s %-6s %s\n' sample build plain traced "verdict (ops recorded; checked; not checked)"
+  printf '%-64s %-5s %-5s %-6s %s\n' sample build plain traced "verdict (ops recorded/executed; checked; not checked)"
   local src file obj files=()
   for src in "$cfe"/samples/cpp/convolution/*.cpp "$cfe"/samples/cpp/sdpa/*.cpp; do
     file="${src#"$cfe"/samples/cpp/}"
@@ -174,12 +176,14 @@ HDR
       ops="$(grep -o '"ops": *[0-9]*' "$out/log/$tag.json" 2>/dev/null | head -1 | grep -o '[0-9]*$' || true)"
       checked="$(grep -o '"checked": *{[^}]*}' "$out/log/$tag.json" 2>/dev/null | sed 's/"checked": *//' || true)"
       notc="$(grep -o '"not_checked": *{[^}]*}' "$out/log/$tag.json" 2>/dev/null | sed 's/"not_checked": *//' || true)"
-      local why=""
+      local why="" executes
       [ "$plain" = 0 ] || why="; without the shim: $(cfe_reason "$out/log/$tag.plain")"
+      # cudnnBackendExecute calls without the shim, as cudnn-frontend logs them: what the trace must hold.
+      executes="$(grep -c 'INFO: Executing .*\.\.\.$' "$out/log/$tag.plain" || true)"
       printf '%-64s %-5s %-5s %-6s %s\n' "$file: $name" yes "$plain" "$traced" \
-        "${verdict:-none} (${ops:-0} ops; ${checked:-{\}}; ${notc:-{\}})$why"
-      if [ "$plain" = 0 ] && { [ "$traced" != 0 ] || [ "${ops:-0}" = 0 ] ||
-          { [ "$verdict" != clean ] && [ "$verdict" != incomplete ]; }; }; then status=1; fi
+        "${verdict:-none} (${ops:-0}/${executes:-0} ops; ${checked:-{\}}; ${notc:-{\}})$why"
+      if [ "$plain" = 0 ] && { [ "$traced" != 0 ] || [ "${ops:-0}" != "${executes:-0}" ] ||
+          { [ "${ops:-0}" != 0 ] && [ "$verdict" != clean ] && [ "$verdict" != incomplete ]; }; }; then status=1; fi
     done < <(LD_LIBRARY_PATH="$simgpu" "$bin" -# --list-test-names-only "[#$(basename "$file")]" 2>/dev/null |
       sed 's/\r$//')
   done
