@@ -496,10 +496,10 @@ size_t WritePlane(const uint8_t* sym, size_t n, const PlanePlan& pp, uint8_t* ou
 
 // The top plane is always planned from its histogram; a lower plane only when a sample says it may pay. In the
 // common case (every lower plane raw) one split writes the lower planes in place and the top plane to `scratch`
-// (2^kBlockLog2 bytes). Otherwise the planes are written one after another, each split again from the input
-// into `scratch` (a coded plane may be longer than the raw bytes ahead of it, so none is kept in the output).
+// (2^kBlockLog2 bytes). Otherwise the planes are written one after another, each lower one from a copy in
+// `scratch2` (as large).
 template <typename T>
-size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out, uint8_t* scratch) {
+size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out, uint8_t* scratch, uint8_t* scratch2) {
   constexpr int W = sizeof(T);
   uint8_t* lower[W > 1 ? W - 1 : 1];
   for (int plane = 0; plane + 1 < W; ++plane) lower[plane] = out + plane * (1 + n) + 1;
@@ -513,16 +513,17 @@ size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out, uint8_t* scratch) 
     for (int plane = 0; plane + 1 < W; ++plane) out[plane * (1 + n)] = kRaw;
     return (W - 1) * (1 + n) + WritePlane(scratch, n, top, out + (W - 1) * (1 + n));
   }
+  // Plane q is written at or before its raw place and may be longer than the raw bytes ahead of it, so each lower
+  // plane is copied out of its raw place first. Planes before q end before q's raw place, never in q + 1's.
   size_t pos = 0;
-  for (int plane = 0; plane < W; ++plane) {
-    for (size_t i = 0; i < n; ++i) scratch[i] = PlaneByte<T>(in, i, plane);
+  for (int plane = 0; plane + 1 < W; ++plane) {
+    memcpy(scratch2, lower[plane], n);
     PlanePlan pp;
-    if (plane + 1 == W) pp = top;
-    else if (try_lower[plane]) PlanPlane(scratch, n, &pp);
+    if (try_lower[plane]) PlanPlane(scratch2, n, &pp);
     else pp.total = 1 + n;
-    pos += WritePlane(scratch, n, pp, out + pos);
+    pos += WritePlane(scratch2, n, pp, out + pos);
   }
-  return pos;
+  return pos + WritePlane(scratch, n, top, out + pos);
 }
 
 // ---- decoder ----------------------------------------------------------------------------------------------------
@@ -667,31 +668,38 @@ const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, Pa
   return nullptr;
 }
 
-// With every lower plane raw (and a block no larger than the encoder's, the size of `scratch`), the top plane goes
-// to `scratch` (unless it is raw itself) and one pass composes the elements; otherwise the Huffman planes go to their bytes of each element and a pass adds
-// the raw and constant planes and unrotates.
+// In a block no larger than the encoder's, with at most two planes not raw (the common cases: a coded top plane;
+// a coded top plane and one coded lower plane), each such plane goes to a scratch buffer (Huffman decoded or the
+// constant repeated) and one pass composes the elements from the planes. Otherwise the Huffman planes go to their
+// bytes of each element and a pass adds the raw and constant planes and unrotates.
 template <typename T>
-const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, uint8_t* out, uint8_t* scratch) {
+const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, uint8_t* out,
+                        uint8_t (*scratch)[size_t{1} << kBlockLog2]) {
   constexpr size_t W = sizeof(T);
   ParsedPlane planes[W];
-  bool lower_raw = true;
+  size_t not_raw = 0;
   for (size_t plane = 0; plane < W; ++plane) {
     if (const char* err = ParsePlane(in, size, pos, n, &planes[plane])) return err;
-    if (plane + 1 < W) lower_raw &= planes[plane].mode == kRaw;
+    not_raw += planes[plane].mode != kRaw;
   }
-  if (lower_raw && n <= (size_t{1} << kBlockLog2)) {
-    const ParsedPlane& top = planes[W - 1];
-    const uint8_t* lower[W > 1 ? W - 1 : 1] = {};
-    for (size_t plane = 0; plane + 1 < W; ++plane) lower[plane] = planes[plane].data;
-    const uint8_t* top_bytes = scratch;
-    if (top.mode == kHuffman) {
-      if (const char* err = DecodeStreams<1>(top.data, top.bytes, n, top.table, scratch)) return err;
-    } else if (top.mode == kConst) {
-      memset(scratch, top.data[0], n);
-    } else {
-      top_bytes = top.data;
+  if (not_raw <= 2 && n <= (size_t{1} << kBlockLog2)) {
+    const uint8_t* bytes[W];
+    size_t used = 0;
+    for (size_t plane = 0; plane < W; ++plane) {
+      const ParsedPlane& pp = planes[plane];
+      if (pp.mode == kRaw) {
+        bytes[plane] = pp.data;
+        continue;
+      }
+      uint8_t* buf = scratch[used++];
+      if (pp.mode == kHuffman) {
+        if (const char* err = DecodeStreams<1>(pp.data, pp.bytes, n, pp.table, buf)) return err;
+      } else {
+        memset(buf, pp.data[0], n);
+      }
+      bytes[plane] = buf;
     }
-    MergePlanes<T>(lower, top_bytes, n, out);
+    MergePlanes<T>(bytes, bytes[W - 1], n, out);
     return nullptr;
   }
   T keep = 0, constant = 0;
@@ -721,18 +729,18 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, u
 
 template <typename T>
 size_t EncodeAll(const uint8_t* in, size_t n, uint8_t* out) {
-  uint8_t scratch[size_t{1} << kBlockLog2];
+  uint8_t scratch[2][size_t{1} << kBlockLog2];
   size_t pos = kFloatCodecHeaderBytes;
   for (size_t b = 0; b < n; b += size_t{1} << kBlockLog2) {
     const size_t m = std::min(n - b, size_t{1} << kBlockLog2);
-    pos += EncodeBlock<T>(in + b * sizeof(T), m, out + pos, scratch);
+    pos += EncodeBlock<T>(in + b * sizeof(T), m, out + pos, scratch[0], scratch[1]);
   }
   return pos;
 }
 
 template <typename T>
 const char* DecodeAll(const uint8_t* in, size_t size, size_t n, int block_log2, uint8_t* out) {
-  uint8_t scratch[size_t{1} << kBlockLog2];
+  uint8_t scratch[2][size_t{1} << kBlockLog2];
   size_t pos = kFloatCodecHeaderBytes;
   for (size_t b = 0; b < n; b += size_t{1} << block_log2) {
     const size_t m = std::min(n - b, size_t{1} << block_log2);

@@ -10,9 +10,9 @@
 // holding BF16 values).
 //
 // Pure functions over bytes: the shim's drain encodes (FloatEncode allocates nothing and cannot fail; it and
-// FloatDecode use a 64 KiB scratch block on the stack, FloatDecode up to 8 KiB more per element byte), the reader
-// decodes. FloatDecode treats its input as hostile: it rejects any malformed payload with a reason and never reads
-// or writes outside the two buffers it is given. Thread-safe (no state).
+// FloatDecode use two 64 KiB scratch blocks on the stack, FloatDecode up to 8 KiB more per element byte), the
+// reader decodes. FloatDecode treats its input as hostile: it rejects any malformed payload with a reason and never
+// reads or writes outside the two buffers it is given. Thread-safe (no state).
 #ifndef TTRACE_STORE_FLOAT_CODEC_H_
 #define TTRACE_STORE_FLOAT_CODEC_H_
 
