@@ -24,7 +24,8 @@ struct NameEntry {
 };
 
 char g_arena[kNameArenaBytes];
-std::atomic<uint32_t> g_slot_id[kNameSlots];  // 0: empty; published last (release)
+// "= {}": constant-initialized, so no loop runs at load even unoptimized (ShimExportTest.NoConstructorsOfOurs).
+std::atomic<uint32_t> g_slot_id[kNameSlots] = {};  // 0: empty; published last (release)
 uint32_t g_slot_hash[kNameSlots];
 NameEntry g_names[kMaxNames + 1];              // by id, 1-based
 std::atomic<uint32_t> g_name_count{0};         // ids handed out (acquire: entries up to it are written)

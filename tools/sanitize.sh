@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The sanitizer and fuzzing pass (docs/testing.md): each part in a build directory of its own. CI (.ci/run) runs
-# `tsan fuzz asan-ci` after tools/test.sh; `asan` (the whole suite) is run by hand until a clean run of it passes.
+# `tsan fuzz asan` after tools/test.sh (docs/testing.md has their times).
 #
 #   tools/sanitize.sh [asan] [asan-ci] [tsan] [fuzz]     (no argument: asan tsan fuzz)
 #
@@ -28,7 +28,7 @@ jobs="${JOBS:-$(nproc)}"
 # - BudgetTest.TraceFarLargerThanTheMemoryLimitIsStreamed asserts the peak RSS of `ttrace check` against its
 #   --memory-limit: ASan's redzones and its quarantine of freed blocks are part of that RSS (305 MiB, limit 20).
 ASAN_EXCLUDE='^BudgetTest\.(OutOfMemoryIsExitTwo|TraceFarLargerThanTheMemoryLimitIsStreamed)$'
-# asan-ci, what CI runs under ASan + UBSan (the whole suite took 85 minutes here: docs/testing.md), by binary:
+# asan-ci, a quick ASan + UBSan pass (about a third of the whole build), by binary:
 # the code that reads hostile input. The store's reader, index and codecs, the collector's session and server,
 # the golden good and corrupt streams, the analyzer's loader, CLI and strided-tensor geometry, and the three fuzz
 # harnesses replaying their seeds.
