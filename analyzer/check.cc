@@ -165,12 +165,14 @@ void Release(const Op& op) {
     if (t->deferred) std::string().swap(t->data);
 }
 
-// One op to check, in merge order, and whether it is over the memory limit (then it is not checked).
+// One op to check, in merge order, and whether it is over the memory limit (then it is not checked); for the
+// collectives' pool, one unit of the CollectivePlan instead (op null).
 struct Item {
   int rank;
   const Op* op;
   uint64_t bytes;
   bool over_limit;
+  size_t unit = 0;
 };
 
 // Checks items on `threads` workers; the calling thread merges the reports in submission order. With one thread
@@ -372,10 +374,9 @@ CheckReport RunChecksOnly(const TraceSet& set, const CheckProgress& progress, co
       counts.bytes_total += OpBytes(op);
       checkable += op.kind != OpKind::kCollective;
     }
-  const int threads = static_cast<int>(std::min<uint64_t>(
-      options.threads > 0 ? static_cast<uint64_t>(options.threads)
-                          : std::max(1u, std::thread::hardware_concurrency()),
-      std::max<uint64_t>(1, checkable)));
+  const uint64_t requested_threads = options.threads > 0 ? static_cast<uint64_t>(options.threads)
+                                                         : std::max(1u, std::thread::hardware_concurrency());
+  const int threads = static_cast<int>(std::min<uint64_t>(requested_threads, std::max<uint64_t>(1, checkable)));
   auto over_limit = [&](const Item& item, CheckReport* part) {
     part->Warn(absl::StrCat("rank ", item.rank, " seq ", item.op->seq, " ", item.op->api_name(), ": checking it needs about ",
                             FormatCount(OpCost(*item.op) >> 20), " MiB, over the memory limit of ",
@@ -455,55 +456,64 @@ CheckReport RunChecksOnly(const TraceSet& set, const CheckProgress& progress, co
   for (const RankTrace& t : set.ranks)
     for (const Op& op : t.ops)
       if (op.kind == OpKind::kCollective) owner[&op] = &t;
-  size_t u = 0;
-  while (u < plan.size()) {
-    size_t end = u;
-    uint64_t cost = 0;
-    std::map<const RankTrace*, std::vector<Tensor*>> wanted;
-    std::vector<bool> over;
-    while (end < plan.size()) {
-      uint64_t c = 0;
-      for (const Op* op : plan.ops(end)) c += OpCost(*op);
-      if (end > u && cost + c > limit) break;
-      over.push_back(c > limit);
-      if (c <= limit) {
-        cost += c;
-        for (const Op* op : plan.ops(end))
-          for (Tensor* x : TensorsOf(*op))
-            if (x->deferred && x->data.empty() && x->payload_bytes > 0) wanted[owner[op]].push_back(x);
-      }
-      ++end;
-    }
-    for (auto& [t, tensors] : wanted) {
-      auto& reader = readers[t->path];
-      if (reader == nullptr) reader = std::make_unique<DeferredTensorReader>(t->path, true);
-      absl::Status st = reader->Load(std::move(tensors));
-      if (!st.ok()) {
-        report.AddGap(absl::StrCat("reading tensors failed: ", st.message()));
-        report.Finish();
-        return report;
-      }
-    }
-    for (size_t x = u; x < end; ++x) {
-      CheckReport part;
-      if (over[x - u]) {
-        for (const Op* op : plan.ops(x)) {
-          const RankTrace* t = owner[op];
-          over_limit(Item{t->rank(), op, 0, true}, &part);
+  // Units are checked on the worker threads, a batch at a time, and merged in plan order on this one: the report is
+  // the same at any thread count.
+  absl::Status unit_error;
+  {
+    OrderedPool pool(
+        static_cast<int>(std::min<uint64_t>(requested_threads, std::max<size_t>(1, plan.size()))),
+        [&](const Item& item, CheckReport* part) {
+          if (item.over_limit) {
+            for (const Op* op : plan.ops(item.unit)) over_limit(Item{owner.at(op)->rank(), op, 0, true}, part);
+          } else {
+            plan.Check(item.unit, part);
+          }
+          NameUnitNotChecked(plan.ops(item.unit), owner, part);
+        },
+        [&](const Item& item, const CheckReport& part) {
+          MergeOpReport(part, &report);
+          for (const Op* op : plan.ops(item.unit)) {
+            Release(*op);
+            ++counts.ops_done;
+            counts.bytes_done += OpBytes(*op);
+          }
+          if (progress) progress(counts);
+        });
+    size_t u = 0;
+    while (u < plan.size() && unit_error.ok()) {
+      size_t end = u;
+      uint64_t cost = 0;
+      std::map<const RankTrace*, std::vector<Tensor*>> wanted;
+      std::vector<bool> over;
+      while (end < plan.size()) {
+        uint64_t c = 0;
+        for (const Op* op : plan.ops(end)) c += OpCost(*op);
+        if (end > u && cost + c > limit) break;
+        over.push_back(c > limit);
+        if (c <= limit) {
+          cost += c;
+          for (const Op* op : plan.ops(end))
+            for (Tensor* x : TensorsOf(*op))
+              if (x->deferred && x->data.empty() && x->payload_bytes > 0) wanted[owner.at(op)].push_back(x);
         }
-      } else {
-        plan.Check(x, &part);
+        ++end;
       }
-      NameUnitNotChecked(plan.ops(x), owner, &part);
-      MergeOpReport(part, &report);
-      for (const Op* op : plan.ops(x)) {
-        Release(*op);
-        ++counts.ops_done;
-        counts.bytes_done += OpBytes(*op);
+      for (auto& [t, tensors] : wanted) {
+        auto& reader = readers[t->path];
+        if (reader == nullptr) reader = std::make_unique<DeferredTensorReader>(t->path, true);
+        unit_error = reader->Load(std::move(tensors));
+        if (!unit_error.ok()) break;
       }
-      if (progress) progress(counts);
+      if (!unit_error.ok()) break;
+      for (size_t x = u; x < end; ++x) pool.Submit(Item{-1, nullptr, 0, over[x - u], x});
+      pool.MergeUntil(pool.submitted());  // the batch's payloads are released before the next is read
+      u = end;
     }
-    u = end;
+  }
+  if (!unit_error.ok()) {
+    report.AddGap(absl::StrCat("reading tensors failed: ", unit_error.message()));
+    report.Finish();
+    return report;
   }
   // Replicas: compared on the digests taken above; the payloads of a parting are read again for its evidence.
   std::map<std::string, std::unique_ptr<DeferredTensorReader>> evidence_readers;

@@ -2,6 +2,7 @@
 // trace that exercises every part of it (clean GEMMs of many shapes and both methods, corrupted ones, ops without
 // their tensors, an over-budget op, warnings, an all-reduce); the progress callback counts every op and byte once,
 // in order; FormatProgress's line.
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -28,7 +29,7 @@ using testing::RoundTo;
 
 // Two ranks of 40 GEMMs each (random shapes up to 48 x 48 x 300, FP32 or BF16, the FP64 product rounded to the
 // output type: within every bound), a few corrupted, a few without their output tensor or with a tensor of the
-// wrong size, then one all-reduce.
+// wrong size, then twelve all-reduces, one wrong.
 std::string MixedTrace() {
   const std::string dir = testing::TempDir("check_threads");
   std::mt19937_64 rng(2024);
@@ -57,9 +58,14 @@ std::string MixedTrace() {
       if (seq % 17 == 9) c.pop_back();  // wrong size: a warning, not checked
       w.Tensor(seq, TensorSlot::kCOut, dt, m, n, 1, Encode(dt, c));
     }
-    w.Collective(testing::AllReduceRec(40, 77, 0, r, 2, DType::kF32, 2));
-    w.Tensor(40, TensorSlot::kSend, DType::kF32, 2, 1, 1, Encode(DType::kF32, {1.0 + r, 2}));
-    w.Tensor(40, TensorSlot::kRecv, DType::kF32, 2, 1, 1, Encode(DType::kF32, {3, 4}));
+    // Twelve all-reduces (units checked on the worker threads), the eighth wrong on rank 1.
+    for (uint64_t c = 0; c < 12; ++c) {
+      const uint64_t seq = 40 + c;
+      const double x = static_cast<double>(c);
+      w.Collective(testing::AllReduceRec(seq, 77, c, r, 2, DType::kF32, 2));
+      w.Tensor(seq, TensorSlot::kSend, DType::kF32, 2, 1, 1, Encode(DType::kF32, {1.0 + r + x, 2}));
+      w.Tensor(seq, TensorSlot::kRecv, DType::kF32, 2, 1, 1, Encode(DType::kF32, {3 + 2 * x + (c == 7 && r == 1), 4}));
+    }
   }
   return dir;
 }
@@ -86,6 +92,8 @@ TEST(CheckThreadsTest, ReportIsTheSameAtAnyThreadCount) {
   ASSERT_EQ(one.summary().gemm_methods.size(), 2u) << expected;
   ASSERT_EQ(one.timeline().ranks().size(), 2u);
   ASSERT_FALSE(one.summary().not_checked_ops.empty());
+  ASSERT_EQ(std::count_if(one.findings().begin(), one.findings().end(), [](const Finding& f) { return f.seq == 47; }),
+            1) << expected;  // the wrong all-reduce
   for (int threads : {2, 3, 8, 64}) {
     o.threads = threads;
     EXPECT_EQ(Text(RunChecks(*set, {}, o)), expected) << threads << " threads";
@@ -128,7 +136,7 @@ TEST(CheckThreadsTest, ProgressCountsEveryOpAndByteOnceInOrder) {
       EXPECT_GE(seen[i].bytes_done, seen[i - 1].bytes_done);
     }
     EXPECT_EQ(seen.back().ops_done, seen.back().ops_total);
-    EXPECT_EQ(seen.back().ops_total, 82u);
+    EXPECT_EQ(seen.back().ops_total, 104u);
     EXPECT_EQ(seen.back().bytes_done, seen.back().bytes_total);
     EXPECT_GT(seen.back().bytes_total, 100'000u);
   }
