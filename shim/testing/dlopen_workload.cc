@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "shim/testing/cuda_upload.h"
+
 extern "C" long dlnext_interposer_calls();
 
 namespace {
@@ -22,6 +24,7 @@ namespace {
   exit(1);
 }
 
+using ttrace::shim::testing::Upload;
 using DlsymFn = void* (*)(void*, const char*);
 DlsymFn g_dlsym = &dlsym;
 void* g_cublas = nullptr;
@@ -38,12 +41,6 @@ void Write(const std::string& path, const std::vector<float>& v) {
   if (f == nullptr || fwrite(v.data(), 4, v.size(), f) != v.size() || fclose(f) != 0) Die("writing " + path);
 }
 
-float* Upload(const std::vector<float>& v) {
-  void* p = nullptr;
-  if (cudaMalloc(&p, v.size() * 4) != cudaSuccess) Die("cudaMalloc");
-  if (cudaMemcpy(p, v.data(), v.size() * 4, cudaMemcpyHostToDevice) != cudaSuccess) Die("cudaMemcpy");
-  return static_cast<float*>(p);
-}
 
 }  // namespace
 

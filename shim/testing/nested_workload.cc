@@ -9,18 +9,13 @@
 #include <cstring>
 #include <vector>
 
+#include "shim/testing/cuda_upload.h"
 #include "shim/testing/workload_util.h"
 
 namespace {
 using ttrace::shim::testing::Die;
+using ttrace::shim::testing::Upload;
 
-float* Upload(const std::vector<float>& v) {
-  void* p = nullptr;
-  if (cudaMalloc(&p, v.size() * 4) != cudaSuccess ||
-      cudaMemcpy(p, v.data(), v.size() * 4, cudaMemcpyHostToDevice) != cudaSuccess)
-    Die("upload");
-  return static_cast<float*>(p);
-}
 }  // namespace
 
 int main() {
