@@ -188,6 +188,10 @@ mutate "diff: bitwise mode ignores the last operand slot" diff.cc \
 # The store.
 mutate "deferred tensors: read on instead of seeking to their frame" analyzer/trace_model.cc \
   "(target.frame_index > (positioned" "(false && target.frame_index > (positioned" "trace_model_test" "TraceModelTest"
+mutate "check: collective units' reports not merged" analyzer/check.cc \
+  "          MergeOpReport(part, &report);
+          for (const Op* op : plan.ops(item.unit)) {" "          (void)part;
+          for (const Op* op : plan.ops(item.unit)) {" "check_test" "CheckThreads"
 mutate "reader: payload CRC ignored" trace_reader.cc \
   "if (Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)" \
   "if (false && Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)" \
@@ -219,6 +223,9 @@ mutate "shim: one element fewer copied" tensor_pack.cc \
   "memcpy(out, src, col_bytes * static_cast<size_t>(spec.cols));" \
   "memcpy(out, src, col_bytes * static_cast<size_t>(spec.cols) - elem);" \
   "shim_tensor_pack_test" "TensorPack"
+mutate "shim: a group's tensors staged at one ring offset" capture_engine.cc \
+  "      at += planned[i].ring_bytes;
+      ++tensors_pushed_;" "      ++tensors_pushed_;" "ttrace_shim shim_capture_engine_test" "CaptureEngine"
 mutate "shim: seq off by one" capture_records.cc "const Slot slot{p.ticket, op ? p.seq : kNoSeq};" \
   "const Slot slot{p.ticket, op ? p.seq + 1 : kNoSeq};" "shim_capture_engine_test" "CaptureEngine"
 mutate "shim: C captured after a failed GEMM" cublas_interceptors.cc \
