@@ -4,7 +4,11 @@
 // compute is a scaled, masked softmax: P must equal softmax(scale·S) over the keys P leaves non-zero, to 1e-9, in
 // every row (the scale is the scalar a pointwise MUL applies to S; masked keys are those whose P is exactly 0,
 // which they are on the device too: exp(−inf) or exp of FLOAT's lowest minus the row maximum), and a Stats
-// output, when there is one, must equal the log-sum-exp of the visible scaled scores.
+// output, when there is one, must equal the log-sum-exp of the visible scaled scores. The mask is per query row
+// (padding masks differ per batch); the matmuls' M/N/K overrides (sequence lengths) are read from their captured
+// tensors: rows past the second matmul's M override are not written, so not compared, and every key kept in a
+// written row must lie inside both matmuls' overrides. A graph with an RNG operation (Philox dropout inside cuDNN)
+// is not checked: its mask cannot be replayed.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -22,7 +26,7 @@ using format::GraphOp;
 using format::GraphTensor;
 using Values = std::map<int32_t, std::vector<double>>;
 
-constexpr int32_t kPointwise = 13, kMatmul = 19, kReduction = 22;
+constexpr int32_t kPointwise = 13, kMatmul = 19, kReduction = 22, kRng = 33;
 
 int64_t Count(const GraphTensor& t) {
   int64_t n = 1;
@@ -126,8 +130,10 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   const auto& ops = op.graph_ops;
   const auto& T = op.graph_tensors;
   std::vector<const GraphOp*> mm;
+  bool rng = false;
   for (const GraphOp& g : ops) {
     if (g.type == kMatmul) mm.push_back(&g);
+    else if (g.type == kRng) rng = true;
     else if (g.type != kPointwise && g.type != kReduction) return false;
   }
   if (mm.size() != 2) return false;
@@ -135,10 +141,13 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   if (m1->operands[2] == m2->operands[0]) std::swap(m1, m2);  // graph order is free
   const int32_t qi = m1->operands[0], kti = m1->operands[1], si = m1->operands[2];
   const int32_t pi = m2->operands[0], vi = m2->operands[1], oi = m2->operands[2];
+  // Overrides (operands 3, 4, 5: M, N, K): the first matmul's M and N (seq_len_q, seq_len_kv), the second's M and K
+  // (seq_len_q, seq_len_kv), as cudnn-frontend sets them with a padding mask; no other.
   if (qi < 0 || kti < 0 || si < 0 || pi < 0 || vi < 0 || oi < 0 || T[static_cast<size_t>(qi)].is_virtual ||
       T[static_cast<size_t>(kti)].is_virtual || !T[static_cast<size_t>(pi)].is_virtual || T[static_cast<size_t>(oi)].is_virtual ||
-      m1->operands[3] >= 0 || m1->operands[4] >= 0 || m2->operands[3] >= 0 || m2->operands[4] >= 0)
+      m1->operands[5] >= 0 || m2->operands[4] >= 0)
     return false;
+  if (rng) return report->AddNotChecked("cuDNN attention with RNG dropout (Philox inside cuDNN: not replayable)"), true;
   // Q, Kᵀ given as [b, h_k, d, s_kv]: FillSdpa wants K; a transposed view of the same tensor entry does it.
   Op view;  // shares nothing with op but the entries it needs
   view.seq = op.seq;
@@ -164,12 +173,43 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   if (!why.empty()) return report->AddNotChecked(why), true;
   if (static_cast<uint64_t>(p.b * p.h * p.s_q * p.s_kv * (p.d + p.d_v + 8)) > max_work)
     return report->AddNotChecked("replay over the work budget"), true;
-  // Scores in FP64, then the middle operations.
+  // Scores in FP64, then the middle operations, which may read scalars by value and captured graph inputs
+  // (sequence lengths, a dropout mask).
   Values v;
   for (size_t i = 0; i < T.size(); ++i) {
     const GraphTensor& t = T[i];
     if (t.by_value && Count(t) == 1) v[static_cast<int32_t>(i)] = {t.value};
   }
+  for (const GraphOp& g : ops) {
+    if (&g == m1 || &g == m2) continue;
+    for (int r : {0, 1, 3}) {
+      const int32_t i = g.operands[r];
+      if (i < 0 || (g.type == kReduction && r != 0) || T[static_cast<size_t>(i)].is_virtual || v.count(i) > 0) continue;
+      if (!Dense(op, false, i, &v[i])) return report->AddNotChecked(op.MissingTensorsReason()), true;
+    }
+  }
+  // Per (batch, head): the rows and columns each matmul computes (its overrides; the whole extent without one).
+  const int64_t bh_count = p.b * p.h;
+  std::vector<int64_t> limit1_m, limit1_n, limit2_m, limit2_k;
+  const GraphTensor& tc1 = T[static_cast<size_t>(si)];
+  auto limits = [&](int32_t ov, int64_t whole, std::vector<int64_t>* out) {
+    out->assign(static_cast<size_t>(bh_count), whole);
+    if (ov < 0) return true;
+    const GraphTensor& t = T[static_cast<size_t>(ov)];
+    std::vector<double> values;
+    if (t.nb_dims != 4 || tc1.nb_dims != 4 || t.dims[2] != 1 || t.dims[3] != 1 || (t.dims[0] != 1 && t.dims[0] != p.b) ||
+        (t.dims[1] != 1 && t.dims[1] != p.h) || !Dense(op, false, ov, &values))
+      return false;
+    for (int64_t bh = 0; bh < bh_count; ++bh) {
+      const int64_t idx[4] = {bh / p.h, bh % p.h, 0, 0};
+      const double x = values[static_cast<size_t>(BroadcastOffset(t, tc1, idx))];
+      (*out)[static_cast<size_t>(bh)] = std::max<int64_t>(0, std::min<int64_t>(whole, static_cast<int64_t>(x)));
+    }
+    return true;
+  };
+  if (!limits(m1->operands[3], p.s_q, &limit1_m) || !limits(m1->operands[4], p.s_kv, &limit1_n) ||
+      !limits(m2->operands[3], p.s_q, &limit2_m) || !limits(m2->operands[5], p.s_kv, &limit2_k))
+    return report->AddNotChecked("cuDNN attention matmul overrides unreadable"), true;
   std::vector<double>& s = v[si];
   s.assign(static_cast<size_t>(p.b * p.h * p.s_q * p.s_kv), 0);
   const int64_t group = p.h / p.h_k;
@@ -198,22 +238,40 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   }
   if (v.count(pi) == 0 || !ScaleOf(ops, T, v, si, &p.scale))
     return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;
-  // The mask P leaves, and P against softmax(scale·S) over it.
+  // The mask P leaves, per row (a padding mask differs per batch), and P against softmax(scale·S) over it. Rows
+  // past the second matmul's M override (seq_len_q) are not written to O: not compared (their P, all keys masked,
+  // is NaN under a −inf fill). In the rows it writes, every score outside the first matmul's overrides (the
+  // matmul's padding value) and every key past the second's K override must be masked out.
   const std::vector<double>& P = v[pi];
-  p.mask.assign(static_cast<size_t>(p.s_q * p.s_kv), true);
-  for (size_t e = 0; e < P.size(); ++e)
-    if (P[e] == 0) p.mask[e % p.mask.size()] = false;
-  for (size_t e = 0; e < P.size(); ++e)
-    if (P[e] != 0 && !p.mask[e % p.mask.size()]) return report->AddNotChecked("cuDNN attention mask differs per head"), true;
-  for (int64_t row = 0; row < p.b * p.h * p.s_q; ++row) {
-    const int64_t i = row % p.s_q;
+  if (P.size() != static_cast<size_t>(bh_count * p.s_q * p.s_kv))
+    return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;
+  p.mask.assign(P.size(), false);
+  p.unwritten.assign(static_cast<size_t>(bh_count * p.s_q), false);
+  for (int64_t row = 0; row < bh_count * p.s_q; ++row) {
+    const int64_t i = row % p.s_q, bh = row / p.s_q;
+    if (i >= limit2_m[static_cast<size_t>(bh)]) {
+      p.unwritten[static_cast<size_t>(row)] = true;
+      continue;
+    }
+    const bool row_computed = i < limit1_m[static_cast<size_t>(bh)];
+    for (int64_t j = 0; j < p.s_kv; ++j) {
+      const size_t e = static_cast<size_t>(row * p.s_kv + j);
+      p.mask[e] = P[e] != 0;
+      const bool computed = row_computed && j < limit1_n[static_cast<size_t>(bh)] && j < limit2_k[static_cast<size_t>(bh)];
+      if (p.mask[e] && !computed)
+        return report->AddNotChecked("cuDNN attention reads scores outside its matmul overrides"), true;
+    }
+  }
+  for (int64_t row = 0; row < bh_count * p.s_q; ++row) {
+    if (p.unwritten[static_cast<size_t>(row)]) continue;
+    const size_t mrow = static_cast<size_t>(row * p.s_kv);
     double m = -HUGE_VAL, l = 0;
     for (int64_t j = 0; j < p.s_kv; ++j)
-      if (p.mask[static_cast<size_t>(i * p.s_kv + j)]) m = std::max(m, p.scale * s[static_cast<size_t>(row * p.s_kv + j)]);
+      if (p.mask[mrow + static_cast<size_t>(j)]) m = std::max(m, p.scale * s[static_cast<size_t>(row * p.s_kv + j)]);
     for (int64_t j = 0; j < p.s_kv; ++j)
-      if (p.mask[static_cast<size_t>(i * p.s_kv + j)]) l += std::exp(p.scale * s[static_cast<size_t>(row * p.s_kv + j)] - m);
+      if (p.mask[mrow + static_cast<size_t>(j)]) l += std::exp(p.scale * s[static_cast<size_t>(row * p.s_kv + j)] - m);
     for (int64_t j = 0; j < p.s_kv; ++j) {
-      const bool visible = p.mask[static_cast<size_t>(i * p.s_kv + j)];
+      const bool visible = p.mask[mrow + static_cast<size_t>(j)];
       const double want = visible ? std::exp(p.scale * s[static_cast<size_t>(row * p.s_kv + j)] - m) / l : 0;
       if (!(std::fabs(P[static_cast<size_t>(row * p.s_kv + j)] - want) <= 1e-9))
         return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;

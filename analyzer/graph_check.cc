@@ -65,7 +65,8 @@ DType DTypeOf(int32_t cudnn_type) {
   }
 }
 
-// A captured graph tensor, dense in row-major order of its dims; false when missing or not as the record says.
+}  // namespace
+
 bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out) {
   if (index < 0 || static_cast<size_t>(index) >= op.graph_tensors.size()) return false;
   const GraphTensor& t = op.graph_tensors[static_cast<size_t>(index)];
@@ -97,6 +98,8 @@ bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out) {
   }
   return true;
 }
+
+namespace {
 
 // ---- one convolution ----------------------------------------------------------------------------------------
 
@@ -199,11 +202,16 @@ SdpaOutputs ReplaySdpa(const SdpaProblem& p) {
     for (int64_t hi = 0; hi < p.h; ++hi) {
       const int64_t kh = hi / group;
       for (int64_t i = 0; i < p.s_q; ++i) {
+        const size_t row = static_cast<size_t>((bi * p.h + hi) * p.s_q + i);
+        if (!p.unwritten.empty() && p.unwritten[row]) continue;
+        // The row's mask: one s_q x s_kv mask shared by every head, or one per row.
+        const size_t mask_row = (p.mask.size() == static_cast<size_t>(p.s_q * p.s_kv) ? static_cast<size_t>(i) : row) *
+                                static_cast<size_t>(p.s_kv);
         const double* q = &p.q[static_cast<size_t>(((bi * p.h + hi) * p.s_q + i) * p.d)];
         double m = -HUGE_VAL, E = 0;
         int64_t n = 0;
         for (int64_t j = 0; j < p.s_kv; ++j) {
-          if (!p.mask.empty() && !p.mask[static_cast<size_t>(i * p.s_kv + j)]) continue;
+          if (!p.mask.empty() && !p.mask[mask_row + static_cast<size_t>(j)]) continue;
           const double* k = &p.k[static_cast<size_t>(((bi * p.h_k + kh) * p.s_kv + j) * p.d)];
           double dot = 0, mag = 0;
           for (int64_t t = 0; t < p.d; ++t) dot += q[t] * k[t], mag += std::fabs(q[t] * k[t]);
@@ -214,14 +222,13 @@ SdpaOutputs ReplaySdpa(const SdpaProblem& p) {
         }
         double l = 0;
         for (int64_t j = 0; j < p.s_kv; ++j) {
-          const bool visible = p.mask.empty() || p.mask[static_cast<size_t>(i * p.s_kv + j)];
+          const bool visible = p.mask.empty() || p.mask[mask_row + static_cast<size_t>(j)];
           e[static_cast<size_t>(j)] = visible ? std::exp(s[static_cast<size_t>(j)] - m) : 0;
           l += e[static_cast<size_t>(j)];
         }
         const double theta = Theta(kU32, 7.0 * static_cast<double>(n) + 8);
         const double rho = std::exp(2 * E) * (1 + theta) * (1 + p.u_in) - 1;
         const double theta_o = Theta(kU32, static_cast<double>(n) + 1);
-        const size_t row = static_cast<size_t>((bi * p.h + hi) * p.s_q + i);
         for (int64_t c = 0; c < p.d_v; ++c) {
           double ref = 0, a = 0;
           for (int64_t j = 0; j < p.s_kv; ++j) {
@@ -282,9 +289,12 @@ std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, i
 void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* report, const std::string& form) {
   const SdpaOutputs s = ReplaySdpa(p);
   report->AddChecked("sdpa", OpName{rank, op.seq, op.api_name()}, s.o, s.o.violations + s.stats.violations == 0);
-  const std::string detail = absl::StrCat(form, "; b=", p.b, " h=", p.h, " h_k=", p.h_k, " s_q=", p.s_q, " s_kv=", p.s_kv,
+  std::string detail = absl::StrCat(form, "; b=", p.b, " h=", p.h, " h_k=", p.h_k, " s_q=", p.s_q, " s_kv=", p.s_kv,
                                           " d=", p.d, " d_v=", p.d_v, " scale=", FormatNumber(p.scale),
                                           p.mask.empty() ? "" : "; masked");
+  const int64_t unwritten = std::count(p.unwritten.begin(), p.unwritten.end(), true);
+  if (unwritten > 0)
+    absl::StrAppend(&detail, "; ", unwritten, " rows past seq_len_q not compared (the graph does not write them)");
   if (s.o.violations > 0) report->AddFinding(ElementFinding(rank, op, "sdpa.replay", ErrorModelId::kSdpaForward, "O elements", s.o, detail));
   if (s.stats.violations > 0) report->AddFinding(
       ElementFinding(rank, op, "sdpa.stats", ErrorModelId::kSdpaForward, "Stats elements", s.stats, detail));

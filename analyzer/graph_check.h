@@ -6,9 +6,10 @@
 // SDPA_FWD operation (scale, optional Stats, no sequence lengths, masks or paging), and the composite graph
 // cudnn-frontend builds for it (PyTorch's cuDNN attention, Transformer Engine): Q·Kᵀ matmul, then pointwise and
 // reduction operations (scale, causal or padding mask, max, subtract, exp, sum, divide; log and add for Stats),
-// then P·V matmul. The composite's middle operations are evaluated in FP64 on the reference scores; the bound
-// assumes they compute a masked, scaled softmax, which is verified on the reference for each row (P ≥ 0, rows sum
-// to 1 or 0) — a graph that fails this is not checked.
+// then P·V matmul (with a padding mask, sequence lengths as matmul overrides and mask inputs: rows past seq_len_q
+// are not written and not compared). The composite's middle operations are evaluated in FP64 on the reference
+// scores; the bound assumes they compute a masked, scaled softmax, which is verified on the reference for each row
+// (P ≥ 0, rows sum to 1 or 0) — a graph that fails this is not checked.
 // Single-threaded, no I/O.
 #ifndef TTRACE_ANALYZER_GRAPH_CHECK_H_
 #define TTRACE_ANALYZER_GRAPH_CHECK_H_
@@ -25,13 +26,18 @@ namespace ttrace::analyzer {
 
 // One attention forward problem, decoded: Q [b, h, s_q, d], K [b, h_k, s_kv, d], V [b, h_k, s_kv, d_v] (h a
 // multiple of h_k: grouped-query heads share K/V), O [b, h, s_q, d_v], Stats [b, h, s_q] (optional), each dense
-// row-major in that order. mask[i][j] (s_q x s_kv, empty: none) true where query i may see key j.
+// row-major in that order.
 struct SdpaProblem {
   int64_t b = 0, h = 0, h_k = 0, s_q = 0, s_kv = 0, d = 0, d_v = 0;
   double scale = 1;
   std::vector<double> q, k, v, o;
   std::vector<double> stats;  // empty: not captured
-  std::vector<bool> mask;     // empty: every key visible
+  // mask[i * s_kv + j] (s_q x s_kv, shared by every head) or mask[r * s_kv + j] (r = (b·h + head)·s_q + i, one
+  // row per query row: padding masks differ per batch) true where query i may see key j; empty: every key visible.
+  std::vector<bool> mask;
+  // unwritten[r] (b·h·s_q entries, empty: none): rows the graph does not write (the second matmul's M override,
+  // seq_len_q, without a padding value): neither O nor Stats is compared there.
+  std::vector<bool> unwritten;
   double u_in = 0;            // unit roundoff of Q's type: the device rounds P to it before P·V
   double u_out = 0, eta_out = 0;  // O's type
 };
@@ -46,9 +52,11 @@ SdpaOutputs ReplaySdpa(const SdpaProblem& p);
 // Checks one cudnnBackendExecute op of `rank` into `report`.
 void CheckGraphOp(int rank, const Op& op, CheckReport* report, uint64_t max_work);
 
-// Internal to graph_check.cc and graph_attention.cc: fills an attention problem from graph tensors q, k
+// Internal to graph_check.cc and graph_attention.cc: a captured graph tensor (`after`: as the execution left it)
+// dense in row-major order of its dims, false when missing or not as the record says; fills an attention problem from graph tensors q, k
 // ([b, h_k, s_kv, d]), v, o, stats (-1: none), returning the not-checked reason or ""; reports a replay; checks a
 // composite attention graph (false when the graph is not one).
+bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out);
 std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p);
 void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* report, const std::string& form);
 bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64_t max_work);

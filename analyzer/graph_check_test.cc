@@ -49,6 +49,10 @@ void Device(SdpaProblem* p, DType in, DType out, int order, int64_t block) {
   for (int64_t bh = 0; bh < p->b * p->h; ++bh) {
     const int64_t kbh = bh / p->h * p->h_k + bh % p->h / group;
     for (int64_t i = 0; i < p->s_q; ++i) {
+      const size_t row = static_cast<size_t>(bh * p->s_q + i);
+      if (!p->unwritten.empty() && p->unwritten[row]) continue;
+      const size_t mrow = (p->mask.size() == static_cast<size_t>(p->s_q * p->s_kv) ? static_cast<size_t>(i) : row) *
+                          static_cast<size_t>(p->s_kv);
       float m = -INFINITY, l = 0;
       std::vector<float> acc(static_cast<size_t>(p->d_v), 0.0f);
       for (int64_t j0 = 0; j0 < p->s_kv; j0 += block) {
@@ -56,7 +60,7 @@ void Device(SdpaProblem* p, DType in, DType out, int order, int64_t block) {
         std::vector<float> s;
         float bm = -INFINITY;
         for (int64_t j = j0; j < j1; ++j) {
-          const bool visible = p->mask.empty() || p->mask[static_cast<size_t>(i * p->s_kv + j)];
+          const bool visible = p->mask.empty() || p->mask[mrow + static_cast<size_t>(j)];
           const float v = visible ? static_cast<float>(p->scale) *
                                         Dot(&p->q[static_cast<size_t>((bh * p->s_q + i) * p->d)],
                                             &p->k[static_cast<size_t>((kbh * p->s_kv + j) * p->d)], p->d, order)
@@ -78,7 +82,6 @@ void Device(SdpaProblem* p, DType in, DType out, int order, int64_t block) {
         }
         m = nm;
       }
-      const size_t row = static_cast<size_t>(bh * p->s_q + i);
       for (int64_t c = 0; c < p->d_v; ++c)
         p->o[row * static_cast<size_t>(p->d_v) + static_cast<size_t>(c)] = RoundTo(out, acc[static_cast<size_t>(c)] / l);
       p->stats[row] = m + std::log(l);
@@ -232,6 +235,192 @@ TEST(ConvGraphTest, StridesBeyondTheCapturedSpanAreNotChecked) {
   const CheckReport hostile = check(int64_t{1} << 30);
   EXPECT_EQ(hostile.summary().checked_total(), 0u);
   EXPECT_EQ(hostile.summary().not_checked_total(), 1u);
+}
+
+
+// ---- graphs as cudnn-frontend lowers them ----------------------------------------------------------------------
+
+// cudnnDataType_t, cudnnPointwiseMode_t and cudnnReduceTensorOp_t values the graphs below use.
+enum : int32_t { kFloat = 0, kInt32 = 4, kBf16 = 9, kBool = 11 };
+enum : int32_t { kAdd = 0, kMul = 1, kDiv = 6, kSub = 9, kExp = 13, kLog = 15, kCmpGe = 303, kCmpLt = 304,
+                 kAnd = 400, kGenIndex = 501, kSelect = 601 };
+enum : int32_t { kRedAdd = 0, kRedMax = 3 };
+
+// One recorded cudnnBackendExecute built tensor by tensor and operation by operation, its captures dense.
+class GraphBuilder {
+ public:
+  GraphBuilder() { op_.kind = OpKind::kGraph; }
+  // A tensor (packed row-major unless strides are given); returns its number.
+  int32_t Tensor(int32_t type, std::vector<int64_t> dims, bool is_virtual = true, std::vector<int64_t> strides = {}) {
+    format::GraphTensor t{};
+    t.uid = static_cast<int64_t>(op_.graph_tensors.size()) + 1;
+    t.data_type = type;
+    t.nb_dims = static_cast<uint8_t>(dims.size());
+    t.is_virtual = is_virtual;
+    if (strides.empty()) {
+      strides.assign(dims.size(), 1);
+      for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
+    }
+    std::copy(dims.begin(), dims.end(), t.dims);
+    std::copy(strides.begin(), strides.end(), t.strides);
+    op_.graph_tensors.push_back(t);
+    return static_cast<int32_t>(op_.graph_tensors.size()) - 1;
+  }
+  int32_t Scalar(double value) {
+    const int32_t i = Tensor(kFloat, {1, 1, 1, 1}, false);
+    op_.graph_tensors[static_cast<size_t>(i)].by_value = 1;
+    op_.graph_tensors[static_cast<size_t>(i)].value = value;
+    return i;
+  }
+  // Captured data of tensor i, in memory order (its span), before (`after` false) or after the execution.
+  void Capture(int32_t i, bool after, const std::vector<double>& memory) {
+    const format::GraphTensor& t = op_.graph_tensors[static_cast<size_t>(i)];
+    const DType dt = t.data_type == kFloat ? DType::kF32 : t.data_type == kBf16 ? DType::kBF16 : DType::kI32;
+    auto c = std::make_unique<analyzer::Tensor>();
+    c->meta.dtype = static_cast<uint8_t>(dt);
+    c->meta.rows = static_cast<int64_t>(memory.size());
+    c->meta.cols = c->meta.batch = 1;
+    c->data = testing::Encode(dt, memory);
+    (after ? op_.graph_out : op_.graph_in)[static_cast<uint32_t>(i)] = std::move(c);
+  }
+  void Add(int32_t type, int32_t mode, std::vector<int32_t> operands, int64_t axis = -1) {
+    format::GraphOp g{};
+    g.type = type, g.mode = mode, g.compute_type = kFloat, g.axis = axis;
+    for (int r = 0; r < 8; ++r) g.operands[r] = r < static_cast<int>(operands.size()) ? operands[static_cast<size_t>(r)] : -1;
+    op_.graph_ops.push_back(g);
+  }
+  void Pointwise(int32_t mode, int32_t x, int32_t b, int32_t y, int32_t t = -1, int64_t axis = -1) {
+    Add(13, mode, {x, b, y, t}, axis);
+  }
+  void Reduction(int32_t mode, int32_t x, int32_t y) { Add(22, mode, {x, y}); }
+  void Matmul(int32_t a, int32_t b, int32_t c, int32_t m = -1, int32_t n = -1, int32_t k = -1) { Add(19, -1, {a, b, c, m, n, k}); }
+  Op& op() { return op_; }
+
+ private:
+  Op op_;
+};
+
+// A BF16 attention of `p`'s shapes (O and Stats from p) as cudnn-frontend lowers sdpa() with a padding mask
+// (seq_len_q, seq_len_kv per batch) and a top-left causal mask, generating Stats, -inf as the masked value.
+// `padding` false: the padding mask's operations are left out (the matmul overrides stay).
+Op PaddedCausalGraph(const SdpaProblem& p, const std::vector<double>& seq_q, const std::vector<double>& seq_kv,
+                     bool padding = true) {
+  GraphBuilder g;
+  const std::vector<int64_t> sc = {p.b, p.h, p.s_q, p.s_kv}, row = {p.b, p.h, p.s_q, 1};
+  const int32_t q = g.Tensor(kBf16, {p.b, p.h, p.s_q, p.d}, false);
+  const int32_t kt = g.Tensor(kBf16, {p.b, p.h_k, p.d, p.s_kv}, false,
+                              {p.h_k * p.s_kv * p.d, p.s_kv * p.d, 1, p.d});  // Kᵀ: K's strides swapped
+  const int32_t v = g.Tensor(kBf16, {p.b, p.h_k, p.s_kv, p.d_v}, false);
+  const int32_t o = g.Tensor(kBf16, {p.b, p.h, p.s_q, p.d_v}, false);
+  const int32_t stats = g.Tensor(kFloat, row, false);
+  const int32_t lq = g.Tensor(kInt32, {p.b, 1, 1, 1}, false), lkv = g.Tensor(kInt32, {p.b, 1, 1, 1}, false);
+  const int32_t scale = g.Scalar(p.scale), ninf = g.Scalar(-HUGE_VAL);
+  const int32_t s1 = g.Tensor(kFloat, sc), s2 = g.Tensor(kFloat, sc);
+  g.Matmul(q, kt, s1, lq, lkv);
+  g.Pointwise(kMul, s1, scale, s2);
+  int32_t last = s2;
+  if (padding) {
+    const int32_t ri = g.Tensor(kInt32, sc), ci = g.Tensor(kInt32, sc), rm = g.Tensor(kBool, sc);
+    const int32_t cm = g.Tensor(kBool, sc), pm = g.Tensor(kBool, sc), s3 = g.Tensor(kFloat, sc);
+    g.Pointwise(kGenIndex, s2, -1, ri, -1, 2);
+    g.Pointwise(kGenIndex, s2, -1, ci, -1, 3);
+    g.Pointwise(kCmpLt, ri, lq, rm);
+    g.Pointwise(kCmpLt, ci, lkv, cm);
+    g.Pointwise(kAnd, rm, cm, pm);
+    g.Pointwise(kSelect, s2, ninf, s3, pm);
+    last = s3;
+  }
+  const int32_t ri = g.Tensor(kInt32, sc), ci = g.Tensor(kInt32, sc), keep = g.Tensor(kBool, sc);
+  const int32_t s4 = g.Tensor(kFloat, sc);
+  g.Pointwise(kGenIndex, last, -1, ri, -1, 2);
+  g.Pointwise(kGenIndex, last, -1, ci, -1, 3);
+  g.Pointwise(kCmpGe, ri, ci, keep);
+  g.Pointwise(kSelect, last, ninf, s4, keep);
+  const int32_t mx = g.Tensor(kFloat, row), sub = g.Tensor(kFloat, sc), ex = g.Tensor(kFloat, sc);
+  const int32_t sum = g.Tensor(kFloat, row), lg = g.Tensor(kFloat, row), pr = g.Tensor(kBf16, sc);
+  g.Reduction(kRedMax, s4, mx);
+  g.Pointwise(kSub, s4, mx, sub);
+  g.Pointwise(kExp, sub, -1, ex);
+  g.Reduction(kRedAdd, ex, sum);
+  g.Pointwise(kLog, sum, -1, lg);
+  g.Pointwise(kAdd, mx, lg, stats);
+  g.Pointwise(kDiv, ex, sum, pr);
+  g.Matmul(pr, v, o, lq, -1, lkv);
+  g.Capture(q, false, p.q);
+  g.Capture(kt, false, p.k);  // K [b, h_k, s_kv, d] packed is the memory Kᵀ's strides read
+  g.Capture(v, false, p.v);
+  g.Capture(lq, false, seq_q);
+  g.Capture(lkv, false, seq_kv);
+  g.Capture(o, true, p.o);
+  g.Capture(stats, true, p.stats);
+  return std::move(g.op());
+}
+
+// Attention problems with sequence lengths per batch, computed by the device model over the padding and causal
+// masks; the rows past seq_len_q hold what was in O before (here 7: the graph's second matmul does not write them).
+SdpaProblem PaddedProblem(std::mt19937_64* rng, const std::vector<double>& seq_q, const std::vector<double>& seq_kv) {
+  SdpaProblem p = Random(rng, DType::kBF16, false, 9, 16, 1.0);
+  p.s_kv = 11;
+  std::normal_distribution<double> n(0, 1.0);
+  p.k.resize(static_cast<size_t>(p.b * p.h_k * p.s_kv * p.d));
+  p.v.resize(static_cast<size_t>(p.b * p.h_k * p.s_kv * p.d_v));
+  for (auto* t : {&p.k, &p.v})
+    for (double& x : *t) x = RoundTo(DType::kBF16, n(*rng));
+  p.mask.assign(static_cast<size_t>(p.b * p.h * p.s_q * p.s_kv), false);
+  p.unwritten.assign(static_cast<size_t>(p.b * p.h * p.s_q), false);
+  for (int64_t r = 0; r < p.b * p.h * p.s_q; ++r) {
+    const int64_t bi = r / (p.h * p.s_q), i = r % p.s_q;
+    p.unwritten[static_cast<size_t>(r)] = i >= seq_q[static_cast<size_t>(bi)];
+    for (int64_t j = 0; j < p.s_kv; ++j)
+      p.mask[static_cast<size_t>(r * p.s_kv + j)] = i < seq_q[static_cast<size_t>(bi)] && j < seq_kv[static_cast<size_t>(bi)] && j <= i;
+  }
+  Device(&p, DType::kBF16, DType::kBF16, 0, 4);
+  for (int64_t r = 0; r < p.b * p.h * p.s_q; ++r) {
+    if (!p.unwritten[static_cast<size_t>(r)]) continue;
+    for (int64_t c = 0; c < p.d_v; ++c) p.o[static_cast<size_t>(r * p.d_v + c)] = 7;
+    p.stats[static_cast<size_t>(r)] = NAN;
+  }
+  return p;
+}
+
+TEST(CompositeAttentionTest, PaddingAndCausalMasksCheckedPerBatch) {
+  std::mt19937_64 rng(11);
+  const std::vector<double> seq_q = {9, 4}, seq_kv = {6, 11};
+  SdpaProblem p = PaddedProblem(&rng, seq_q, seq_kv);
+  {
+    CheckReport report;
+    CheckGraphOp(0, PaddedCausalGraph(p, seq_q, seq_kv), &report, uint64_t{1} << 30);
+    EXPECT_EQ(report.summary().checked.at("sdpa"), 1u);
+    EXPECT_EQ(report.summary().not_checked_total(), 0u);
+    EXPECT_TRUE(report.findings().empty()) << report.findings()[0].message;
+    // The masks are per batch: batch 0 sees at most 6 keys, batch 1 up to its row (4 rows written per head).
+    EXPECT_GT(report.summary().tightness.at("sdpa").max_ratio, 0.05);
+  }
+  // One element of batch 1 (head 2, row 3: seq_len_q 4) corrupted: found there; one in a row past seq_len_q is
+  // not compared.
+  const size_t at = static_cast<size_t>(((1 * p.h + 2) * p.s_q + 3) * p.d_v + 5);
+  p.o[at] = RoundTo(DType::kBF16, p.o[at] + 0.05 + 0.1 * std::fabs(p.o[at]));
+  p.o[static_cast<size_t>(((1 * p.h + 1) * p.s_q + 6) * p.d_v + 2)] = 1e6;
+  CheckReport report;
+  CheckGraphOp(0, PaddedCausalGraph(p, seq_q, seq_kv), &report, uint64_t{1} << 30);
+  ASSERT_EQ(report.findings().size(), 1u);
+  EXPECT_EQ(report.findings()[0].check, "sdpa.replay");
+  EXPECT_EQ(report.findings()[0].first.index, at);
+  EXPECT_EQ(report.findings()[0].violations, 1u);
+  EXPECT_NE(report.findings()[0].detail.find("20 rows past seq_len_q not compared"), std::string::npos)
+      << report.findings()[0].detail;
+}
+
+// Without the padding mask the softmax reads scores the first matmul did not compute (past its N override): the
+// result depends on the matmul's padding value, which the record does not hold. Not checked, not guessed.
+TEST(CompositeAttentionTest, ScoresOutsideTheOverridesAreNotChecked) {
+  std::mt19937_64 rng(12);
+  const std::vector<double> seq_q = {9, 4}, seq_kv = {6, 11};
+  const SdpaProblem p = PaddedProblem(&rng, seq_q, seq_kv);
+  CheckReport report;
+  CheckGraphOp(0, PaddedCausalGraph(p, seq_q, seq_kv, /*padding=*/false), &report, uint64_t{1} << 30);
+  EXPECT_EQ(report.summary().checked_total(), 0u);
+  EXPECT_EQ(report.summary().not_checked.at("cuDNN attention reads scores outside its matmul overrides"), 1u);
 }
 
 }  // namespace

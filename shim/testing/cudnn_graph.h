@@ -85,15 +85,22 @@ class Graph {
                                                                     {CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x},
                                                                     {CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y}}));
   }
-  Desc Matmul(Desc a, Desc b, Desc c) {
+  // c = a·b; m, n, k: GEMM override tensors (null: none); padding: the value written outside the M and N
+  // overrides (null: none set, those elements are left alone).
+  Desc Matmul(Desc a, Desc b, Desc c, Desc m = nullptr, Desc n = nullptr, Desc k = nullptr,
+              const double* padding = nullptr) {
     Desc mm = Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
     const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
     Set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (padding != nullptr) Set(mm, CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, padding);
     Check(cudnnBackendFinalize(mm));
     return Finish(Op(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, {{CUDNN_ATTR_OPERATION_MATMUL_DESC, mm},
                                                                  {CUDNN_ATTR_OPERATION_MATMUL_ADESC, a},
                                                                  {CUDNN_ATTR_OPERATION_MATMUL_BDESC, b},
-                                                                 {CUDNN_ATTR_OPERATION_MATMUL_CDESC, c}}));
+                                                                 {CUDNN_ATTR_OPERATION_MATMUL_CDESC, c},
+                                                                 {CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, m},
+                                                                 {CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, n},
+                                                                 {CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, k}}));
   }
   Desc Finish(Desc op) {
     Check(cudnnBackendFinalize(op));

@@ -1,9 +1,9 @@
 // cuDNN backend graphs under libttrace.so on simgpu (cudnn_graph_workload: a convolution graph, fused SDPA with
-// grouped-query heads, cudnn-frontend's composite causal attention): the shadow of the program's descriptors
-// records each graph (operations, tensors with uids, dims, strides, types), every non-virtual tensor captured
-// equals the program's data, results are bitwise those of a run without the shim, the trace checks clean under
-// several SIMGPU_ACCUM orders, a conv or attn fault is found at its op, and a graph without a checker is counted
-// as not checked, by name.
+// grouped-query heads, cudnn-frontend's composite causal attention, and the composite with padding and causal
+// masks): the shadow of the program's descriptors records each graph (operations, tensors with uids, dims,
+// strides, types), every non-virtual tensor captured equals the program's data, results are bitwise those of a run
+// without the shim, the trace checks clean under several SIMGPU_ACCUM orders, a conv or attn fault is found at its
+// op, and a graph without a checker is counted as not checked, by name.
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -89,9 +89,9 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   const Traced run = RunGraphs(scratch, "clean", {});
   ASSERT_EQ(run.trace.ranks.size(), 1u);
   const auto& ops = run.trace.ranks[0].ops;
-  ASSERT_EQ(ops.size(), 3u);
-  const size_t op_counts[] = {1, 1, 14};
-  for (int i = 0; i < 3; ++i) {
+  ASSERT_EQ(ops.size(), 4u);
+  const size_t op_counts[] = {1, 1, 14, 20};
+  for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(ops[i].kind, OpKind::kGraph);
     EXPECT_EQ(ops[i].graph.status, 0);
     EXPECT_EQ(ops[i].graph.flags, 0u);
@@ -108,7 +108,19 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   const format::GraphTensor& kt = ops[2].graph_tensors[static_cast<size_t>(ops[2].graph_ops[0].operands[1])];
   EXPECT_EQ(kt.uid, 2);
   EXPECT_EQ(kt.strides[3], 8);  // Kᵀ through swapped strides
-  ASSERT_EQ(run.dumped.size(), 13u);  // conv x, w, y; per attention Q, K, V, O, Stats
+  // The padded attention's matmuls carry the sequence lengths as overrides: M and N, then M and K.
+  int matmuls = 0;
+  for (const format::GraphOp& g : ops[3].graph_ops) {
+    if (g.type != 19) continue;
+    const int32_t m = g.operands[3], nk = g.operands[matmuls == 0 ? 4 : 5];
+    ASSERT_GE(m, 0);
+    ASSERT_GE(nk, 0);
+    EXPECT_EQ(ops[3].graph_tensors[static_cast<size_t>(m)].uid, 8);
+    EXPECT_EQ(ops[3].graph_tensors[static_cast<size_t>(nk)].uid, 9);
+    ++matmuls;
+  }
+  EXPECT_EQ(matmuls, 2);
+  ASSERT_EQ(run.dumped.size(), 20u);  // conv x, w, y; per attention Q, K, V, O, Stats; the two sequence lengths
   for (const Dumped& d : run.dumped) {
     const analyzer::Tensor* t = Captured(ops[d.seq], d.slot, d.uid);
     ASSERT_NE(t, nullptr) << "seq " << d.seq << " uid " << d.uid;
@@ -117,8 +129,9 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
   EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
   EXPECT_EQ(report.summary().checked.at("conv"), 1u);
-  EXPECT_EQ(report.summary().checked.at("sdpa"), 2u);
-  // sdpa.forward is not looser than needed: measured 0.586 (the fused BF16 attention); 0.6 of it asserted. The
+  EXPECT_EQ(report.summary().checked.at("sdpa"), 3u);
+  // sdpa.forward is not looser than needed: measured 0.586 (the fused BF16 attention), 0.699 with the padded
+  // composite; 0.6 of the first asserted. The
   // convolution graph has no math type, so its FP32 bound allows TF32 inputs and sits far above simgpu's exact
   // FP32 error (conv_check_test pins conv.deterministic's tightness).
   EXPECT_GT(report.summary().tightness.at("sdpa").max_ratio, 0.35);
@@ -154,7 +167,9 @@ TEST(CudnnGraphCaptureTest, FaultsFoundAtTheirOp) {
   // so memory order is the logical order); the exponent's top bit of FP32 (30) and BF16 (14).
   for (const Case& c : {Case{"conv:rank=0:call=0:elem=17:bit=30", 0, "conv.replay", 17},
                         Case{"attn:rank=0:call=0:elem=21:bit=14", 1, "sdpa.replay", 21},
-                        Case{"attn:rank=0:call=1:elem=40:bit=14", 2, "sdpa.replay", 40}}) {
+                        Case{"attn:rank=0:call=1:elem=40:bit=14", 2, "sdpa.replay", 40},
+                        // padded: batch 1, head 0, row 2 (seq_len_q 3), column 3
+                        Case{"attn:rank=0:call=2:elem=115:bit=14", 3, "sdpa.replay", 115}}) {
     const Traced run = RunGraphs(scratch, std::string("f") + std::to_string(c.seq), {{"SIMGPU_FAULT", c.fault}});
     const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
     ASSERT_EQ(report.findings().size(), 1u) << c.fault;
@@ -172,7 +187,7 @@ TEST(CudnnGraphCaptureTest, GraphWithoutCheckerCountedByName) {
   const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
   EXPECT_EQ(report.verdict(), analyzer::Verdict::kIncomplete);
   EXPECT_EQ(report.summary().not_checked.at("cuDNN graph of pointwise (no checker)"), 1u);
-  EXPECT_EQ(report.summary().checked.at("sdpa"), 2u);
+  EXPECT_EQ(report.summary().checked.at("sdpa"), 3u);
 }
 
 }  // namespace

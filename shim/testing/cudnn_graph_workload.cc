@@ -5,7 +5,10 @@
 //   seq 0  convolution forward graph, FP32 NCHW, pad 1, stride 2, alpha 1, beta 0
 //   seq 1  fused SDPA_FWD, BF16, grouped-query (h 4, h_k 2), scale by value, Stats
 //   seq 2  composite attention (matmul, scale, causal mask, max, sub, exp, sum, log, add, div, matmul), BF16, Stats
-//   with --unchecked, seq 3: a graph the analyzer has no checker for (one pointwise RELU)
+//   seq 3  composite attention with a padding mask and a causal mask, as cudnn-frontend lowers them (sequence
+//          lengths per batch as INT32 [b, 1, 1, 1] tensors: matmul M/N/K overrides, the first matmul padded with 0,
+//          index comparisons selecting −inf), BF16, Stats; O's rows past seq_len_q are not written
+//   with --unchecked, seq 4: a graph the analyzer has no checker for (one pointwise RELU)
 //   cudnn_graph_workload --dump FILE [--unchecked]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
@@ -132,6 +135,68 @@ void Attention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool fused) {
   stats.Dump(seq, 23);
 }
 
+// seq_q, seq_kv per batch; [b, h, s_q, d] packed Q and O, K and V [b, h, s_kv, d] (uids 1..5, 8, 9 the lengths).
+void PaddedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std::vector<int32_t>& seq_q,
+                     const std::vector<int32_t>& seq_kv) {
+  const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
+  const cudnnDataType_t boolean = CUDNN_DATA_BOOLEAN;
+  Graph g(Die);
+  Buf q(1, s.b * s.h * s.sq * s.d, true), k(2, s.b * s.hk * s.skv * s.d, true), v(3, s.b * s.hk * s.skv * s.d, true);
+  Buf o(4, s.b * s.h * s.sq * s.d, true), stats(5, s.b * s.h * s.sq, false);
+  Buf lq(8, s.b, false), lkv(9, s.b, false);
+  memcpy(lq.host.data(), seq_q.data(), 4 * s.b);
+  memcpy(lkv.host.data(), seq_kv.data(), 4 * s.b);
+  CHECK(cudaMemcpy(lq.dev, lq.host.data(), lq.host.size(), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(lkv.dev, lkv.host.data(), lkv.host.size(), cudaMemcpyHostToDevice));
+  float scale = 0.35f;
+  const float neg_inf = -INFINITY;
+  const double zero = 0.0;
+  Desc qd = g.Tensor(1, io, {s.b, s.h, s.sq, s.d}), vd = g.Tensor(3, io, {s.b, s.hk, s.skv, s.d});
+  Desc od = g.Tensor(4, io, {s.b, s.h, s.sq, s.d}), sd = g.Tensor(5, f32, {s.b, s.h, s.sq, 1});
+  Desc scd = g.Tensor(6, f32, {1, 1, 1, 1}, false, true), ninf = g.Tensor(7, f32, {1, 1, 1, 1}, false, true);
+  Desc lqd = g.Tensor(8, i32, {s.b, 1, 1, 1}), lkvd = g.Tensor(9, i32, {s.b, 1, 1, 1});
+  const int64_t ks[4] = {s.hk * s.skv * s.d, s.skv * s.d, s.d, 1};
+  Desc ktd = g.Strided(2, io, {s.b, s.hk, s.d, s.skv}, {ks[0], ks[1], ks[3], ks[2]});
+  const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv}, row = {s.b, s.h, s.sq, 1};
+  int64_t uid = 100;
+  auto virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
+  Desc s1 = virt(f32, sc), s2 = virt(f32, sc);
+  g.Matmul(qd, ktd, s1, lqd, lkvd, nullptr, &zero);
+  g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
+  // Padding mask: row < seq_len_q and column < seq_len_kv.
+  Desc ri = virt(i32, sc), ci = virt(i32, sc), rm = virt(boolean, sc), cm = virt(boolean, sc), pm = virt(boolean, sc);
+  Desc s3 = virt(f32, sc);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s2, nullptr, ri, nullptr, 2);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s2, nullptr, ci, nullptr, 3);
+  g.Pointwise(CUDNN_POINTWISE_CMP_LT, ri, lqd, rm);
+  g.Pointwise(CUDNN_POINTWISE_CMP_LT, ci, lkvd, cm);
+  g.Pointwise(CUDNN_POINTWISE_LOGICAL_AND, rm, cm, pm);
+  g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s2, ninf, s3, pm);
+  // Causal mask (top left, right bound 0): row >= column.
+  Desc ri2 = virt(i32, sc), ci2 = virt(i32, sc), keep = virt(boolean, sc), s4 = virt(f32, sc);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ri2, nullptr, 2);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ci2, nullptr, 3);
+  g.Pointwise(CUDNN_POINTWISE_CMP_GE, ri2, ci2, keep);
+  g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s3, ninf, s4, keep);
+  // Softmax with Stats.
+  Desc mx = virt(f32, row), sub = virt(f32, sc), ex = virt(f32, sc), sum = virt(f32, row), lg = virt(f32, row);
+  Desc p = virt(io, sc);
+  g.Reduction(CUDNN_REDUCE_TENSOR_MAX, s4, mx);
+  g.Pointwise(CUDNN_POINTWISE_SUB, s4, mx, sub);
+  g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
+  g.Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum);
+  g.Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
+  g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, sd);
+  g.Pointwise(CUDNN_POINTWISE_DIV, ex, sum, p);
+  g.Matmul(p, vd, od, lqd, nullptr, lkvd);
+  for (Buf* b : {&q, &k, &v, &lq, &lkv}) b->Dump(seq, 22);
+  std::map<int64_t, void*> data = {{1, q.dev}, {2, k.dev}, {3, v.dev}, {4, o.dev}, {5, stats.dev},
+                                   {6, &scale}, {7, const_cast<float*>(&neg_inf)}, {8, lq.dev}, {9, lkv.dev}};
+  CHECK(g.Execute(handle, data));
+  o.Dump(seq, 23);
+  stats.Dump(seq, 23);
+}
+
 void Relu(cudnnHandle_t handle, uint64_t seq) {
   Graph g(Die);
   Buf x(1, 64, false), y(2, 64, false);
@@ -158,7 +223,8 @@ int main(int argc, char** argv) {
   ConvGraph(handle, 0);
   Attention(handle, 1, Attn{2, 4, 2, 5, 7, 8}, /*fused=*/true);
   Attention(handle, 2, Attn{1, 2, 2, 6, 6, 8}, /*fused=*/false);
-  if (argc > 3 && strcmp(argv[3], "--unchecked") == 0) Relu(handle, 3);
+  PaddedAttention(handle, 3, Attn{3, 2, 2, 6, 7, 8}, {6, 3, 4}, {7, 5, 2});
+  if (argc > 3 && strcmp(argv[3], "--unchecked") == 0) Relu(handle, 4);
   CHECK(cudaStreamSynchronize(g_stream));
   CHECK(cudnnDestroy(handle));
   fclose(g_dump);
