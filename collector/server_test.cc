@@ -1,7 +1,8 @@
 // The collector over real sockets, with store::RemoteOutput (the shim's client) on the other side: a unix socket
 // created 0600; 64 concurrent rank streams, nothing lost; TCP only with the right token (a wrong one: the client
 // writes its local file, says why); a malformed client closed while another streams on; a collector that goes
-// away mid-stream: the client fails over, and every record is in one store or the other.
+// away mid-stream: the client fails over, and every record is in one store or the other; a collector that stops
+// reading: the client's send gives up after its time-out (spliced or not) and every record is in its local file.
 #include "collector/server.h"
 
 #include <netinet/in.h>
@@ -11,7 +12,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstring>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -202,11 +206,14 @@ TEST(Server, TcpNeedsTheRightToken) {
     o.token = token;
     std::string err;
     {
-      auto w = store::TraceWriter::Create(std::make_unique<store::RemoteOutput>(o), Identity(1), {}, &err);
+      auto output = std::make_unique<store::RemoteOutput>(o);
+      store::RemoteOutput* remote = output.get();
+      auto w = store::TraceWriter::Create(std::move(output), Identity(1), {}, &err);
       ASSERT_NE(w, nullptr) << err;
       for (int i = 0; i < 20; ++i) Op(w.get(), i);
       End(w.get(), 20);
       ASSERT_TRUE(w->Close(&err)) << err;
+      EXPECT_EQ(remote->spliced_bytes(), 0u) << "TCP sends by send(2)";
     }
     const bool right = token == "0123456789abcdef";
     EXPECT_EQ(failover.empty(), right) << failover;
@@ -301,12 +308,16 @@ TEST(Server, CollectorGoneMidStreamFailsOverWithTheFramesInFlight) {
   constexpr int kOps = 400;
   for (int i = 0; i < kOps / 2; ++i) Op(w.get(), i);
   ASSERT_TRUE(w->Flush(&err));
-  running.reset();  // the collector stops: its connections end
+  EXPECT_GT(remote->spliced_bytes(), 0u) << "a unix socket's frames are spliced";
+  running.reset();  // the collector stops: its connections end; the next splice meets a closed peer (SIGPIPE)
   for (int i = kOps / 2; i < kOps; ++i) Op(w.get(), i);
   End(w.get(), kOps);
   ASSERT_TRUE(w->Close(&err)) << err;
   EXPECT_TRUE(remote->failed_over());
   EXPECT_NE(failover, "");
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_FALSE(sigismember(&pending, SIGPIPE)) << "the splice's SIGPIPE was taken back";
   const Read collected = ReadStream(dir + "/store/job-s/rank-3.ttr");
   const Read local = ReadStream(dir + "/local/rank-3.ttr");
   ASSERT_TRUE(collected.ok && local.ok);
@@ -323,6 +334,86 @@ TEST(Server, CollectorGoneMidStreamFailsOverWithTheFramesInFlight) {
   ASSERT_EQ(m.streams.size(), 1u);
   EXPECT_TRUE(m.streams[0].flags & format::kManifestFailover);
   EXPECT_EQ(m.streams[0].state, static_cast<uint32_t>(format::ManifestState::kClosed));
+}
+
+// A collector that welcomes the stream and then never reads: the client's sends block until SO_SNDTIMEO (a splice
+// into the socket as much as a send), it fails over after its time-out and the local file has every record (the
+// collector acknowledged nothing). The application never waits without bound.
+TEST(Server, StalledCollectorTheClientGivesUpAfterItsTimeOut) {
+  const std::string dir = TempDir("stalled");
+  const std::string path = dir + "/c.sock";
+  const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  memcpy(addr.sun_path, path.data(), path.size());
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  std::atomic<bool> client_done{false};
+  std::thread fake([&] {
+    const int fd = accept(listener, nullptr, nullptr);
+    if (fd < 0) return;
+    std::string hello(sizeof(wire::Hello) + sizeof(format::FileHeader), '\0');
+    for (size_t got = 0; got < hello.size();) {
+      const ssize_t n = recv(fd, hello.data() + got, hello.size() - got, 0);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    wire::Reply r{};
+    memcpy(r.magic, wire::kReplyMagic, sizeof r.magic);
+    r.version = wire::kProtocolVersion;
+    r.reply_size = sizeof r;
+    r.status = static_cast<uint32_t>(wire::ReplyStatus::kWelcome);
+    memcpy(r.message, "job-s/rank-5.ttr", 16);
+    EXPECT_EQ(send(fd, &r, sizeof r, MSG_NOSIGNAL), static_cast<ssize_t>(sizeof r));
+    while (!client_done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // reads nothing
+    close(fd);
+  });
+  std::string failover;
+  store::RemoteOptions o = Remote("unix:" + path, dir + "/local/rank-5.ttr", &failover);
+  o.timeout_ms = 300;
+  auto output = std::make_unique<store::RemoteOutput>(o);
+  store::RemoteOutput* remote = output.get();
+  store::WriterOptions wo;
+  wo.frame_bytes = 256 << 10;
+  std::string err;
+  auto w = store::TraceWriter::Create(std::move(output), Identity(5), wo, &err);
+  ASSERT_NE(w, nullptr) << err;
+  // 4 MiB of random floats (zstd keeps them near their size): more than the socket and the pipe hold.
+  constexpr int kOps = 64;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> data(16384);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kOps; ++i) {
+    format::GemmRecord g{};
+    g.seq = static_cast<uint64_t>(i);
+    ASSERT_TRUE(w->Append(format::RecordType::kGemm, g));
+    for (float& v : data) v = uniform(rng);
+    format::TensorRecord t{};
+    t.seq = g.seq;
+    t.dtype = static_cast<uint8_t>(format::DType::kF32);
+    t.rows = static_cast<uint32_t>(data.size());
+    t.cols = t.batch = 1;
+    t.payload_bytes = data.size() * 4;
+    ASSERT_TRUE(w->Append(format::RecordType::kTensor, t, data.data(), t.payload_bytes));
+  }
+  End(w.get(), kOps);
+  ASSERT_TRUE(w->Close(&err)) << err;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  client_done.store(true);
+  fake.join();
+  close(listener);
+  EXPECT_TRUE(remote->failed_over());
+  EXPECT_NE(failover.find("timed out"), std::string::npos) << failover;
+  EXPECT_EQ(remote->acked(), 0u);
+  EXPECT_GT(remote->spliced_bytes(), 0u) << "the blocked send was a splice";
+  // One send waits 300 ms, then everything goes to the local file: far under 10 s even at a load of 20.
+  EXPECT_LT(seconds, 10.0);
+  const Read local = ReadStream(dir + "/local/rank-5.ttr");
+  ASSERT_TRUE(local.ok);
+  EXPECT_TRUE(local.ended);
+  EXPECT_EQ(local.gemms.size(), static_cast<size_t>(kOps));
+  EXPECT_EQ(local.flags & format::kFileFailover, format::kFileFailover) << "the collector had welcomed the stream";
 }
 
 }  // namespace

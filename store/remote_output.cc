@@ -1,5 +1,6 @@
-// Blocking sockets with SO_SNDTIMEO / SO_RCVTIMEO bound every wait; acknowledgements are read without blocking
-// after each frame, so the collector's side never fills up with unread acks.
+// Blocking sockets with SO_SNDTIMEO / SO_RCVTIMEO bound every wait (splice(2) into the socket honours SO_SNDTIMEO
+// too); acknowledgements are read without blocking after each frame, so the collector's side never fills up with
+// unread acks.
 #include "store/remote_output.h"
 
 #include <errno.h>
@@ -8,6 +9,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -41,31 +44,42 @@ bool SendAll(int fd, const char* p, size_t n) {
   return true;
 }
 
-// Sends a and then b with as few sendmsg calls as the socket allows (one, when it takes them whole).
-bool SendAll2(int fd, const char* a, size_t na, const char* b, size_t nb) {
-  iovec v[2] = {{const_cast<char*>(a), na}, {const_cast<char*>(b), nb}};
-  iovec* next = v;
-  size_t left = 2;
-  while (left > 0) {
-    msghdr m{};
-    m.msg_iov = next;
-    m.msg_iovlen = left;
-    const ssize_t w = ::sendmsg(fd, &m, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    size_t sent = static_cast<size_t>(w);
-    while (left > 0 && sent >= next->iov_len) {
-      sent -= next->iov_len;
-      ++next;
-      --left;
-    }
-    if (left > 0) {
-      next->iov_base = static_cast<char*>(next->iov_base) + sent;
-      next->iov_len -= sent;
-    }
+// The pipe's size for splicing: a frame or a good part of it per vmsplice + splice pair. Below kMinPipe (a pipe
+// created past the user's pipe-user-pages-soft gets 2 pages) frames go by send(2).
+constexpr int kPipeBytes = 1 << 20;
+constexpr size_t kMinPipe = 64u << 10;
+
+// splice(2) into a socket whose peer is gone raises SIGPIPE on this thread (it has no MSG_NOSIGNAL); the host
+// process must not die of it. Blocks SIGPIPE for the guard's life and takes back one raised meanwhile; a SIGPIPE
+// pending before is not ours and stays.
+class SigpipeGuard {
+ public:
+  SigpipeGuard() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+    sigset_t pending;
+    sigpending(&pending);
+    pending_before_ = sigismember(&pending, SIGPIPE) == 1;
   }
-  return true;
-}
+  ~SigpipeGuard() {
+    const int saved = errno;
+    sigset_t pending;
+    if (!pending_before_ && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
+      const timespec zero{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {
+      }
+    }
+    if (sigismember(&old_, SIGPIPE) != 1) pthread_sigmask(SIG_UNBLOCK, &pipe_, nullptr);
+    errno = saved;
+  }
+  SigpipeGuard(const SigpipeGuard&) = delete;
+  SigpipeGuard& operator=(const SigpipeGuard&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+  bool pending_before_ = false;
+};
 
 bool RecvAll(int fd, char* p, size_t n) {
   while (n > 0) {
@@ -111,6 +125,54 @@ RemoteOutput::~RemoteOutput() { CloseSocket(); }
 void RemoteOutput::CloseSocket() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+  ClosePipe();
+}
+
+void RemoteOutput::ClosePipe() {
+  for (int& p : pipe_) {
+    if (p >= 0) ::close(p);
+    p = -1;
+  }
+  splice_ = false;
+}
+
+bool RemoteOutput::Send(const char* p, size_t n) {
+  if (splice_) {
+    if (Splice(p, n)) return true;
+    if (splice_) return false;  // the socket failed (errno); otherwise splicing was refused before any byte went
+  }
+  return SendAll(fd_, p, n);
+}
+
+bool RemoteOutput::Splice(const char* p, size_t n) {
+  SigpipeGuard guard;
+  size_t done = 0;
+  while (done < n) {
+    iovec v{const_cast<char*>(p + done), std::min(n - done, pipe_capacity_)};
+    const ssize_t in = ::vmsplice(pipe_[1], &v, 1, SPLICE_F_NONBLOCK);  // the pipe is empty: never waits
+    if (in < 0 && errno == EINTR) continue;
+    if (in <= 0) {
+      if (done == 0 && in < 0 && errno != EAGAIN) ClosePipe();  // refused: send(2) from now on
+      if (in == 0) errno = EIO;
+      return false;
+    }
+    size_t left = static_cast<size_t>(in);
+    while (left > 0) {
+      const ssize_t out = ::splice(pipe_[0], nullptr, fd_, nullptr, left, SPLICE_F_MOVE);
+      if (out < 0 && errno == EINTR) continue;
+      if (out <= 0) {
+        const int err = out < 0 ? errno : EIO;
+        if (done == 0 && left == static_cast<size_t>(in) && (err == EINVAL || err == ENOSYS || err == EPERM))
+          ClosePipe();  // the socket takes no spliced pages: nothing of the frame went, send(2) from now on
+        errno = err;
+        return false;
+      }
+      left -= static_cast<size_t>(out);
+      spliced_bytes_ += static_cast<uint64_t>(out);
+    }
+    done += static_cast<size_t>(in);
+  }
+  return true;
 }
 
 bool RemoteOutput::Connect(std::string* why) {
@@ -125,6 +187,13 @@ bool RemoteOutput::Connect(std::string* why) {
       *why = "cannot connect to " + options_.endpoint + ": " + strerror(errno);
       CloseSocket();
       return false;
+    }
+    if (options_.splice && ::pipe2(pipe_, O_CLOEXEC) == 0) {
+      ::fcntl(pipe_[1], F_SETPIPE_SZ, kPipeBytes);  // may be refused (pipe-max-size, the user's pipe pages)
+      const int capacity = ::fcntl(pipe_[1], F_GETPIPE_SZ);
+      pipe_capacity_ = capacity > 0 ? static_cast<size_t>(capacity) : 0;
+      splice_ = pipe_capacity_ >= kMinPipe;
+      if (!splice_) ClosePipe();
     }
   } else {
     addrinfo hints{};
@@ -232,8 +301,8 @@ bool RemoteOutput::ReadAcks(int wait_ms, std::string* why) {
       return false;
     }
     while (acked_ < ack.frames) {
-      unacked_bytes_ -= unacked_.front().frame.size();
-      if (spare_.size() < kSpareFrames) spare_.push_back(std::move(unacked_.front().frame));
+      unacked_bytes_ -= unacked_.front().wire.size();
+      if (spare_.size() < kSpareFrames) spare_.push_back(std::move(unacked_.front().wire));
       unacked_.pop_front();
       ++acked_;
     }
@@ -243,7 +312,7 @@ bool RemoteOutput::ReadAcks(int wait_ms, std::string* why) {
 }
 
 bool RemoteOutput::WriteFrame(const char* frame, size_t bytes, const format::IndexEntry& entry, std::string* error) {
-  if (local_ != nullptr) return WriteLocal(std::string(frame, bytes), entry, error);
+  if (local_ != nullptr) return WriteLocal(frame, bytes, entry, error);
   if (failover_tried_) {
     if (error) *error = failover_reason_;
     return false;
@@ -251,19 +320,23 @@ bool RemoteOutput::WriteFrame(const char* frame, size_t bytes, const format::Ind
   format::IndexEntry e = entry;
   e.offset = 0;
   e.entry_crc = Crc32c(&e, offsetof(format::IndexEntry, entry_crc));
-  // The copy kept for failover reuses an acknowledged frame's buffer: no allocation (and no fresh pages to fault
-  // in) per frame once the window is warm.
-  std::string copy;
+  // The copy kept for failover is also what is sent (entry and frame, contiguous: one send, or spliced from these
+  // pages); it reuses an acknowledged frame's buffer: no allocation (and no fresh pages to fault in) per frame once
+  // the window is warm. It is not written to again until acknowledged.
+  std::string wire;
   if (!spare_.empty()) {
-    copy.swap(spare_.back());
+    wire.swap(spare_.back());
     spare_.pop_back();
   }
-  copy.assign(frame, bytes);
-  unacked_.push_back(Pending{std::move(copy), entry});
-  unacked_bytes_ += bytes;
+  wire.resize(sizeof e + bytes);
+  memcpy(wire.data(), &e, sizeof e);
+  memcpy(wire.data() + sizeof e, frame, bytes);
+  unacked_.push_back(Pending{std::move(wire), entry});
+  const std::string& sent = unacked_.back().wire;
+  unacked_bytes_ += sent.size();
   ++sent_;
   std::string why;
-  if (!SendAll2(fd_, reinterpret_cast<const char*>(&e), sizeof e, frame, bytes)) {
+  if (!Send(sent.data(), sent.size())) {
     why = "sending to " + options_.endpoint + " failed: " + (errno == EAGAIN ? "timed out" : strerror(errno));
     return Failover(why, error);
   }
@@ -278,8 +351,8 @@ bool RemoteOutput::WriteFrame(const char* frame, size_t bytes, const format::Ind
   return true;
 }
 
-bool RemoteOutput::WriteLocal(const std::string& frame, format::IndexEntry entry, std::string* error) {
-  std::string copy = frame;
+bool RemoteOutput::WriteLocal(const char* frame, size_t bytes, format::IndexEntry entry, std::string* error) {
+  std::string copy(frame, bytes);
   format::FrameHeader fh;
   memcpy(&fh, copy.data(), sizeof fh);
   fh.frame_index = local_frames_;
@@ -312,7 +385,9 @@ bool RemoteOutput::Failover(const std::string& reason, std::string* error) {
     return false;
   }
   for (const Pending& p : unacked_)
-    if (!WriteLocal(p.frame, p.entry, error)) return false;
+    if (!WriteLocal(p.wire.data() + sizeof(format::IndexEntry), p.wire.size() - sizeof(format::IndexEntry), p.entry,
+                    error))
+      return false;
   unacked_.clear();
   unacked_bytes_ = 0;
   return true;
