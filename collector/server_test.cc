@@ -378,8 +378,8 @@ TEST(Server, StalledCollectorTheClientGivesUpAfterItsTimeOut) {
   std::string err;
   auto w = store::TraceWriter::Create(std::move(output), Identity(5), wo, &err);
   ASSERT_NE(w, nullptr) << err;
-  // 4 MiB of random floats (zstd keeps them near their size): more than the socket and the pipe hold.
-  constexpr int kOps = 64;
+  // 8 MiB of random floats (zstd keeps them near their size): more than the socket (2 MiB) and the pipe hold.
+  constexpr int kOps = 128;
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<float> data(16384);
