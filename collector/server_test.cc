@@ -288,52 +288,58 @@ TEST(Server, MalformedClientIsClosedWhileAnotherStreamsOn) {
 
 // The collector goes away while a client streams: the client's next send or acknowledgement read fails, it writes
 // the frames not acknowledged and the rest to its local file (flagged failover), and every op is in one of the two
-// stores (some maybe in both: at-least-once).
+// stores (some maybe in both: at-least-once). Both ways a unix client sends: spliced (the next splice meets a closed
+// peer: SIGPIPE, which must not reach the process) and by send(2), where splicing is refused.
 TEST(Server, CollectorGoneMidStreamFailsOverWithTheFramesInFlight) {
-  const std::string dir = TempDir("gone");
-  ServerOptions options;
-  std::string error;
-  ASSERT_TRUE(store::ParseEndpoint("unix:" + dir + "/c.sock", &options.listen, &error));
-  options.dir = dir + "/store";
-  auto running = std::make_unique<Running>(options, &error);
-  ASSERT_NE(running->server(), nullptr) << error;
-  std::string failover;
-  store::WriterOptions wo;
-  wo.frame_bytes = 4096;
-  std::string err;
-  auto output = std::make_unique<store::RemoteOutput>(Remote("unix:" + dir + "/c.sock", dir + "/local/rank-3.ttr", &failover));
-  store::RemoteOutput* remote = output.get();
-  auto w = store::TraceWriter::Create(std::move(output), Identity(3), wo, &err);
-  ASSERT_NE(w, nullptr) << err;
-  constexpr int kOps = 400;
-  for (int i = 0; i < kOps / 2; ++i) Op(w.get(), i);
-  ASSERT_TRUE(w->Flush(&err));
-  EXPECT_GT(remote->spliced_bytes(), 0u) << "a unix socket's frames are spliced";
-  running.reset();  // the collector stops: its connections end; the next splice meets a closed peer (SIGPIPE)
-  for (int i = kOps / 2; i < kOps; ++i) Op(w.get(), i);
-  End(w.get(), kOps);
-  ASSERT_TRUE(w->Close(&err)) << err;
-  EXPECT_TRUE(remote->failed_over());
-  EXPECT_NE(failover, "");
-  sigset_t pending;
-  sigpending(&pending);
-  EXPECT_FALSE(sigismember(&pending, SIGPIPE)) << "the splice's SIGPIPE was taken back";
-  const Read collected = ReadStream(dir + "/store/job-s/rank-3.ttr");
-  const Read local = ReadStream(dir + "/local/rank-3.ttr");
-  ASSERT_TRUE(collected.ok && local.ok);
-  EXPECT_FALSE(collected.ended);
-  EXPECT_TRUE(local.ended);
-  EXPECT_EQ(local.flags & format::kFileFailover, format::kFileFailover);
-  EXPECT_GT(collected.gemms.size(), 0u);
-  std::set<uint64_t> all(collected.gemms.begin(), collected.gemms.end());
-  all.insert(local.gemms.begin(), local.gemms.end());
-  EXPECT_EQ(all.size(), static_cast<size_t>(kOps)) << "every op delivered";
-  EXPECT_EQ(*all.rbegin(), static_cast<uint64_t>(kOps - 1));
-  store::Manifest m;
-  ASSERT_TRUE(store::ReadManifest(dir + "/local/manifest.ttm", &m, &error)) << error;
-  ASSERT_EQ(m.streams.size(), 1u);
-  EXPECT_TRUE(m.streams[0].flags & format::kManifestFailover);
-  EXPECT_EQ(m.streams[0].state, static_cast<uint32_t>(format::ManifestState::kClosed));
+  for (const bool splice : {true, false}) {
+    SCOPED_TRACE(splice ? "splice" : "send");
+    const std::string dir = TempDir(splice ? "gone-splice" : "gone-send");
+    ServerOptions options;
+    std::string error;
+    ASSERT_TRUE(store::ParseEndpoint("unix:" + dir + "/c.sock", &options.listen, &error));
+    options.dir = dir + "/store";
+    auto running = std::make_unique<Running>(options, &error);
+    ASSERT_NE(running->server(), nullptr) << error;
+    std::string failover;
+    store::WriterOptions wo;
+    wo.frame_bytes = 4096;
+    std::string err;
+    store::RemoteOptions ro = Remote("unix:" + dir + "/c.sock", dir + "/local/rank-3.ttr", &failover);
+    ro.splice = splice;  // false: send(2), also what a client falls back to where splicing is refused
+    auto output = std::make_unique<store::RemoteOutput>(ro);
+    store::RemoteOutput* remote = output.get();
+    auto w = store::TraceWriter::Create(std::move(output), Identity(3), wo, &err);
+    ASSERT_NE(w, nullptr) << err;
+    constexpr int kOps = 400;
+    for (int i = 0; i < kOps / 2; ++i) Op(w.get(), i);
+    ASSERT_TRUE(w->Flush(&err));
+    EXPECT_EQ(remote->spliced_bytes() > 0, splice) << "a unix socket's frames are spliced unless told not to";
+    running.reset();  // the collector stops: its connections end; the next send meets a closed peer
+    for (int i = kOps / 2; i < kOps; ++i) Op(w.get(), i);
+    End(w.get(), kOps);
+    ASSERT_TRUE(w->Close(&err)) << err;
+    EXPECT_TRUE(remote->failed_over());
+    EXPECT_NE(failover, "");
+    sigset_t pending;
+    sigpending(&pending);
+    EXPECT_FALSE(sigismember(&pending, SIGPIPE)) << "the splice's SIGPIPE was taken back";
+    const Read collected = ReadStream(dir + "/store/job-s/rank-3.ttr");
+    const Read local = ReadStream(dir + "/local/rank-3.ttr");
+    ASSERT_TRUE(collected.ok && local.ok);
+    EXPECT_FALSE(collected.ended);
+    EXPECT_TRUE(local.ended);
+    EXPECT_EQ(local.flags & format::kFileFailover, format::kFileFailover);
+    EXPECT_GT(collected.gemms.size(), 0u);
+    std::set<uint64_t> all(collected.gemms.begin(), collected.gemms.end());
+    all.insert(local.gemms.begin(), local.gemms.end());
+    EXPECT_EQ(all.size(), static_cast<size_t>(kOps)) << "every op delivered";
+    EXPECT_EQ(*all.rbegin(), static_cast<uint64_t>(kOps - 1));
+    store::Manifest m;
+    ASSERT_TRUE(store::ReadManifest(dir + "/local/manifest.ttm", &m, &error)) << error;
+    ASSERT_EQ(m.streams.size(), 1u);
+    EXPECT_TRUE(m.streams[0].flags & format::kManifestFailover);
+    EXPECT_EQ(m.streams[0].state, static_cast<uint32_t>(format::ManifestState::kClosed));
+  }
 }
 
 // A collector that welcomes the stream and then never reads: the client's sends block until SO_SNDTIMEO (a splice
