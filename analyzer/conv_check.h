@@ -43,6 +43,17 @@ struct ConvProblem {
   double alpha = 1, beta = 0;
   ConvTensor x, w, y;              // the two inputs of the direction (the written one may be empty)
   ConvTensor out_before, out_after;
+  // Empty, or a bound on |x̂ − x| per element of x (x's strides) when the device reads x̂, not x: x computed on the
+  // device by a pointwise prologue in a cuDNN graph (conv.fused, docs/error-models.md).
+  ConvTensor x_err;
+};
+
+// One output element: the FP64 reference, conv.deterministic's bound on |ŷ − ref| (plus |α|·Σ e_x·|other operand|
+// over the element's products, and conv.deterministic's magnitudes taken over |x| + e_x, when p.x_err is set) and
+// whether a correct computation may overflow there.
+struct ConvElement {
+  double ref = 0, bound = 0;
+  bool overflow = false;
 };
 
 // The elements of memory a strided tensor of `rank` dims occupies (1 + Σ (dims[i] - 1)·strides[i]: format.h,
@@ -60,6 +71,8 @@ int64_t ConvOutputElements(const ConvProblem& p);
 // Compares p.out_after with the FP64 reference under conv.deterministic. Element index = row-major logical index
 // of the written tensor (n, c, spatial... for x and y; k, c', filter... for w).
 ElementStats ReplayConv(const ConvProblem& p, const GemmPrecision& precision);
+// The reference and bound of every output element, in ReplayConv's element order (p.out_after not read).
+std::vector<ConvElement> ConvReference(const ConvProblem& p, const GemmPrecision& precision);
 
 // The GemmPrecision of a convolution's data, compute and math types (cuDNN's FLOAT, PSEUDO_HALF, PSEUDO_BFLOAT16,
 // TRUE_HALF and DOUBLE configurations; FP32 data may be rounded to TF32 unless the math type is FMA, or to FP16

@@ -33,6 +33,9 @@ namespace ttrace::analyzer {
   X(kConvDeterministic, "conv.deterministic",                                                             \
     "gemm.deterministic with k = products per output element (C/G*prod F forward, K/G*prod F backward data, "   \
     "N*prod O backward filter); direct and implicit-GEMM algorithms")                                     \
+  X(kConvFused, "conv.fused",                                                                           \
+    "conv.deterministic on the convolution, prologue errors carried through it (sum e_x|w|), each pointwise "   \
+    "op (add, sub, mul, relu) propagating its inputs' bounds plus its FP32 rounding and its output type's")     \
   X(kSdpaForward, "sdpa.forward",                                                                        \
     "scores within g_{d+2}(u)|scale|sum|q||k|, softmax perturbed by e^{2E} and 7n+8 roundings, P rounded to Q's " \
     "type, P.V in FP32, output rounding; Stats within E + evaluation")                                   \

@@ -34,13 +34,6 @@ int64_t Count(const GraphTensor& t) {
   return n;
 }
 
-// Offset of y's multi-index `idx` in a dense tensor `t` that broadcasts (size-1 dims) to y's shape.
-int64_t BroadcastOffset(const GraphTensor& t, const GraphTensor& y, const int64_t* idx) {
-  int64_t off = 0;
-  for (int d = 0; d < t.nb_dims; ++d) off = off * t.dims[d] + (t.dims[d] == y.dims[d] ? idx[d] : 0);
-  return off;
-}
-
 bool Pointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v) {
   const int32_t xi = g.operands[0], bi = g.operands[1], yi = g.operands[2], ti = g.operands[3];
   if (xi < 0 || yi < 0 || g.operands[4] >= 0 || g.operands[5] >= 0) return false;

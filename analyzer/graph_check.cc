@@ -103,8 +103,15 @@ namespace {
 
 // ---- one convolution ----------------------------------------------------------------------------------------
 
-// A finding about the first violating element of an output (`what`: "O elements", ...).
-Finding ElementFinding(int rank, const Op& op, const char* check, ErrorModelId model, const char* what,
+}  // namespace
+
+int64_t BroadcastOffset(const GraphTensor& t, const GraphTensor& y, const int64_t* idx) {
+  int64_t off = 0;
+  for (int d = 0; d < t.nb_dims; ++d) off = off * t.dims[d] + (t.dims[d] == y.dims[d] ? idx[d] : 0);
+  return off;
+}
+
+Finding GraphElementFinding(int rank, const Op& op, const char* check, ErrorModelId model, const char* what,
                        const ElementStats& st, const std::string& detail) {
   Finding f;
   f.check = check;
@@ -120,6 +127,8 @@ Finding ElementFinding(int rank, const Op& op, const char* check, ErrorModelId m
   f.detail = detail;
   return f;
 }
+
+namespace {
 
 // Fills a ConvProblem tensor straight from the captured span (conv_check indexes by strides); false when the
 // capture is not the span the tensor's dims and strides occupy (the replay would index outside it).
@@ -179,7 +188,7 @@ void CheckConvGraph(int rank, const Op& op, CheckReport* report, uint64_t max_wo
   report->AddChecked("conv", OpName{rank, op.seq, op.api_name()}, st, st.violations == 0);
   if (st.violations == 0) return;
   const std::string what = absl::StrCat("elements of the ", OpTypeName(g.type), " output");
-  report->AddFinding(ElementFinding(rank, op, "conv.replay", ErrorModelId::kConvDeterministic, what.c_str(), st,
+  report->AddFinding(GraphElementFinding(rank, op, "conv.replay", ErrorModelId::kConvDeterministic, what.c_str(), st,
                                     precision->description));
 }
 
@@ -295,9 +304,9 @@ void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* repor
   const int64_t unwritten = std::count(p.unwritten.begin(), p.unwritten.end(), true);
   if (unwritten > 0)
     absl::StrAppend(&detail, "; ", unwritten, " rows past seq_len_q not compared (the graph does not write them)");
-  if (s.o.violations > 0) report->AddFinding(ElementFinding(rank, op, "sdpa.replay", ErrorModelId::kSdpaForward, "O elements", s.o, detail));
+  if (s.o.violations > 0) report->AddFinding(GraphElementFinding(rank, op, "sdpa.replay", ErrorModelId::kSdpaForward, "O elements", s.o, detail));
   if (s.stats.violations > 0) report->AddFinding(
-      ElementFinding(rank, op, "sdpa.stats", ErrorModelId::kSdpaForward, "Stats elements", s.stats, detail));
+      GraphElementFinding(rank, op, "sdpa.stats", ErrorModelId::kSdpaForward, "Stats elements", s.stats, detail));
 }
 
 namespace {
@@ -339,6 +348,7 @@ void CheckGraphOp(int rank, const Op& op, CheckReport* report, uint64_t max_work
   if (ops.size() == 1 && (ops[0].type == kConvFwd || ops[0].type == kConvBwdData || ops[0].type == kConvBwdFilter))
     return CheckConvGraph(rank, op, report, max_work);
   if (ops.size() == 1 && ops[0].type == kSdpaFwd) return CheckFusedSdpa(rank, op, report, max_work);
+  if (CheckConvFusion(rank, op, report, max_work)) return;
   if (CheckCompositeAttention(rank, op, report, max_work)) return;
   report->AddNotChecked(absl::StrCat("cuDNN graph of ", GraphOpNames(ops), " (no checker)"));
 }

@@ -2,7 +2,8 @@
 // check, against an FP64 reference, and the others counted as not checked, named by their operations.
 //
 // Checked: a graph of one convolution (forward, backward data, backward filter) under conv.deterministic
-// (conv_check.h), and scaled dot-product attention forward under sdpa.forward (docs/error-models.md): the fused
+// (conv_check.h); a convolution with a pointwise prologue or epilogue (add, sub, mul, ReLU forward and backward:
+// cudnn-frontend's CSBR, dgrad + dReLU, scale-bias-ReLU + wgrad) under conv.fused (graph_conv.cc); and scaled dot-product attention forward under sdpa.forward (docs/error-models.md): the fused
 // SDPA_FWD operation (scale, optional Stats, no sequence lengths, masks or paging), and the composite graph
 // cudnn-frontend builds for it (PyTorch's cuDNN attention, Transformer Engine): Q·Kᵀ matmul, then pointwise and
 // reduction operations (scale, causal or padding mask, max, subtract, exp, sum, divide; log and add for Stats),
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "analyzer/element_stats.h"
+#include "analyzer/error_model.h"
 #include "analyzer/report.h"
 #include "analyzer/trace_model.h"
 
@@ -60,6 +62,13 @@ bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out);
 std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p);
 void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* report, const std::string& form);
 bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64_t max_work);
+// A convolution with a pointwise prologue or epilogue (graph_conv.cc: conv.fused); false when the graph is not one.
+bool CheckConvFusion(int rank, const Op& op, CheckReport* report, uint64_t max_work);
+// Offset of y's multi-index `idx` in a dense tensor `t` that broadcasts (size-1 dims) to y's shape.
+int64_t BroadcastOffset(const format::GraphTensor& t, const format::GraphTensor& y, const int64_t* idx);
+// A finding about the first violating element of an output (`what`: "O elements", ...).
+Finding GraphElementFinding(int rank, const Op& op, const char* check, ErrorModelId model, const char* what,
+                            const ElementStats& st, const std::string& detail);
 
 // "matmul, pointwise(mul), reduction(max), ...": a graph's operations, for not-checked reasons.
 std::string GraphOpNames(const std::vector<format::GraphOp>& ops);

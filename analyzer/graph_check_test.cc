@@ -275,7 +275,10 @@ class GraphBuilder {
   // Captured data of tensor i, in memory order (its span), before (`after` false) or after the execution.
   void Capture(int32_t i, bool after, const std::vector<double>& memory) {
     const format::GraphTensor& t = op_.graph_tensors[static_cast<size_t>(i)];
-    const DType dt = t.data_type == kFloat ? DType::kF32 : t.data_type == kBf16 ? DType::kBF16 : DType::kI32;
+    const DType dt = t.data_type == kFloat ? DType::kF32
+                     : t.data_type == kBf16 ? DType::kBF16
+                     : t.data_type == 2     ? DType::kF16
+                                            : DType::kI32;
     auto c = std::make_unique<analyzer::Tensor>();
     c->meta.dtype = static_cast<uint8_t>(dt);
     c->meta.rows = static_cast<int64_t>(memory.size());
@@ -421,6 +424,187 @@ TEST(CompositeAttentionTest, ScoresOutsideTheOverridesAreNotChecked) {
   CheckGraphOp(0, PaddedCausalGraph(p, seq_q, seq_kv, /*padding=*/false), &report, uint64_t{1} << 30);
   EXPECT_EQ(report.summary().checked_total(), 0u);
   EXPECT_EQ(report.summary().not_checked.at("cuDNN attention reads scores outside its matmul overrides"), 1u);
+}
+
+// ---- convolution with a pointwise epilogue (conv.fused) --------------------------------------------------------
+
+enum : int32_t { kHalf = 2, kReluFwd = 100 };
+
+// CBR as cudnn-frontend's "CSBR Graph" builds it: y = relu(conv(x, w)·scale + bias), x and w FP16, the
+// convolution's output and the intermediates virtual FP32, y in `out_type`; scale and bias per output channel.
+// The device: FP32 products summed in `order` (0 sequential, 1 reversed), each epilogue operation in FP32, y
+// rounded to its type. Returns the op, its captured output `got` (to corrupt) written back by `finish`.
+struct Cbr {
+  int64_t n = 2, c = 3, h = 6, w = 5, k = 4, r = 3, s = 3, pad = 1;
+  std::vector<double> x, wt, scale, bias, y;
+  int32_t out_type = kHalf;
+  Op Build() const {
+    GraphBuilder g;
+    const int32_t xi = g.Tensor(kHalf, {n, c, h, w}, false), wi = g.Tensor(kHalf, {k, c, r, s}, false);
+    const int64_t oh = h + 2 * pad - r + 1, ow = w + 2 * pad - s + 1;
+    const int32_t conv = g.Tensor(kFloat, {n, k, oh, ow});
+    const int32_t sc = g.Tensor(kFloat, {1, k, 1, 1}, false), bi = g.Tensor(kFloat, {1, k, 1, 1}, false);
+    const int32_t t1 = g.Tensor(kFloat, {n, k, oh, ow}), t2 = g.Tensor(kFloat, {n, k, oh, ow});
+    const int32_t yi = g.Tensor(out_type, {n, k, oh, ow}, false);
+    g.Add(10, 1, {xi, wi, conv});  // CONVOLUTION_FORWARD, cross-correlation
+    format::GraphOp& cg = g.op().graph_ops.back();
+    cg.compute_type = kFloat, cg.spatial = 2, cg.alpha = 1;
+    for (int d = 0; d < 2; ++d) cg.pre_pad[d] = cg.post_pad[d] = pad, cg.stride[d] = cg.dilation[d] = 1;
+    g.Pointwise(kMul, conv, sc, t1);
+    g.Pointwise(kAdd, t1, bi, t2);
+    g.Pointwise(kReluFwd, t2, -1, yi);
+    g.Capture(xi, false, x);
+    g.Capture(wi, false, wt);
+    g.Capture(sc, false, scale);
+    g.Capture(bi, false, bias);
+    g.Capture(yi, true, y);
+    return std::move(g.op());
+  }
+  void Random(std::mt19937_64* rng, double spread) {
+    std::normal_distribution<double> nd(0, spread);
+    auto fill = [&](std::vector<double>* v, int64_t count, DType t) {
+      v->resize(static_cast<size_t>(count));
+      for (double& e : *v) e = RoundTo(t, nd(*rng));
+    };
+    fill(&x, n * c * h * w, DType::kF16);
+    fill(&wt, k * c * r * s, DType::kF16);
+    fill(&scale, k, DType::kF32);
+    fill(&bias, k, DType::kF32);
+  }
+  void Device(int order) {
+    const int64_t oh = h + 2 * pad - r + 1, ow = w + 2 * pad - s + 1;
+    y.clear();
+    for (int64_t ni = 0; ni < n; ++ni)
+      for (int64_t ki = 0; ki < k; ++ki)
+        for (int64_t i = 0; i < oh; ++i)
+          for (int64_t j = 0; j < ow; ++j) {
+            std::vector<float> prods;
+            for (int64_t ci = 0; ci < c; ++ci)
+              for (int64_t a = 0; a < r; ++a)
+                for (int64_t b = 0; b < s; ++b) {
+                  const int64_t ii = i - pad + a, jj = j - pad + b;
+                  if (ii < 0 || ii >= h || jj < 0 || jj >= w) continue;
+                  prods.push_back(static_cast<float>(x[static_cast<size_t>(((ni * c + ci) * h + ii) * w + jj)] *
+                                                     wt[static_cast<size_t>(((ki * c + ci) * r + a) * s + b)]));
+                }
+            if (order == 1) std::reverse(prods.begin(), prods.end());
+            float acc = 0;
+            for (float p : prods) acc += p;
+            float v = acc * static_cast<float>(scale[static_cast<size_t>(ki)]);
+            v = v + static_cast<float>(bias[static_cast<size_t>(ki)]);
+            v = std::max(v, 0.0f);
+            y.push_back(RoundTo(out_type == kHalf ? DType::kF16 : DType::kF32, v));
+          }
+  }
+};
+
+// conv.fused against measured error: clean in both summation orders, FP16 and FP32 outputs, and tight: with a
+// 1x1 single-channel convolution (exact products, one term) the bound is the epilogue's own (two FP32 roundings,
+// the output's rounding), and the worst element reaches more than half of it: a bound twice as loose fails here.
+TEST(ConvFusionTest, CleanAndTight) {
+  std::mt19937_64 rng(21);
+  double worst_general = 0;
+  for (int32_t out : {int32_t{kHalf}, int32_t{kFloat}}) {
+    for (int order : {0, 1}) {
+      Cbr p;
+      p.out_type = out;
+      p.Random(&rng, 1.0);
+      p.Device(order);
+      CheckReport report;
+      CheckGraphOp(0, p.Build(), &report, uint64_t{1} << 30);
+      for (const auto& [why, count] : report.summary().not_checked) ADD_FAILURE() << "not checked: " << why;
+      ASSERT_EQ(report.summary().checked.count("conv"), 1u);
+      EXPECT_EQ(report.summary().checked.at("conv"), 1u);
+      EXPECT_TRUE(report.findings().empty()) << report.findings()[0].message;
+      worst_general = std::max(worst_general, report.summary().tightness.at("conv").max_ratio);
+    }
+    Cbr t;
+    t.n = 8, t.c = 1, t.k = 4, t.h = t.w = 16, t.r = t.s = 1, t.pad = 0, t.out_type = out;
+    t.Random(&rng, 1.0);
+    t.Device(0);
+    CheckReport report;
+    CheckGraphOp(0, t.Build(), &report, uint64_t{1} << 30);
+    EXPECT_TRUE(report.findings().empty()) << report.findings()[0].message;
+    const double tight = report.summary().tightness.at("conv").max_ratio;
+    printf("conv.fused tightness, 1x1 convolution, output %s: %.3f\n", out == kHalf ? "FP16" : "FP32", tight);
+    EXPECT_GT(tight, 0.5) << out;
+  }
+  printf("conv.fused tightness, 3x3 convolutions over 3 channels: %.3f\n", worst_general);
+}
+
+TEST(ConvFusionTest, CorruptedElementFoundWhereItIs) {
+  std::mt19937_64 rng(22);
+  Cbr p;
+  p.Random(&rng, 1.0);
+  p.Device(0);
+  size_t at = 0;  // an element the ReLU keeps
+  while (p.y[at] < 0.5) ++at;
+  p.y[at] = RoundTo(DType::kF16, p.y[at] * 1.01);
+  CheckReport report;
+  CheckGraphOp(0, p.Build(), &report, uint64_t{1} << 30);
+  ASSERT_EQ(report.findings().size(), 1u);
+  EXPECT_EQ(report.findings()[0].model, std::string("conv.fused"));
+  EXPECT_EQ(report.findings()[0].first.index, at);
+  EXPECT_EQ(report.findings()[0].violations, 1u);
+}
+
+// scale-bias-ReLU-wgrad as cudnn-frontend's sample builds it, its intermediates virtual BF16: dw = x̂ᵀ·dy with
+// x̂ = relu(bf16(bf16(x·scale) + bias)) per channel. One product per dw element (n 1, 1x1), dw in FP32: the bound
+// is the prologue's error carried through the convolution (|dy|·e_x), and the worst element reaches more than
+// half of it. A corrupted dw element is found where it is.
+TEST(ConvFusionTest, PrologueBeforeBackwardFilterCleanAndTight) {
+  std::mt19937_64 rng(23);
+  const int64_t c = 96, k = 8;
+  std::normal_distribution<double> nd(0, 1.0);
+  auto fill = [&](int64_t count) {
+    std::vector<double> v(static_cast<size_t>(count));
+    for (double& e : v) e = RoundTo(DType::kBF16, nd(rng));
+    return v;
+  };
+  const std::vector<double> x = fill(c), scale = fill(c), bias = fill(c), dy = fill(k);
+  std::vector<double> dw;
+  for (int64_t ki = 0; ki < k; ++ki)
+    for (int64_t ci = 0; ci < c; ++ci) {
+      const float t1 = static_cast<float>(RoundTo(DType::kBF16, static_cast<float>(x[ci] * scale[ci])));
+      const float t2 = static_cast<float>(RoundTo(DType::kBF16, t1 + static_cast<float>(bias[ci])));
+      dw.push_back(static_cast<float>(dy[ki]) * std::max(t2, 0.0f));
+    }
+  auto build = [&](const std::vector<double>& out) {
+    GraphBuilder g;
+    const std::vector<int64_t> xs = {1, c, 1, 1};
+    const int32_t xi = g.Tensor(kBf16, xs, false), si = g.Tensor(kBf16, xs, false), bi = g.Tensor(kBf16, xs, false);
+    const int32_t t1 = g.Tensor(kBf16, xs), t2 = g.Tensor(kBf16, xs), t3 = g.Tensor(kBf16, xs);
+    const int32_t dyi = g.Tensor(kBf16, {1, k, 1, 1}, false), dwi = g.Tensor(kFloat, {k, c, 1, 1}, false);
+    g.Pointwise(kMul, xi, si, t1);
+    g.Pointwise(kAdd, t1, bi, t2);
+    g.Pointwise(kReluFwd, t2, -1, t3);
+    g.Add(11, 1, {t3, dwi, dyi});  // CONVOLUTION_BACKWARD_FILTER: x, dw, dy
+    format::GraphOp& cg = g.op().graph_ops.back();
+    cg.compute_type = kFloat, cg.spatial = 2, cg.alpha = 1;
+    for (int d = 0; d < 2; ++d) cg.stride[d] = cg.dilation[d] = 1;
+    g.Capture(xi, false, x);
+    g.Capture(si, false, scale);
+    g.Capture(bi, false, bias);
+    g.Capture(dyi, false, dy);
+    g.Capture(dwi, true, out);
+    CheckReport report;
+    CheckGraphOp(0, g.op(), &report, uint64_t{1} << 30);
+    return report;
+  };
+  const CheckReport clean = build(dw);
+  for (const auto& [why, count] : clean.summary().not_checked) ADD_FAILURE() << "not checked: " << why;
+  ASSERT_EQ(clean.summary().checked.count("conv"), 1u);
+  EXPECT_TRUE(clean.findings().empty()) << clean.findings()[0].message;
+  const double tight = clean.summary().tightness.at("conv").max_ratio;
+  printf("conv.fused tightness, BF16 prologue before a backward-filter convolution: %.3f\n", tight);
+  EXPECT_GT(tight, 0.5);
+  std::vector<double> bad = dw;
+  size_t at = 0;
+  while (std::fabs(bad[at]) < 0.25) ++at;
+  bad[at] *= 1.02;
+  const CheckReport found = build(bad);
+  ASSERT_EQ(found.findings().size(), 1u);
+  EXPECT_EQ(found.findings()[0].first.index, at);
 }
 
 }  // namespace

@@ -75,6 +75,17 @@ class Graph {
                       {CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b}, {CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y},
                       {CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t}}));
   }
+  // A backward activation (RELU_BWD, ...): dx from the incoming gradient dy and the forward input x.
+  Desc PointwiseBackward(cudnnPointwiseMode_t mode, Desc dy, Desc x, Desc dx) {
+    Desc pw = Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    Set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    Set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    Check(cudnnBackendFinalize(pw));
+    return Finish(Op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
+                     {{CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw}, {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x},
+                      {CUDNN_ATTR_OPERATION_POINTWISE_DYDESC, dy}, {CUDNN_ATTR_OPERATION_POINTWISE_DXDESC, dx}}));
+  }
   Desc Reduction(cudnnReduceTensorOp_t mode, Desc x, Desc y) {
     Desc r = Make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
     const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
@@ -149,8 +160,11 @@ class Graph {
   std::vector<Desc> owned_, ops_;
 };
 
-// A 2-D convolution forward y = conv(x, w) (cross-correlation, FP32, alpha 1, beta 0) added to `g`.
-inline void ConvolutionForward(Graph& g, Desc x, Desc w, Desc y, int64_t pad, int64_t stride) {
+// A 2-D convolution (cross-correlation, FP32 compute, stride `stride`, alpha 1, beta 0) of `type` (forward,
+// backward data, backward filter) added to `g`, its operands in forward terms: x, w, y (dx, w, dy for backward
+// data; x, dw, dy for backward filter).
+inline void Convolution(Graph& g, cudnnBackendDescriptorType_t type, Desc x, Desc w, Desc y, int64_t pad,
+                        int64_t stride) {
   Desc c = g.Make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   const int64_t spatial = 2, pads[2] = {pad, pad}, strides[2] = {stride, stride}, dilation[2] = {1, 1};
   const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
@@ -163,13 +177,33 @@ inline void ConvolutionForward(Graph& g, Desc x, Desc w, Desc y, int64_t pad, in
   g.Set(c, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, strides);
   g.Set(c, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
   g.Finish(c);
-  Desc op = g.Op(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-                 {{CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x}, {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w},
-                  {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y}, {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, c}});
   const float alpha = 1.0f, beta = 0.0f;
-  g.Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-  g.Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  Desc op;
+  if (type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR) {
+    op = g.Op(type, {{CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x}, {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w},
+                     {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y},
+                     {CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, c}});
+    g.Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+    g.Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  } else if (type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR) {
+    op = g.Op(type, {{CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, x}, {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, w},
+                     {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, y},
+                     {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, c}});
+    g.Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+    g.Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  } else {
+    op = g.Op(type, {{CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, x},
+                     {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, w},
+                     {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, y},
+                     {CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, c}});
+    g.Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+    g.Set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+  }
   g.Finish(op);
+}
+
+inline void ConvolutionForward(Graph& g, Desc x, Desc w, Desc y, int64_t pad, int64_t stride) {
+  Convolution(g, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, x, w, y, pad, stride);
 }
 
 }  // namespace ttrace::shim::testing

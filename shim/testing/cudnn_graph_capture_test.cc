@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analyzer/check.h"
+#include "analyzer/graph_check.h"
 #include "analyzer/trace_model.h"
 #include "gtest/gtest.h"
 #include "shim/testing/process.h"
@@ -89,9 +90,9 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   const Traced run = RunGraphs(scratch, "clean", {});
   ASSERT_EQ(run.trace.ranks.size(), 1u);
   const auto& ops = run.trace.ranks[0].ops;
-  ASSERT_EQ(ops.size(), 4u);
-  const size_t op_counts[] = {1, 1, 14, 20};
-  for (int i = 0; i < 4; ++i) {
+  ASSERT_EQ(ops.size(), 7u);
+  const size_t op_counts[] = {1, 1, 14, 20, 4, 2, 4};
+  for (int i = 0; i < 7; ++i) {
     EXPECT_EQ(ops[i].kind, OpKind::kGraph);
     EXPECT_EQ(ops[i].graph.status, 0);
     EXPECT_EQ(ops[i].graph.flags, 0u);
@@ -120,7 +121,8 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
     ++matmuls;
   }
   EXPECT_EQ(matmuls, 2);
-  ASSERT_EQ(run.dumped.size(), 20u);  // conv x, w, y; per attention Q, K, V, O, Stats; the two sequence lengths
+  // conv x, w, y; per attention Q, K, V, O, Stats; the two sequence lengths; the fusions' 5, 4 and 5 tensors
+  ASSERT_EQ(run.dumped.size(), 34u);
   for (const Dumped& d : run.dumped) {
     const analyzer::Tensor* t = Captured(ops[d.seq], d.slot, d.uid);
     ASSERT_NE(t, nullptr) << "seq " << d.seq << " uid " << d.uid;
@@ -128,7 +130,7 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   }
   const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
   EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
-  EXPECT_EQ(report.summary().checked.at("conv"), 1u);
+  EXPECT_EQ(report.summary().checked.at("conv"), 4u);
   EXPECT_EQ(report.summary().checked.at("sdpa"), 3u);
   // sdpa.forward is not looser than needed: measured 0.586 (the fused BF16 attention), 0.699 with the padded
   // composite; 0.6 of the first asserted. The
@@ -138,6 +140,12 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   for (const auto& [kind, t] : report.summary().tightness)
     printf("%s tightness (default order) %.3f at seq %llu\n", kind.c_str(), t.max_ratio,
            static_cast<unsigned long long>(t.op.seq));
+  for (size_t seq : {4, 5, 6}) {  // each fusion alone (conv.fused): clean, and how close to its bound
+    analyzer::CheckReport alone;
+    analyzer::CheckGraphOp(0, ops[seq], &alone, uint64_t{1} << 30);
+    ASSERT_EQ(alone.summary().checked.count("conv"), 1u) << seq;
+    printf("conv.fused seq %zu tightness %.3f\n", seq, alone.summary().tightness.at("conv").max_ratio);
+  }
   const Traced bare = RunGraphs(scratch, "bare", {}, /*shim=*/false);
   ASSERT_EQ(bare.dumped.size(), run.dumped.size());
   for (size_t i = 0; i < run.dumped.size(); ++i) EXPECT_EQ(bare.dumped[i].bytes, run.dumped[i].bytes) << i;
@@ -169,7 +177,11 @@ TEST(CudnnGraphCaptureTest, FaultsFoundAtTheirOp) {
                         Case{"attn:rank=0:call=0:elem=21:bit=14", 1, "sdpa.replay", 21},
                         Case{"attn:rank=0:call=1:elem=40:bit=14", 2, "sdpa.replay", 40},
                         // padded: batch 1, head 0, row 2 (seq_len_q 3), column 3
-                        Case{"attn:rank=0:call=2:elem=115:bit=14", 3, "sdpa.replay", 115}}) {
+                        Case{"attn:rank=0:call=2:elem=115:bit=14", 3, "sdpa.replay", 115},
+                        // the fusions: the convolution's (virtual FP32) output, through the epilogue
+                        Case{"conv:rank=0:call=1:elem=17:bit=30", 4, "conv.replay", 17},
+                        Case{"conv:rank=0:call=2:elem=18:bit=30", 5, "conv.replay", 18},  // x > 0 there: ReLU passes it
+                        Case{"conv:rank=0:call=3:elem=17:bit=14", 6, "conv.replay", 17}}) {  // dw: BF16
     const Traced run = RunGraphs(scratch, std::string("f") + std::to_string(c.seq), {{"SIMGPU_FAULT", c.fault}});
     const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
     ASSERT_EQ(report.findings().size(), 1u) << c.fault;

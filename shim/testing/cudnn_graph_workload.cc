@@ -8,7 +8,11 @@
 //   seq 3  composite attention with a padding mask and a causal mask, as cudnn-frontend lowers them (sequence
 //          lengths per batch as INT32 [b, 1, 1, 1] tensors: matmul M/N/K overrides, the first matmul padded with 0,
 //          index comparisons selecting −inf), BF16, Stats; O's rows past seq_len_q are not written
-//   with --unchecked, seq 4: a graph the analyzer has no checker for (one pointwise RELU)
+//   seq 4  convolution forward with a scale, bias, ReLU epilogue (cudnn-frontend's CSBR), BF16 data, the
+//          convolution's output and the intermediates virtual FP32, per-channel scale and bias
+//   seq 5  convolution backward data then ReLU backward against the forward input (dgrad-drelu)
+//   seq 6  scale, bias, ReLU prologue (virtual BF16 intermediates) then convolution backward filter
+//   with --unchecked, seq 7: a graph the analyzer has no checker for (one pointwise RELU)
 //   cudnn_graph_workload --dump FILE [--unchecked]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
@@ -31,6 +35,7 @@
 namespace {
 
 using ttrace::shim::testing::Die;
+using ttrace::shim::testing::Convolution;
 using ttrace::shim::testing::ConvolutionForward;
 using ttrace::shim::testing::Desc;
 using ttrace::shim::testing::Graph;
@@ -197,6 +202,58 @@ void PaddedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const st
   stats.Dump(seq, 23);
 }
 
+// The three fusions of cudnn-frontend's convolution samples, small: n 2, c 4, k 6, 7x7, 3x3 filter, pad 1.
+void ConvFusion(cudnnHandle_t handle, uint64_t seq, cudnnBackendDescriptorType_t type) {
+  const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
+  const int64_t n = 2, c = 4, k = 6, h = 7, w = 7;
+  const std::vector<int64_t> xs = {n, c, h, w}, ws = {k, c, 3, 3}, ys = {n, k, h, w};
+  Graph g(Die);
+  int64_t uid = 100;
+  auto virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
+  std::vector<Buf*> inputs;
+  std::map<int64_t, void*> data;
+  auto input = [&](Buf* b) {
+    inputs.push_back(b);
+    data[b->uid] = b->dev;
+  };
+  if (type == CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR) {
+    Buf x(1, n * c * h * w, true), wt(2, k * c * 9, true), scale(3, k, true), bias(4, k, true), y(5, n * k * h * w, true);
+    Desc conv = virt(f32, ys), t1 = virt(f32, ys), t2 = virt(f32, ys);
+    Desc sd = g.Tensor(3, io, {1, k, 1, 1}), bd = g.Tensor(4, io, {1, k, 1, 1});
+    Convolution(g, type, g.Tensor(1, io, xs), g.Tensor(2, io, ws), conv, 1, 1);
+    g.Pointwise(CUDNN_POINTWISE_MUL, conv, sd, t1);
+    g.Pointwise(CUDNN_POINTWISE_ADD, t1, bd, t2);
+    g.Pointwise(CUDNN_POINTWISE_RELU_FWD, t2, nullptr, g.Tensor(5, io, ys));
+    for (Buf* b : {&x, &wt, &scale, &bias}) input(b);
+    for (Buf* b : inputs) b->Dump(seq, 22);
+    data[5] = y.dev;
+    CHECK(g.Execute(handle, data));
+    y.Dump(seq, 23);
+  } else if (type == CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR) {
+    Buf dy(1, n * k * h * w, true), wt(2, k * c * 9, true), x(3, n * c * h * w, true), dx(4, n * c * h * w, true);
+    Desc dgrad = virt(f32, xs);
+    Convolution(g, type, dgrad, g.Tensor(2, io, ws), g.Tensor(1, io, ys), 1, 1);
+    g.PointwiseBackward(CUDNN_POINTWISE_RELU_BWD, dgrad, g.Tensor(3, io, xs), g.Tensor(4, io, xs));
+    for (Buf* b : {&dy, &wt, &x}) input(b);
+    for (Buf* b : inputs) b->Dump(seq, 22);
+    data[4] = dx.dev;
+    CHECK(g.Execute(handle, data));
+    dx.Dump(seq, 23);
+  } else {
+    Buf x(1, n * c * h * w, true), scale(2, c, true), bias(3, c, true), dy(4, n * k * h * w, true), dw(5, k * c * 9, true);
+    Desc t1 = virt(io, xs), t2 = virt(io, xs), relu = virt(io, xs);
+    g.Pointwise(CUDNN_POINTWISE_MUL, g.Tensor(1, io, xs), g.Tensor(2, io, {1, c, 1, 1}), t1);
+    g.Pointwise(CUDNN_POINTWISE_ADD, t1, g.Tensor(3, io, {1, c, 1, 1}), t2);
+    g.Pointwise(CUDNN_POINTWISE_RELU_FWD, t2, nullptr, relu);
+    Convolution(g, type, relu, g.Tensor(5, io, ws), g.Tensor(4, io, ys), 1, 1);
+    for (Buf* b : {&x, &scale, &bias, &dy}) input(b);
+    for (Buf* b : inputs) b->Dump(seq, 22);
+    data[5] = dw.dev;
+    CHECK(g.Execute(handle, data));
+    dw.Dump(seq, 23);
+  }
+}
+
 void Relu(cudnnHandle_t handle, uint64_t seq) {
   Graph g(Die);
   Buf x(1, 64, false), y(2, 64, false);
@@ -224,7 +281,10 @@ int main(int argc, char** argv) {
   Attention(handle, 1, Attn{2, 4, 2, 5, 7, 8}, /*fused=*/true);
   Attention(handle, 2, Attn{1, 2, 2, 6, 6, 8}, /*fused=*/false);
   PaddedAttention(handle, 3, Attn{3, 2, 2, 6, 7, 8}, {6, 3, 4}, {7, 5, 2});
-  if (argc > 3 && strcmp(argv[3], "--unchecked") == 0) Relu(handle, 4);
+  ConvFusion(handle, 4, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  ConvFusion(handle, 5, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
+  ConvFusion(handle, 6, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
+  if (argc > 3 && strcmp(argv[3], "--unchecked") == 0) Relu(handle, 7);
   CHECK(cudaStreamSynchronize(g_stream));
   CHECK(cudnnDestroy(handle));
   fclose(g_dump);

@@ -1,0 +1,271 @@
+// conv.fused (docs/error-models.md derives it): a cuDNN graph of one convolution with pointwise operations before
+// it (a prologue computing its x input: scale, bias, ReLU before a backward-filter convolution) and after it (an
+// epilogue on its output: scale, bias, ReLU after a forward convolution; ReLU backward after a backward-data
+// convolution), as cudnn-frontend builds them. Every value is carried as (v, e): v the FP64 value of the exact
+// chain from the captured inputs, e a bound on |v̂ − v| for the device's value v̂. Captured inputs: e = 0. The
+// convolution: v its FP64 reference over the prologue's values, e conv.deterministic's bound (magnitudes over |x| + e_x)
+// plus Σ e_x·|other operand| (conv_check.h: ConvReference). Each pointwise operation, computed in its math
+// precision (u_c, η_c: FP32 only) and stored in its output tensor's type (a second rounding u_y, η_y when that type
+// is coarser):
+//   ADD, SUB   v = a ± b     e = e_a + e_b + u_c(|v| + e_a + e_b) + η_c
+//   MUL        v = a·b       e = e_a|b| + e_b|a| + e_a e_b + u_c(|v| + e_a|b| + e_b|a| + e_a e_b) + η_c
+//   RELU_FWD   v = max(a, 0) e = e_a (1-Lipschitz; no rounding)
+//   RELU_BWD   v = x > 0 ? dy : 0, e = e_dy where x's sign is sure (|x| > e_x), else |dy| + e_dy
+//   IDENTITY   v = a         e = e_a
+//   stored     e' = e + u_y(|v| + e) + η_y when u_y > u_c
+// A graph output is compared with v under kEval·e. ReLU's clips are cudnn-frontend's defaults (lower 0, slope 0):
+// the record does not hold them.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "analyzer/conv_check.h"
+#include "analyzer/graph_check.h"
+#include "analyzer/tensor_data.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+using format::DType;
+using format::GraphOp;
+using format::GraphTensor;
+
+constexpr int32_t kConvFwd = 10, kConvBwdFilter = 11, kConvBwdData = 12, kPointwise = 13;
+enum : int32_t { kAdd = 0, kMul = 1, kSub = 9, kIdentity = 21, kReluFwd = 100, kReluBwd = 200 };
+constexpr double kEval = 1 + 0x1p-40;
+
+struct Bounded {
+  std::vector<double> v, e;
+};
+using Values = std::map<int32_t, Bounded>;
+
+// Unit roundoff and underflow term of a floating-point cudnnDataType_t (FP32, FP64, FP16, BF16); false otherwise.
+bool Rounding(int32_t cudnn_type, double* u, double* eta) {
+  const DType d = DTypeFromCudnn(cudnn_type);
+  if (d != DType::kF32 && d != DType::kF64 && d != DType::kF16 && d != DType::kBF16) return false;
+  *u = FormatOf(d).u, *eta = FormatOf(d).eta;
+  return true;
+}
+
+bool IsConv(int32_t type) { return type == kConvFwd || type == kConvBwdData || type == kConvBwdFilter; }
+
+// The operands a pointwise operation reads (by role) and writes.
+void PointwiseRoles(const GraphOp& g, int32_t* a, int32_t* b, int32_t* y) {
+  if (g.mode == kReluBwd) {
+    *a = g.operands[5], *b = g.operands[0], *y = g.operands[4];  // dy, the forward input x, dx
+  } else {
+    *a = g.operands[0], *b = g.operands[1], *y = g.operands[2];
+  }
+}
+
+// Evaluates one pointwise operation whose inputs are in `v`; "" or the reason it cannot be.
+std::string EvalPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v) {
+  int32_t ai, bi, yi;
+  PointwiseRoles(g, &ai, &bi, &yi);
+  const bool binary = g.mode == kAdd || g.mode == kSub || g.mode == kMul || g.mode == kReluBwd;
+  if (g.mode != kAdd && g.mode != kSub && g.mode != kMul && g.mode != kReluFwd && g.mode != kReluBwd &&
+      g.mode != kIdentity)
+    return absl::StrCat("pointwise mode ", g.mode);
+  if (ai < 0 || yi < 0 || (binary && bi < 0) || (g.alpha != 0 && g.alpha != 1) || (g.beta != 0 && g.beta != 1))
+    return "pointwise operands or alphas unsupported";
+  double uc, etac, uy, etay;
+  const GraphTensor& y = T[static_cast<size_t>(yi)];
+  if (g.compute_type != 0 || !Rounding(0, &uc, &etac) || !Rounding(y.data_type, &uy, &etay))
+    return "pointwise math precision other than FP32";
+  if (uy <= uc) uy = 0, etay = 0;
+  const Bounded& A = v->at(ai);
+  const Bounded* B = binary ? &v->at(bi) : nullptr;
+  int64_t n = 1;
+  for (int d = 0; d < y.nb_dims; ++d) n *= y.dims[d];
+  Bounded out;
+  out.v.resize(static_cast<size_t>(n));
+  out.e.resize(static_cast<size_t>(n));
+  int64_t idx[format::kGraphMaxDims] = {};
+  for (int64_t k = 0; k < n; ++k) {
+    const size_t ka = static_cast<size_t>(BroadcastOffset(T[static_cast<size_t>(ai)], y, idx));
+    const double a = A.v[ka], ea = A.e[ka];
+    double b = 0, eb = 0;
+    if (B != nullptr) {
+      const size_t kb = static_cast<size_t>(BroadcastOffset(T[static_cast<size_t>(bi)], y, idx));
+      b = B->v[kb], eb = B->e[kb];
+    }
+    double r = 0, e = 0;
+    switch (g.mode) {
+      case kAdd:
+      case kSub:
+        r = g.mode == kAdd ? a + b : a - b;
+        e = ea + eb + uc * (std::fabs(r) + ea + eb) + etac;
+        break;
+      case kMul: {
+        const double spread = ea * std::fabs(b) + eb * std::fabs(a) + ea * eb;
+        r = a * b;
+        e = spread + uc * (std::fabs(r) + spread) + etac;
+        break;
+      }
+      case kReluFwd: r = std::max(a, 0.0), e = ea; break;
+      case kReluBwd:  // a = dy, b = the forward input
+        r = b > 0 ? a : 0;
+        e = std::fabs(b) > eb ? (b > 0 ? ea : 0) : std::fabs(a) + ea;
+        break;
+      default: r = a, e = ea; break;  // identity
+    }
+    if (uy > 0) e += uy * (std::fabs(r) + e) + etay;
+    out.v[static_cast<size_t>(k)] = r, out.e[static_cast<size_t>(k)] = e;
+    for (int d = y.nb_dims - 1; d >= 0 && ++idx[d] == y.dims[d]; --d) idx[d] = 0;
+  }
+  (*v)[yi] = std::move(out);
+  return "";
+}
+
+bool Ready(const GraphOp& g, const Values& v) {
+  if (IsConv(g.type)) {
+    // The two inputs of the direction.
+    const int in0 = g.type == kConvBwdData ? 1 : 0, in1 = g.type == kConvFwd ? 1 : 2;
+    return v.count(g.operands[in0]) > 0 && v.count(g.operands[in1]) > 0;
+  }
+  int32_t a, b, y;
+  PointwiseRoles(g, &a, &b, &y);
+  return v.count(a) > 0 && (b < 0 || v.count(b) > 0);
+}
+
+// Packed row-major strides of a tensor's dims.
+void Packed(const GraphTensor& t, int64_t* strides) {
+  int64_t s = 1;
+  for (int d = t.nb_dims - 1; d >= 0; --d) strides[d] = s, s *= t.dims[d];
+}
+
+// The convolution over values in `v` (dense row-major): its output's (v, e) stored at its output tensor.
+std::string EvalConv(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v, uint64_t max_work) {
+  const GraphTensor& x = T[static_cast<size_t>(g.operands[0])];
+  const GraphTensor& w = T[static_cast<size_t>(g.operands[1])];
+  const GraphTensor& y = T[static_cast<size_t>(g.operands[2])];
+  ConvProblem p;
+  p.direction = g.type == kConvFwd ? ConvDirection::kForward
+                : g.type == kConvBwdData ? ConvDirection::kBackwardData : ConvDirection::kBackwardFilter;
+  p.spatial = g.spatial;
+  bool ok = p.spatial >= 1 && p.spatial <= 3 && x.nb_dims == p.spatial + 2 && w.nb_dims == x.nb_dims &&
+            y.nb_dims == x.nb_dims;
+  if (!ok) return "cuDNN convolution graph geometry unsupported";
+  p.n = x.dims[0], p.c = x.dims[1], p.k = w.dims[0];
+  p.groups = w.dims[1] > 0 ? p.c / w.dims[1] : 0;
+  p.flip = g.mode == 0;
+  p.alpha = g.alpha, p.beta = g.beta;
+  for (int d = 0; d < p.spatial; ++d) {
+    p.in[d] = x.dims[2 + d], p.filter[d] = w.dims[2 + d], p.out[d] = y.dims[2 + d];
+    p.pad[d] = g.pre_pad[d], p.stride[d] = g.stride[d], p.dilation[d] = g.dilation[d];
+    ok = ok && g.pre_pad[d] == g.post_pad[d] && p.stride[d] >= 1 && p.dilation[d] >= 1 &&
+         (p.in[d] + 2 * p.pad[d] - (p.filter[d] - 1) * p.dilation[d] - 1) / p.stride[d] + 1 == p.out[d];
+  }
+  ok = ok && p.groups >= 1 && p.c == w.dims[1] * p.groups && p.k % p.groups == 0 && y.dims[0] == p.n &&
+       y.dims[1] == p.k && p.beta == 0;
+  if (!ok) return "cuDNN convolution graph geometry unsupported";
+  // The two inputs share a data type; the output's type is the written tensor's (a virtual FP32 intermediate).
+  const int out = p.direction == ConvDirection::kForward ? 2 : p.direction == ConvDirection::kBackwardData ? 0 : 1;
+  const GraphTensor* roles[3] = {&x, &w, &y};
+  const int in0 = out == 0 ? 1 : 0, in1 = out == 2 ? 1 : 2;
+  if (roles[in0]->data_type != roles[in1]->data_type) return "no error model";
+  absl::StatusOr<GemmPrecision> precision =
+      ResolveConvPrecision(roles[in0]->data_type, g.compute_type, -1, roles[out]->data_type);
+  if (!precision.ok()) return "no error model";
+  if (static_cast<uint64_t>(ConvOutputElements(p)) * static_cast<uint64_t>(ConvTermsPerOutput(p)) > max_work)
+    return "replay over the work budget";
+  ConvTensor* tensors[3] = {&p.x, &p.w, &p.y};
+  for (int role : {in0, in1}) {
+    const Bounded& b = v->at(g.operands[role]);
+    tensors[role]->data = b.v;
+    Packed(*roles[role], tensors[role]->strides);
+    bool exact = true;
+    for (double e : b.e) exact = exact && e == 0;
+    if (exact) continue;
+    if (role != 0) return "cuDNN convolution graph with a prologue on an operand other than x";
+    p.x_err.data = b.e;
+    Packed(x, p.x_err.strides);
+  }
+  const std::vector<ConvElement> ref = ConvReference(p, *precision);
+  Bounded r;
+  r.v.reserve(ref.size());
+  r.e.reserve(ref.size());
+  for (const ConvElement& c : ref) {
+    if (c.overflow) return "cuDNN convolution graph may overflow";
+    r.v.push_back(c.ref), r.e.push_back(c.bound);
+  }
+  (*v)[g.operands[out]] = std::move(r);
+  return "";
+}
+
+}  // namespace
+
+bool CheckConvFusion(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
+  const auto& ops = op.graph_ops;
+  const auto& T = op.graph_tensors;
+  int convs = 0;
+  for (const GraphOp& g : ops) {
+    if (IsConv(g.type)) ++convs;
+    else if (g.type != kPointwise) return false;
+  }
+  if (convs != 1 || ops.size() < 2) return false;
+  for (const GraphOp& g : ops)
+    if (IsConv(g.type) && (g.operands[0] < 0 || g.operands[1] < 0 || g.operands[2] < 0))
+      return report->AddNotChecked("cuDNN convolution graph operand missing"), true;
+  // Captured inputs, exact; then every operation once its inputs are known.
+  Values v;
+  for (const GraphOp& g : ops) {
+    int32_t reads[3] = {-1, -1, -1};
+    if (IsConv(g.type)) {
+      reads[0] = g.operands[g.type == kConvBwdData ? 1 : 0], reads[1] = g.operands[g.type == kConvFwd ? 1 : 2];
+    } else {
+      int32_t y;
+      PointwiseRoles(g, &reads[0], &reads[1], &y);
+    }
+    for (int32_t i : reads) {
+      if (i < 0 || T[static_cast<size_t>(i)].is_virtual || v.count(i) > 0) continue;
+      Bounded b;
+      if (!Dense(op, false, i, &b.v)) return report->AddNotChecked(op.MissingTensorsReason()), true;
+      b.e.assign(b.v.size(), 0);
+      v[i] = std::move(b);
+    }
+  }
+  std::vector<const GraphOp*> pending;
+  for (const GraphOp& g : ops) pending.push_back(&g);
+  while (!pending.empty()) {
+    auto ready = std::find_if(pending.begin(), pending.end(), [&](const GraphOp* g) { return Ready(*g, v); });
+    if (ready == pending.end()) return report->AddNotChecked("cuDNN convolution graph not evaluable"), true;
+    const std::string why =
+        IsConv((*ready)->type) ? EvalConv(**ready, T, &v, max_work) : EvalPointwise(**ready, T, &v);
+    if (!why.empty()) return report->AddNotChecked(absl::StrCat("cuDNN convolution graph: ", why)), true;
+    pending.erase(ready);
+  }
+  // Every non-virtual tensor an operation writes is compared.
+  ElementStats st;
+  uint64_t base = 0;
+  std::string outputs;
+  for (const GraphOp& g : ops) {
+    int32_t yi;
+    if (IsConv(g.type)) {
+      yi = g.operands[g.type == kConvFwd ? 2 : g.type == kConvBwdData ? 0 : 1];
+    } else {
+      int32_t a, b;
+      PointwiseRoles(g, &a, &b, &yi);
+    }
+    if (T[static_cast<size_t>(yi)].is_virtual) continue;
+    std::vector<double> got;
+    if (!Dense(op, true, yi, &got) || got.size() != v.at(yi).v.size())
+      return report->AddNotChecked(op.MissingTensorsReason()), true;
+    const Bounded& b = v.at(yi);
+    for (size_t k = 0; k < got.size(); ++k) st.Add(base + k, got[k], b.v[k], kEval * b.e[k], false);
+    base += got.size();
+    absl::StrAppend(&outputs, outputs.empty() ? "" : ", ", "uid ", T[static_cast<size_t>(yi)].uid);
+  }
+  if (base == 0) return report->AddNotChecked("cuDNN convolution graph writes no output"), true;
+  report->AddChecked("conv", OpName{rank, op.seq, op.api_name()}, st, st.violations == 0);
+  if (st.violations > 0)
+    report->AddFinding(GraphElementFinding(rank, op, "conv.replay", ErrorModelId::kConvFused,
+                                           "elements of the fused convolution's output", st,
+                                           absl::StrCat("cuDNN graph of ", GraphOpNames(ops), "; output ", outputs)));
+  return true;
+}
+
+}  // namespace ttrace::analyzer
