@@ -196,7 +196,13 @@ void Device::AllReduceHost(const Group& g, std::vector<float>& v, ncclRedOp_t op
   v = Download(b);
 }
 
-Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[3], const int key[3],
+void Device::AllReduceStat(const Group& g, std::vector<float>& v, ncclRedOp_t op) const {
+  DevBuf b = Upload(v, /*f32=*/true);
+  CheckNccl(ncclAllReduce(b.data(), b.data(), b.size(), ncclFloat32, op, g.comm, stream_), "ncclAllReduce");
+  v = Download(b);
+}
+
+Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[4], const int key[4],
                 bool rotated_gathers) {
   Comms c;
   const ncclUniqueId id = Rendezvous(rdzv, rank == 0);
@@ -208,8 +214,8 @@ Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[3]
   }
   c.world.size = world;
   c.world.rank = rank;
-  Group* groups[3] = {&c.tp, &c.dp, &c.pp};
-  for (int i = 0; i < 3; ++i) {
+  Group* groups[4] = {&c.tp, &c.dp, &c.pp, &c.mp};
+  for (int i = 0; i < 4; ++i) {
     CheckNccl(ncclCommSplit(c.world.comm, color[i], key[i], &groups[i]->comm, nullptr), "ncclCommSplit");
     CheckNccl(ncclCommCount(groups[i]->comm, &groups[i]->size), "ncclCommCount");
     CheckNccl(ncclCommUserRank(groups[i]->comm, &groups[i]->rank), "ncclCommUserRank");
@@ -228,7 +234,7 @@ Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[3]
 void CloseComms(Comms& c) {
   for (Group* g : {&c.tp_gather, &c.dp_gather})
     if (g->comm && g->comm != c.tp.comm && g->comm != c.dp.comm) CheckNccl(ncclCommDestroy(g->comm), "ncclCommDestroy");
-  for (Group* g : {&c.tp, &c.dp, &c.pp, &c.world})
+  for (Group* g : {&c.tp, &c.dp, &c.pp, &c.mp, &c.world})
     if (g->comm) CheckNccl(ncclCommDestroy(g->comm), "ncclCommDestroy");
 }
 

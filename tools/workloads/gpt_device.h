@@ -97,6 +97,9 @@ class Device {
   void SendRecv(const Group& g, const DevBuf& out, int to, DevBuf& in, int from) const;
   // FP32 host vector through an all-reduce (for the cross-entropy statistics and the gradient buffers).
   void AllReduceHost(const Group& g, std::vector<float>& v, ncclRedOp_t op) const;
+  // The same, issued on a one-rank group too, as torch.distributed.all_reduce is (Megatron reduces its gradient
+  // statistics with it, unlike its tensor-parallel mappings, which skip a group of one).
+  void AllReduceStat(const Group& g, std::vector<float>& v, ncclRedOp_t op) const;
 
  private:
   cudaStream_t stream_ = nullptr;
@@ -105,14 +108,15 @@ class Device {
 };
 
 // The world communicator, met through a file in `rdzv` written by rank 0, and the groups split from it: ranks with
-// equal color[i] form group i, ordered by key[i].
+// equal color[i] form group i (tp, dp, pp, mp), ordered by key[i].
 struct Comms {
   Group world, tp, dp, pp;
+  Group mp;  // the model-parallel group (TP x PP: the ranks of one DP replica), where the gradient norm is reduced
   // The groups the all-gathers run on: tp and dp themselves, or with `rotated_gathers` their members split again
   // with keys rotated by one, so that comm rank i is the group's rank i + 1 and chunk i of a gather comes from it.
   Group tp_gather, dp_gather;
 };
-Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[3], const int key[3],
+Comms OpenComms(const std::string& rdzv, int rank, int world, const int color[4], const int key[4],
                 bool rotated_gathers);
 void CloseComms(Comms& c);
 

@@ -7,7 +7,11 @@
 // with --heads heads, MLP 4·hidden with GeLU), final LayerNorm, untied LM head, cross-entropy; Adam (or
 // --optimizer sgd: w -= lr·g, under which a gradient's scale reaches the weights) with --warmup steps of linear
 // learning-rate warmup (the first steps of Adam move every weight by about lr whatever the size of
-// its gradient, so round-off in a near-zero gradient would otherwise decide a whole step). No dropout, so runs are
+// its gradient, so round-off in a near-zero gradient would otherwise decide a whole step), after gradient clipping
+// by the global L2 norm as Megatron-LM does by default (--clip-grad X, default 1.0, 0 off: the squares of the
+// gradients each rank holds, TP duplicates once, summed and all-reduced over the model-parallel group TP x PP, or
+// over every rank with --dist-opt; issued on a group of one too, as torch.distributed does, so the one-rank
+// reference has it; gradients scaled by X / (norm + 1e-6) when that is < 1: gpt_train.cc). No dropout, so runs are
 // deterministic. GEMMs are cublasGemmEx / cublasGemmStridedBatchedEx (FP32; or --dtype bf16: BF16
 // operands, FP32 compute, FP32 master weights and optimizer, static loss scale); everything else on the host.
 //
@@ -23,7 +27,7 @@
 // transfers that cross, a forward output sent while the matching gradient is received, issued as one NCCL
 // group). With one stage 1f1b is Megatron's no-pipelining order (each micro-batch forward then backward). Every
 // schedule computes the same sums; only the order in which micro-batch gradients accumulate differs. Communicators: one world communicator met through a file in --rdzv,
-// TP, DP and PP groups split from it.
+// TP, DP, PP and MP (model-parallel: TP x PP of one DP replica) groups split from it.
 //
 // Bugs (--bug NAME, repeatable), each a miniature of a real class of silent parallelization bug, and where it can
 // occur (elsewhere it has no effect and the program says so):
@@ -86,7 +90,7 @@ struct Flags {
           "gpt: %s\nusage: gpt [--tp N] [--dp N] [--pp N] [--sp] [--dist-opt] [--microbatches M]\n"
           "           [--schedule gpipe|1f1b] [--dtype fp32|bf16] [--vocab N] [--hidden N] [--heads N]\n"
           "           [--seq N] [--layers N] [--batch N] [--steps N] [--lr X] [--warmup N] [--loss-scale X]\n"
-          "           [--optimizer adam|sgd] [--seed N] [--bug NAME]...\n"
+          "           [--optimizer adam|sgd] [--clip-grad X] [--seed N] [--bug NAME]...\n"
           "           [--dump-weights FILE] [--reference FILE] [--rdzv DIR] [--perturb SEED]\n",
           why.c_str());
   exit(2);
@@ -136,6 +140,7 @@ Flags Parse(int argc, char** argv) {
     else if (a == "--seed") c.seed = static_cast<uint32_t>(Positive(a, next()));
     else if (a == "--perturb") c.perturb = static_cast<uint32_t>(Positive(a, next()));
     else if (a == "--lr") c.lr = strtof(next(), nullptr);
+    else if (a == "--clip-grad") c.clip_grad = strtof(next(), nullptr);
     else if (a == "--loss-scale") c.loss_scale = strtof(next(), nullptr), loss_scale_set = true;
     else if (a == "--dump-weights") f.dump = next();
     else if (a == "--reference") f.reference = next();
@@ -155,6 +160,7 @@ Flags Parse(int argc, char** argv) {
   }
   if (!loss_scale_set && c.bf16) c.loss_scale = 1024.0f;
   if (!(c.lr > 0) || !(c.loss_scale > 0)) Usage("--lr and --loss-scale must be positive");
+  if (!(c.clip_grad >= 0)) Usage("--clip-grad must be 0 (off) or positive");
   if (c.hidden % c.heads) Usage("--heads must divide --hidden");
   if (c.heads % c.tp || c.vocab % c.tp) Usage("--tp must divide --heads and --vocab");
   if (c.sp && c.tp == 1) Usage("--sp needs --tp > 1");
@@ -219,8 +225,10 @@ int Main(int argc, char** argv) {
   Device dev(EnvInt("LOCAL_RANK", 0), c.bf16);
   // Ranks with equal color share a group: TP (same DP rank and stage), DP (same TP rank and stage), PP (same TP
   // and DP rank); ordered by the rank within the group.
-  const int color[3] = {at.dp_rank + c.dp * at.pp_rank, at.tp_rank + c.tp * at.pp_rank, at.tp_rank + c.tp * at.dp_rank};
-  const int key[3] = {at.tp_rank, at.dp_rank, at.pp_rank};
+  // MP (model parallel: TP x PP, same DP rank) is ordered by the rank within the DP replica.
+  const int color[4] = {at.dp_rank + c.dp * at.pp_rank, at.tp_rank + c.tp * at.pp_rank, at.tp_rank + c.tp * at.dp_rank,
+                        at.dp_rank};
+  const int key[4] = {at.tp_rank, at.dp_rank, at.pp_rank, at.tp_rank + c.tp * at.pp_rank};
   Comms comms = OpenComms(f.rdzv, rank, world, color, key, c.bug(Bug::kAllgatherWrongOrder));
   {
     Model model(c, at);

@@ -56,6 +56,7 @@ struct Config {
   int tp = 1, dp = 1, pp = 1;
   bool sp = false, dist_opt = false;
   bool sgd = false;  // --optimizer sgd: plain SGD (w -= lr·g) instead of Adam
+  float clip_grad = 1.0f;  // --clip-grad: the gradients' global L2 norm clipped to this (Megatron's default 1.0); 0 off
   uint32_t bugs = 0;  // bit per Bug
   uint32_t perturb = 0;  // nonzero: the embedding output moved by one rounding (the calibration run of ttrace diff)
 

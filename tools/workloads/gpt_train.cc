@@ -4,9 +4,16 @@
 //   2. data-parallel reduction of the flat gradient buffer: all-reduce (sum), or with --dist-opt reduce-scatter
 //      (sum) so each DP rank gets the slice its optimizer owns. The loss is already scaled by 1 / (tokens of a
 //      micro-batch · micro-batches · dp), so a sum is the global mean, as with Megatron's per-token loss;
-//   3. unscale (static loss scale), Adam (β = 0.9, 0.95, ε = 1e-8, bias-corrected; or --optimizer sgd) on the FP32
-//      master weights;
-//   4. --dist-opt: the updated slices all-gathered over DP (in FP32, so every replica's master stays identical).
+//   3. unscale (static loss scale);
+//   4. --clip-grad C (default 1.0, Megatron's; 0 off): clip_grad_norm_fp32. Each rank sums the squares of the
+//      gradients it holds that are not tensor-parallel duplicates (a split parameter's shard on every TP rank, a
+//      replicated one on TP rank 0 only; with --dist-opt only its own slice), as one FP32 scalar, and all-reduces it
+//      (sum) over the model-parallel group (TP x PP, one DP replica), or with --dist-opt over every rank (the
+//      grad-stats group of the distributed optimizer). The all-reduce is issued on a group of one too (world size
+//      1: torch.distributed does not skip it), so the reference run has it. norm = sqrt(sum); every gradient is
+//      scaled by C / (norm + 1e-6) when that is < 1;
+//   5. Adam (β = 0.9, 0.95, ε = 1e-8, bias-corrected; or --optimizer sgd) on the FP32 master weights;
+//   6. --dist-opt: the updated slices all-gathered over DP (in FP32, so every replica's master stays identical).
 // Checkpoint: each rank writes what it holds with logical positions; for each element one owner counts (DP rank
 // 0, TP rank 0 for replicated weights; with --dist-opt the DP rank holding the moments), the other replicas are
 // compared with it ("replica spread": a DP or TP replica that drifted is a bug of its own).
@@ -58,6 +65,13 @@ Trainer::Trainer(const Config& c, const Layout& at, const Device& dev, const Com
   end_ = begin_ + padded_ / shards;
   m_.assign(end_ - begin_, 0.0f);
   v_.assign(end_ - begin_, 0.0f);
+  in_norm_.assign(end_ - begin_, 0);
+  size_t o = 0;
+  for (const Param* p : model_.Local()) {
+    const bool counts = p->split != Split::kReplicated || at.tp_rank == 0;
+    for (size_t e = 0; e < p->w.size(); ++e, ++o)
+      if (o >= begin_ && o < end_) in_norm_[o - begin_] = counts;
+  }
   model_.UploadWeights(dev_);
 }
 
@@ -157,6 +171,7 @@ double Trainer::Step(int step) {
   }
   std::vector<float> shard_grad;
   ReduceGradients(shard_grad);
+  UnscaleAndClip(shard_grad);
   Adam(step, shard_grad);
   if (!model_.last_stage) return 0;
   std::vector<float> total = {static_cast<float>(loss)};
@@ -207,6 +222,19 @@ void Trainer::ReduceGradients(std::vector<float>& shard_grad) {
   }
 }
 
+void Trainer::UnscaleAndClip(std::vector<float>& shard_grad) {
+  for (float& g : shard_grad) g /= c_.loss_scale;
+  if (c_.clip_grad <= 0) return;
+  double sum = 0;
+  for (size_t i = 0; i < shard_grad.size(); ++i)
+    if (in_norm_[i]) sum += static_cast<double>(shard_grad[i]) * shard_grad[i];
+  std::vector<float> norm2 = {static_cast<float>(sum)};
+  dev_.AllReduceStat(c_.dist_opt ? comms_.world : comms_.mp, norm2, ncclSum);
+  const double coeff = c_.clip_grad / (std::sqrt(static_cast<double>(norm2[0])) + 1e-6);
+  if (coeff >= 1.0) return;
+  for (float& g : shard_grad) g *= static_cast<float>(coeff);
+}
+
 void Trainer::Adam(int step, const std::vector<float>& shard_grad) {
   constexpr float kBeta1 = 0.9f, kBeta2 = 0.95f, kEps = 1e-8f;
   const std::vector<Param*> local = model_.Local();
@@ -218,7 +246,7 @@ void Trainer::Adam(int step, const std::vector<float>& shard_grad) {
   const float c2 = 1.0f - std::pow(kBeta2, static_cast<float>(step + 1));
   const float lr = c_.lr * std::min(1.0f, (step + 1.0f) / c_.warmup);
   for (size_t i = 0; i < shard_grad.size(); ++i) {
-    const float g = shard_grad[i] / c_.loss_scale;
+    const float g = shard_grad[i];
     if (c_.sgd) {
       w[begin_ + i] -= lr * g;
       continue;

@@ -1,6 +1,6 @@
 // The gpt workload's training step: data, the pipeline schedule over micro-batches (GPipe or 1F1B), the gradient
 // reductions (sequence-parallel replicated weights over TP, data-parallel all-reduce or the distributed optimizer's
-// reduce-scatter and all-gather), Adam; and the checkpoint every layout writes in the same logical form, so that
+// reduce-scatter and all-gather), gradient clipping by the global norm, Adam; and the checkpoint every layout writes in the same logical form, so that
 // runs of different layouts can be compared element by element.
 #ifndef TTRACE_TOOLS_WORKLOADS_GPT_TRAIN_H_
 #define TTRACE_TOOLS_WORKLOADS_GPT_TRAIN_H_
@@ -27,6 +27,8 @@ class Trainer {
  private:
   void MakeBatch(int step, int micro, std::vector<int>& inputs, std::vector<int>& targets) const;
   void ReduceGradients(std::vector<float>& shard_grad);
+  // Unscales the gradients (static loss scale) and, with --clip-grad, clips their global L2 norm.
+  void UnscaleAndClip(std::vector<float>& shard_grad);
   void Adam(int step, const std::vector<float>& shard_grad);
 
   const Config& c_;
@@ -38,6 +40,9 @@ class Trainer {
   // The optimizer works on the flat concatenation of this rank's parameters (Model::Local order), padded to a
   // multiple of dp; it owns [begin_, end_) of it (all of it unless --dist-opt).
   size_t flat_ = 0, padded_ = 0, begin_ = 0, end_ = 0;
+  // Per element of [begin_, end_): whether it counts in the gradient norm (not a TP duplicate: every TP rank's
+  // shard of a split parameter, a replicated one on TP rank 0 only).
+  std::vector<uint8_t> in_norm_;
   std::vector<float> m_, v_;  // Adam moments of [begin_, end_)
 };
 
