@@ -131,7 +131,10 @@ void Sharded::Run() {
       CompareGemm(i, rops[i]);
       CompareUnalignedReductions(i, rops[i]);
     } else if (rops[i].api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce)) {
-      CompareReduce(ShardsOf(i), rops[i], nullptr);
+      bool linked = false;
+      for (const auto& shard : ShardsOf(i)) linked = linked || links_.count(shard) > 0;
+      if (linked) CompareReduce(ShardsOf(i), rops[i], nullptr);
+      else CompareValueReduce(i, rops[i]);
     } else {
       rep().AddNotChecked("no diff rule for this API");
     }

@@ -89,6 +89,12 @@ class Sharded {
   void CompareReduce(const std::vector<std::pair<int, const Op*>>& shards, const Op& rop,
                      const std::vector<double>* ref_c);
   void CompareUnalignedReductions(size_t i, const Op& rop);
+  // A reference all-reduce (one rank) that no aligned GEMM feeds: a value the host computed, e.g. the squared
+  // gradient norm of gradient clipping. Each candidate call aligned with it (its members on every rank: equal
+  // comm_hash and comm_op_index) is judged by the exact sum of its inputs against the reference's input (between:
+  // diff.between, operand send; not calibrated) and by its output against the reference's output (inside:
+  // diff.propagation, |y − y_r| ≤ |Σx − x_r| + the reduce.deterministic bound of the candidate's reduction).
+  void CompareValueReduce(size_t i, const Op& rop);
   void LinkOutputs(size_t i, const std::vector<Shard>& shards);
   // diff_operands.cc: judges the merged inputs of reference GEMM i (diff.between / diff.calibrated), at the
   // all-gather that produced an operand when there is one; true when an input diverged.
@@ -135,6 +141,8 @@ class Sharded {
   std::map<std::pair<int, const Op*>, Link> links_;
   std::set<const Op*> compared_;  // unaligned candidate collectives compared with a reference GEMM's output
   std::map<const Op*, std::vector<double>> gathered_;  // decoded all-gather outputs (JudgeContainingGather)
+  // Candidate all-reduces by (comm_hash, comm_op_index): one call's members on every rank (CompareValueReduce).
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<std::pair<int, const Op*>>> calls_;
   double max_out_rel_ = 0;
   bool has_last_ = false;
   OpName last_;

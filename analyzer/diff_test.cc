@@ -56,7 +56,12 @@ struct Faults {
   double allreduce_scale = 1;   // candidate rank 0's all-reduce result scaled
   double gemm2_b_scale = 1;     // candidate rank 1's GEMM2 input scaled (host code between ops)
   bool extra_op = false;        // candidate rank 0 issues an extra GEMM the reference has not
+  // With value_sum > 0: an all-reduce of a value the host computed (a squared gradient norm) follows, its inputs
+  // 0.6 and 0.4 of value_sum (rank 1's scaled by value_input_scale), rank 0's output scaled by value_output_scale.
+  double value_sum = 0, value_input_scale = 1, value_output_scale = 1;
 };
+
+constexpr double kValue = 1.3302;  // the reference's value (a squared gradient norm)
 
 void WriteGemm(StreamBuilder* s, uint64_t seq, const Mat& a, const Mat& b, const Mat& c, int64_t m, int64_t k,
                int64_t n) {
@@ -75,8 +80,9 @@ void WriteAllReduce(StreamBuilder* s, uint64_t seq, uint64_t comm, int rank, int
   (void)cols;
 }
 
-// Reference: C1 = A1·B1 (m x n), C2 = A2·C1 (p x n), all-reduce(C2) on one rank.
-std::string WriteReference() {
+// Reference: C1 = A1·B1 (m x n), C2 = A2·C1 (p x n), all-reduce(C2) on one rank; with `value` > 0 then the
+// one-rank all-reduce of that value (FP32), as a program computing a statistic issues it.
+std::string WriteReference(double value = 0) {
   const std::string dir = testing::TempDir("diff_ref");
   const Mat a1 = Random(kM * kK, 1), b1 = Random(kK * kN, 2), a2 = Random(kP * kM, 3);
   const Mat c1 = MatMul(a1, b1, kM, kK, kN), c2 = MatMul(a2, c1, kP, kM, kN);
@@ -85,6 +91,12 @@ std::string WriteReference() {
   WriteGemm(&s, 0, a1, b1, c1, kM, kK, kN);
   WriteGemm(&s, 1, a2, c1, c2, kP, kM, kN);
   WriteAllReduce(&s, 2, kRefComm, 0, 1, c2, c2, kP, kN);
+  if (value > 0) {
+    const Mat v = {static_cast<float>(value)};
+    s.Collective(testing::AllReduceRec(3, kRefComm, 1, 0, 1, DType::kF32, 1));
+    s.Tensor(3, TensorSlot::kSend, DType::kF32, 1, 1, 1, Encode(DType::kF32, v));
+    s.Tensor(3, TensorSlot::kRecv, DType::kF32, 1, 1, 1, Encode(DType::kF32, v));
+  }
   return dir;
 }
 
@@ -114,6 +126,15 @@ std::string WriteCandidate(const std::string& name, const Faults& f = {}) {
     if (r == 0)
       for (double& v : out) v *= f.allreduce_scale;
     WriteAllReduce(&s, seq++, kTpComm, r, 2, partial[r], out, kP, kN);
+    if (f.value_sum > 0) {
+      const float x0 = static_cast<float>(0.6 * f.value_sum);
+      const float x1 = static_cast<float>((f.value_sum - x0) * f.value_input_scale);
+      const Mat in = {r == 0 ? x0 : x1};
+      const Mat y = {static_cast<float>((x0 + x1) * (r == 0 ? f.value_output_scale : 1))};
+      s.Collective(testing::AllReduceRec(seq, kTpComm, 1, r, 2, DType::kF32, 1));
+      s.Tensor(seq, TensorSlot::kSend, DType::kF32, 1, 1, 1, Encode(DType::kF32, in));
+      s.Tensor(seq, TensorSlot::kRecv, DType::kF32, 1, 1, 1, Encode(DType::kF32, y));
+    }
   }
   return dir;
 }
@@ -270,6 +291,76 @@ TEST(DiffSharded, AccumulatingGemmsWithBetaAreCompared) {
   EXPECT_EQ(b.first.kind, "between") << Findings(b);
   EXPECT_EQ(b.first.operand, "C0");
   EXPECT_GT(b.first.ratio, 100);
+}
+
+// An all-reduce no GEMM feeds (a value the host computed: gradient clipping's squared norm): the one-rank
+// reference issues it too, on its communicator of one. Compared by its inputs' sum against the reference's input
+// (between) and by its output against the reference's output (inside).
+TEST(DiffSharded, ValueAllReduceIsComparedWithTheReferences) {
+  const TraceSet ref = Load(WriteReference(kValue));
+  Faults f;
+  f.value_sum = kValue;
+  const DiffResult clean = RunDiff(ref, Load(WriteCandidate("diff_value", f)));
+  EXPECT_EQ(clean.report.verdict(), Verdict::kClean) << Findings(clean);
+  EXPECT_EQ(clean.report.summary().checked.at("diff.allreduce"), 2u);
+  EXPECT_EQ(clean.report.summary().not_checked_total(), 0u) << Findings(clean);
+
+  f.value_input_scale = 1.01;  // rank 1's input 1 % too large: what the host computed already differs
+  const DiffResult between = RunDiff(ref, Load(WriteCandidate("diff_value_in", f)));
+  ASSERT_TRUE(between.first.valid) << Findings(between);
+  EXPECT_EQ(between.first.kind, "between");
+  EXPECT_EQ(between.first.ref_seq, 3);
+  EXPECT_EQ(between.first.operand, "send");
+  EXPECT_EQ(between.first.model, "diff.between");
+  EXPECT_EQ(between.first.last_matching.seq, 2u) << "the partial-sum all-reduce before it matched";
+  EXPECT_NEAR(between.report.findings()[0].max_rel_err, 0.4 * 0.01, 1e-6);
+
+  f.value_input_scale = 1;
+  f.value_output_scale = 2;  // rank 0's output wrong for its inputs
+  const DiffResult inside = RunDiff(ref, Load(WriteCandidate("diff_value_out", f)));
+  ASSERT_TRUE(inside.first.valid) << Findings(inside);
+  EXPECT_EQ(inside.first.kind, "inside");
+  EXPECT_EQ(inside.first.operand, "recv");
+  EXPECT_EQ(inside.first.op.rank, 0);
+  EXPECT_EQ(inside.first.model, "diff.propagation");
+  EXPECT_GT(inside.first.ratio, 1e5);
+}
+
+// The threshold of such a value from both sides: diff.between, 2 x the largest output error before + eps. Rank
+// 1's GEMM2 input is 5 % off (found there), which sets that output error; the value's inputs' sum then differs
+// from the reference's by 0.5 (clean) or 2 (found) times the threshold. A calibration run does not tighten it:
+// its spread at one value is one sample (docs/diff.md).
+TEST(DiffSharded, ValueAllReduceIsJudgedByDiffBetween) {
+  const TraceSet ref = Load(WriteReference(kValue));
+  absl::StatusOr<Calibration> c = MeasureCalibration(ref, Load(WriteReference(kValue * 1.0001)), 64);
+  ASSERT_TRUE(c.ok()) << c.status();
+  DiffOptions o;
+  o.calibration = &*c;
+  auto at_value = [](const DiffResult& r) -> const Finding* {
+    for (const Finding& f : r.report.findings())
+      if (f.api == "ncclAllReduce" && f.seq == 3) return &f;
+    return nullptr;
+  };
+  Faults f;
+  f.gemm2_b_scale = 1.05;
+  f.value_sum = kValue * 1.5;
+  const DiffResult probe = RunDiff(ref, Load(WriteCandidate("diff_value_probe", f)));
+  const Finding* p = at_value(probe);
+  ASSERT_NE(p, nullptr) << Findings(probe);
+  const double tau = p->threshold;
+  EXPECT_GT(tau, 0.01) << "2 x GEMM2's output error";
+  for (const double multiple : {0.5, 2.0}) {
+    f.value_sum = kValue * (1 + multiple * tau);
+    const TraceSet cand = Load(WriteCandidate("diff_value_tau", f));
+    for (const DiffResult& r : {RunDiff(ref, cand), RunDiff(ref, cand, o)}) {
+      const Finding* v = at_value(r);
+      EXPECT_EQ(v != nullptr, multiple > 1) << multiple << "\n" << Findings(r);
+      if (v == nullptr) continue;
+      EXPECT_EQ(v->model, "diff.between");
+      EXPECT_NEAR(v->threshold, tau, 1e-9);
+      EXPECT_NEAR(v->ratio, multiple, 0.01);
+    }
+  }
 }
 
 TEST(DiffSharded, ExtraOpIsNotAlignedAndIncomplete) {

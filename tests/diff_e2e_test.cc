@@ -256,10 +256,12 @@ TEST_P(DiffE2e, GptSequenceParallelCollectivesAreJudgedAtTheCollective) {
 // GEMM whose weight diverges is traced back to the gather holding that weight (at one position, within one
 // rounding). A gather on a communicator in rotated rank order is found inside it (the reference's weights are in
 // the other chunk); rank 0 stepping on its local gradient (optimizer-before-reduce) between, at the gather's input.
-// A clean run folds the gather as before.
+// A clean run folds the gather as before. Gradient clipping is off: its norm's all-reduce would show
+// optimizer-before-reduce first (GptGradientNormAllReduceSeesTheGradients); a program without clipping has only
+// the gather.
 TEST_P(DiffE2e, GptWeightGatherOfTheDistributedOptimizerIsWhereItDiverges) {
-  const std::string dtype = GetParam(), args = "--dp 2 --dist-opt --dtype " + dtype;
-  const std::string ref = RunGpt("wref_" + dtype, 1, "--dtype " + dtype);
+  const std::string dtype = GetParam(), args = "--dp 2 --dist-opt --clip-grad 0 --dtype " + dtype;
+  const std::string ref = RunGpt("wref_" + dtype, 1, "--clip-grad 0 --dtype " + dtype);
   const DiffResult d = Diff(ref, RunGpt("w_" + dtype, 2, args, "random:7"));
   EXPECT_EQ(d.report.verdict(), Verdict::kClean) << Describe(d);
   EXPECT_EQ(d.report.summary().checked.count("diff.allgather"), 0u);
@@ -283,6 +285,52 @@ TEST_P(DiffE2e, GptWeightGatherOfTheDistributedOptimizerIsWhereItDiverges) {
     printf("gpt   dp2dist_%s %s: first %s at %s rank %d seq %llu, err/threshold %.3g (%s)\n", dtype.c_str(), w.bug,
            b.first.kind.c_str(), b.first.op.api.c_str(), b.first.op.rank,
            static_cast<unsigned long long>(b.first.op.seq), b.first.ratio, b.first.model.c_str());
+  }
+}
+
+// Gradient clipping (gpt's default, Megatron's --clip-grad 1.0): every rank all-reduces the sum of the squares of
+// the gradients it holds (TP duplicates counted once) over its model-parallel group, the one-rank reference over
+// its group of one. That all-reduce is the first captured op to read the gradients: compared at itself (the sum
+// of its inputs against the reference's input, diff.between), it finds the gradient bugs that Adam's invariance
+// to a gradient's scale hides from every later op in BF16 (grad-scaled-twice, grad-allreduce-on-tp-comm), and
+// optimizer-before-reduce a step earlier than the weights it moves, all at the first step's all-reduce (BF16: 6.1,
+// 7.5 and 109 x the threshold). (loss-not-scaled-by-dp shows earlier, at the first backward GEMM that reads the
+// scaled loss gradient.) A clean TP 2 + SP run compares the three steps' all-reduces (both ranks of each call)
+// and stays clean.
+TEST_P(DiffE2e, GptGradientNormAllReduceSeesTheGradients) {
+  const std::string dtype = GetParam();
+  const std::string ref = RunGpt("nref_" + dtype, 1, "--dtype " + dtype);
+  auto loaded = analyzer::LoadTraceDir(ref);
+  ASSERT_TRUE(loaded.ok());
+  int64_t norm_seq = -1;  // the reference's first all-reduce: step 0's gradient norm
+  for (const analyzer::Op& op : loaded->ranks[0].ops)
+    if (op.api_name() == std::string("ncclAllReduce") && norm_seq < 0) norm_seq = static_cast<int64_t>(op.seq);
+  ASSERT_GE(norm_seq, 0);
+  const DiffResult d = Diff(ref, RunGpt("n_" + dtype, 2, "--tp 2 --sp --dtype " + dtype, "random:7"));
+  EXPECT_EQ(d.report.verdict(), Verdict::kClean) << Describe(d);
+  EXPECT_EQ(d.report.summary().not_checked_total(), 0u);
+  EXPECT_EQ(d.report.summary().checked.at("diff.allreduce"), 3u);
+  struct NormBug {
+    const char* bug;
+    int ranks;
+    const char* args;
+  };
+  for (const NormBug& b : {NormBug{"grad-scaled-twice", 2, "--tp 2 --sp"},
+                           {"grad-allreduce-on-tp-comm", 4, "--tp 2 --dp 2"},
+                           {"optimizer-before-reduce", 2, "--dp 2"}}) {
+    const std::string tag = std::string(b.bug) + "_" + dtype;
+    const DiffResult r = Diff(ref, RunGpt("nb_" + tag, b.ranks, std::string(b.args) + " --bug " + b.bug +
+                                                                   " --dtype " + dtype, "random:3"));
+    ASSERT_TRUE(r.first.valid) << tag << "\n" << Describe(r);
+    EXPECT_EQ(r.first.op.api, "ncclAllReduce") << tag << "\n" << Describe(r);
+    EXPECT_EQ(r.first.ref_seq, norm_seq) << tag << "\n" << Describe(r);
+    EXPECT_EQ(r.first.kind, "between") << tag;
+    EXPECT_EQ(r.first.operand, "send") << tag;
+    EXPECT_EQ(r.first.model, "diff.between") << tag;
+    EXPECT_GT(r.first.ratio, 4) << tag;
+    printf("gpt   %s: first %s at %s rank %d seq %llu (reference seq %lld), err/threshold %.3g\n", tag.c_str(),
+           r.first.kind.c_str(), r.first.op.api.c_str(), r.first.op.rank,
+           static_cast<unsigned long long>(r.first.op.seq), static_cast<long long>(r.first.ref_seq), r.first.ratio);
   }
 }
 

@@ -185,6 +185,12 @@ mutate "diff: bitwise mode ignores the last operand slot" diff.cc \
   "if (x != nullptr && y != nullptr && x->data != y->data) return SlotName(slots[i]);" \
   "if (i + 1 < n && x != nullptr && y != nullptr && x->data != y->data) return SlotName(slots[i]);" \
   "diff_test" "^Diff"
+mutate "diff: value all-reduce judged by one rank's input, not the sum of its inputs" diff_sharded_reduce.cc \
+  "sum[e] += x[e], abs_sum[e] += std::fabs(x[e]);" "sum[e] = x[e], abs_sum[e] += std::fabs(x[e]);" \
+  "diff_test" "^Diff"
+mutate "diff: value all-reduce's output bound without its inputs' difference" diff_sharded_reduce.cc \
+  "const double bound = rb.Bound({sum[e], abs_sum[e]}) + std::fabs(sum[e] - ref_in[e]) +" \
+  "const double bound = rb.Bound({sum[e], abs_sum[e]}) + 0 * std::fabs(sum[e] - ref_in[e]) +" "diff_test" "^Diff"
 # The store.
 mutate "deferred tensors: read on instead of seeking to their frame" analyzer/trace_model.cc \
   "(target.frame_index > (positioned" "(false && target.frame_index > (positioned" "trace_model_test" "TraceModelTest"
