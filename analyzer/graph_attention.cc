@@ -7,8 +7,10 @@
 // output, when there is one, must equal the log-sum-exp of the visible scaled scores. The mask is per query row
 // (padding masks differ per batch); the matmuls' M/N/K overrides (sequence lengths) are read from their captured
 // tensors: rows past the second matmul's M override are not written, so not compared, and every key kept in a
-// written row must lie inside both matmuls' overrides. A graph with an RNG operation (Philox dropout inside cuDNN)
-// is not checked: its mask cannot be replayed.
+// written row must lie inside both matmuls' overrides. An attention bias (one pointwise ADD of a captured tensor)
+// is part of the logits; pointwise MULs after the softmax by scalars and captured tensors (custom dropout: its scale
+// and mask) are the factor P·V reads P times, and P before them is what is verified. A graph with an RNG operation
+// (Philox dropout inside cuDNN) is not checked: its mask cannot be replayed.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -231,12 +233,57 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   }
   if (v.count(pi) == 0 || !ScaleOf(ops, T, v, si, &p.scale))
     return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;
+  // Dropout with a mask the program supplies (cudnn-frontend's custom dropout): P·V reads softmax·D, D the product
+  // of the scalars and captured tensors that pointwise MULs apply after the softmax (its scale, its mask).
+  const int64_t score_count = bh_count * p.s_q * p.s_kv;
+  int32_t soft = pi;
+  for (bool more = true; more;) {
+    more = false;
+    for (const GraphOp& g : ops) {
+      const int32_t f = g.operands[1];
+      if (g.type != kPointwise || g.mode != 1 || g.operands[2] != soft || f < 0 || g.operands[0] < 0) continue;
+      const GraphTensor &tf = T[static_cast<size_t>(f)], &ty = T[static_cast<size_t>(soft)];
+      if (tf.is_virtual || v.count(f) == 0 || v.count(g.operands[0]) == 0 || tf.nb_dims != ty.nb_dims ||
+          Count(ty) != score_count)
+        break;
+      if (p.drop.empty()) p.drop.assign(static_cast<size_t>(score_count), 1);
+      int64_t idx[format::kGraphMaxDims] = {};
+      for (size_t e = 0; e < p.drop.size(); ++e) {
+        p.drop[e] *= v[f][static_cast<size_t>(BroadcastOffset(tf, ty, idx))];
+        for (int d = ty.nb_dims - 1; d >= 0 && ++idx[d] == ty.dims[d]; --d) idx[d] = 0;
+      }
+      ++p.drop_roundings;
+      soft = g.operands[0], more = true;
+      break;
+    }
+  }
+  // An attention bias: the one pointwise ADD of a captured tensor of the scores' rank (cudnn-frontend adds it to
+  // scale·S); the softmax verification below confirms where it sits.
+  for (const GraphOp& g : ops) {
+    const int32_t f = g.operands[1], y = g.operands[2];
+    if (g.type != kPointwise || g.mode != 0 || f < 0 || y < 0 || T[static_cast<size_t>(f)].is_virtual ||
+        T[static_cast<size_t>(f)].by_value || v.count(f) == 0)
+      continue;
+    const GraphTensor &tf = T[static_cast<size_t>(f)], &ty = T[static_cast<size_t>(y)];
+    if (!p.bias.empty() || tf.nb_dims != ty.nb_dims || Count(ty) != score_count)
+      return report->AddNotChecked("cuDNN attention graph with additive terms other than one bias"), true;
+    p.bias.resize(static_cast<size_t>(score_count));
+    int64_t idx[format::kGraphMaxDims] = {};
+    for (size_t e = 0; e < p.bias.size(); ++e) {
+      p.bias[e] = v[f][static_cast<size_t>(BroadcastOffset(tf, ty, idx))];
+      for (int d = ty.nb_dims - 1; d >= 0 && ++idx[d] == ty.dims[d]; --d) idx[d] = 0;
+    }
+  }
+  auto logit = [&](int64_t row, int64_t j) {
+    const size_t e = static_cast<size_t>(row * p.s_kv + j);
+    return p.scale * s[e] + (p.bias.empty() ? 0 : p.bias[e]);
+  };
   // The mask P leaves, per row (a padding mask differs per batch), and P against softmax(scale·S) over it. Rows
   // past the second matmul's M override (seq_len_q) are not written to O: not compared (their P, all keys masked,
   // is NaN under a −inf fill). In the rows it writes, every score outside the first matmul's overrides (the
   // matmul's padding value) and every key past the second's K override must be masked out.
-  const std::vector<double>& P = v[pi];
-  if (P.size() != static_cast<size_t>(bh_count * p.s_q * p.s_kv))
+  const std::vector<double>& P = v[soft];
+  if (P.size() != static_cast<size_t>(score_count))
     return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;
   p.mask.assign(P.size(), false);
   p.unwritten.assign(static_cast<size_t>(bh_count * p.s_q), false);
@@ -260,12 +307,12 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
     const size_t mrow = static_cast<size_t>(row * p.s_kv);
     double m = -HUGE_VAL, l = 0;
     for (int64_t j = 0; j < p.s_kv; ++j)
-      if (p.mask[mrow + static_cast<size_t>(j)]) m = std::max(m, p.scale * s[static_cast<size_t>(row * p.s_kv + j)]);
+      if (p.mask[mrow + static_cast<size_t>(j)]) m = std::max(m, logit(row, j));
     for (int64_t j = 0; j < p.s_kv; ++j)
-      if (p.mask[mrow + static_cast<size_t>(j)]) l += std::exp(p.scale * s[static_cast<size_t>(row * p.s_kv + j)] - m);
+      if (p.mask[mrow + static_cast<size_t>(j)]) l += std::exp(logit(row, j) - m);
     for (int64_t j = 0; j < p.s_kv; ++j) {
       const bool visible = p.mask[mrow + static_cast<size_t>(j)];
-      const double want = visible ? std::exp(p.scale * s[static_cast<size_t>(row * p.s_kv + j)] - m) / l : 0;
+      const double want = visible ? std::exp(logit(row, j) - m) / l : 0;
       if (!(std::fabs(P[static_cast<size_t>(row * p.s_kv + j)] - want) <= 1e-9))
         return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;
     }

@@ -224,8 +224,14 @@ SdpaOutputs ReplaySdpa(const SdpaProblem& p) {
           const double* k = &p.k[static_cast<size_t>(((bi * p.h_k + kh) * p.s_kv + j) * p.d)];
           double dot = 0, mag = 0;
           for (int64_t t = 0; t < p.d; ++t) dot += q[t] * k[t], mag += std::fabs(q[t] * k[t]);
-          s[static_cast<size_t>(j)] = p.scale * dot;
-          E = std::max(E, Theta(kU32, static_cast<double>(p.d + 2)) * std::fabs(p.scale) * mag);
+          const double e_s = Theta(kU32, static_cast<double>(p.d + 2)) * std::fabs(p.scale) * mag;
+          if (p.bias.empty()) {
+            s[static_cast<size_t>(j)] = p.scale * dot;
+            E = std::max(E, e_s);
+          } else {  // one more FP32 rounding: the bias addition
+            s[static_cast<size_t>(j)] = p.scale * dot + p.bias[row * static_cast<size_t>(p.s_kv) + static_cast<size_t>(j)];
+            E = std::max(E, e_s * (1 + kU32) + kU32 * std::fabs(s[static_cast<size_t>(j)]) + kEta32);
+          }
           m = std::max(m, s[static_cast<size_t>(j)]);
           ++n;
         }
@@ -236,15 +242,16 @@ SdpaOutputs ReplaySdpa(const SdpaProblem& p) {
           l += e[static_cast<size_t>(j)];
         }
         const double theta = Theta(kU32, 7.0 * static_cast<double>(n) + 8);
-        const double rho = std::exp(2 * E) * (1 + theta) * (1 + p.u_in) - 1;
+        const double rho = std::exp(2 * E) * (1 + theta) * (1 + p.u_in) * (1 + Theta(kU32, p.drop_roundings)) - 1;
         const double theta_o = Theta(kU32, static_cast<double>(n) + 1);
         for (int64_t c = 0; c < p.d_v; ++c) {
           double ref = 0, a = 0;
           for (int64_t j = 0; j < p.s_kv; ++j) {
-            const double pj = n > 0 ? e[static_cast<size_t>(j)] / l : 0;
+            const double pj = (n > 0 ? e[static_cast<size_t>(j)] / l : 0) *
+                              (p.drop.empty() ? 1 : p.drop[row * static_cast<size_t>(p.s_kv) + static_cast<size_t>(j)]);
             const double vj = p.v[static_cast<size_t>(((bi * p.h_k + kh) * p.s_kv + j) * p.d_v + c)];
             ref += pj * vj;
-            a += pj * std::fabs(vj);
+            a += std::fabs(pj) * std::fabs(vj);
           }
           const double bound =
               kEval * ((1 + p.u_out) * (rho * a + theta_o * (1 + rho) * a) + p.u_out * std::fabs(ref) + p.eta_out);
@@ -300,7 +307,8 @@ void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* repor
   report->AddChecked("sdpa", OpName{rank, op.seq, op.api_name()}, s.o, s.o.violations + s.stats.violations == 0);
   std::string detail = absl::StrCat(form, "; b=", p.b, " h=", p.h, " h_k=", p.h_k, " s_q=", p.s_q, " s_kv=", p.s_kv,
                                           " d=", p.d, " d_v=", p.d_v, " scale=", FormatNumber(p.scale),
-                                          p.mask.empty() ? "" : "; masked");
+                                          p.mask.empty() ? "" : "; masked", p.bias.empty() ? "" : "; bias",
+                                          p.drop.empty() ? "" : "; dropout mask");
   const int64_t unwritten = std::count(p.unwritten.begin(), p.unwritten.end(), true);
   if (unwritten > 0)
     absl::StrAppend(&detail, "; ", unwritten, " rows past seq_len_q not compared (the graph does not write them)");

@@ -8,7 +8,8 @@
 // cudnn-frontend builds for it (PyTorch's cuDNN attention, Transformer Engine): Q·Kᵀ matmul, then pointwise and
 // reduction operations (scale, causal or padding mask, max, subtract, exp, sum, divide; log and add for Stats),
 // then P·V matmul (with a padding mask, sequence lengths as matmul overrides and mask inputs: rows past seq_len_q
-// are not written and not compared). The composite's middle operations are evaluated in FP64 on the reference
+// are not written and not compared; an attention bias added to the scaled scores; a dropout mask and scale the
+// program supplies, multiplied into P after the softmax). The composite's middle operations are evaluated in FP64 on the reference
 // scores; the bound assumes they compute a masked, scaled softmax, which is verified on the reference for each row
 // (P ≥ 0, rows sum to 1 or 0) — a graph that fails this is not checked.
 // Single-threaded, no I/O.
@@ -40,6 +41,11 @@ struct SdpaProblem {
   // unwritten[r] (b·h·s_q entries, empty: none): rows the graph does not write (the second matmul's M override,
   // seq_len_q, without a padding value): neither O nor Stats is compared there.
   std::vector<bool> unwritten;
+  // Per score element ((b·h + head)·s_q + i)·s_kv + j, empty: none. bias: an additive term the graph adds to
+  // scale·S in FP32 (an attention bias input); drop: the factor P·V reads P times (a dropout mask the program
+  // supplies, times its scale), applied with drop_roundings more FP32 roundings of P.
+  std::vector<double> bias, drop;
+  int drop_roundings = 0;
   double u_in = 0;            // unit roundoff of Q's type: the device rounds P to it before P·V
   double u_out = 0, eta_out = 0;  // O's type
 };

@@ -1,9 +1,10 @@
 // cuDNN backend graphs under libttrace.so on simgpu (cudnn_graph_workload: a convolution graph, fused SDPA with
-// grouped-query heads, cudnn-frontend's composite causal attention, and the composite with padding and causal
-// masks): the shadow of the program's descriptors records each graph (operations, tensors with uids, dims,
-// strides, types), every non-virtual tensor captured equals the program's data, results are bitwise those of a run
-// without the shim, the trace checks clean under several SIMGPU_ACCUM orders, a conv or attn fault is found at its
-// op, and a graph without a checker is counted as not checked, by name.
+// grouped-query heads, cudnn-frontend's composite causal attention, the composite with padding and causal masks
+// and with a bias and custom dropout, three convolution + pointwise fusions): the shadow of the program's
+// descriptors records each graph (operations, tensors with uids, dims, strides, types), every non-virtual tensor
+// captured equals the program's data, results are bitwise those of a run without the shim, the trace checks clean
+// under several SIMGPU_ACCUM orders, a conv or attn fault is found at its op, and graphs without a checker (RNG
+// dropout, a lone ReLU) are counted as not checked, by name.
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -90,9 +91,9 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   const Traced run = RunGraphs(scratch, "clean", {});
   ASSERT_EQ(run.trace.ranks.size(), 1u);
   const auto& ops = run.trace.ranks[0].ops;
-  ASSERT_EQ(ops.size(), 7u);
-  const size_t op_counts[] = {1, 1, 14, 20, 4, 2, 4};
-  for (int i = 0; i < 7; ++i) {
+  ASSERT_EQ(ops.size(), 8u);
+  const size_t op_counts[] = {1, 1, 14, 20, 4, 2, 4, 17};
+  for (int i = 0; i < 8; ++i) {
     EXPECT_EQ(ops[i].kind, OpKind::kGraph);
     EXPECT_EQ(ops[i].graph.status, 0);
     EXPECT_EQ(ops[i].graph.flags, 0u);
@@ -121,8 +122,9 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
     ++matmuls;
   }
   EXPECT_EQ(matmuls, 2);
-  // conv x, w, y; per attention Q, K, V, O, Stats; the two sequence lengths; the fusions' 5, 4 and 5 tensors
-  ASSERT_EQ(run.dumped.size(), 34u);
+  // conv x, w, y; per attention Q, K, V, O, Stats; the two sequence lengths; the fusions' 5, 4 and 5 tensors;
+  // the dropout attention's bias and mask
+  ASSERT_EQ(run.dumped.size(), 41u);
   for (const Dumped& d : run.dumped) {
     const analyzer::Tensor* t = Captured(ops[d.seq], d.slot, d.uid);
     ASSERT_NE(t, nullptr) << "seq " << d.seq << " uid " << d.uid;
@@ -131,7 +133,7 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
   EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
   EXPECT_EQ(report.summary().checked.at("conv"), 4u);
-  EXPECT_EQ(report.summary().checked.at("sdpa"), 3u);
+  EXPECT_EQ(report.summary().checked.at("sdpa"), 4u);
   // sdpa.forward is not looser than needed: measured 0.586 (the fused BF16 attention), 0.699 with the padded
   // composite; 0.6 of the first asserted. The
   // convolution graph has no math type, so its FP32 bound allows TF32 inputs and sits far above simgpu's exact
@@ -145,6 +147,12 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
     analyzer::CheckGraphOp(0, ops[seq], &alone, uint64_t{1} << 30);
     ASSERT_EQ(alone.summary().checked.count("conv"), 1u) << seq;
     printf("conv.fused seq %zu tightness %.3f\n", seq, alone.summary().tightness.at("conv").max_ratio);
+  }
+  for (size_t seq : {3, 7}) {  // padded; bias and custom dropout
+    analyzer::CheckReport alone;
+    analyzer::CheckGraphOp(0, ops[seq], &alone, uint64_t{1} << 30);
+    ASSERT_EQ(alone.summary().checked.count("sdpa"), 1u) << seq;
+    printf("sdpa.forward seq %zu tightness %.3f\n", seq, alone.summary().tightness.at("sdpa").max_ratio);
   }
   const Traced bare = RunGraphs(scratch, "bare", {}, /*shim=*/false);
   ASSERT_EQ(bare.dumped.size(), run.dumped.size());
@@ -178,6 +186,7 @@ TEST(CudnnGraphCaptureTest, FaultsFoundAtTheirOp) {
                         Case{"attn:rank=0:call=1:elem=40:bit=14", 2, "sdpa.replay", 40},
                         // padded: batch 1, head 0, row 2 (seq_len_q 3), column 3
                         Case{"attn:rank=0:call=2:elem=115:bit=14", 3, "sdpa.replay", 115},
+                        Case{"attn:rank=0:call=3:elem=50:bit=14", 7, "sdpa.replay", 50},  // custom dropout
                         // the fusions: the convolution's (virtual FP32) output, through the epilogue
                         Case{"conv:rank=0:call=1:elem=17:bit=30", 4, "conv.replay", 17},
                         Case{"conv:rank=0:call=2:elem=18:bit=30", 5, "conv.replay", 18},  // x > 0 there: ReLU passes it
@@ -199,7 +208,9 @@ TEST(CudnnGraphCaptureTest, GraphWithoutCheckerCountedByName) {
   const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
   EXPECT_EQ(report.verdict(), analyzer::Verdict::kIncomplete);
   EXPECT_EQ(report.summary().not_checked.at("cuDNN graph of pointwise (no checker)"), 1u);
-  EXPECT_EQ(report.summary().checked.at("sdpa"), 3u);
+  EXPECT_EQ(report.summary().not_checked.at("cuDNN attention with RNG dropout (Philox inside cuDNN: not replayable)"),
+            1u);
+  EXPECT_EQ(report.summary().checked.at("sdpa"), 4u);
 }
 
 }  // namespace

@@ -12,7 +12,10 @@
 //          convolution's output and the intermediates virtual FP32, per-channel scale and bias
 //   seq 5  convolution backward data then ReLU backward against the forward input (dgrad-drelu)
 //   seq 6  scale, bias, ReLU prologue (virtual BF16 intermediates) then convolution backward filter
-//   with --unchecked, seq 7: a graph the analyzer has no checker for (one pointwise RELU)
+//   seq 7  composite attention with an attention bias, a causal mask and custom dropout (a BF16 mask and a scale
+//          the program supplies, multiplied into P after the softmax), as cudnn-frontend's sample builds it
+//   with --unchecked, seq 8: the same attention with RNG dropout (Bernoulli, seed and offset by value: not
+//   replayable) and seq 9: a graph the analyzer has no checker for (one pointwise RELU)
 //   cudnn_graph_workload --dump FILE [--unchecked]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
@@ -254,6 +257,82 @@ void ConvFusion(cudnnHandle_t handle, uint64_t seq, cudnnBackendDescriptorType_t
   }
 }
 
+// Q, K, V, O [b, h, s, d] (uids 1..5 as Attention), bias [b, 1, s_q, s_kv] (10); custom dropout: scale by value
+// (11) and a BF16 mask (12), ~80% kept; rng: a Bernoulli RNG operation (seed 13, offset 14 by value) instead.
+void DropoutAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool rng) {
+  const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
+  Graph g(Die);
+  Buf q(1, s.b * s.h * s.sq * s.d, true), k(2, s.b * s.h * s.skv * s.d, true), v(3, s.b * s.h * s.skv * s.d, true);
+  Buf o(4, s.b * s.h * s.sq * s.d, true), stats(5, s.b * s.h * s.sq, false), bias(10, s.b * s.sq * s.skv, true);
+  Buf mask(12, s.b * s.h * s.sq * s.skv, true);
+  for (size_t i = 0; i < mask.host.size(); i += 2) {
+    const uint16_t bits = simgpu::nv::Bf16ToFloat(static_cast<uint16_t>(mask.host[i] | mask.host[i + 1] << 8)) > -0.6f
+                              ? 0x3f80 : 0;
+    mask.host[i] = static_cast<uint8_t>(bits), mask.host[i + 1] = static_cast<uint8_t>(bits >> 8);
+  }
+  CHECK(cudaMemcpy(mask.dev, mask.host.data(), mask.host.size(), cudaMemcpyHostToDevice));
+  float scale = 0.35f, drop_scale = 1.25f;
+  const float neg_inf = -INFINITY;
+  int64_t seed = 1234, offset = 0;
+  Desc qd = g.Tensor(1, io, {s.b, s.h, s.sq, s.d}), vd = g.Tensor(3, io, {s.b, s.h, s.skv, s.d});
+  Desc od = g.Tensor(4, io, {s.b, s.h, s.sq, s.d}), sd = g.Tensor(5, f32, {s.b, s.h, s.sq, 1});
+  Desc scd = g.Tensor(6, f32, {1, 1, 1, 1}, false, true), ninf = g.Tensor(7, f32, {1, 1, 1, 1}, false, true);
+  Desc bd = g.Tensor(10, io, {s.b, 1, s.sq, s.skv}), dsd = g.Tensor(11, f32, {1, 1, 1, 1}, false, true);
+  const int64_t ks[4] = {s.h * s.skv * s.d, s.skv * s.d, s.d, 1};
+  Desc ktd = g.Strided(2, io, {s.b, s.h, s.d, s.skv}, {ks[0], ks[1], ks[3], ks[2]});
+  const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv}, row = {s.b, s.h, s.sq, 1};
+  int64_t uid = 100;
+  auto virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
+  Desc s1 = virt(f32, sc), s2 = virt(f32, sc), s3 = virt(f32, sc);
+  g.Matmul(qd, ktd, s1);
+  g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
+  g.Pointwise(CUDNN_POINTWISE_ADD, s2, bd, s3);
+  Desc ri = virt(CUDNN_DATA_INT32, sc), ci = virt(CUDNN_DATA_INT32, sc), keep = virt(CUDNN_DATA_BOOLEAN, sc);
+  Desc s4 = virt(f32, sc);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ri, nullptr, 2);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ci, nullptr, 3);
+  g.Pointwise(CUDNN_POINTWISE_CMP_GE, ri, ci, keep);
+  g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s3, ninf, s4, keep);
+  Desc mx = virt(f32, row), sub = virt(f32, sc), ex = virt(f32, sc), sum = virt(f32, row), lg = virt(f32, row);
+  Desc soft = virt(f32, sc), t = virt(f32, sc), p = virt(io, sc);
+  g.Reduction(CUDNN_REDUCE_TENSOR_MAX, s4, mx);
+  g.Pointwise(CUDNN_POINTWISE_SUB, s4, mx, sub);
+  g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
+  g.Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum);
+  g.Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
+  g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, sd);
+  g.Pointwise(CUDNN_POINTWISE_DIV, ex, sum, soft);
+  std::map<int64_t, void*> data = {{1, q.dev},   {2, k.dev},      {3, v.dev},  {4, o.dev},          {5, stats.dev},
+                                   {6, &scale}, {7, const_cast<float*>(&neg_inf)}, {10, bias.dev}, {11, &drop_scale}};
+  if (rng) {
+    Desc r = g.Make(CUDNN_BACKEND_RNG_DESCRIPTOR);
+    const cudnnRngDistribution_t bernoulli = CUDNN_RNG_DISTRIBUTION_BERNOULLI;
+    const double keep_probability = 0.8;
+    g.Set(r, CUDNN_ATTR_RNG_DISTRIBUTION, CUDNN_TYPE_RNG_DISTRIBUTION, 1, &bernoulli);
+    g.Set(r, CUDNN_ATTR_RNG_BERNOULLI_DIST_PROBABILITY, CUDNN_TYPE_DOUBLE, 1, &keep_probability);
+    g.Finish(r);
+    Desc bits = virt(f32, sc);
+    g.Finish(g.Op(CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR,
+                  {{CUDNN_ATTR_OPERATION_RNG_YDESC, bits},
+                   {CUDNN_ATTR_OPERATION_RNG_SEED, g.Tensor(13, CUDNN_DATA_INT64, {1, 1, 1, 1}, false, true)},
+                   {CUDNN_ATTR_OPERATION_RNG_OFFSET_DESC, g.Tensor(14, CUDNN_DATA_INT64, {1, 1, 1, 1}, false, true)},
+                   {CUDNN_ATTR_OPERATION_RNG_DESC, r}}));
+    g.Pointwise(CUDNN_POINTWISE_MUL, soft, bits, t);
+    g.Pointwise(CUDNN_POINTWISE_MUL, t, dsd, p);
+    data[13] = &seed, data[14] = &offset;
+  } else {
+    g.Pointwise(CUDNN_POINTWISE_MUL, soft, dsd, t);
+    g.Pointwise(CUDNN_POINTWISE_MUL, t, g.Tensor(12, io, sc), p);
+    data[12] = mask.dev;
+  }
+  g.Matmul(p, vd, od);
+  for (Buf* b : {&q, &k, &v, &bias}) b->Dump(seq, 22);
+  if (!rng) mask.Dump(seq, 22);
+  CHECK(g.Execute(handle, data));
+  o.Dump(seq, 23);
+  stats.Dump(seq, 23);
+}
+
 void Relu(cudnnHandle_t handle, uint64_t seq) {
   Graph g(Die);
   Buf x(1, 64, false), y(2, 64, false);
@@ -284,7 +363,11 @@ int main(int argc, char** argv) {
   ConvFusion(handle, 4, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
   ConvFusion(handle, 5, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
   ConvFusion(handle, 6, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-  if (argc > 3 && strcmp(argv[3], "--unchecked") == 0) Relu(handle, 7);
+  DropoutAttention(handle, 7, Attn{2, 2, 2, 6, 6, 8}, /*rng=*/false);
+  if (argc > 3 && strcmp(argv[3], "--unchecked") == 0) {
+    DropoutAttention(handle, 8, Attn{2, 2, 2, 6, 6, 8}, /*rng=*/true);
+    Relu(handle, 9);
+  }
   CHECK(cudaStreamSynchronize(g_stream));
   CHECK(cudnnDestroy(handle));
   fclose(g_dump);
