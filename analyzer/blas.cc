@@ -34,6 +34,18 @@ void MatMulAdd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* 
               static_cast<int>(std::max<int64_t>(1, ldb)), 1.0, c, static_cast<int>(std::max<int64_t>(1, ldc)));
 }
 
+void MatMulF32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+               int64_t ldb, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t j = 0; j < n; ++j) std::fill(c + j * ldc, c + j * ldc + m, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasColMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(std::max<int64_t>(1, lda)), b,
+              static_cast<int>(std::max<int64_t>(1, ldb)), 0.0f, c, static_cast<int>(std::max<int64_t>(1, ldc)));
+}
+
 void MatVec(bool ta, int64_t rows, int64_t cols, const double* a, int64_t lda, const double* x, double* y) {
   const int64_t out = ta ? cols : rows;
   if (out == 0) return;

@@ -22,6 +22,11 @@ void MatMul(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, 
 void MatMulAdd(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
                int64_t ldb, double* c, int64_t ldc);
 
+// The same in FP32 (sgemm): c (m x n, ldc) = op(a) · op(b). For inputs whose products are exact in FP32 (the GEMM
+// check's FP32 slices, gemm_check.cc), its only rounding is the summation's.
+void MatMulF32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+               int64_t ldb, float* c, int64_t ldc);
+
 // y (rows of op(a)) = op(a) · x, a stored rows x cols (lda).
 void MatVec(bool ta, int64_t rows, int64_t cols, const double* a, int64_t lda, const double* x, double* y);
 

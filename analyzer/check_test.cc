@@ -81,7 +81,7 @@ TEST(CheckThreadsTest, ReportIsTheSameAtAnyThreadCount) {
   auto set = LoadTraceDir(dir);
   ASSERT_TRUE(set.ok()) << set.status();
   CheckOptions o;
-  o.gemm.projection_above = 20000;  // both methods
+  o.gemm.projection_above = 20000;  // all three methods (16-bit outputs above it: FP32 slices)
   o.max_gemm_work = 2'000'000;      // and an op over the budget under --gemm-method full (below)
   o.threads = 1;
   const CheckReport one = RunChecks(*set, {}, o);
@@ -89,7 +89,7 @@ TEST(CheckThreadsTest, ReportIsTheSameAtAnyThreadCount) {
   ASSERT_GE(one.findings().size(), 6u) << expected;
   ASSERT_GT(one.summary().not_checked_total(), 0u) << expected;
   ASSERT_FALSE(one.summary().warnings.empty()) << expected;
-  ASSERT_EQ(one.summary().gemm_methods.size(), 2u) << expected;
+  ASSERT_EQ(one.summary().gemm_methods.size(), 3u) << expected;
   ASSERT_EQ(one.timeline().ranks().size(), 2u);
   ASSERT_FALSE(one.summary().not_checked_ops.empty());
   ASSERT_EQ(std::count_if(one.findings().begin(), one.findings().end(), [](const Finding& f) { return f.seq == 47; }),

@@ -29,7 +29,7 @@ constexpr char kUsage[] =
     "\n"
     "commands:\n"
     "  check DIR [--json FILE] [--html FILE] [--allow-incomplete] [--memory-limit S] [--max-gemm-work N]\n"
-    "            [--gemm-method full|projection|auto] [--gemm-full-16bit N] [--bound deterministic|probabilistic] [--threads N]\n"
+    "            [--gemm-method full|full-fp32|projection|auto] [--gemm-full-16bit N] [--bound deterministic|probabilistic] [--threads N]\n"
     "      Check every rank stream (*.ttr) in DIR: replay each captured GEMM in FP64 against the\n"
     "      gemm.deterministic error bound, check each all-reduce against all ranks' inputs and for bitwise\n"
     "      identical outputs. Prints a report; --json FILE also writes it as JSON. The verdict is clean only\n"
@@ -41,12 +41,16 @@ constexpr char kUsage[] =
     "                          trace size fits; an op needing more is not checked. --max-memory-mb N: the same\n"
     "      --max-gemm-work N   multiply-adds one GEMM replay may cost (default 2^36); larger: not checked\n"
     "                          (auto: verified by projection instead)\n"
-    "      --gemm-method M     full (replay every element), projection (Freivalds: random projections, then\n"
-    "                          replay of suspect rows/columns and random tiles), auto (default: projection\n"
-    "                          when m*n*k > 2^30, for BF16/FP16 outputs > --gemm-full-16bit, or over\n"
-    "                          --max-gemm-work)\n"
-    "      --gemm-full-16bit N auto: GEMMs with BF16/FP16 outputs replayed in full up to m*n*k = N per batch\n"
-    "                          (default 2^33; the projection misses flips of small 16-bit elements)\n"
+    "      --gemm-method M     full (replay every element in FP64), full-fp32 (the same verdicts for BF16/FP16/\n"
+    "                          FP8 inputs: FP32 GEMMs over slices of k, each element decided with both\n"
+    "                          sides' errors bounded, the undecided ones replayed in FP64), projection\n"
+    "                          (Freivalds: random projections, then replay of suspect rows/columns and random\n"
+    "                          tiles), auto (default: full up to m*n*k = 2^30; above, full-fp32 for BF16/FP16\n"
+    "                          outputs of inputs it fits, whose FP32 multiply-adds count 1/4 of\n"
+    "                          --max-gemm-work; projection otherwise, or over --max-gemm-work)\n"
+    "      --gemm-full-16bit N auto: BF16/FP16 outputs of other inputs (FP32) replayed in full (FP64) up to\n"
+    "                          m*n*k = N per batch (default 2^33; the projection misses flips of small\n"
+    "                          16-bit elements)\n"
     "      --threads N         worker threads for the per-op checks (default: one per core); the report is the\n"
     "                          same at any count\n"
     "      --bound B           deterministic (default: gemm.deterministic, any order) or probabilistic\n"
@@ -125,8 +129,9 @@ std::string ParseArgs(int argc, const char* const* argv, bool json_allowed, Args
       std::string v = a.size() > 13 ? a.substr(14) : (i + 1 < argc ? argv[++i] : "");
       if (v == "full") args->gemm_method = GemmMethod::kFull;
       else if (v == "projection") args->gemm_method = GemmMethod::kProjection;
+      else if (v == "full-fp32") args->gemm_method = GemmMethod::kFullFp32;
       else if (v == "auto") args->gemm_method = GemmMethod::kAuto;
-      else return "--gemm-method needs full, projection or auto";
+      else return "--gemm-method needs full, full-fp32, projection or auto";
     } else if (json_allowed && (a == "--bound" || a.rfind("--bound=", 0) == 0)) {
       std::string v = a.size() > 7 ? a.substr(8) : (i + 1 < argc ? argv[++i] : "");
       if (v == "deterministic") args->bound = BoundKind::kDeterministic;

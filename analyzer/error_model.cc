@@ -241,6 +241,25 @@ double GemmBound::Bound(const GemmElementTerms& t) const {
   return bound * kEvalSafety;
 }
 
+GemmBoundAffine GemmBound::Affine() const {
+  GemmBoundAffine a;
+  if (std::isinf(theta_acc_)) {
+    a.c0 = HUGE_VAL;
+    return a;
+  }
+  // Bound() expanded: P, R, S carry the inflation; Q = oi²P + η_in·oi(R + S) + kη_in².
+  const double inflate = 1 + 2 * theta_ref_, one_in = 1 + p_.u_in, oi2 = one_in * one_in, uo = p_.u_out;
+  a.p = kEvalSafety * inflate * ((1 + uo) * (theta_acc_ * alpha_ * oi2 + alpha_ * (oi2 - 1)) + (uo + 1) * theta_ref_ * alpha_);
+  a.rs = kEvalSafety * inflate * (1 + uo) * (theta_acc_ * alpha_ + alpha_) * p_.eta_in * one_in;
+  a.z = kEvalSafety * ((1 + uo) * theta_acc_ * beta_ + (uo + 1) * theta_ref_ * beta_);
+  a.ref = kEvalSafety * uo;
+  const double keta2 = k_ * p_.eta_in * p_.eta_in;
+  a.c0 = kEvalSafety * ((1 + uo) * (theta_acc_ * alpha_ * keta2 + alpha_ * keta2 +
+                                    eta_count_ * p_.acc.eta * std::max(1.0, alpha_) * (1 + theta_acc_)) +
+                        p_.eta_out);
+  return a;
+}
+
 double GemmBound::SumBound(const GemmSumTerms& s) const {
   if (std::isinf(theta_acc_)) return HUGE_VAL;
   const double one_in = 1 + p_.u_in;

@@ -118,6 +118,16 @@ struct GemmSumTerms {
   double count = 0;
 };
 
+// Bound() written as an affine function of the terms: c0 + p·abs_ab + rs·(abs_row_a + abs_col_b) + z·abs_c0 +
+// ref·|ref| (the same formula expanded; equal to Bound to within a few roundings, so a caller comparing against it
+// keeps a relative margin, e.g. 2^-40). All coefficients are nonnegative: the bound increases with every term.
+struct GemmBoundAffine {
+  double c0 = 0, p = 0, rs = 0, z = 0, ref = 0;
+  double At(double abs_ab, double rs_sum, double abs_c0, double abs_ref) const {
+    return c0 + p * abs_ab + rs * rs_sum + z * abs_c0 + ref * abs_ref;
+  }
+};
+
 // gemm.deterministic (or gemm.probabilistic) for one op: fixed precision, inner dimension k, α and β.
 class GemmBound {
  public:
@@ -132,6 +142,8 @@ class GemmBound {
   double SumBound(const GemmSumTerms& s) const;
   // Whether a correct computation may overflow to ±Inf (or Inf - Inf = NaN) at this element.
   bool OverflowPossible(const GemmElementTerms& t) const;
+  // Bound() as an affine function of the terms (GemmBoundAffine); infinite coefficients when !finite().
+  GemmBoundAffine Affine() const;
   // False when the accumulation term θ is infinite (k beyond what the accumulator's model can bound, e.g. FP16
   // accumulation with k > ~1.45M): such a GEMM cannot be checked at all.
   bool finite() const { return std::isfinite(theta_acc_); }

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 #include <random>
 
@@ -244,6 +245,7 @@ const char* GemmMethodName(GemmMethod method) {
     case GemmMethod::kFull: return "full";
     case GemmMethod::kProjection: return "projection";
     case GemmMethod::kAuto: return "auto";
+    case GemmMethod::kFullFp32: return "full-fp32";
   }
   return "?";
 }
@@ -741,16 +743,263 @@ GemmVerdict FullVerdict(const GemmProblem& problem, const GemmPrecision& precisi
   return verdict;
 }
 
+// Full replay in FP32 slices (GemmMethod::kFullFp32; docs/error-models.md, "Full replay in FP32 slices"). Inputs of
+// at most 12 significant bits (BF16, FP16, FP8) multiply exactly in FP32, so an FP32 GEMM errs only by its additions:
+// over a slice of k_s terms by at most θ_{k_s}(2^-24) times the slice's Σ|a||b| (plus 2^-126 per operation should a
+// product or a sum underflow). The reference is the FP64 sum of G = 4 such slices and |op(A)|·|op(B)| one FP32 GEMM
+// over all k (nonnegative terms: within θ_k(2^-24) relative). For each element the FP64 full replay's numbers lie in
+// known intervals: |C_ref64 − ref| ≤ E (this reference's error plus the FP64 replay's own), P within
+// [P_lo, P_hi]. The element passes when |Ĉ − ref| + E stays within the bound evaluated at P_lo and |ref| − E (the
+// bound increases with both): then full replay passes it too. Every other element (and every non-finite one) is
+// recomputed in FP64 from the same operands (two dot products of length k) and judged by GemmBound::Bound, as
+// full replay judges it. Elements are visited in index order, so the first violation is full replay's.
+
+constexpr double kU32 = 0x1p-24, kEta32 = 0x1p-126;
+
+// Whether d is 0 or a normal FP32 number of at most 12 significant bits (then it is stored in *out). FP32 subnormals
+// are refused: a CPU with denormals-are-zero would read them as 0.
+bool FitsSlices(double d, float* out) {
+  const float f = static_cast<float>(d);
+  if (!(static_cast<double>(f) == d)) return false;  // NaN, or not an FP32 value
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) == 0) {
+    *out = f;
+    return true;
+  }
+  const uint32_t exp = (bits >> 23) & 0xff;
+  if (exp == 0 || exp == 0xff) return false;  // subnormal, Inf
+  if ((bits & 0xfffu) != 0) return false;     // more than 12 significant bits
+  *out = f;
+  return true;
+}
+
+// One batch's operands as FP32, laid out for the slices: op(A) row by row (k x m column-major: row i of op(A) is
+// at i·k), op(B) column by column (k x n), and |op(A)|; with the FP64 row sums of |op(A)| and column sums of |op(B)|
+// (as full replay's BatchView sums them) and the largest magnitudes. False when a value does not fit.
+struct SliceOperands {
+  std::vector<float> at, abs_at, bc;
+  std::vector<double> row_a, col_b;
+  double max_a = 0, max_b = 0;
+};
+
+// Reads a stored column-major rows x cols operand into `out` as its transpose (cols x rows), or as it is, checking
+// every value; blocked by 64 stored columns so both sides stay in cache.
+bool ReadFp32(const Operand& s, int64_t rows, int64_t cols, bool transpose, std::vector<float>* out, double* max) {
+  out->resize(static_cast<size_t>(rows * cols));
+  const int64_t blk = 64;
+  std::vector<double> tmp(static_cast<size_t>(rows * std::min(blk, std::max<int64_t>(cols, 1))));
+  double mx = 0;
+  for (int64_t c0 = 0; c0 < cols; c0 += blk) {
+    const int64_t w = std::min(blk, cols - c0);
+    s.Decode(static_cast<uint64_t>(c0 * rows), 1, static_cast<uint64_t>(rows * w), tmp.data());
+    for (int64_t x = 0; x < rows * w; ++x) {
+      float f;
+      if (!FitsSlices(tmp[x], &f)) return false;
+      mx = std::max(mx, std::fabs(tmp[x]));
+      if (!transpose) (*out)[static_cast<size_t>(c0 * rows + x)] = f;
+      tmp[x] = f;
+    }
+    if (transpose)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < w; ++c) (*out)[static_cast<size_t>(c0 + c + r * cols)] = static_cast<float>(tmp[r + c * rows]);
+  }
+  *max = mx;
+  return true;
+}
+
+bool ReadSliceOperands(const ProjectionView& v, SliceOperands* o) {
+  const GemmProblem& p = *v.p;
+  const int64_t m = p.m, n = p.n, k = p.k;
+  // op(A) m x k row by row = the stored k x m when transposed, the transpose of the stored m x k otherwise.
+  if (!ReadFp32(v.a, v.ta ? k : m, v.ta ? m : k, !v.ta, &o->at, &o->max_a)) return false;
+  if (!ReadFp32(v.b, v.tb ? n : k, v.tb ? k : n, v.tb, &o->bc, &o->max_b)) return false;
+  o->abs_at.resize(o->at.size());
+  for (size_t x = 0; x < o->at.size(); ++x) o->abs_at[x] = std::fabs(o->at[x]);
+  o->row_a.assign(static_cast<size_t>(m), 0.0);
+  o->col_b.assign(static_cast<size_t>(n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t l = 0; l < k; ++l) o->row_a[i] += o->abs_at[static_cast<size_t>(l + i * k)];
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t l = 0; l < k; ++l) o->col_b[j] += std::fabs(o->bc[static_cast<size_t>(l + j * k)]);
+  return true;
+}
+
+// Full replay through FP32 slices; FullVerdict when the data does not fit (a value of more than 12 significant bits,
+// an FP32 subnormal, Inf or NaN, partial sums that could overflow FP32) or too many elements stay undecided (more
+// than 1/32 of them: recomputing each costs 2k, full replay is cheaper then).
+// Sets *fits to false (and returns nothing) when the data does not fit: the caller chooses another method.
+GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precision, const GemmCheckOptions& o,
+                              bool* fits) {
+  const int64_t m = p.m, n = p.n, k = p.k;
+  *fits = false;
+  if (p.alpha == 0 || m == 0 || n == 0 || k == 0 || !FitsBlas(m, n, k) || !FitsBlas(m * k, k * n, m * n)) return {};
+  const GemmBound bound(precision, k, p.alpha, p.beta, o.bound);
+  const GemmBoundAffine aff = bound.Affine();
+  const double alpha = std::fabs(p.alpha), beta = std::fabs(p.beta);
+  const int64_t slices = std::min<int64_t>(4, k), ks = (k + slices - 1) / slices;
+  const double kd = static_cast<double>(k);
+  // |P32 − P| ≤ θ_k(u32)·P + 2k·η32 (k products, k − 1 additions, each exact or within η32 when it underflows).
+  const double th_p = Theta(kU32, kd), eta_p = 2 * kd * kEta32;
+  // A slice: |ŝ − s| ≤ θ_{k_s}(u32)·P_s + 2k_s·η32; summed over the slices, then G − 1 FP64 additions of the
+  // slices and the combination α·Σ + β·c0 (3 more FP64 roundings on every path).
+  const double th_s = Theta(kU32, static_cast<double>(ks)), th_g = Theta(kU64, static_cast<double>(slices + 3));
+  // The FP64 replay's own error θ_{k+3}(u64)·(|α|P + |β|Z) (error-models.md: E_ref), whatever its order.
+  const double th_ref = Theta(kU64, kd + 3), th_sums = Theta(kU64, kd);
+  constexpr double kMargin = 0x1p-40;  // the affine bound against Bound(), and the rounding of this test
+  const uint64_t c_size = static_cast<uint64_t>(m * n);
+  const uint64_t cap = c_size * static_cast<uint64_t>(p.batch) / 32 + 64;
+  const int64_t w = std::clamp<int64_t>((int64_t{1} << 22) / m, 1, n);
+  GemmVerdict verdict;
+  verdict.method = GemmMethod::kFullFp32;
+  double worst = 0;
+  std::vector<double> ref(static_cast<size_t>(m * w)), got(static_cast<size_t>(m * w)), c0(p.beta != 0 ? m * w : 0);
+  std::vector<float> tmp(static_cast<size_t>(m * w)), pa(static_cast<size_t>(m * w)), abs_b(static_cast<size_t>(k * w));
+  std::vector<uint8_t> undecided(static_cast<size_t>(m * w));
+  for (int64_t bt = 0; bt < p.batch; ++bt) {
+    const ProjectionView v(p, bt);
+    SliceOperands s;
+    if (!ReadSliceOperands(v, &s)) return {};
+    if (kd * s.max_a * s.max_b >= 0x1p126) return {};  // partial sums could overflow
+    if (precision.in_max > 0 && (s.max_a > precision.in_max || s.max_b > precision.in_max)) return {};
+    for (int64_t j0 = 0; j0 < n; j0 += w) {
+      const int64_t cols = std::min(w, n - j0);
+      const size_t count = static_cast<size_t>(m * cols);
+      const float* b_panel = s.bc.data() + j0 * k;
+      for (int64_t g = 0; g < slices; ++g) {
+        const int64_t l0 = g * ks, len = std::min(ks, k - l0);
+        if (len <= 0) break;
+        MatMulF32(true, false, m, cols, len, s.at.data() + l0, k, b_panel + l0, k, tmp.data(), m);
+        if (g == 0) {
+          for (size_t x = 0; x < count; ++x) ref[x] = tmp[x];
+        } else {
+          for (size_t x = 0; x < count; ++x) ref[x] += tmp[x];
+        }
+      }
+      for (size_t x = 0; x < static_cast<size_t>(k * cols); ++x) abs_b[x] = std::fabs(b_panel[x]);
+      MatMulF32(true, false, m, cols, k, s.abs_at.data(), k, abs_b.data(), k, pa.data(), m);
+      v.c_out.Decode(static_cast<uint64_t>(j0 * m), 1, count, got.data());
+      if (p.beta != 0) v.c0.Decode(static_cast<uint64_t>(j0 * m), 1, count, c0.data());
+      // Decide every element of the panel, then add them in index order (recomputing the undecided ones).
+      uint64_t panel_undecided = 0;
+      for (int64_t jj = 0; jj < cols; ++jj) {
+        const double sb = s.col_b[j0 + jj] * (1 - 2 * th_sums);
+        for (int64_t i = 0; i < m; ++i) {
+          const size_t x = static_cast<size_t>(i + jj * m);
+          const double p32 = pa[x], z = p.beta != 0 ? std::fabs(c0[x]) : 0;
+          const double p_hi = (p32 + eta_p) / (1 - th_p) * (1 + kMargin);
+          const double p_lo = std::max(0.0, p32 - eta_p) / (1 + th_p) * (1 - kMargin);
+          const double e_ab = th_s * p_hi + eta_p + th_g * (1 + th_s) * p_hi;
+          const double r = p.alpha * ref[x] + p.beta * (p.beta != 0 ? c0[x] : 0);
+          const double e = (alpha * e_ab + th_g * (alpha * (p_hi + e_ab) + beta * z) + th_ref * (alpha * p_hi + beta * z)) *
+                           (1 + kMargin);
+          const double lo = aff.At(p_lo * (1 - 2 * th_ref), (s.row_a[i] * (1 - 2 * th_sums) + sb), z,
+                                   std::max(0.0, std::fabs(r) - e)) * (1 - kMargin);
+          const double d = std::fabs(got[x] - r);
+          const bool pass = std::isfinite(got[x]) && std::isfinite(r) && (d + e) * (1 + kMargin) <= lo;
+          undecided[x] = !pass;
+          panel_undecided += !pass;
+          if (pass) ref[x] = r;  // the estimate reported for a decided element
+        }
+      }
+      verdict.recomputed += panel_undecided;
+      if (verdict.recomputed > cap) {
+        *fits = true;
+        return FullVerdict(p, precision, o);
+      }
+      for (int64_t jj = 0; jj < cols; ++jj) {
+        const int64_t j = j0 + jj;
+        const float* bj = s.bc.data() + j * k;
+        for (int64_t i = 0; i < m; ++i) {
+          const size_t x = static_cast<size_t>(i + jj * m);
+          const uint64_t index = static_cast<uint64_t>(bt) * c_size + static_cast<uint64_t>(i + j * m);
+          const double z = p.beta != 0 ? std::fabs(c0[x]) : 0;
+          verdict.max_abs_out = std::max(verdict.max_abs_out, std::fabs(got[x]));
+          if (!undecided[x]) {
+            // Judged: reported with this reference and the bound at P32 (within the intervals above of the FP64
+            // replay's numbers; below 1 by the test that decided it).
+            const double b = aff.At(pa[x], s.row_a[i] + s.col_b[j], z, std::fabs(ref[x]));
+            const double b_hi = aff.At((pa[x] + eta_p) / (1 - th_p), s.row_a[i] + s.col_b[j], z, std::fabs(ref[x])) *
+                                (1 + kMargin);
+            worst = std::max(worst, b_hi);
+            verdict.stats.Add(index, got[x], ref[x], b, false);
+            continue;
+          }
+          // Recomputed as full replay computes it: FP64 sums of exact products.
+          const float* ai = s.at.data() + i * k;
+          double dot = 0, mag = 0;
+          for (int64_t l = 0; l < k; ++l) {
+            const double prod = static_cast<double>(ai[l]) * static_cast<double>(bj[l]);
+            dot += prod;
+            mag += std::fabs(prod);
+          }
+          GemmElementTerms t;
+          t.ref = p.alpha * dot;
+          t.abs_ab = mag;
+          t.abs_row_a = s.row_a[i];
+          t.abs_col_b = s.col_b[j];
+          if (p.beta != 0) {
+            t.ref += p.beta * c0[x];
+            t.abs_c0 = z;
+          }
+          const double b = bound.Bound(t);
+          worst = std::max(worst, b);
+          verdict.stats.Add(index, got[x], t.ref, b, bound.OverflowPossible(t));
+        }
+      }
+    }
+  }
+  // An error d on top of a clean error e exceeds the bound b when |d| > b + |e|: certain beyond 2·b.
+  verdict.guaranteed = verdict.screened = 2 * worst;
+  *fits = true;
+  return verdict;
+}
+
 }  // namespace
+
+namespace {
+
+// Whether the FP32 slices may apply: captured A and B of types that fit, or decoded ones (their values are checked).
+bool SlicesPossible(const GemmProblem& p) {
+  if (p.raw_a.data != nullptr || p.raw_b.data != nullptr)
+    return p.raw_a.data != nullptr && p.raw_b.data != nullptr && Fp32SlicesFit(p.raw_a.dtype, p.raw_b.dtype);
+  return true;
+}
+
+}  // namespace
+
+bool Fp32SlicesFit(DType a, DType b) {
+  auto fits = [](DType t) {
+    return t == DType::kBF16 || t == DType::kF16 || t == DType::kE4M3 || t == DType::kE5M2;
+  };
+  return fits(a) && fits(b);
+}
 
 GemmVerdict VerifyGemm(const GemmProblem& p, const GemmPrecision& precision, const GemmCheckOptions& o) {
   const bool use_ab = p.alpha != 0;
   const uint64_t per_batch = static_cast<uint64_t>(p.m) * static_cast<uint64_t>(p.n) * static_cast<uint64_t>(use_ab ? p.k : 1);
   GemmMethod method = o.method;
   // 16-bit outputs (unit roundoff 2^-8 or 2^-11): full replay up to the larger budget (GemmCheckOptions).
-  const uint64_t full_up_to =
-      precision.u_out >= 0x1p-11 ? std::max(o.projection_above, o.full_16bit_up_to) : o.projection_above;
-  if (method == GemmMethod::kAuto) method = per_batch > full_up_to ? GemmMethod::kProjection : GemmMethod::kFull;
+  // Above projection_above, full replay in FP32 slices when the inputs fit it (decided on the data by
+  // Fp32SlicesVerdict, which replays in FP64 otherwise) and the output is 16-bit; else FP64 up to full_16bit_up_to.
+  const bool bits16 = precision.u_out >= 0x1p-11;
+  const uint64_t full_up_to = bits16 ? std::max(o.projection_above, o.full_16bit_up_to) : o.projection_above;
+  const GemmMethod fallback = per_batch > full_up_to ? GemmMethod::kProjection : GemmMethod::kFull;
+  if (method == GemmMethod::kAuto) {
+    method = bits16 && per_batch > o.projection_above && use_ab && SlicesPossible(p) ? GemmMethod::kFullFp32 : fallback;
+    if (method == GemmMethod::kFullFp32) {
+      bool fits = false;
+      GemmVerdict v = Fp32SlicesVerdict(p, precision, o, &fits);
+      if (fits) return v;
+      method = fallback;  // the data does not fit the slices: the rule for other inputs
+    }
+  }
+  if (method == GemmMethod::kFullFp32) {
+    bool fits = false;
+    GemmVerdict v = Fp32SlicesVerdict(p, precision, o, &fits);
+    if (fits) return v;
+    method = GemmMethod::kFull;
+  }
   // Inputs with Inf or NaN, or beyond the range of a conversion the compute type makes, are replayed in full: the
   // elementwise rules decide (projections of them are NaN everywhere, and the model does not bound an overflowing
   // conversion). The projection's passes find them (RunBatchPasses) before anything is judged.
@@ -900,8 +1149,16 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report, const GemmCheckOpt
     return report->AddNotChecked("dimensions beyond BLAS indices");
   }
   GemmCheckOptions o = options;
-  if (o.method == GemmMethod::kAuto && work > o.max_work) o.method = GemmMethod::kProjection;
-  if (o.method == GemmMethod::kFull && work > o.max_work) {
+  // FP32 slices (auto above projection_above for 16-bit outputs of inputs that fit, or forced): FP32 multiply-adds
+  // count a quarter of the budget (two SGEMMs at about 2.5 times DGEMM's speed against full replay's two DGEMMs).
+  const bool slices_fit = need_ab && Fp32SlicesFit(a_dt, b_dt);
+  const bool slices = slices_fit && (o.method == GemmMethod::kFullFp32 ||
+                                     (o.method == GemmMethod::kAuto && precision->u_out >= 0x1p-11 &&
+                                      m * n * k > 0 && static_cast<uint64_t>(m * n) * static_cast<uint64_t>(k) > o.projection_above));
+  const uint64_t budget_work = slices ? work / 4 : work;
+  if (o.method == GemmMethod::kFullFp32 && !slices_fit) o.method = GemmMethod::kFull;
+  if (o.method == GemmMethod::kAuto && budget_work > o.max_work) o.method = GemmMethod::kProjection;
+  if ((o.method == GemmMethod::kFull || o.method == GemmMethod::kFullFp32) && budget_work > o.max_work) {
     report->Warn(absl::StrCat(where, "replaying m=", m, " n=", n, " k=", k, " batch=", batch,
                               shared ? " (operands shared by every batch)" : "", " costs ", FormatCount(work),
                               " multiply-adds, over the budget of ", FormatCount(o.max_work), ": not checked"));
@@ -936,7 +1193,7 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report, const GemmCheckOpt
   if (clean) return;
   Finding f;
   f.check = s.violations > 0 ? "gemm.replay" : "gemm.projection";
-  f.method = v.method == GemmMethod::kFull ? "full" : "projection";
+  f.method = GemmMethodName(v.method);
   f.rank = rank;
   f.seq = op.seq;
   f.api = name.api;
@@ -948,8 +1205,10 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report, const GemmCheckOpt
   f.elements = s.elements;
   f.violations = s.violations;
   const std::string how =
-      v.method == GemmMethod::kFull
-          ? std::string("method full replay")
+      v.method == GemmMethod::kFull ? std::string("method full replay")
+      : v.method == GemmMethod::kFullFp32
+          ? absl::StrCat("method full replay in FP32 slices (", v.recomputed, " of ", m * n * batch,
+                         " elements recomputed in FP64)")
           : absl::StrCat("method projection: ", v.proven_rows, " rows and ", v.proven_cols,
                          " columns beyond their bound (worst projection err/bound ", FormatNumber(v.projection_ratio),
                          "); ", v.replayed_rows, " rows, ", v.replayed_cols, " columns and ", v.tile_elements,
@@ -982,7 +1241,7 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report, const GemmCheckOpt
                              s.elements, " elements violate");
   } else {
     f.message = absl::StrCat(s.violations, " of ", s.elements,
-                             v.method == GemmMethod::kFull ? "" : " replayed", " output elements exceed the bound; first at ", at,
+                             v.method == GemmMethod::kProjection ? " replayed" : "", " output elements exceed the bound; first at ", at,
                              ": got ", FormatNumber(s.first_got), ", FP64 replay ", FormatNumber(s.first_ref),
                              ", |err| ", FormatNumber(std::fabs(s.first_got - s.first_ref)), " > bound ",
                              FormatNumber(s.first_bound));

@@ -66,8 +66,13 @@ uint64_t GemmReplayWork(int64_t m, int64_t n, int64_t k, int64_t batch, bool use
 // Multiply-adds one GEMM op may cost before it is counted as not checked ("replay over the work budget").
 inline constexpr uint64_t kDefaultMaxGemmWork = uint64_t{1} << 36;
 
-enum class GemmMethod : uint8_t { kFull, kProjection, kAuto };
-const char* GemmMethodName(GemmMethod method);  // "full", "projection", "auto"
+enum class GemmMethod : uint8_t { kFull, kProjection, kAuto, kFullFp32 };
+const char* GemmMethodName(GemmMethod method);  // "full", "projection", "auto", "full-fp32"
+
+// Whether full replay in FP32 slices may apply to a GEMM of these operand types: A and B of at most 12 significant bits
+// (BF16, FP16, FP8: the product of two is exact in FP32). Whether it does is decided on the data (VerifyGemm: finite,
+// no FP32 subnormal, no possible FP32 overflow), else the GEMM is replayed in FP64.
+bool Fp32SlicesFit(format::DType a, format::DType b);
 
 struct GemmCheckOptions {
   GemmMethod method = GemmMethod::kAuto;
@@ -75,10 +80,11 @@ struct GemmCheckOptions {
   // kAuto: projection when one batch's m·n·k exceeds this (full replay of 1024^3 takes about 0.1 s of BLAS), or
   // when the full replay would exceed max_work; full replay otherwise.
   uint64_t projection_above = uint64_t{1} << 30;
-  // kAuto with a 16-bit output (BF16, FP16): full replay up to this m·n·k per batch instead (when larger than
-  // projection_above). Each projected row sums n output roundings of a few units of the last place, so an error
-  // below about √n of them is seen only in the random sample, while full replay judges each element by its own
-  // bound: a flip of an exponent bit of a small element is found by full replay, by the projection only when
+  // kAuto with a 16-bit output (BF16, FP16): above projection_above, full replay in FP32 slices (kFullFp32) when the
+  // inputs fit it, whatever the size (within 4·max_work, CheckGemmOp); otherwise FP64 full replay up to this m·n·k
+  // per batch, projection above. Each projected row sums n output roundings of a few units of the last place, so an
+  // error below about √n of them is seen only in the random sample, while full replay judges each element by its
+  // own bound: a flip of an exponent bit of a small element is found by full replay, by the projection only when
   // sampled (docs/error-models.md, "Choice"). 2^33 = 2048^3: about 1.2 s of CPU per GEMM (--gemm-full-16bit).
   uint64_t full_16bit_up_to = uint64_t{1} << 33;
   uint64_t max_work = kDefaultMaxGemmWork;  // full replay only; a projection's cost is O(m·n + m·k + k·n)
@@ -102,6 +108,7 @@ struct GemmVerdict {
   // probability `replayed_fraction` (1 for full replay).
   double guaranteed = 0, screened = 0, replayed_fraction = 1;
   double max_abs_out = 0;                 // max |Ĉ|, to state the sensitivity relative to the output
+  uint64_t recomputed = 0;                // kFullFp32: elements not decided from the FP32 slices, recomputed in FP64
 };
 
 // Verifies `p` by `options.method` (kAuto chooses by size); a problem whose inputs hold Inf or NaN is always

@@ -270,12 +270,18 @@ TEST(GemmProjectionTest, AutoChoosesBySize) {
   GemmProblem nan = Device(rng, 16, 16, 16, DType::kF32, DType::kF32, 1, 0, 0, 0, 0);
   nan.a[3] = std::nan("");  // non-finite inputs: the elementwise rules decide
   EXPECT_EQ(VerifyGemm(nan, prec, o).method, GemmMethod::kFull);
-  // BF16 and FP16 outputs: full replay up to full_16bit_up_to; BF16 inputs with an FP32 output: the FP32 rule.
+  // BF16 and FP16 outputs: FP64 full replay up to projection_above, then full replay in FP32 slices when the inputs
+  // fit them (gemm_slices_test); FP32 inputs: FP64 full replay up to full_16bit_up_to, projection above. BF16 inputs
+  // with an FP32 output: the FP32 rule.
   o.full_16bit_up_to = 5000;
   for (DType out : {DType::kBF16, DType::kF16}) {
-    const GemmPrecision p16 = Precision(out, out);
-    EXPECT_EQ(VerifyGemm(Device(rng, 16, 16, 16, out, out, 1, 0, 0, 0, 0), p16, o).method, GemmMethod::kFull);
-    EXPECT_EQ(VerifyGemm(Device(rng, 16, 16, 20, out, out, 1, 0, 0, 0, 0), p16, o).method, GemmMethod::kProjection);
+    const GemmPrecision p16 = Precision(out, out), f32_in = Precision(DType::kF32, out);
+    EXPECT_EQ(VerifyGemm(Device(rng, 8, 8, 8, out, out, 1, 0, 0, 0, 0), p16, o).method, GemmMethod::kFull);
+    EXPECT_EQ(VerifyGemm(Device(rng, 16, 16, 20, out, out, 1, 0, 0, 0, 0), p16, o).method, GemmMethod::kFullFp32);
+    EXPECT_EQ(VerifyGemm(Device(rng, 16, 16, 16, DType::kF32, out, 1, 0, 0, 0, 0), f32_in, o).method,
+              GemmMethod::kFull);
+    EXPECT_EQ(VerifyGemm(Device(rng, 16, 16, 20, DType::kF32, out, 1, 0, 0, 0, 0), f32_in, o).method,
+              GemmMethod::kProjection);
   }
   EXPECT_EQ(VerifyGemm(Device(rng, 16, 16, 16, DType::kBF16, DType::kF32, 1, 0, 0, 0, 0),
                        Precision(DType::kBF16, DType::kF32), o).method,

@@ -253,9 +253,10 @@ void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows) 
   if (!s.gemm_methods.empty()) {
     std::vector<std::string> parts;
     for (const auto& [method, g] : s.gemm_methods) {
-      if (method == "full") {
-        parts.push_back(absl::StrCat("full replay ", g.ops, " (catches an element off by more than ",
-                                     FormatNumber(g.guaranteed), " of max|C|)"));
+      if (method == "full" || method == "full-fp32") {
+        parts.push_back(absl::StrCat(method == "full" ? "full replay " : "full replay in FP32 slices ", g.ops,
+                                     " (catches an element off by more than ", FormatNumber(g.guaranteed),
+                                     " of max|C|)"));
       } else {
         parts.push_back(absl::StrCat(method, " ", g.ops, " (catches an element off by more than ",
                                      FormatNumber(g.guaranteed), " of max|C|; screened ", FormatNumber(g.screened),

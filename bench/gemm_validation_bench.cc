@@ -3,7 +3,7 @@
 //   gemm_validation_bench validate [GEMMS] [SEED]   random GEMMs computed as devices compute them, judged under
 //       gemm.deterministic and gemm.probabilistic: false positives (exit 1 on any under the deterministic bound, or
 //       over the probabilistic bound's stated rate) and the tightness table (median, p99, max of clean err/bound).
-//   gemm_validation_bench detect N [TRIALS]       detection rate by bit position: single-bit flips of one output
+//   gemm_validation_bench detect N [TRIALS] [K] [f32|bf16]  detection rate by bit position: single-bit flips of one output
 //       element of an N x N x N GEMM (FP32 and BF16): full replay, projection and the default (auto) side by side.
 // Shapes: m, n in 1..8, k log-uniform in 1..16384 (plus the detection sizes); dtypes FP32, BF16 -> FP32, FP16 ->
 // FP32, BF16, FP16 with FP32 accumulation; inputs normal, uniform, heavy-tailed (log-normal magnitudes, σ = 2) or
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/blas.h"
 #include "analyzer/error_model.h"
 #include "analyzer/gemm_check.h"
 #include "analyzer/test_util.h"
@@ -169,15 +170,34 @@ int Validate(int gemms, uint64_t seed) {
   return rc;
 }
 
-int Detect(int64_t n, int trials) {
+// A device's output computed by OpenBLAS's SGEMM (FP32 products, exact for 16-bit inputs, summed in FP32 in its own
+// order), rounded to the output type: for sizes where Device's scalar loop is too slow.
+GemmProblem BlasDevice(std::mt19937_64& rng, int64_t m, int64_t n, int64_t k, const Type& t) {
+  GemmProblem p;
+  p.m = m, p.n = n, p.k = k, p.alpha = 1, p.beta = 0;
+  p.a.resize(static_cast<size_t>(m * k));
+  p.b.resize(static_cast<size_t>(k * n));
+  for (auto& v : p.a) v = testing::RoundTo(t.in, Draw(rng, 1));
+  for (auto& v : p.b) v = testing::RoundTo(t.in, Draw(rng, 1));
+  std::vector<float> a(p.a.begin(), p.a.end()), b(p.b.begin(), p.b.end()), c(static_cast<size_t>(m * n));
+  ttrace::analyzer::MatMulF32(false, false, m, n, k, a.data(), m, b.data(), k, c.data(), m);
+  p.c_out.resize(c.size());
+  for (size_t x = 0; x < c.size(); ++x) p.c_out[x] = testing::RoundTo(t.out, c[x]);
+  return p;
+}
+
+// n x n x k (k = n by default); `only`: "f32" or "bf16" for one table.
+int Detect(int64_t n, int trials, int64_t k, const std::string& only) {
   std::mt19937_64 rng(5);
-  printf("single-bit flips of one output element, %lld^3 GEMM, %d trials per bit (fraction detected)\n",
-         static_cast<long long>(n), trials);
+  printf("single-bit flips of one output element, %lldx%lldx%lld GEMM, %d trials per bit (fraction detected)\n",
+         static_cast<long long>(n), static_cast<long long>(n), static_cast<long long>(k), trials);
   for (const Type& t : {kTypes[0], kTypes[3]}) {
-    GemmProblem p = Device(rng, n, n, n, t, 1, 2);
+    if (!only.empty() && only != (t.out == DType::kF32 ? "f32" : "bf16")) continue;
+    GemmProblem p = n * n * k > (int64_t{1} << 28) ? BlasDevice(rng, n, n, k, t) : Device(rng, n, n, k, t, 1, 2);
     const int bits = t.out == DType::kF32 ? 32 : 16;
     GemmCheckOptions full, projection, def;  // def: the defaults (auto)
     full.method = GemmMethod::kFull;
+    full.max_work = def.max_work = UINT64_MAX;
     projection.method = GemmMethod::kProjection;  // what auto chooses above its full-replay budget
     const GemmMethod chosen = ttrace::analyzer::VerifyGemm(p, Precision(t), def).method;
     printf("%s: | bit | full replay | projection | default (auto: %s at this size) |\n", t.name,
@@ -220,7 +240,9 @@ int Detect(int64_t n, int trials) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "validate") return Validate(argc > 2 ? atoi(argv[2]) : 10000, argc > 3 ? strtoull(argv[3], nullptr, 0) : 1);
-  if (mode == "detect" && argc > 2) return Detect(atoll(argv[2]), argc > 3 ? atoi(argv[3]) : 20);
-  fprintf(stderr, "usage: gemm_validation_bench validate [GEMMS] [SEED] | detect N [TRIALS]\n");
+  if (mode == "detect" && argc > 2)
+    return Detect(atoll(argv[2]), argc > 3 ? atoi(argv[3]) : 20, argc > 4 ? atoll(argv[4]) : atoll(argv[2]),
+                  argc > 5 ? argv[5] : "");
+  fprintf(stderr, "usage: gemm_validation_bench validate [GEMMS] [SEED] | detect N [TRIALS] [K] [f32|bf16]\n");
   return 2;
 }

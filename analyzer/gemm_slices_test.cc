@@ -1,0 +1,232 @@
+// Full replay in FP32 slices (GemmMethod::kFullFp32): the verdict of FP64 full replay, element for element. Pinned
+// from both sides: elements placed just within and just beyond their FP64 bound, on either side of the reference,
+// on data whose FP32 slices err most (magnitudes spread over 2^±12: the slices' sums cancel), are judged as full
+// replay judges them (a pass criterion that dropped the reference's error, or a bound 2x too loose, fails here);
+// single-bit flips of every bit of a BF16 and an FP16 output are found exactly where full replay finds them; on clean
+// GEMMs computed as a device would (three orders) nothing is found, few elements are recomputed, and the reported
+// worst err/bound is full replay's to 1e-3; data it does not fit goes to FP64 full replay.
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analyzer/gemm_check.h"
+#include "analyzer/tensor_data.h"
+#include "analyzer/test_util.h"
+#include "gtest/gtest.h"
+
+namespace ttrace::analyzer {
+namespace {
+
+using format::DType;
+using testing::Encode;
+using testing::RoundTo;
+
+constexpr uint16_t kGemmEx = static_cast<uint16_t>(format::ApiId::kCublasGemmEx);
+
+GemmPrecision Precision(DType in, DType out) {
+  auto p = ResolveGemmPrecision(kGemmEx, 68, 0, in, in, out);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return *p;
+}
+
+// A GEMM of `in` operands stored as the transposes say (spread: magnitudes 2^[-12, 12) with random signs; else
+// uniform in [-1, 1)), C0 when β != 0, and an output the device would give: the FP64 product summed in FP32 in
+// `order` (0 sequential, 1 reversed, 2 blocks of 32), rounded to `out`.
+GemmProblem Make(std::mt19937_64& rng, int64_t m, int64_t n, int64_t k, int64_t batch, DType in, DType out,
+                 double alpha, double beta, uint8_t ta, uint8_t tb, bool spread, int order) {
+  std::uniform_real_distribution<double> u(-1, 1), e(-12, 12);
+  auto value = [&] { return RoundTo(in, spread ? (rng() % 2 ? 1.0 : -1.0) * std::exp2(e(rng)) : u(rng)); };
+  GemmProblem p;
+  p.m = m, p.n = n, p.k = k, p.batch = batch, p.alpha = alpha, p.beta = beta, p.transa = ta, p.transb = tb;
+  p.a.resize(static_cast<size_t>(m * k * batch));
+  p.b.resize(static_cast<size_t>(k * n * batch));
+  for (auto& v : p.a) v = value();
+  for (auto& v : p.b) v = value();
+  if (beta != 0) {
+    p.c_in.resize(static_cast<size_t>(m * n * batch));
+    for (auto& v : p.c_in) v = RoundTo(out, u(rng));
+  }
+  p.c_out.resize(static_cast<size_t>(m * n * batch));
+  std::vector<float> prod(static_cast<size_t>(k));
+  for (int64_t bt = 0; bt < batch; ++bt) {
+    const double* a = p.a.data() + bt * m * k;
+    const double* b = p.b.data() + bt * k * n;
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t l = 0; l < k; ++l)
+          prod[l] = static_cast<float>(a[ta ? l + i * k : i + l * m]) * static_cast<float>(b[tb ? j + l * n : l + j * k]);
+        float acc = 0;
+        if (order == 1) {
+          for (int64_t l = k - 1; l >= 0; --l) acc += prod[l];
+        } else if (order == 2) {
+          for (int64_t l0 = 0; l0 < k; l0 += 32) {
+            float part = 0;
+            for (int64_t l = l0; l < std::min(k, l0 + 32); ++l) part += prod[l];
+            acc += part;
+          }
+        } else {
+          for (float v : prod) acc += v;
+        }
+        const size_t x = static_cast<size_t>(bt * m * n + i + j * m);
+        float r = static_cast<float>(alpha) * acc;
+        if (beta != 0) r += static_cast<float>(beta) * static_cast<float>(p.c_in[x]);
+        p.c_out[x] = RoundTo(out, r);
+      }
+  }
+  return p;
+}
+
+GemmVerdict Verify(const GemmProblem& p, const GemmPrecision& prec, GemmMethod method) {
+  GemmCheckOptions o;
+  o.method = method;
+  return VerifyGemm(p, prec, o);
+}
+
+void ExpectSameFindings(const GemmVerdict& full, const GemmVerdict& slices, const std::string& what) {
+  EXPECT_EQ(full.method, GemmMethod::kFull) << what;
+  EXPECT_EQ(slices.method, GemmMethod::kFullFp32) << what;
+  EXPECT_EQ(slices.stats.elements, full.stats.elements) << what;
+  EXPECT_EQ(slices.stats.violations, full.stats.violations) << what;
+  EXPECT_EQ(slices.stats.has_violation, full.stats.has_violation) << what;
+  if (full.stats.has_violation && slices.stats.has_violation) {
+    EXPECT_EQ(slices.stats.first_index, full.stats.first_index) << what;
+    EXPECT_EQ(slices.stats.first_got, full.stats.first_got) << what;
+    EXPECT_NEAR(slices.stats.first_ref, full.stats.first_ref, 1e-12 * (1 + std::fabs(full.stats.first_ref))) << what;
+    EXPECT_NEAR(slices.stats.first_bound, full.stats.first_bound, 1e-12 * full.stats.first_bound) << what;
+  }
+}
+
+// Each of 48 elements set to ref ± f·bound (FP64 full replay's numbers) for f just below and just above 1, on both
+// sides: the slices judge every one as full replay does. The data spreads magnitudes so that the FP32 slices err by
+// far more than the margin (2^-20 of the bound): a pass criterion without the reference's error term lets some
+// element beyond its bound pass, one with the bound doubled lets all of them pass.
+TEST(GemmSlicesTest, ElementsAtTheirBoundAreJudgedAsFullReplayJudgesThem) {
+  std::mt19937_64 rng(5);
+  int cases = 0;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (int64_t k : {40, 700, 3000}) {
+      for (bool spread : {true, false}) {
+        const double alpha = spread ? 1 : -0.75, beta = k == 700 ? 0.5 : 0;
+        GemmProblem p = Make(rng, 24, 20, k, 1, dt, dt, alpha, beta, k == 3000, k == 40, spread && dt == DType::kBF16, 0);
+        const GemmPrecision prec = Precision(dt, dt);
+        const std::vector<GemmElementTerms> ref = GemmReference(p);
+        const GemmBound bound(prec, k, alpha, beta);
+        std::vector<size_t> picked;
+        for (int e = 0; e < 48; ++e) picked.push_back(static_cast<size_t>(rng() % p.c_out.size()));
+        for (double f : {1 - 0x1p-20, 1 + 0x1p-20}) {
+          GemmProblem q = p;
+          for (size_t e = 0; e < picked.size(); ++e) {
+            const double b = bound.Bound(ref[picked[e]]);
+            q.c_out[picked[e]] = ref[picked[e]].ref + (e % 2 ? 1 : -1) * f * b;
+          }
+          const GemmVerdict full = Verify(q, prec, GemmMethod::kFull), slices = Verify(q, prec, GemmMethod::kFullFp32);
+          const std::string what = std::string(format::FindDType(static_cast<uint8_t>(dt))->name) +
+                                   " k=" + std::to_string(k) + (spread ? " spread" : "") + " f=" + std::to_string(f);
+          ExpectSameFindings(full, slices, what);
+          if (f > 1) {
+            EXPECT_EQ(full.stats.violations, std::set<size_t>(picked.begin(), picked.end()).size()) << what;
+          } else {
+            EXPECT_EQ(full.stats.violations, 0u) << what;
+          }
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 24);
+}
+
+// Every bit of one output element flipped (BF16: bits 0-15, FP16: 0-15), 6 elements per bit including small ones: the
+// slices find exactly the flips full replay finds, at the same element (k = 1500, the size class where auto chose the
+// projection before, scaled down).
+TEST(GemmSlicesTest, BitFlipsAreFoundExactlyAsFullReplayFindsThem) {
+  std::mt19937_64 rng(9);
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    const GemmProblem p = Make(rng, 32, 24, 1500, 1, dt, dt, 1, 0, 0, 1, false, 2);
+    const GemmPrecision prec = Precision(dt, dt);
+    int found = 0;
+    for (int bit = 0; bit < 16; ++bit) {
+      for (int e = 0; e < 6; ++e) {
+        GemmProblem q = p;
+        const size_t x = e == 0 ? 0 : static_cast<size_t>(rng() % q.c_out.size());
+        std::string bytes = Encode(dt, {q.c_out[x]});
+        testing::FlipBit(&bytes, dt, 0, bit);
+        q.c_out[x] = DecodeAll(dt, bytes)[0];
+        const GemmVerdict full = Verify(q, prec, GemmMethod::kFull), slices = Verify(q, prec, GemmMethod::kFullFp32);
+        ExpectSameFindings(full, slices, "bit " + std::to_string(bit));
+        found += full.stats.violations > 0;
+      }
+    }
+    EXPECT_GT(found, 60) << "the exponent and top mantissa flips";  // 16 bits x 6: the low mantissa bits may pass
+  }
+}
+
+// Clean GEMMs computed as a device would, in three orders, with transposes, α, β and batches: no finding, almost every
+// element decided from the slices (recomputed below 1%), and the worst err/bound reported within 1e-3 of full replay's
+// (the decided elements' numbers are evaluated from the FP32 reference and |A||B|: a bound 2x too loose halves it).
+TEST(GemmSlicesTest, CleanGemmsAreCleanAndTheirTightnessIsFullReplays) {
+  std::mt19937_64 rng(17);
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    for (int order = 0; order < 3; ++order) {
+      for (int64_t k : {16, 333, 2048}) {
+        const double alpha = order == 1 ? 2.5 : 1, beta = order == 2 ? -0.75 : 0;
+        const GemmProblem p = Make(rng, 40, 36, k, order == 0 ? 2 : 1, dt, dt, alpha, beta, order == 1, order != 1,
+                                   false, order);
+        const GemmPrecision prec = Precision(dt, dt);
+        const GemmVerdict full = Verify(p, prec, GemmMethod::kFull), slices = Verify(p, prec, GemmMethod::kFullFp32);
+        const std::string what = "order " + std::to_string(order) + " k=" + std::to_string(k);
+        ExpectSameFindings(full, slices, what);
+        EXPECT_EQ(slices.stats.violations, 0u) << what;
+        EXPECT_LT(slices.recomputed, slices.stats.elements / 100 + 1) << what;
+        EXPECT_NEAR(slices.stats.worst_ratio, full.stats.worst_ratio, 1e-3 * full.stats.worst_ratio) << what;
+        EXPECT_GT(full.stats.worst_ratio, 0.1) << what;  // the comparison above is meaningful
+        EXPECT_NEAR(slices.stats.max_abs_err, full.stats.max_abs_err, 1e-3 * full.stats.max_abs_err) << what;
+        EXPECT_NEAR(slices.guaranteed, full.guaranteed, 1e-3 * full.guaranteed) << what;
+      }
+    }
+  }
+}
+
+// Data the slices do not fit goes to FP64 full replay with the same verdict: FP32 inputs (more than 12 significant
+// bits), an FP32 subnormal, a NaN, products whose sum could overflow FP32.
+TEST(GemmSlicesTest, DataTheSlicesDoNotFitIsReplayedInFp64) {
+  std::mt19937_64 rng(23);
+  const GemmPrecision prec = Precision(DType::kBF16, DType::kBF16);
+  const GemmProblem base = Make(rng, 8, 8, 16, 1, DType::kBF16, DType::kBF16, 1, 0, 0, 0, false, 0);
+  EXPECT_EQ(Verify(base, prec, GemmMethod::kFullFp32).method, GemmMethod::kFullFp32);
+  for (int c = 0; c < 4; ++c) {
+    GemmProblem q = base;
+    if (c == 0) q.a[3] = 1 + 0x1p-20;
+    if (c == 1) q.b[5] = 0x1p-130;
+    if (c == 2) q.a[1] = std::nan("");
+    if (c == 3) q.a[2] = 0x1p100, q.b[2] = 0x1p30;
+    const GemmVerdict v = Verify(q, prec, GemmMethod::kFullFp32), full = Verify(q, prec, GemmMethod::kFull);
+    EXPECT_EQ(v.method, GemmMethod::kFull) << c;
+    EXPECT_EQ(v.stats.violations, full.stats.violations) << c;
+  }
+}
+
+// auto: FP64 full replay up to projection_above, the slices above for 16-bit outputs of inputs that fit; FP32 outputs
+// and FP32 inputs keep their rules.
+TEST(GemmSlicesTest, AutoChoosesTheSlicesAboveTheFullReplayBudget) {
+  std::mt19937_64 rng(29);
+  GemmCheckOptions o;
+  o.projection_above = 1000;
+  o.full_16bit_up_to = 5000;
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    const GemmPrecision prec = Precision(dt, dt);
+    EXPECT_EQ(VerifyGemm(Make(rng, 8, 8, 8, 1, dt, dt, 1, 0, 0, 0, false, 0), prec, o).method, GemmMethod::kFull);
+    EXPECT_EQ(VerifyGemm(Make(rng, 16, 16, 64, 1, dt, dt, 1, 0, 0, 0, false, 0), prec, o).method,
+              GemmMethod::kFullFp32);
+  }
+  EXPECT_EQ(VerifyGemm(Make(rng, 16, 16, 64, 1, DType::kBF16, DType::kF32, 1, 0, 0, 0, false, 0),
+                       Precision(DType::kBF16, DType::kF32), o).method,
+            GemmMethod::kProjection);
+  EXPECT_TRUE(Fp32SlicesFit(DType::kBF16, DType::kE4M3));
+  EXPECT_FALSE(Fp32SlicesFit(DType::kF32, DType::kBF16));
+}
+
+}  // namespace
+}  // namespace ttrace::analyzer
