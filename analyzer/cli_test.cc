@@ -213,6 +213,7 @@ TEST(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Cli({"check", "a", "--gemm-full-16bit", "0"}).rc, 2);
   EXPECT_EQ(Cli({"check", "a", "--gemm-full-16bit"}).rc, 2);
   EXPECT_NE(Cli({"--help"}).out.find("--gemm-full-16bit N"), std::string::npos);
+  EXPECT_NE(Cli({"--help"}).out.find("full-fp32 (the same verdicts"), std::string::npos);
   EXPECT_EQ(Cli({"dump", "a", "--allow-incomplete"}).rc, 2);
 }
 

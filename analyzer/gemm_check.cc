@@ -847,6 +847,8 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
   // The FP64 replay's own error θ_{k+3}(u64)·(|α|P + |β|Z) (error-models.md: E_ref), whatever its order.
   const double th_ref = Theta(kU64, kd + 3), th_sums = Theta(kU64, kd);
   constexpr double kMargin = 0x1p-40;  // the affine bound against Bound(), and the rounding of this test
+  // P ≤ (P32 + η)/(1 − θ) and P ≥ (P32 − η)/(1 + θ), as products (the margin covers their rounding).
+  const double to_hi = (1 + kMargin) / (1 - th_p), to_lo = (1 - kMargin) / (1 + th_p);
   const uint64_t c_size = static_cast<uint64_t>(m * n);
   const uint64_t cap = c_size * static_cast<uint64_t>(p.batch) / 32 + 64;
   const int64_t w = std::clamp<int64_t>((int64_t{1} << 22) / m, 1, n);
@@ -887,8 +889,7 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
         for (int64_t i = 0; i < m; ++i) {
           const size_t x = static_cast<size_t>(i + jj * m);
           const double p32 = pa[x], z = p.beta != 0 ? std::fabs(c0[x]) : 0;
-          const double p_hi = (p32 + eta_p) / (1 - th_p) * (1 + kMargin);
-          const double p_lo = std::max(0.0, p32 - eta_p) / (1 + th_p) * (1 - kMargin);
+          const double p_hi = (p32 + eta_p) * to_hi, p_lo = std::max(0.0, p32 - eta_p) * to_lo;
           const double e_ab = th_s * p_hi + eta_p + th_g * (1 + th_s) * p_hi;
           const double r = p.alpha * ref[x] + p.beta * (p.beta != 0 ? c0[x] : 0);
           const double e = (alpha * e_ab + th_g * (alpha * (p_hi + e_ab) + beta * z) + th_ref * (alpha * p_hi + beta * z)) *
@@ -919,7 +920,7 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
             // Judged: reported with this reference and the bound at P32 (within the intervals above of the FP64
             // replay's numbers; below 1 by the test that decided it).
             const double b = aff.At(pa[x], s.row_a[i] + s.col_b[j], z, std::fabs(ref[x]));
-            const double b_hi = aff.At((pa[x] + eta_p) / (1 - th_p), s.row_a[i] + s.col_b[j], z, std::fabs(ref[x])) *
+            const double b_hi = aff.At((pa[x] + eta_p) * to_hi, s.row_a[i] + s.col_b[j], z, std::fabs(ref[x])) *
                                 (1 + kMargin);
             worst = std::max(worst, b_hi);
             verdict.stats.Add(index, got[x], ref[x], b, false);

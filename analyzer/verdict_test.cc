@@ -316,6 +316,49 @@ TEST(BudgetTest, GemmOverTheWorkBudgetIsNotChecked) {
   EXPECT_EQ(Cli({"check", dir, "--bound"}).rc, kExitError);
 }
 
+// --gemm-method full-fp32 on a BF16 GEMM with one element's exponent flipped: the finding full replay gives (same
+// element, expected value, count), named by its method; the gemm: line names the method. FP32 operands do not fit
+// the slices: replayed in FP64 ("full replay"). The slices' FP32 multiply-adds count a quarter of --max-gemm-work.
+TEST(BudgetTest, FullFp32FindsWhatFullReplayFinds) {
+  const std::string dir = testing::TempDir("fp32slices"), f32_dir = testing::TempDir("fp32slices_f32");
+  const int64_t n = 48;
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (DType dt : {DType::kBF16, DType::kF32}) {
+    std::vector<double> a(n * n), b(n * n), c(n * n);
+    for (auto& v : a) v = testing::RoundTo(dt, u(rng));
+    for (auto& v : b) v = testing::RoundTo(dt, u(rng));
+    MatMul(false, false, n, n, n, a.data(), n, b.data(), n, c.data(), n);
+    for (auto& v : c) v = testing::RoundTo(dt, v);
+    std::string c_bytes = Encode(dt, c);
+    testing::FlipBit(&c_bytes, dt, 777, dt == DType::kBF16 ? 8 : 24);  // an exponent bit
+    StreamBuilder w(Rank(dt == DType::kBF16 ? dir : f32_dir, 0), 0, 1);
+    w.Gemm(testing::GemmRec(0, n, n, n, dt, dt));
+    w.Tensor(0, TensorSlot::kA, dt, n, n, 1, Encode(dt, a));
+    w.Tensor(0, TensorSlot::kB, dt, n, n, 1, Encode(dt, b));
+    w.Tensor(0, TensorSlot::kCOut, dt, n, n, 1, c_bytes);
+  }
+  const CliRun full = Cli({"check", dir, "--gemm-method", "full"});
+  const CliRun slices = Cli({"check", dir, "--gemm-method", "full-fp32"});
+  EXPECT_EQ(full.rc, kExitFindings) << full.out;
+  EXPECT_EQ(slices.rc, kExitFindings) << slices.out;
+  EXPECT_NE(slices.out.find("gemm:        full replay in FP32 slices 1 "), std::string::npos) << slices.out;
+  EXPECT_NE(slices.out.find("method full replay in FP32 slices ("), std::string::npos) << slices.out;
+  auto line = [](const std::string& out, const std::string& start) {
+    const size_t at = out.find(start);
+    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_EQ(line(slices.out, "  first violation: element 777 "), line(full.out, "  first violation: element 777 "));
+  EXPECT_NE(full.out.find("  first violation: element 777 "), std::string::npos) << full.out;
+  EXPECT_EQ(line(slices.out, "  max abs err"), line(full.out, "  max abs err"));
+  const CliRun f32 = Cli({"check", f32_dir, "--gemm-method", "full-fp32"});
+  EXPECT_EQ(f32.rc, kExitFindings) << f32.out;
+  EXPECT_NE(f32.out.find("gemm:        full replay 1 "), std::string::npos) << f32.out;
+  // 48^3 + 48^2 = 112,896 multiply-adds: over a budget of 30,000 for FP64, within it as FP32 slices (a quarter).
+  EXPECT_EQ(Cli({"check", dir, "--gemm-method", "full", "--max-gemm-work", "30000"}).rc, kExitIncomplete);
+  EXPECT_EQ(Cli({"check", dir, "--gemm-method", "full-fp32", "--max-gemm-work", "30000"}).rc, kExitFindings);
+}
+
 // 24 tensors of 200 MiB that belong to no op, in a small stream (zeros compress): skipped without being
 // decoded, in seconds and bounded memory (one frame at a time), instead of 4.8 GB of payload held.
 TEST(BudgetTest, TensorsOfNoOpAreNeverDecoded) {

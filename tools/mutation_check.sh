@@ -165,6 +165,15 @@ mutate "gemm projection: every panel of a decoded operand read from its first co
 mutate "gemm projection: every panel of a captured operand decoded from its first column" analyzer/gemm_check.cc \
   "      s.Decode(static_cast<uint64_t>(c0 * rows), 1, count, buf.data());" "      s.Decode(0, 1, count, buf.data());" \
   "gemm_projection_test" "GemmProjection"
+mutate "gemm fp32 slices: the reference's error dropped from the pass test" analyzer/gemm_check.cc \
+  "std::isfinite(r) && (d + e) * (1 + kMargin) <= lo;" "std::isfinite(r) && d * (1 + kMargin) <= lo;" \
+  "gemm_slices_test" "GemmSlices"
+mutate "gemm fp32 slices: pass test against twice the bound" analyzer/gemm_check.cc \
+  "    const double lo = aff.At(" "    const double lo = 2 * aff.At(" "gemm_slices_test" "GemmSlices"
+mutate "gemm fp32 slices: reported bound of decided elements x2" analyzer/gemm_check.cc \
+  "            const double b = aff.At(pa[x], s.row_a[i] + s.col_b[j], z, std::fabs(ref[x]));" \
+  "            const double b = 2 * aff.At(pa[x], s.row_a[i] + s.col_b[j], z, std::fabs(ref[x]));" \
+  "gemm_slices_test" "GemmSlices"
 mutate "streaming: ops over the memory limit checked anyway" check.cc \
   "batch.push_back(Item{t.rank(), &op, OpBytes(op), cost > limit});" \
   "batch.push_back(Item{t.rank(), &op, OpBytes(op), false});" "verdict_test" "BudgetTest"
