@@ -199,10 +199,17 @@ int Detect(int64_t n, int trials, int64_t k, const std::string& only) {
     full.method = GemmMethod::kFull;
     full.max_work = def.max_work = UINT64_MAX;
     projection.method = GemmMethod::kProjection;  // what auto chooses above its full-replay budget
-    const GemmMethod chosen = ttrace::analyzer::VerifyGemm(p, Precision(t), def).method;
+    const auto clean_start = std::chrono::steady_clock::now();
+    const auto clean = ttrace::analyzer::VerifyGemm(p, Precision(t), def);
+    const GemmMethod chosen = clean.method;
+    printf("%s clean: default %s, %llu violations, %llu of %llu elements recomputed in FP64, max err/bound %.4g, %.2f s\n",
+           t.name, ttrace::analyzer::GemmMethodName(chosen), static_cast<unsigned long long>(clean.stats.violations),
+           static_cast<unsigned long long>(clean.recomputed), static_cast<unsigned long long>(clean.stats.elements),
+           clean.stats.worst_ratio,
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - clean_start).count());
     printf("%s: | bit | full replay | projection | default (auto: %s at this size) |\n", t.name,
            ttrace::analyzer::GemmMethodName(chosen));
-    for (int bit = 0; bit < bits; ++bit) {
+    for (int bit = 0; bit < bits && trials > 0; ++bit) {
       int found[3] = {0, 0, 0};
       for (int x = 0; x < trials; ++x) {
         GemmProblem bad = p;

@@ -1,5 +1,6 @@
 // Pointer-array batched GEMMs under libttrace.so on simgpu (batched_workload): every batch of every operand captured
-// equals the program's data, the checks are clean under several SIMGPU_ACCUM orders, a gemm fault in one batch is
+// equals the program's data, the checks are clean under several SIMGPU_ACCUM orders (also through FP32 slices, for
+// the BF16 GEMM of k = 2048), a gemm fault in one batch is
 // found at that op and batch, the program's results are bitwise the same without the shim; arrays in device memory
 // and arrays the stream rewrites after the call are recorded and counted as not checked, with the reason.
 #include <cstdio>
@@ -112,6 +113,16 @@ TEST(BatchedCaptureTest, CleanUnderAccumulationOrdersAndBitwiseTheSameWithoutThe
     const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
     EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean) << order;
     EXPECT_EQ(report.summary().checked.at("gemm"), 4u) << order;
+    // The same trace through FP32 slices (auto uses them above 2^30 multiply-adds): the BF16 GEMM of k = 2048 and
+    // the FP16 one, clean under every order, with full replay's tightness.
+    analyzer::CheckOptions slices;
+    slices.gemm.method = analyzer::GemmMethod::kFullFp32;
+    const analyzer::CheckReport fp32 = analyzer::RunChecks(run.trace, {}, slices);
+    EXPECT_EQ(fp32.verdict(), analyzer::Verdict::kClean) << order;
+    EXPECT_EQ(fp32.summary().gemm_methods.count("full-fp32"), 1u) << order;
+    EXPECT_EQ(fp32.summary().gemm_methods.at("full-fp32").ops, 2u) << order;
+    EXPECT_NEAR(fp32.summary().overall.max_ratio, report.summary().overall.max_ratio,
+                1e-3 * report.summary().overall.max_ratio) << order;
     const auto& tight = report.summary().tightness;
     if (tight.count("gemm"))
       printf("SIMGPU_ACCUM=%s: gemm tightness %.3f at seq %llu\n", order, tight.at("gemm").max_ratio,

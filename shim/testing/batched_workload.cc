@@ -2,7 +2,7 @@
 // application, and a dump of every operand as the program uploaded or downloaded it (operands.h), batch after
 // batch, each batch dense column-major:
 //   seq 0  cublasSgemmBatched        FP32, 3 batches, op(B) = B^T, lda > m (padding), beta 0.5 (C read)
-//   seq 1  cublasGemmBatchedEx       BF16 in and out, FP32 compute, 4 batches, batches 0 and 2 share their A
+//   seq 1  cublasGemmBatchedEx       BF16 in and out, FP32 compute, k = 2048, 4 batches, batches 0 and 2 share A
 //   seq 2  cublasHgemmBatched_64     FP16, 2 batches, op(A) = A^T
 //   seq 3  cublasDgemmBatched        FP64, 2 batches
 // with the pointer arrays in pinned host memory (cudaMallocHost), the batches' matrices in separate allocations in
@@ -231,18 +231,18 @@ int main(int argc, char** argv) {
     Verify(p, before, "seq 0");
     DumpProblem(0, p, before_bytes);
   }
-  {  // seq 1: cublasGemmBatchedEx BF16 -> BF16, FP32 compute, batches 0 and 2 share A
-    Problem p{16, 8, 32, CUBLAS_OP_N, CUBLAS_OP_N, 1.0, 0.0, {}, {}, {}, 1e-2};
-    std::vector<Mat*> a = Mats(3, T::kBf16, 16, 32, 16, -1, 1);
+  {  // seq 1: cublasGemmBatchedEx BF16 -> BF16, FP32 compute, a long inner dimension, batches 0 and 2 share A
+    Problem p{16, 8, 2048, CUBLAS_OP_N, CUBLAS_OP_N, 1.0, 0.0, {}, {}, {}, 1e-2};
+    std::vector<Mat*> a = Mats(3, T::kBf16, 16, 2048, 16, -1, 1);
     p.a = {a[0], a[1], a[0], a[2]};
-    p.b = Mats(4, T::kBf16, 32, 8, 32, -1, 1);
+    p.b = Mats(4, T::kBf16, 2048, 8, 2048, -1, 1);
     p.c = Mats(4, T::kBf16, 16, 8, 16, 0, 0);
     void** A = Array(Ptrs(p.a), false);
     void** B = Array(Ptrs(p.b), false);
     void** C = Array(Ptrs(p.c), false);
     const float alpha = 1.0f, beta = 0.0f;
-    CHECK_CUBLAS(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 8, 32, &alpha, A, CUDA_R_16BF, 16, B,
-                                     CUDA_R_16BF, 32, &beta, C, CUDA_R_16BF, 16, 4, CUBLAS_COMPUTE_32F,
+    CHECK_CUBLAS(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 8, 2048, &alpha, A, CUDA_R_16BF, 16, B,
+                                     CUDA_R_16BF, 2048, &beta, C, CUDA_R_16BF, 16, 4, CUBLAS_COMPUTE_32F,
                                      CUBLAS_GEMM_DEFAULT));
     CHECK_CUDA(cudaStreamSynchronize(stream));
     for (Mat* x : p.c) x->Down();
