@@ -58,6 +58,41 @@ TEST(ErrorModelTest, FormatParameters) {
   EXPECT_EQ(Tf32Format().u, 0x1p-10);
 }
 
+// GemmBound::Affine (the FP32 slices' pass test evaluates the bound through it) is Bound() written out: equal to
+// it to 2^-42 relative on random terms (the pass test keeps a margin of 2^-40), for precisions with input
+// conversion (TF32, FP16), 16-bit outputs, α, β.
+TEST(ErrorModelTest, AffineBoundIsTheBound) {
+  const uint16_t kEx = static_cast<uint16_t>(format::ApiId::kCublasGemmEx);
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<double> e(-30, 30);
+  int checked = 0;
+  for (int32_t compute : {68, 74, 75, 64}) {
+    for (DType out : {DType::kF32, DType::kBF16, DType::kF16}) {
+      const DType in = compute == 64 ? DType::kF16 : DType::kF32;
+      auto p = ResolveGemmPrecision(kEx, compute, 0, in, in, compute == 64 ? DType::kF16 : out);
+      ASSERT_TRUE(p.ok()) << p.status();
+      for (double alpha : {1.0, -2.5, 0.0}) {
+        for (double beta : {0.0, 0.75}) {
+          const GemmBound bound(*p, 700, alpha, beta);
+          const GemmBoundAffine aff = bound.Affine();
+          for (int t = 0; t < 50; ++t) {
+            GemmElementTerms x;
+            x.abs_ab = std::exp2(e(rng));
+            x.abs_row_a = std::exp2(e(rng));
+            x.abs_col_b = std::exp2(e(rng));
+            x.abs_c0 = t % 3 == 0 ? 0 : std::exp2(e(rng));
+            x.ref = (t % 2 ? -1 : 1) * std::exp2(e(rng));
+            const double b = bound.Bound(x);
+            EXPECT_NEAR(aff.At(x.abs_ab, x.abs_row_a + x.abs_col_b, x.abs_c0, std::fabs(x.ref)), b, 0x1p-42 * b);
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 4 * 3 * 3 * 2 * 50);
+}
+
 TEST(ErrorModelTest, ResolvesComputeTypesAndMathModes) {
   constexpr uint16_t kEx = static_cast<uint16_t>(format::ApiId::kCublasGemmEx);
   constexpr uint16_t kS = static_cast<uint16_t>(format::ApiId::kCublasSgemm);
