@@ -12,7 +12,8 @@
 # names are tpN, dpN, ppN, sp for sequence parallelism, dist for the distributed optimizer, a suffix -1f1b for
 # --schedule 1f1b; the reference runs GPipe), EVAL_BUGS (subset), EVAL_ORDERS (clean runs'
 # SIMGPU_ACCUM orders, default "pairwise splitk:4 random:7"), EVAL_MICRO (micro-batches per step of every run,
-# the reference's included, default 2), EVAL_ARGS (extra gpt flags), EVAL_KEEP=1 keeps the traces (their
+# the reference's included, default 2), EVAL_ARGS (extra gpt flags; "--clip-grad 0": gpt without gradient clipping, as
+# it was before it clipped by default), EVAL_KEEP=1 keeps the traces (their
 # directory is printed).
 set -u
 build=$(cd "${1:-build}" && pwd) || exit 2
