@@ -10,12 +10,13 @@
 // rank-*.ttr, decoded to its elements, grouped by dtype and by slot: GEMM inputs (A, B), GEMM outputs (C), and
 // collective buffers (send, recv).
 //
-// Usage: codec_bench [--min-seconds S] [--best] [--data SUBSTR] [--method SUBSTR] [--trace DIR]... [--cast]
-//                    [--no-synthetic]
+// Usage: codec_bench [--min-seconds S] [--best] [--data SUBSTR] [--method SUBSTR [--exact-method]] [--trace DIR]...
+//                    [--cast] [--no-synthetic] [--planes]
+// --planes prints, instead of measuring, how the float codec stores each row's planes (raw, constant, Huffman).
 // --cast adds FP16 and FP8 rows made from the traces' FP32 tensors (Casts()).
 // --best reports the fastest single pass over a row's tensors instead of the mean over --min-seconds (for a shared,
 // loaded machine: other processes' interference only ever slows a pass). --data and --method keep the rows and
-// methods whose name (data: "name dtype") contains SUBSTR.
+// methods whose name (data: "name dtype") contains SUBSTR; with --exact-method only the method named SUBSTR.
 #include <dirent.h>
 #include <time.h>
 
@@ -209,7 +210,8 @@ void Put(std::string* s, size_t i, T v) {
   memcpy(s->data() + i * sizeof(T), &v, sizeof(T));
 }
 
-std::vector<DataSet> Synthetic() {
+// The rows whose "name dtype" contains `filter` (the others are not generated: under callgrind that is most of the time).
+std::vector<DataSet> Synthetic(const std::string& filter) {
   const char* dists[] = {"gaussian", "uniform", "heavy-tailed", "smooth"};
   const char* dtypes[] = {"fp32", "bf16", "fp16", "fp8 e4m3", "fp8 e5m2"};
   const size_t elem[] = {4, 2, 2, 1, 1};
@@ -223,6 +225,7 @@ std::vector<DataSet> Synthetic() {
     float walk = 0;
     for (int ti = 0; ti < 5; ++ti) {
       DataSet d{dists[di], dtypes[ti], {}};
+      if ((d.name + " " + d.dtype).find(filter) == std::string::npos) continue;
       for (int k = 0; k < 16; ++k) {
         const size_t n = (size_t{1} << 20) / elem[ti];
         std::vector<float> v(n);
@@ -354,6 +357,55 @@ std::vector<DataSet> Casts(const std::vector<DataSet>& sets) {
   return out;
 }
 
+// How the float codec stored a row's planes (docs/format.md, "Payload kind 2"): for each plane (0 lowest), the
+// blocks stored raw / constant / Huffman and the plane's coded share of its raw bytes. Says which path a row takes.
+void PrintPlanes(const DataSet& d) {
+  constexpr int kMaxPlanes = 8;
+  size_t mode_blocks[kMaxPlanes][3] = {}, coded[kMaxPlanes] = {}, raw[kMaxPlanes] = {};
+  std::string out;
+  size_t elem = 0;
+  for (const Tensor& t : d.tensors) {
+    elem = t.elem;
+    const size_t n = t.bytes.size() / t.elem;
+    out.resize(ttrace::store::FloatCodecMaxBytes(n, t.elem));
+    const size_t size = ttrace::store::FloatEncode(t.bytes.data(), n, t.elem, out.data());
+    const auto* p = reinterpret_cast<const uint8_t*>(out.data());
+    const size_t block = size_t{1} << p[2];
+    size_t pos = ttrace::store::kFloatCodecHeaderBytes;
+    for (size_t b = 0; b < n; b += block) {
+      const size_t m = std::min(block, n - b);
+      for (size_t plane = 0; plane < t.elem; ++plane) {
+        const size_t start = pos;
+        const uint8_t mode = p[pos++];
+        if (mode == 0) {
+          pos += m;
+        } else if (mode == 1) {
+          ++pos;
+        } else {
+          const int lo = p[pos], hi = p[pos + 1];
+          pos += 2 + (hi - lo + 2) / 2;
+          size_t streams = 0;
+          for (int s = 0; s < 4; ++s) {
+            uint32_t bytes;
+            memcpy(&bytes, p + pos + 4 * s, 4);
+            streams += bytes;
+          }
+          pos += 16 + streams;
+        }
+        ++mode_blocks[plane][std::min<uint8_t>(mode, 2)];
+        coded[plane] += pos - start;
+        raw[plane] += m;
+      }
+    }
+    if (pos != size) abort();
+  }
+  printf("planes of %s %s (blocks raw/constant/Huffman, coded/raw bytes):", d.name.c_str(), d.dtype.c_str());
+  for (size_t plane = 0; plane < elem; ++plane)
+    printf(" [%zu] %zu/%zu/%zu %.3f", plane, mode_blocks[plane][0], mode_blocks[plane][1], mode_blocks[plane][2],
+           static_cast<double>(coded[plane]) / static_cast<double>(raw[plane]));
+  printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -361,7 +413,7 @@ int main(int argc, char** argv) {
   bool synthetic = true;
   std::vector<std::string> traces;
   std::string data_filter, method_filter;
-  bool cast = false;
+  bool cast = false, exact_method = false, planes = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--min-seconds" && i + 1 < argc) {
@@ -376,17 +428,21 @@ int main(int argc, char** argv) {
       data_filter = argv[++i];
     } else if (a == "--method" && i + 1 < argc) {
       method_filter = argv[++i];
+    } else if (a == "--planes") {
+      planes = true;
+    } else if (a == "--exact-method") {
+      exact_method = true;
     } else if (a == "--no-synthetic") {
       synthetic = false;
     } else {
       fprintf(stderr,
-              "usage: codec_bench [--min-seconds S] [--best] [--data SUBSTR] [--method SUBSTR] [--trace DIR]... "
-              "[--cast] [--no-synthetic]\n");
+              "usage: codec_bench [--min-seconds S] [--best] [--data SUBSTR] [--method SUBSTR [--exact-method]] "
+              "[--trace DIR]... [--cast] [--no-synthetic] [--planes]\n");
       return 2;
     }
   }
   std::vector<DataSet> sets;
-  if (synthetic) sets = Synthetic();
+  if (synthetic) sets = Synthetic(data_filter);
   for (const std::string& t : traces) {
     std::vector<DataSet> s = FromTraces(t);
     if (cast) {
@@ -409,8 +465,13 @@ int main(int argc, char** argv) {
   const std::vector<Method> methods = Methods();
   for (const DataSet& d : sets) {
     if ((d.name + " " + d.dtype).find(data_filter) == std::string::npos) continue;
+    if (planes) {
+      PrintPlanes(d);
+      continue;
+    }
     for (const Method& m : methods) {
       if (m.name.find(method_filter) == std::string::npos) continue;
+      if (exact_method && m.name != method_filter) continue;
       const Result r = Measure(d, m, min_seconds);
       printf("| %s | %s | %.0f | %s | %.3f | %.0f | %.0f |\n", d.name.c_str(), d.dtype.c_str(),
              static_cast<double>(d.bytes()) / (1 << 20), m.name.c_str(), r.ratio, r.encode_mbs, r.decode_mbs);

@@ -350,44 +350,49 @@ uint8_t* WriteHuffmanHeader(const PlanePlan& pp, uint8_t* o) {
   return o;
 }
 
-// One stream's bit writer: bits pending in acc (the low `bits`), o the next byte to write.
+// One stream's bit writer. The pending bits sit at the top of acc, the oldest lowest: a symbol's entry holds its code
+// at the top (code << (64 - len)) and its length in the low bits, so `acc = acc >> len | entry` appends it with one
+// table load, and `bits += entry` counts it: bits' low 6 bits are the pending count (at most 55), the codes added
+// above them are never read, and the lengths ORed into acc's low bits lie below the pending bits, where they are
+// shifted out. A flush stores the pending bits from bit 0 of the next byte and keeps acc as it is.
 struct BitWriter {
-  uint64_t acc = 0;
-  unsigned bits = 0;
+  uint64_t acc = 0, bits = 0;
   uint8_t* o;
 };
 
-// Codes symbols [i, i + count) of two streams (sa, sb: their symbols), four symbols per stream (<= 48 bits + 7
-// pending) between 8-byte stores; the caller has checked that every store stays inside its stream. Two streams,
-// not four, at a time: four streams' state, symbols and codes do not fit in x86-64's registers (the compiler
-// spilled a third of them), and two independent chains already keep the core busy.
-__attribute__((always_inline)) inline void EncodeTwo(const uint64_t* code, const uint8_t* len, const uint8_t* sa,
-                                                     const uint8_t* sb, size_t i, size_t last, BitWriter* wa,
-                                                     BitWriter* wb) {
-  uint64_t a0 = wa->acc, a1 = wb->acc;
-  unsigned n0 = wa->bits, n1 = wb->bits;
+__attribute__((always_inline)) inline void PutSymbol(uint64_t entry, uint64_t& acc, uint64_t& bits) {
+  acc = (acc >> (entry & 63)) | entry;
+  bits += entry;
+}
+
+// Writes the whole pending bytes with one 8-byte store (the bytes after them are written again later).
+__attribute__((always_inline)) inline void Flush8(uint8_t*& o, uint64_t acc, uint64_t& bits) {
+  const uint64_t n = bits & 63;  // >= 1: called after a symbol
+  const uint64_t v = acc >> ((64 - n) & 63);
+  memcpy(o, &v, 8);
+  o += n >> 3;
+  bits = n & 7;
+}
+
+// Codes symbols [i, last) of two streams (sa, sb: their symbols), four symbols per stream (<= 48 bits + 7 pending)
+// between 8-byte stores; the caller has checked that every store stays inside its stream. Two streams, not four, at
+// a time: four streams' state, symbols and codes do not fit in x86-64's registers, and two independent chains
+// (a shift and an OR a symbol) already keep the core busy.
+__attribute__((always_inline)) inline void EncodeTwo(const uint64_t* entry, const uint8_t* sa, const uint8_t* sb,
+                                                     size_t i, size_t last, BitWriter* wa, BitWriter* wb) {
+  uint64_t a0 = wa->acc, a1 = wb->acc, n0 = wa->bits, n1 = wb->bits;
   uint8_t *o0 = wa->o, *o1 = wb->o;
-  auto put = [&](uint8_t x, uint64_t& acc, unsigned& bits) __attribute__((always_inline)) {
-    acc |= code[x] << bits;
-    bits += len[x];
-  };
-  auto flush = [](uint8_t*& o, uint64_t& acc, unsigned& bits) __attribute__((always_inline)) {
-    memcpy(o, &acc, 8);
-    o += bits >> 3;
-    acc >>= bits & ~7u;
-    bits &= 7;
-  };
   for (; i < last; i += 4) {
-    put(sa[i], a0, n0);
-    put(sb[i], a1, n1);
-    put(sa[i + 1], a0, n0);
-    put(sb[i + 1], a1, n1);
-    put(sa[i + 2], a0, n0);
-    put(sb[i + 2], a1, n1);
-    put(sa[i + 3], a0, n0);
-    put(sb[i + 3], a1, n1);
-    flush(o0, a0, n0);
-    flush(o1, a1, n1);
+    PutSymbol(entry[sa[i]], a0, n0);
+    PutSymbol(entry[sb[i]], a1, n1);
+    PutSymbol(entry[sa[i + 1]], a0, n0);
+    PutSymbol(entry[sb[i + 1]], a1, n1);
+    PutSymbol(entry[sa[i + 2]], a0, n0);
+    PutSymbol(entry[sb[i + 2]], a1, n1);
+    PutSymbol(entry[sa[i + 3]], a0, n0);
+    PutSymbol(entry[sb[i + 3]], a1, n1);
+    Flush8(o0, a0, n0);
+    Flush8(o1, a1, n1);
   }
   *wa = {a0, n0, o0};
   *wb = {a1, n1, o1};
@@ -397,13 +402,13 @@ __attribute__((always_inline)) inline void EncodeTwo(const uint64_t* code, const
 // (so no stream overwrites its neighbour's first bytes), the rest byte by byte.
 __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym, size_t n, const PlanePlan& pp,
                                                              uint8_t* data) {
-  uint64_t code[256];  // 64-bit: shifted as it is loaded
+  uint64_t entry[256];
   {
     uint16_t code16[256];
     CanonicalCodes(pp.len, code16);
-    for (int s = 0; s < 256; ++s) code[s] = pp.len[s] ? code16[s] : 0;
+    for (int s = 0; s < 256; ++s)
+      entry[s] = pp.len[s] ? static_cast<uint64_t>(code16[s]) << (64 - pp.len[s]) | pp.len[s] : 0;
   }
-  const uint8_t* len = pp.len;
   size_t b[kStreams], e[kStreams];
   for (int s = 0; s < kStreams; ++s) StreamRange(n, s, &b[s], &e[s]);
   BitWriter w[kStreams];
@@ -424,21 +429,19 @@ __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym,
     for (;;) {
       const size_t rounds = std::min({(common - i) / 4, room(w[s].o, end[s]), room(w[s + 1].o, end[s + 1])});
       if (rounds == 0) break;
-      EncodeTwo(code, len, sym + b[s], sym + b[s + 1], i, i + 4 * rounds, &w[s], &w[s + 1]);
+      EncodeTwo(entry, sym + b[s], sym + b[s + 1], i, i + 4 * rounds, &w[s], &w[s + 1]);
       i += 4 * rounds;
     }
     done[s] = done[s + 1] = i;
   }
   for (int s = 0; s < kStreams; ++s) {
-    uint64_t acc = w[s].acc;
-    unsigned bits = w[s].bits;
+    uint64_t acc = w[s].acc, bits = w[s].bits & 63;
     uint8_t* o = w[s].o;
     for (size_t idx = b[s] + done[s]; idx < e[s]; ++idx) {
-      acc |= code[sym[idx]] << bits;
-      bits += len[sym[idx]];
-      for (; bits >= 8; bits -= 8, acc >>= 8) *o++ = static_cast<uint8_t>(acc);
+      PutSymbol(entry[sym[idx]], acc, bits);
+      for (bits &= 63; bits >= 8; bits -= 8) *o++ = static_cast<uint8_t>(acc >> (64 - bits));
     }
-    if (bits) *o++ = static_cast<uint8_t>(acc);
+    if (bits) *o++ = static_cast<uint8_t>(acc >> (64 - bits));
   }
 }
 
@@ -552,34 +555,39 @@ __attribute__((always_inline)) inline const char* DecodeStreamsBody(const uint8_
     data += bytes[s];
   }
   const uint8_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
-  const size_t lim0 = bytes[0] >= 8 ? bytes[0] - 8 : 0, lim1 = bytes[1] >= 8 ? bytes[1] - 8 : 0,
-               lim2 = bytes[2] >= 8 ? bytes[2] - 8 : 0, lim3 = bytes[3] >= 8 ? bytes[3] - 8 : 0;
-  const bool room = bytes[0] >= 8 && bytes[1] >= 8 && bytes[2] >= 8 && bytes[3] >= 8;
   uint64_t q0 = 0, q1 = 0, q2 = 0, q3 = 0;  // bits consumed
   const size_t common = e[3] - b[3];
   // The outputs advance together: one pointer and the streams' distances from it.
   uint8_t* d = dst + b[0] * kStride;
   const size_t d1 = (b[1] - b[0]) * kStride, d2 = (b[2] - b[0]) * kStride, d3 = (b[3] - b[0]) * kStride;
+  // A round (four symbols a stream) reads 8 bytes at each stream's position and advances it by at most 6 bytes (4
+  // codes of at most 12 bits), so the rounds whose loads stay inside every stream are counted once per batch.
+  auto room = [](uint64_t q, uint32_t size) -> size_t {
+    return size >= 8 && (q >> 3) <= size - 8 ? static_cast<size_t>((size - 8 - (q >> 3)) / 6 + 1) : 0;
+  };
   size_t i = 0;
-  while (room && i + 4 <= common && (q0 >> 3) <= lim0 && (q1 >> 3) <= lim1 && (q2 >> 3) <= lim2 &&
-         (q3 >> 3) <= lim3) {
-    uint64_t w0 = Load<uint64_t>(p0 + (q0 >> 3)) >> (q0 & 7), w1 = Load<uint64_t>(p1 + (q1 >> 3)) >> (q1 & 7),
-             w2 = Load<uint64_t>(p2 + (q2 >> 3)) >> (q2 & 7), w3 = Load<uint64_t>(p3 + (q3 >> 3)) >> (q3 & 7);
+  for (;;) {
+    const size_t rounds =
+        std::min({(common - i) / 4, room(q0, bytes[0]), room(q1, bytes[1]), room(q2, bytes[2]), room(q3, bytes[3])});
+    if (rounds == 0) break;
+    // One stream's four symbols after another: the out-of-order core overlaps the four streams' chains (table load,
+    // shift) across a round all the same, and one stream's state at a time leaves the rest in registers.
+    auto four = [table](const uint8_t* ps, uint64_t& qs, uint8_t* ds) __attribute__((always_inline)) {
+      uint64_t w = Load<uint64_t>(ps + (qs >> 3)) >> (qs & 7);
 #pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      const uint32_t t0 = table[w0 & (kTableSize - 1)], t1 = table[w1 & (kTableSize - 1)],
-                     t2 = table[w2 & (kTableSize - 1)], t3 = table[w3 & (kTableSize - 1)];
-      d[k * kStride] = static_cast<uint8_t>(t0);
-      d[d1 + k * kStride] = static_cast<uint8_t>(t1);
-      d[d2 + k * kStride] = static_cast<uint8_t>(t2);
-      d[d3 + k * kStride] = static_cast<uint8_t>(t3);
-      w0 >>= t0 >> 8, q0 += t0 >> 8;
-      w1 >>= t1 >> 8, q1 += t1 >> 8;
-      w2 >>= t2 >> 8, q2 += t2 >> 8;
-      w3 >>= t3 >> 8, q3 += t3 >> 8;
+      for (int k = 0; k < 4; ++k) {
+        const uint32_t t = table[w & (kTableSize - 1)];
+        ds[k * kStride] = static_cast<uint8_t>(t);
+        w >>= t >> 8;
+        qs += t >> 8;
+      }
+    };
+    for (const size_t stop = i + 4 * rounds; i < stop; i += 4, d += 4 * kStride) {
+      four(p0, q0, d);
+      four(p1, q1, d + d1);
+      four(p2, q2, d + d2);
+      four(p3, q3, d + d3);
     }
-    i += 4;
-    d += 4 * kStride;
   }
   uint64_t q[kStreams] = {q0, q1, q2, q3};
   for (int s = 0; s < kStreams; ++s) {
