@@ -63,18 +63,18 @@ inline void StreamRange(size_t n, int s, size_t* begin, size_t* end) {
 // build over the sorted frequencies; when the tree is too deep, frequencies are halved (kept nonzero) and it is
 // rebuilt, which flattens the tree while the code stays complete (Kraft sum exactly 1).
 void BuildLengths(const uint32_t freq_in[256], uint8_t len[256]) {
-  uint32_t f[256];
-  memcpy(f, freq_in, sizeof f);
+  // Keys f << 8 | symbol sort by frequency, then symbol. Halving keeps their order except among frequencies it makes
+  // equal, so after the first sort an insertion sort puts them right in one pass over nearly sorted keys.
+  uint64_t key[256];
+  int n = 0;
+  for (int s = 0; s < 256; ++s)
+    if (freq_in[s]) key[n++] = static_cast<uint64_t>(freq_in[s]) << 8 | static_cast<uint64_t>(s);
+  std::sort(key, key + n);
   for (;;) {
-    uint16_t sym[256];
-    int n = 0;
-    for (int s = 0; s < 256; ++s)
-      if (f[s]) sym[n++] = static_cast<uint16_t>(s);
-    std::sort(sym, sym + n, [&](uint16_t a, uint16_t b) { return f[a] < f[b] || (f[a] == f[b] && a < b); });
     uint64_t w[511];
     uint16_t parent[511];
     uint8_t depth[511];
-    for (int i = 0; i < n; ++i) w[i] = f[sym[i]];
+    for (int i = 0; i < n; ++i) w[i] = key[i] >> 8;
     int leaf = 0, node = n;
     for (int k = n; k < 2 * n - 1; ++k) {
       int pick[2];
@@ -90,13 +90,26 @@ void BuildLengths(const uint32_t freq_in[256], uint8_t len[256]) {
     }
     if (max_depth <= kMaxLen) {
       memset(len, 0, 256);
-      for (int i = 0; i < n; ++i) len[sym[i]] = depth[i];
+      for (int i = 0; i < n; ++i) len[key[i] & 0xff] = depth[i];
       return;
     }
-    for (uint32_t& x : f)
-      if (x) x = (x >> 1) | 1;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t f = ((key[i] >> 8) >> 1) | 1;
+      key[i] = f << 8 | (key[i] & 0xff);
+      for (int j = i; j > 0 && key[j - 1] > key[j]; --j) std::swap(key[j - 1], key[j]);
+    }
   }
 }
+
+// Each byte's bits in reverse order.
+constexpr struct Reverse8 {
+  uint8_t v[256];
+  constexpr Reverse8() : v() {
+    for (int x = 0; x < 256; ++x)
+      for (int b = 0; b < 8; ++b) v[x] |= static_cast<uint8_t>(((x >> b) & 1) << (7 - b));
+  }
+  constexpr uint32_t operator[](uint32_t x) const { return v[x]; }
+} kReverse8;
 
 // Canonical codes (deflate's assignment), bit-reversed for LSB-first streams.
 void CanonicalCodes(const uint8_t len[256], uint16_t code[256]) {
@@ -108,9 +121,7 @@ void CanonicalCodes(const uint8_t len[256], uint16_t code[256]) {
   for (int s = 0; s < 256; ++s) {
     if (!len[s]) continue;
     const uint32_t v = next[len[s]]++;
-    uint32_t r = 0;
-    for (int b = 0; b < len[s]; ++b) r |= ((v >> b) & 1u) << (len[s] - 1 - b);
-    code[s] = static_cast<uint16_t>(r);
+    code[s] = static_cast<uint16_t>((kReverse8[v & 0xff] << 8 | kReverse8[v >> 8]) >> (16 - len[s]));
   }
 }
 
