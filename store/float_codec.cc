@@ -125,7 +125,7 @@ void CanonicalCodes(const uint8_t len[256], uint16_t code[256]) {
   }
 }
 
-// Decoder table: entry = len << 8 | symbol for every kMaxLen-bit window. False unless the lengths form a
+// Decoder table: entry = symbol << 8 | len for every kMaxLen-bit window. False unless the lengths form a
 // complete code of at least two symbols (then every window decodes).
 bool BuildTable(const uint8_t len[256], uint16_t table[kTableSize]) {
   uint32_t kraft = 0;
@@ -137,7 +137,7 @@ bool BuildTable(const uint8_t len[256], uint16_t table[kTableSize]) {
   CanonicalCodes(len, code);
   for (int s = 0; s < 256; ++s)
     if (len[s])
-      for (uint32_t i = code[s]; i < kTableSize; i += 1u << len[s]) table[i] = static_cast<uint16_t>(len[s] << 8 | s);
+      for (uint32_t i = code[s]; i < kTableSize; i += 1u << len[s]) table[i] = static_cast<uint16_t>(s << 8 | len[s]);
   return true;
 }
 
@@ -556,7 +556,7 @@ __attribute__((always_inline)) inline const char* DecodeStreamsBody(const uint8_
                                                                     size_t n, const uint16_t table[kTableSize],
                                                                     uint8_t* dst) {
   auto put = [&](size_t idx, uint16_t entry) __attribute__((always_inline)) {
-    dst[idx * kStride] = static_cast<uint8_t>(entry);
+    dst[idx * kStride] = static_cast<uint8_t>(entry >> 8);
   };
   size_t b[kStreams], e[kStreams];
   const uint8_t* p[kStreams];
@@ -588,9 +588,9 @@ __attribute__((always_inline)) inline const char* DecodeStreamsBody(const uint8_
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const uint32_t t = table[w & (kTableSize - 1)];
-        ds[k * kStride] = static_cast<uint8_t>(t);
-        w >>= t >> 8;
-        qs += t >> 8;
+        w >>= t & 63;  // the length: one shift on the chain from one symbol's table load to the next one's
+        ds[k * kStride] = static_cast<uint8_t>(t >> 8);
+        qs += t & 15;
       }
     };
     for (const size_t stop = i + 4 * rounds; i < stop; i += 4, d += 4 * kStride) {
@@ -605,7 +605,7 @@ __attribute__((always_inline)) inline const char* DecodeStreamsBody(const uint8_
     for (size_t idx = b[s] + i; idx < e[s]; ++idx) {
       const uint16_t t = table[(LoadTail(p[s], bytes[s], q[s] >> 3) >> (q[s] & 7)) & (kTableSize - 1)];
       put(idx, t);
-      q[s] += t >> 8;
+      q[s] += t & 15;
       if (q[s] > static_cast<uint64_t>(bytes[s]) * 8) return "a Huffman stream ends inside a code";
     }
     if ((q[s] + 7) / 8 != bytes[s]) return "a Huffman stream has trailing bytes";
