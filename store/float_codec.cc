@@ -510,7 +510,7 @@ size_t WritePlane(const uint8_t* sym, size_t n, const PlanePlan& pp, uint8_t* ou
 
 // The top plane is always planned from its histogram; a lower plane only when a sample says it may pay. In the
 // common case (every lower plane raw) one split writes the lower planes in place and the top plane to `scratch`
-// (2^kBlockLog2 bytes). Otherwise the planes are written one after another, each lower one from a copy in
+// (2^kBlockLog2 bytes). Otherwise the planes are written one after another, a Huffman-coded lower one from a copy in
 // `scratch2` (as large).
 template <typename T>
 size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out, uint8_t* scratch, uint8_t* scratch2) {
@@ -527,15 +527,22 @@ size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out, uint8_t* scratch, 
     for (int plane = 0; plane + 1 < W; ++plane) out[plane * (1 + n)] = kRaw;
     return (W - 1) * (1 + n) + WritePlane(scratch, n, top, out + (W - 1) * (1 + n));
   }
-  // Plane q is written at or before its raw place and may be longer than the raw bytes ahead of it, so each lower
-  // plane is copied out of its raw place first. Planes before q end before q's raw place, never in q + 1's.
+  // Plane q is written at or before its raw place; planes before q end before q's raw place, never in q + 1's. A
+  // raw plane moves down (or stays); a constant one reads nothing; a Huffman plane is read while its streams are
+  // written over the bytes it is read from, so it is copied out of its raw place first.
   size_t pos = 0;
   for (int plane = 0; plane + 1 < W; ++plane) {
-    memcpy(scratch2, lower[plane], n);
     PlanePlan pp;
-    if (try_lower[plane]) PlanPlane(scratch2, n, &pp);
+    if (try_lower[plane]) PlanPlane(lower[plane], n, &pp);
     else pp.total = 1 + n;
-    pos += WritePlane(scratch2, n, pp, out + pos);
+    if (pp.mode == kRaw) {
+      out[pos] = kRaw;
+      if (out + pos + 1 != lower[plane]) memmove(out + pos + 1, lower[plane], n);
+      pos += 1 + n;
+    } else {
+      if (pp.mode == kHuffman) memcpy(scratch2, lower[plane], n);
+      pos += WritePlane(scratch2, n, pp, out + pos);
+    }
   }
   return pos + WritePlane(scratch, n, top, out + pos);
 }
