@@ -156,24 +156,8 @@ void CheckConvGraph(int rank, const Op& op, CheckReport* report, uint64_t max_wo
   const GraphTensor& w = op.graph_tensors[static_cast<size_t>(g.operands[1])];
   const GraphTensor& y = op.graph_tensors[static_cast<size_t>(g.operands[2])];
   ConvProblem p;
-  p.direction = g.type == kConvFwd ? ConvDirection::kForward
-                : g.type == kConvBwdData ? ConvDirection::kBackwardData : ConvDirection::kBackwardFilter;
-  p.spatial = g.spatial;
-  bool ok = p.spatial >= 1 && p.spatial <= 3 && x.nb_dims == p.spatial + 2 && w.nb_dims == x.nb_dims &&
-            y.nb_dims == x.nb_dims && x.data_type == w.data_type && x.data_type == y.data_type;
-  if (!ok) return report->AddNotChecked("cuDNN convolution graph geometry unsupported");
-  p.n = x.dims[0], p.c = x.dims[1], p.k = w.dims[0];
-  p.groups = w.dims[1] > 0 ? p.c / w.dims[1] : 0;
-  p.flip = g.mode == 0;
-  p.alpha = g.alpha, p.beta = g.beta;
-  for (int d = 0; d < p.spatial; ++d) {
-    p.in[d] = x.dims[2 + d], p.filter[d] = w.dims[2 + d], p.out[d] = y.dims[2 + d];
-    p.pad[d] = g.pre_pad[d], p.stride[d] = g.stride[d], p.dilation[d] = g.dilation[d];
-    ok = ok && g.pre_pad[d] == g.post_pad[d] && p.stride[d] >= 1 && p.dilation[d] >= 1 &&
-         (p.in[d] + 2 * p.pad[d] - (p.filter[d] - 1) * p.dilation[d] - 1) / p.stride[d] + 1 == p.out[d];
-  }
-  ok = ok && p.groups >= 1 && p.c == w.dims[1] * p.groups && p.k % p.groups == 0 && y.dims[0] == p.n && y.dims[1] == p.k;
-  if (!ok) return report->AddNotChecked("cuDNN convolution graph geometry unsupported");
+  if (x.data_type != w.data_type || x.data_type != y.data_type || !ConvGraphGeometry(g, x, w, y, &p))
+    return report->AddNotChecked("cuDNN convolution graph geometry unsupported");
   absl::StatusOr<GemmPrecision> precision = ResolveConvPrecision(x.data_type, g.compute_type, -1, y.data_type);
   if (!precision.ok()) return report->AddNotChecked("no error model");
   const uint64_t work = static_cast<uint64_t>(ConvOutputElements(p)) * static_cast<uint64_t>(ConvTermsPerOutput(p));
@@ -193,6 +177,29 @@ void CheckConvGraph(int rank, const Op& op, CheckReport* report, uint64_t max_wo
 }
 
 }  // namespace
+
+bool ConvGraphGeometry(const GraphOp& g, const GraphTensor& x, const GraphTensor& w, const GraphTensor& y,
+                       ConvProblem* out) {
+  ConvProblem& p = *out;
+  p.direction = g.type == kConvFwd ? ConvDirection::kForward
+                : g.type == kConvBwdData ? ConvDirection::kBackwardData : ConvDirection::kBackwardFilter;
+  p.spatial = g.spatial;
+  bool ok = p.spatial >= 1 && p.spatial <= 3 && x.nb_dims == p.spatial + 2 && w.nb_dims == x.nb_dims &&
+            y.nb_dims == x.nb_dims;
+  if (!ok) return false;
+  p.n = x.dims[0], p.c = x.dims[1], p.k = w.dims[0];
+  p.groups = w.dims[1] > 0 ? p.c / w.dims[1] : 0;
+  p.flip = g.mode == 0;
+  p.alpha = g.alpha, p.beta = g.beta;
+  for (int d = 0; d < p.spatial; ++d) {
+    p.in[d] = x.dims[2 + d], p.filter[d] = w.dims[2 + d], p.out[d] = y.dims[2 + d];
+    p.pad[d] = g.pre_pad[d], p.stride[d] = g.stride[d], p.dilation[d] = g.dilation[d];
+    ok = ok && g.pre_pad[d] == g.post_pad[d] && p.stride[d] >= 1 && p.dilation[d] >= 1 &&
+         (p.in[d] + 2 * p.pad[d] - (p.filter[d] - 1) * p.dilation[d] - 1) / p.stride[d] + 1 == p.out[d];
+  }
+  return ok && p.groups >= 1 && p.c == w.dims[1] * p.groups && p.k % p.groups == 0 && y.dims[0] == p.n &&
+         y.dims[1] == p.k;
+}
 
 std::string GraphOpNames(const std::vector<GraphOp>& ops) {
   std::string s;

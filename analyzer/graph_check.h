@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/conv_check.h"
 #include "analyzer/element_stats.h"
 #include "analyzer/error_model.h"
 #include "analyzer/report.h"
@@ -68,6 +69,11 @@ bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out);
 std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p);
 void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* report, const std::string& form);
 bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64_t max_work);
+// The geometry of a graph's convolution `g` (operands x, w, y) into `p`: direction, sizes, groups, padding, strides,
+// dilations, alpha, beta; false when cuDNN's shape rules do not hold or ConvProblem cannot express it (asymmetric
+// padding, more than 3 spatial dims).
+bool ConvGraphGeometry(const format::GraphOp& g, const format::GraphTensor& x, const format::GraphTensor& w,
+                       const format::GraphTensor& y, ConvProblem* p);
 // A convolution with a pointwise prologue or epilogue (graph_conv.cc: conv.fused); false when the graph is not one.
 bool CheckConvFusion(int rank, const Op& op, CheckReport* report, uint64_t max_work);
 // Offset of y's multi-index `idx` in a dense tensor `t` that broadcasts (size-1 dims) to y's shape.

@@ -143,25 +143,7 @@ std::string EvalConv(const GraphOp& g, const std::vector<GraphTensor>& T, Values
   const GraphTensor& w = T[static_cast<size_t>(g.operands[1])];
   const GraphTensor& y = T[static_cast<size_t>(g.operands[2])];
   ConvProblem p;
-  p.direction = g.type == kConvFwd ? ConvDirection::kForward
-                : g.type == kConvBwdData ? ConvDirection::kBackwardData : ConvDirection::kBackwardFilter;
-  p.spatial = g.spatial;
-  bool ok = p.spatial >= 1 && p.spatial <= 3 && x.nb_dims == p.spatial + 2 && w.nb_dims == x.nb_dims &&
-            y.nb_dims == x.nb_dims;
-  if (!ok) return "cuDNN convolution graph geometry unsupported";
-  p.n = x.dims[0], p.c = x.dims[1], p.k = w.dims[0];
-  p.groups = w.dims[1] > 0 ? p.c / w.dims[1] : 0;
-  p.flip = g.mode == 0;
-  p.alpha = g.alpha, p.beta = g.beta;
-  for (int d = 0; d < p.spatial; ++d) {
-    p.in[d] = x.dims[2 + d], p.filter[d] = w.dims[2 + d], p.out[d] = y.dims[2 + d];
-    p.pad[d] = g.pre_pad[d], p.stride[d] = g.stride[d], p.dilation[d] = g.dilation[d];
-    ok = ok && g.pre_pad[d] == g.post_pad[d] && p.stride[d] >= 1 && p.dilation[d] >= 1 &&
-         (p.in[d] + 2 * p.pad[d] - (p.filter[d] - 1) * p.dilation[d] - 1) / p.stride[d] + 1 == p.out[d];
-  }
-  ok = ok && p.groups >= 1 && p.c == w.dims[1] * p.groups && p.k % p.groups == 0 && y.dims[0] == p.n &&
-       y.dims[1] == p.k && p.beta == 0;
-  if (!ok) return "cuDNN convolution graph geometry unsupported";
+  if (!ConvGraphGeometry(g, x, w, y, &p) || p.beta != 0) return "cuDNN convolution graph geometry unsupported";
   // The two inputs share a data type; the output's type is the written tensor's (a virtual FP32 intermediate).
   const int out = p.direction == ConvDirection::kForward ? 2 : p.direction == ConvDirection::kBackwardData ? 0 : 1;
   const GraphTensor* roles[3] = {&x, &w, &y};
