@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -92,6 +93,37 @@ struct Attn {
   int64_t b, h, hk, sq, skv, d;
 };
 
+// Makes a virtual tensor of a graph (the next uid).
+using Virt = std::function<Desc(cudnnDataType_t, const std::vector<int64_t>&)>;
+
+// cudnn-frontend's causal mask (top left, right bound 0: row >= column) over scores [b, h, s_q, s_kv]: the scores
+// where kept, ninf elsewhere.
+Desc CausalMask(Graph& g, const Virt& virt, Desc scores, Desc ninf, const std::vector<int64_t>& sc) {
+  Desc ri = virt(CUDNN_DATA_INT32, sc), ci = virt(CUDNN_DATA_INT32, sc), keep = virt(CUDNN_DATA_BOOLEAN, sc);
+  Desc out = virt(CUDNN_DATA_FLOAT, sc);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, nullptr, ri, nullptr, 2);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, nullptr, ci, nullptr, 3);
+  g.Pointwise(CUDNN_POINTWISE_CMP_GE, ri, ci, keep);
+  g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, scores, ninf, out, keep);
+  return out;
+}
+
+// cudnn-frontend's softmax over the keys with Stats (max + log of the sum, into `stats`): P, of type p_type.
+Desc Softmax(Graph& g, const Virt& virt, Desc scores, Desc stats, cudnnDataType_t p_type,
+             const std::vector<int64_t>& sc, const std::vector<int64_t>& row) {
+  const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+  Desc mx = virt(f32, row), sub = virt(f32, sc), ex = virt(f32, sc), sum = virt(f32, row), lg = virt(f32, row);
+  Desc p = virt(p_type, sc);
+  g.Reduction(CUDNN_REDUCE_TENSOR_MAX, scores, mx);
+  g.Pointwise(CUDNN_POINTWISE_SUB, scores, mx, sub);
+  g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
+  g.Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum);
+  g.Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
+  g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, stats);
+  g.Pointwise(CUDNN_POINTWISE_DIV, ex, sum, p);
+  return p;
+}
+
 // Q, K, V, O as in NVIDIA's samples ([b, h, s, d], packed); returns the buffers (uids 1..5: Q K V O Stats).
 void Attention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool fused) {
   const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
@@ -114,26 +146,13 @@ void Attention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool fused) {
     const int64_t ks[4] = {s.hk * s.skv * s.d, s.skv * s.d, s.d, 1};
     Desc ktd = g.Strided(2, io, {s.b, s.hk, s.d, s.skv}, {ks[0], ks[1], ks[3], ks[2]});
     const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv}, row = {s.b, s.h, s.sq, 1};
-    Desc s1 = g.Tensor(101, f32, sc, true), s2 = g.Tensor(102, f32, sc, true);
-    Desc ri = g.Tensor(103, CUDNN_DATA_INT32, sc, true), ci = g.Tensor(104, CUDNN_DATA_INT32, sc, true);
-    Desc keep = g.Tensor(105, CUDNN_DATA_BOOLEAN, sc, true), masked = g.Tensor(106, f32, sc, true);
-    Desc mx = g.Tensor(107, f32, row, true), sub = g.Tensor(108, f32, sc, true), ex = g.Tensor(109, f32, sc, true);
-    Desc sum = g.Tensor(110, f32, row, true), lg = g.Tensor(111, f32, row, true), p = g.Tensor(112, io, sc, true);
+    int64_t uid = 100;
+    const Virt virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
+    Desc s1 = virt(f32, sc), s2 = virt(f32, sc);
     Desc ninf = g.Tensor(7, f32, {1, 1, 1, 1}, false, true);
     g.Matmul(qd, ktd, s1);
     g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
-    g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s2, nullptr, ri, nullptr, 2);
-    g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s2, nullptr, ci, nullptr, 3);
-    g.Pointwise(CUDNN_POINTWISE_CMP_GE, ri, ci, keep);
-    g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s2, ninf, masked, keep);
-    g.Reduction(CUDNN_REDUCE_TENSOR_MAX, masked, mx);
-    g.Pointwise(CUDNN_POINTWISE_SUB, masked, mx, sub);
-    g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
-    g.Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum);
-    g.Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
-    g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, sd);
-    g.Pointwise(CUDNN_POINTWISE_DIV, ex, sum, p);
-    g.Matmul(p, vd, od);
+    g.Matmul(Softmax(g, virt, CausalMask(g, virt, s2, ninf, sc), sd, io, sc, row), vd, od);
   }
   for (Buf* b : {&q, &k, &v}) b->Dump(seq, 22);
   std::map<int64_t, void*> data = {{1, q.dev}, {2, k.dev}, {3, v.dev}, {4, o.dev}, {5, stats.dev}, {6, &scale}};
@@ -167,7 +186,7 @@ void PaddedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const st
   Desc ktd = g.Strided(2, io, {s.b, s.hk, s.d, s.skv}, {ks[0], ks[1], ks[3], ks[2]});
   const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv}, row = {s.b, s.h, s.sq, 1};
   int64_t uid = 100;
-  auto virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
+  const Virt virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
   Desc s1 = virt(f32, sc), s2 = virt(f32, sc);
   g.Matmul(qd, ktd, s1, lqd, lkvd, nullptr, &zero);
   g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
@@ -180,23 +199,7 @@ void PaddedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const st
   g.Pointwise(CUDNN_POINTWISE_CMP_LT, ci, lkvd, cm);
   g.Pointwise(CUDNN_POINTWISE_LOGICAL_AND, rm, cm, pm);
   g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s2, ninf, s3, pm);
-  // Causal mask (top left, right bound 0): row >= column.
-  Desc ri2 = virt(i32, sc), ci2 = virt(i32, sc), keep = virt(boolean, sc), s4 = virt(f32, sc);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ri2, nullptr, 2);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ci2, nullptr, 3);
-  g.Pointwise(CUDNN_POINTWISE_CMP_GE, ri2, ci2, keep);
-  g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s3, ninf, s4, keep);
-  // Softmax with Stats.
-  Desc mx = virt(f32, row), sub = virt(f32, sc), ex = virt(f32, sc), sum = virt(f32, row), lg = virt(f32, row);
-  Desc p = virt(io, sc);
-  g.Reduction(CUDNN_REDUCE_TENSOR_MAX, s4, mx);
-  g.Pointwise(CUDNN_POINTWISE_SUB, s4, mx, sub);
-  g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
-  g.Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum);
-  g.Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
-  g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, sd);
-  g.Pointwise(CUDNN_POINTWISE_DIV, ex, sum, p);
-  g.Matmul(p, vd, od, lqd, nullptr, lkvd);
+  g.Matmul(Softmax(g, virt, CausalMask(g, virt, s3, ninf, sc), sd, io, sc, row), vd, od, lqd, nullptr, lkvd);
   for (Buf* b : {&q, &k, &v, &lq, &lkv}) b->Dump(seq, 22);
   std::map<int64_t, void*> data = {{1, q.dev}, {2, k.dev}, {3, v.dev}, {4, o.dev}, {5, stats.dev},
                                    {6, &scale}, {7, const_cast<float*>(&neg_inf)}, {8, lq.dev}, {9, lkv.dev}};
@@ -212,7 +215,7 @@ void ConvFusion(cudnnHandle_t handle, uint64_t seq, cudnnBackendDescriptorType_t
   const std::vector<int64_t> xs = {n, c, h, w}, ws = {k, c, 3, 3}, ys = {n, k, h, w};
   Graph g(Die);
   int64_t uid = 100;
-  auto virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
+  const Virt virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
   std::vector<Buf*> inputs;
   std::map<int64_t, void*> data;
   auto input = [&](Buf* b) {
@@ -282,26 +285,13 @@ void DropoutAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool rn
   Desc ktd = g.Strided(2, io, {s.b, s.h, s.d, s.skv}, {ks[0], ks[1], ks[3], ks[2]});
   const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv}, row = {s.b, s.h, s.sq, 1};
   int64_t uid = 100;
-  auto virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
+  const Virt virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
   Desc s1 = virt(f32, sc), s2 = virt(f32, sc), s3 = virt(f32, sc);
   g.Matmul(qd, ktd, s1);
   g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
   g.Pointwise(CUDNN_POINTWISE_ADD, s2, bd, s3);
-  Desc ri = virt(CUDNN_DATA_INT32, sc), ci = virt(CUDNN_DATA_INT32, sc), keep = virt(CUDNN_DATA_BOOLEAN, sc);
-  Desc s4 = virt(f32, sc);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ri, nullptr, 2);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ci, nullptr, 3);
-  g.Pointwise(CUDNN_POINTWISE_CMP_GE, ri, ci, keep);
-  g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s3, ninf, s4, keep);
-  Desc mx = virt(f32, row), sub = virt(f32, sc), ex = virt(f32, sc), sum = virt(f32, row), lg = virt(f32, row);
-  Desc soft = virt(f32, sc), t = virt(f32, sc), p = virt(io, sc);
-  g.Reduction(CUDNN_REDUCE_TENSOR_MAX, s4, mx);
-  g.Pointwise(CUDNN_POINTWISE_SUB, s4, mx, sub);
-  g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
-  g.Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sum);
-  g.Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
-  g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, sd);
-  g.Pointwise(CUDNN_POINTWISE_DIV, ex, sum, soft);
+  Desc soft = Softmax(g, virt, CausalMask(g, virt, s3, ninf, sc), sd, f32, sc, row);
+  Desc t = virt(f32, sc), p = virt(io, sc);
   std::map<int64_t, void*> data = {{1, q.dev},   {2, k.dev},      {3, v.dev},  {4, o.dev},          {5, stats.dev},
                                    {6, &scale}, {7, const_cast<float*>(&neg_inf)}, {10, bias.dev}, {11, &drop_scale}};
   if (rng) {
