@@ -2,12 +2,15 @@
 // created 0600; 64 concurrent rank streams, nothing lost; TCP only with the right token (a wrong one: the client
 // writes its local file, says why); a malformed client closed while another streams on; a collector that goes
 // away mid-stream: the client fails over, and every record is in one store or the other; a collector that stops
-// reading: the client's send gives up after its time-out (spliced or not) and every record is in its local file.
+// reading: the client's send gives up after its time-out (spliced or not) and every record is in its local file;
+// a kernel refusing splice(2): the client goes on by send(2), says so once, loses nothing.
 #include "collector/server.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -29,6 +32,20 @@
 #include "store/remote_output.h"
 #include "store/trace_reader.h"
 #include "store/trace_writer.h"
+
+// The kernel refusing splice(2), on demand: this program's own splice() (the store library is linked statically,
+// so its call resolves to this definition, not libc's) fails with EINVAL while g_refuse_splice is set, else makes
+// the system call. g_splice_calls counts the calls made while refusing.
+std::atomic<bool> g_refuse_splice{false};
+std::atomic<int> g_refused_splices{0};
+extern "C" ssize_t splice(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned int flags) {
+  if (g_refuse_splice.load()) {
+    g_refused_splices.fetch_add(1);
+    errno = EINVAL;
+    return -1;
+  }
+  return syscall(SYS_splice, fd_in, off_in, fd_out, off_out, len, flags);
+}
 
 namespace ttrace::collector {
 namespace {
@@ -340,6 +357,59 @@ TEST(Server, CollectorGoneMidStreamFailsOverWithTheFramesInFlight) {
     EXPECT_TRUE(m.streams[0].flags & format::kManifestFailover);
     EXPECT_EQ(m.streams[0].state, static_cast<uint32_t>(format::ManifestState::kClosed));
   }
+}
+
+// Where the kernel refuses splice(2) (seccomp, an old kernel) the client falls back to send(2) without losing a
+// frame: splicing works for the first half of the ops, then splice() fails with EINVAL; the refused frame and every
+// later one go by send(2), splice is not tried again, the fallback is said once, and the collector has every op
+// with no failover.
+TEST(Server, RefusedSpliceFallsBackToSendOnceAndDeliversEveryOp) {
+  const std::string dir = TempDir("refused-splice");
+  ServerOptions options;
+  std::string error;
+  ASSERT_TRUE(store::ParseEndpoint("unix:" + dir + "/c.sock", &options.listen, &error));
+  options.dir = dir + "/store";
+  Running running(options, &error);
+  ASSERT_NE(running.server(), nullptr) << error;
+  std::string failover;
+  std::vector<std::string> refusals;
+  store::WriterOptions wo;
+  wo.frame_bytes = 4096;
+  std::string err;
+  store::RemoteOptions ro = Remote("unix:" + dir + "/c.sock", dir + "/local/rank-6.ttr", &failover);
+  ro.on_splice_refused = [&refusals](const std::string& why) { refusals.push_back(why); };
+  auto output = std::make_unique<store::RemoteOutput>(ro);
+  store::RemoteOutput* remote = output.get();
+  auto w = store::TraceWriter::Create(std::move(output), Identity(6), wo, &err);
+  ASSERT_NE(w, nullptr) << err;
+  constexpr int kOps = 400;
+  for (int i = 0; i < kOps / 2; ++i) Op(w.get(), i);
+  ASSERT_TRUE(w->Flush(&err)) << err;
+  const uint64_t spliced = remote->spliced_bytes();
+  EXPECT_GT(spliced, 0u) << "frames were spliced before the refusal";
+  EXPECT_TRUE(refusals.empty());
+  g_refuse_splice.store(true);
+  for (int i = kOps / 2; i < kOps; ++i) Op(w.get(), i);
+  End(w.get(), kOps);
+  const bool closed = w->Close(&err);
+  g_refuse_splice.store(false);
+  ASSERT_TRUE(closed) << err;
+  running.Stop();
+  EXPECT_EQ(g_refused_splices.load(), 1) << "one refusal, then send(2) without trying splice again";
+  ASSERT_EQ(refusals.size(), 1u) << "the fallback is said once";
+  EXPECT_NE(refusals[0].find("splice(2) refused"), std::string::npos) << refusals[0];
+  EXPECT_NE(refusals[0].find("send(2)"), std::string::npos) << refusals[0];
+  EXPECT_EQ(remote->spliced_bytes(), spliced) << "nothing spliced after the refusal";
+  EXPECT_FALSE(remote->failed_over());
+  EXPECT_EQ(failover, "");
+  const Read r = ReadStream(dir + "/store/job-s/rank-6.ttr");
+  ASSERT_TRUE(r.ok);
+  EXPECT_TRUE(r.ended);
+  EXPECT_EQ(std::set<uint64_t>(r.gemms.begin(), r.gemms.end()).size(), static_cast<size_t>(kOps))
+      << "every op delivered";
+  EXPECT_EQ(r.gemms.size(), static_cast<size_t>(kOps)) << "each once: the refused frame went whole by send(2)";
+  struct stat gone;
+  EXPECT_NE(stat((dir + "/local").c_str(), &gone), 0) << "no local fallback file";
 }
 
 // A collector that welcomes the stream and then never reads: the client's sends block until SO_SNDTIMEO (a splice

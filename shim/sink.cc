@@ -89,6 +89,9 @@ std::unique_ptr<Sink> OpenCollectorSink(const std::string& endpoint, const std::
   remote.on_failover = [endpoint, fallback_path](const std::string& reason) {
     Log("collector %s: %s; writing the stream to %s", endpoint.c_str(), reason.c_str(), fallback_path.c_str());
   };
+  remote.on_splice_refused = [endpoint](const std::string& reason) {
+    Log("collector %s: %s", endpoint.c_str(), reason.c_str());
+  };
   std::unique_ptr<store::TraceWriter> writer =
       store::TraceWriter::Create(std::make_unique<store::RemoteOutput>(std::move(remote)), identity, options, error);
   if (writer == nullptr) return nullptr;

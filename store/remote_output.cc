@@ -142,6 +142,13 @@ void RemoteOutput::ClosePipe() {
   splice_ = false;
 }
 
+void RemoteOutput::RefuseSplice(const char* call, int err) {
+  ClosePipe();
+  if (options_.on_splice_refused)
+    options_.on_splice_refused(std::string(call) + "(2) refused (" + strerror(err) + "): frames go by send(2)");
+  errno = err;
+}
+
 bool RemoteOutput::Send(const char* p, size_t n) {
   if (splice_) {
     if (Splice(p, n)) return true;
@@ -158,7 +165,7 @@ bool RemoteOutput::Splice(const char* p, size_t n) {
     const ssize_t in = ::vmsplice(pipe_[1], &v, 1, SPLICE_F_NONBLOCK);  // the pipe is empty: never waits
     if (in < 0 && errno == EINTR) continue;
     if (in <= 0) {
-      if (done == 0 && in < 0 && errno != EAGAIN) ClosePipe();  // refused: send(2) from now on
+      if (done == 0 && in < 0 && errno != EAGAIN) RefuseSplice("vmsplice", errno);  // send(2) from now on
       if (in == 0) errno = EIO;
       return false;
     }
@@ -169,7 +176,7 @@ bool RemoteOutput::Splice(const char* p, size_t n) {
       if (out <= 0) {
         const int err = out < 0 ? errno : EIO;
         if (done == 0 && left == static_cast<size_t>(in) && (err == EINVAL || err == ENOSYS || err == EPERM))
-          ClosePipe();  // the socket takes no spliced pages: nothing of the frame went, send(2) from now on
+          RefuseSplice("splice", err);  // the socket takes no spliced pages: nothing of the frame went
         errno = err;
         return false;
       }

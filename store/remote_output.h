@@ -18,8 +18,9 @@
 // page churn between CPUs cost 3-8 CPU s per GiB with one client (docs/design.md "ingest"). The kept copy is not
 // touched until the collector has acknowledged the frame, so the bytes it reads are the bytes sent. splice(2) has
 // no MSG_NOSIGNAL: SIGPIPE is blocked on the calling thread around it and one it raised is taken back (a SIGPIPE
-// already pending is left alone). Where splicing is refused (seccomp, an old kernel) or the pipe is small, frames
-// go by send(2). TCP always uses send(2) (spliced pages cost the collector more there). The pipe costs two
+// already pending is left alone). Where splicing is refused (seccomp, an old kernel: vmsplice or splice failing
+// with EINVAL, ENOSYS or EPERM before any byte of the frame went) the frame and every later one go by send(2), and
+// `on_splice_refused` is called once with the reason; where the pipe is small, frames go by send(2) from the start. TCP always uses send(2) (spliced pages cost the collector more there). The pipe costs two
 // descriptors while connected. After a failover the kept copies are freed while a collector that resumes reading
 // may still have some of them queued: it reads whatever the memory holds by then, its checksums reject the frame
 // and it records the stream as malformed; those frames are in the local file.
@@ -50,6 +51,7 @@ struct RemoteOptions {
   std::string fallback_path;  // the local stream file on failover
   StreamFileOptions fallback_options;
   std::function<void(const std::string& reason)> on_failover;
+  std::function<void(const std::string& reason)> on_splice_refused;  // once, when splicing falls back to send(2)
 };
 
 class RemoteOutput : public StreamOutput {
@@ -73,6 +75,7 @@ class RemoteOutput : public StreamOutput {
   bool Send(const char* p, size_t n);    // send(2) or splice(2); false with errno on failure
   bool Splice(const char* p, size_t n);  // false with errno; sets splice_ false when splicing is refused
   void ClosePipe();
+  void RefuseSplice(const char* call, int err);  // closes the pipe and says why, once
   bool ReadAcks(int wait_ms, std::string* why);  // reads what acknowledgements are there, waiting up to wait_ms
   bool Failover(const std::string& reason, std::string* error);
   bool WriteLocal(const char* frame, size_t bytes, format::IndexEntry entry, std::string* error);
