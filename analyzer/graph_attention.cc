@@ -47,38 +47,11 @@ bool Pointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v) {
   for (size_t e = 0; e < out.size(); ++e) {
     auto at = [&](int32_t i) { return (*v)[i][static_cast<size_t>(BroadcastOffset(T[static_cast<size_t>(i)], y, idx))]; };
     const double x = at(xi) * (g.alpha == 0 ? 1 : g.alpha), b = bi >= 0 ? at(bi) * (g.beta == 0 ? 1 : g.beta) : 0;
+    if (g.mode == 501 && (g.axis < 0 || g.axis >= y.nb_dims)) return false;
+    if (g.mode == 601 && ti < 0) return false;
     double r;
-    switch (g.mode) {
-      case 0: r = x + b; break;
-      case 1: r = x * b; break;
-      case 2: r = std::min(x, b); break;
-      case 3: r = std::max(x, b); break;
-      case 6: r = x / b; break;
-      case 9: r = x - b; break;
-      case 13: r = std::exp(x); break;
-      case 15: r = std::log(x); break;
-      case 16: r = -x; break;
-      case 21: r = x; break;
-      case 22: r = 1 / x; break;
-      case 300: r = x == b; break;
-      case 301: r = x != b; break;
-      case 302: r = x > b; break;
-      case 303: r = x >= b; break;
-      case 304: r = x < b; break;
-      case 305: r = x <= b; break;
-      case 400: r = x != 0 && b != 0; break;
-      case 401: r = x != 0 || b != 0; break;
-      case 402: r = x == 0; break;
-      case 501:
-        if (g.axis < 0 || g.axis >= y.nb_dims) return false;
-        r = static_cast<double>(idx[g.axis]);
-        break;
-      case 601:
-        if (ti < 0) return false;
-        r = at(ti) != 0 ? x : b;
-        break;
-      default: return false;
-    }
+    if (!PointwiseValue(g, x, b, ti >= 0 ? at(ti) : 0, g.mode == 501 ? static_cast<double>(idx[g.axis]) : 0, &r))
+      return false;
     out[e] = r;
     for (int d = y.nb_dims - 1; d >= 0 && ++idx[d] == y.dims[d]; --d) idx[d] = 0;
   }

@@ -201,6 +201,53 @@ bool ConvGraphGeometry(const GraphOp& g, const GraphTensor& x, const GraphTensor
          y.dims[1] == p.k;
 }
 
+ReluClips ReluClipsOf(const GraphOp& g) {
+  ReluClips c;
+  if (g.params_set & format::kParamReluLowerClip) c.lower = g.relu_lower_clip;
+  if (g.params_set & format::kParamReluUpperClip) c.upper = g.relu_upper_clip;
+  if (g.params_set & format::kParamReluLowerClipSlope) c.slope = g.relu_lower_clip_slope;
+  return c;
+}
+
+bool PointwiseValue(const GraphOp& g, double x, double b, double t, double index, double* r) {
+  switch (g.mode) {
+    case 0: *r = x + b; break;
+    case 1: *r = x * b; break;
+    case 2: *r = std::min(x, b); break;
+    case 3: *r = std::max(x, b); break;
+    case 6: *r = x / b; break;
+    case 9: *r = x - b; break;
+    case 13: *r = std::exp(x); break;
+    case 15: *r = std::log(x); break;
+    case 16: *r = -x; break;
+    case 21: *r = x; break;
+    case 22: *r = 1 / x; break;
+    case 100: {  // RELU_FWD
+      const ReluClips c = ReluClipsOf(g);
+      *r = x <= c.lower ? c.lower + c.slope * (x - c.lower) : x >= c.upper ? c.upper : x;
+      break;
+    }
+    case 200: {  // RELU_BWD: x the forward input, b = dy
+      const ReluClips c = ReluClipsOf(g);
+      *r = x <= c.lower ? c.slope * b : x >= c.upper ? 0 : b;
+      break;
+    }
+    case 300: *r = x == b; break;
+    case 301: *r = x != b; break;
+    case 302: *r = x > b; break;
+    case 303: *r = x >= b; break;
+    case 304: *r = x < b; break;
+    case 305: *r = x <= b; break;
+    case 400: *r = x != 0 && b != 0; break;
+    case 401: *r = x != 0 || b != 0; break;
+    case 402: *r = x == 0; break;
+    case 501: *r = index; break;  // GEN_INDEX
+    case 601: *r = t != 0 ? x : b; break;  // BINARY_SELECT
+    default: return false;
+  }
+  return true;
+}
+
 std::string GraphOpNames(const std::vector<GraphOp>& ops) {
   std::string s;
   for (const GraphOp& g : ops) {

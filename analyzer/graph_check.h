@@ -16,6 +16,7 @@
 #ifndef TTRACE_ANALYZER_GRAPH_CHECK_H_
 #define TTRACE_ANALYZER_GRAPH_CHECK_H_
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -81,6 +82,17 @@ int64_t BroadcastOffset(const format::GraphTensor& t, const format::GraphTensor&
 // A finding about the first violating element of an output (`what`: "O elements", ...).
 Finding GraphElementFinding(int rank, const Op& op, const char* check, ErrorModelId model, const char* what,
                             const ElementStats& st, const std::string& detail);
+
+// A ReLU's clips (format.h: cuDNN's defaults where the program set none: lower 0, upper +inf, slope 0):
+//   RELU_FWD  y = x ≤ lower ? lower + slope·(x − lower) : x ≥ upper ? upper : x
+//   RELU_BWD  dx = x ≤ lower ? slope·dy : x ≥ upper ? 0 : dy   (x the forward input)
+struct ReluClips {
+  double lower = 0, upper = HUGE_VAL, slope = 0;
+};
+ReluClips ReluClipsOf(const format::GraphOp& g);
+// The FP64 value of pointwise operation g at its inputs x (alpha1 already applied), b (alpha2 applied; RELU_BWD:
+// dy), t (BINARY_SELECT's condition), index (GEN_INDEX's along g.axis); false for a mode not evaluated here.
+bool PointwiseValue(const format::GraphOp& g, double x, double b, double t, double index, double* r);
 
 // "matmul, pointwise(mul), reduction(max), ...": a graph's operations, for not-checked reasons.
 std::string GraphOpNames(const std::vector<format::GraphOp>& ops);

@@ -527,6 +527,9 @@ struct Cbr {
   int64_t n = 2, c = 3, h = 6, w = 5, k = 4, r = 3, s = 3, pad = 1;
   std::vector<double> x, wt, scale, bias, y;
   int32_t out_type = kHalf;
+  // The ReLU's clips as the program sets them (params_set 0: cuDNN's defaults, a plain ReLU).
+  uint32_t params_set = 0;
+  double lower = 0, upper = HUGE_VAL, slope = 0;
   Op Build() const {
     GraphBuilder g;
     const int32_t xi = g.Tensor(kHalf, {n, c, h, w}, false), wi = g.Tensor(kHalf, {k, c, r, s}, false);
@@ -542,6 +545,9 @@ struct Cbr {
     g.Pointwise(kMul, conv, sc, t1);
     g.Pointwise(kAdd, t1, bi, t2);
     g.Pointwise(kReluFwd, t2, -1, yi);
+    format::GraphOp& relu = g.op().graph_ops.back();
+    relu.params_set = params_set;
+    relu.relu_lower_clip = lower, relu.relu_upper_clip = upper, relu.relu_lower_clip_slope = slope;
     g.Capture(xi, false, x);
     g.Capture(wi, false, wt);
     g.Capture(sc, false, scale);
@@ -581,7 +587,9 @@ struct Cbr {
             for (float p : prods) acc += p;
             float v = acc * static_cast<float>(scale[static_cast<size_t>(ki)]);
             v = v + static_cast<float>(bias[static_cast<size_t>(ki)]);
-            v = std::max(v, 0.0f);
+            // cuDNN's ReLU with its clips in the math precision (FP32), as simgpu computes it.
+            const float lo = static_cast<float>(lower), hi = static_cast<float>(upper), sl = static_cast<float>(slope);
+            v = v <= lo ? lo + sl * (v - lo) : v > hi ? hi : v;
             y.push_back(RoundTo(out_type == kHalf ? DType::kF16 : DType::kF32, v));
           }
   }
@@ -691,6 +699,133 @@ TEST(ConvFusionTest, PrologueBeforeBackwardFilterCleanAndTight) {
   size_t at = 0;
   while (std::fabs(bad[at]) < 0.25) ++at;
   bad[at] *= 1.02;
+  const CheckReport found = build(bad);
+  ASSERT_EQ(found.findings().size(), 1u);
+  EXPECT_EQ(found.findings()[0].first.index, at);
+}
+
+// A leaky, clipped ReLU epilogue (lower clip −0.3, slope 0.1 or 0.37, upper clip 1.1): clean in both orders and
+// both output types; judged as a plain ReLU (the clips dropped, as the record held them before they were recorded)
+// it is a false alarm; tight on a 1x1 convolution whose every output lies in the leaky part (bias −5, lower clip −0.1, slope 0.9), where the
+// bound carries the lower branch's roundings and the clips' own; an element corrupted in the leaky part is found
+// where it is.
+TEST(ConvFusionTest, ClippedLeakyReluEpilogue) {
+  std::mt19937_64 rng(24);
+  auto clipped = [](Cbr* p, double slope) {
+    p->params_set = format::kParamReluLowerClip | format::kParamReluUpperClip | format::kParamReluLowerClipSlope;
+    p->lower = -0.3, p->upper = 1.1, p->slope = slope;
+  };
+  for (double slope : {0.1, 0.37}) {
+    for (int32_t out : {int32_t{kHalf}, int32_t{kFloat}}) {
+      for (int order : {0, 1}) {
+        Cbr p;
+        p.out_type = out;
+        clipped(&p, slope);
+        p.Random(&rng, 1.0);
+        p.Device(order);
+        CheckReport report;
+        CheckGraphOp(0, p.Build(), &report, uint64_t{1} << 30);
+        for (const auto& [why, count] : report.summary().not_checked) ADD_FAILURE() << "not checked: " << why;
+        ASSERT_EQ(report.summary().checked.count("conv"), 1u);
+        EXPECT_TRUE(report.findings().empty()) << report.findings()[0].message;
+        Cbr plain = p;  // the same device output judged as a plain ReLU
+        plain.params_set = 0;
+        CheckReport as_plain;
+        CheckGraphOp(0, plain.Build(), &as_plain, uint64_t{1} << 30);
+        EXPECT_FALSE(as_plain.findings().empty()) << "a leaky, clipped ReLU judged as plain must not pass";
+      }
+    }
+  }
+  // Tight: a 1x1 single-channel convolution, FP32 output; the worst element against its bound.
+  Cbr t;
+  t.n = 32, t.c = 1, t.k = 8, t.h = t.w = 16, t.r = t.s = 1, t.pad = 0, t.out_type = kFloat;
+  clipped(&t, 0.9);
+  t.lower = -0.1;
+  t.Random(&rng, 0.7);
+  for (double& b : t.bias) b = -5;
+  t.Device(0);
+  for (double v : t.y) ASSERT_LT(v, -0.1);
+  CheckReport report;
+  CheckGraphOp(0, t.Build(), &report, uint64_t{1} << 30);
+  EXPECT_TRUE(report.findings().empty()) << report.findings()[0].message;
+  const double tight = report.summary().tightness.at("conv").max_ratio;
+  printf("conv.fused tightness, 1x1 convolution, leaky clipped ReLU, FP32 output: %.3f\n", tight);
+  // Measured 0.465: the bound's worst case needs the lower branch's three roundings, the input's and the slope's
+  // own to align; a bound twice as loose (< 0.25) fails.
+  EXPECT_GT(tight, 0.4);
+  // A corrupted element in the leaky part (x below the lower clip) is found where it is.
+  Cbr f;
+  clipped(&f, 0.1);
+  f.out_type = kFloat;
+  f.Random(&rng, 1.0);
+  f.Device(0);
+  size_t at = 0;
+  while (!(f.y[at] < -0.33)) ++at;
+  f.y[at] = static_cast<float>(f.y[at] * 1.001);
+  CheckReport found;
+  CheckGraphOp(0, f.Build(), &found, uint64_t{1} << 30);
+  ASSERT_EQ(found.findings().size(), 1u);
+  EXPECT_EQ(found.findings()[0].first.index, at);
+  // Clips that cuDNN's semantics leave undefined (lower above upper) are not checked.
+  Cbr bad = f;
+  bad.lower = 2, bad.upper = 1;
+  CheckReport undefined;
+  CheckGraphOp(0, bad.Build(), &undefined, uint64_t{1} << 30);
+  EXPECT_EQ(undefined.summary().checked_total(), 0u);
+  EXPECT_EQ(undefined.summary().not_checked_total(), 1u);
+}
+
+// ReLU backward with clips: dx = x ≤ lower ? slope·dy : x ≥ upper ? 0 : dy, x captured: every branch is sure
+// (e_x = 0) except at the clips themselves. A dgrad-free graph of one RELU_BWD with a leaky slope in a conv graph
+// is built as cudnn-frontend's dgrad + dReLU: the device values are exact in each branch up to the slope product's
+// rounding; clean, and a wrong branch (dy passed where x is below the lower clip) is found.
+TEST(ConvFusionTest, ClippedLeakyReluBackward) {
+  std::mt19937_64 rng(25);
+  std::normal_distribution<double> nd(0, 1.0);
+  const int64_t n = 1, c = 2, k = 3, h = 5, w = 5;
+  std::vector<double> dy(static_cast<size_t>(n * k * h * w)), wt(static_cast<size_t>(k * c)), x(static_cast<size_t>(n * c * h * w));
+  for (double& e : dy) e = RoundTo(DType::kF16, nd(rng));
+  for (double& e : wt) e = RoundTo(DType::kF16, nd(rng));
+  for (double& e : x) e = RoundTo(DType::kF16, nd(rng));
+  const float lo = -0.25f, hi = 0.9f, sl = 0.2f;
+  std::vector<double> dx;  // dgrad (1x1: dx[c] = Σ_k w[k][c]·dy[k]) then dReLU, in FP32
+  for (int64_t ci = 0; ci < c; ++ci)
+    for (int64_t p = 0; p < h * w; ++p) {
+      float acc = 0;
+      for (int64_t ki = 0; ki < k; ++ki)
+        acc += static_cast<float>(wt[static_cast<size_t>(ki * c + ci)] * dy[static_cast<size_t>(ki * h * w + p)]);
+      const float xv = static_cast<float>(x[static_cast<size_t>(ci * h * w + p)]);
+      dx.push_back(xv <= lo ? sl * acc : xv >= hi ? 0.0f : acc);
+    }
+  auto build = [&](const std::vector<double>& out) {
+    GraphBuilder g;
+    const int32_t dyi = g.Tensor(kHalf, {n, k, h, w}, false), wi = g.Tensor(kHalf, {k, c, 1, 1}, false);
+    const int32_t dgrad = g.Tensor(kFloat, {n, c, h, w});
+    const int32_t xi = g.Tensor(kHalf, {n, c, h, w}, false), dxi = g.Tensor(kFloat, {n, c, h, w}, false);
+    g.Add(12, 1, {dgrad, wi, dyi});  // CONVOLUTION_BACKWARD_DATA: dx, w, dy
+    format::GraphOp& cg = g.op().graph_ops.back();
+    cg.compute_type = kFloat, cg.spatial = 2, cg.alpha = 1;
+    for (int d = 0; d < 2; ++d) cg.stride[d] = cg.dilation[d] = 1;
+    g.Add(13, 200, {xi, -1, -1, -1, dxi, dgrad});  // RELU_BWD: x, dx, dy
+    format::GraphOp& relu = g.op().graph_ops.back();
+    relu.params_set = format::kParamReluLowerClip | format::kParamReluUpperClip | format::kParamReluLowerClipSlope;
+    relu.relu_lower_clip = lo, relu.relu_upper_clip = hi, relu.relu_lower_clip_slope = sl;
+    g.Capture(dyi, false, dy);
+    g.Capture(wi, false, wt);
+    g.Capture(xi, false, x);
+    g.Capture(dxi, true, out);
+    CheckReport report;
+    CheckGraphOp(0, g.op(), &report, uint64_t{1} << 30);
+    return report;
+  };
+  const CheckReport clean = build(dx);
+  for (const auto& [why, count] : clean.summary().not_checked) ADD_FAILURE() << "not checked: " << why;
+  ASSERT_EQ(clean.summary().checked.count("conv"), 1u);
+  EXPECT_TRUE(clean.findings().empty()) << clean.findings()[0].message;
+  std::vector<double> bad = dx;
+  size_t at = 0;
+  while (!(x[at] < lo - 0.1 && std::fabs(dx[at]) > 0.05)) ++at;
+  bad[at] = dx[at] / sl;  // dy passed through where the slope applies
   const CheckReport found = build(bad);
   ASSERT_EQ(found.findings().size(), 1u);
   EXPECT_EQ(found.findings()[0].first.index, at);

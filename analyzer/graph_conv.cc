@@ -9,12 +9,20 @@
 // is coarser):
 //   ADD, SUB   v = a ± b     e = e_a + e_b + u_c(|v| + e_a + e_b) + η_c
 //   MUL        v = a·b       e = e_a|b| + e_b|a| + e_a e_b + u_c(|v| + e_a|b| + e_b|a| + e_a e_b) + η_c
-//   RELU_FWD   v = max(a, 0) e = e_a (1-Lipschitz; no rounding)
-//   RELU_BWD   v = x > 0 ? dy : 0, e = e_dy where x's sign is sure (|x| > e_x), else |dy| + e_dy
+//   RELU_FWD   v = a ≤ L ? L + s(a − L) : a ≥ U ? U : a (lower clip L, upper U, slope s: graph_check.h; the
+//              device uses them rounded to FP32, L̂ Û ŝ, c_L = |L − L̂| ...). Continuous, max(1, |s|)-Lipschitz:
+//              e = λ·e_a (λ the slope over a ± e_a: |s| below both L and L̂, 1 between the clips, 0 above
+//              both U and Û, max(1, |s|) across a clip)
+//                + [a − e_a ≤ max(L, L̂)] (γ_3(|L̂| + |ŝ|(|a| + e_a + |L̂|)) + c_L(1 + |s| + c_s) + c_s(|a| + e_a + |L|))
+//                + [a + e_a ≥ min(U, Û)] c_U
+//              (the lower branch's three roundings and the clips' own; a plain ReLU: e = e_a, no rounding)
+//   RELU_BWD   dx = x ≤ L ? s·dy : x ≥ U ? 0 : dy: every branch x's error (and the clips' rounding) leaves
+//              possible is a value the device may give; e = max over them of |branch value − v| + its error
+//              (lower: |s|e_dy + (c_s + u|ŝ|)(|dy| + e_dy); pass: e_dy; zero: 0). A plain ReLU: e_dy where x's
+//              sign is sure, else max(|v|, |dy − v| + e_dy)
 //   IDENTITY   v = a         e = e_a
 //   stored     e' = e + u_y(|v| + e) + η_y when u_y > u_c
-// A graph output is compared with v under kEval·e. ReLU's clips are cudnn-frontend's defaults (lower 0, slope 0):
-// the record does not hold them.
+// A graph output is compared with v under kEval·e. ReLU clips with L > U or not finite L, s: not checked.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -50,6 +58,12 @@ bool Rounding(int32_t cudnn_type, double* u, double* eta) {
   return true;
 }
 
+// x rounded to FP32 (to nearest even; ±inf past FP32's range, as a conversion on the device gives).
+double ToF32(double x) {
+  if (std::fabs(x) >= 0x1.ffffffp127) return std::copysign(HUGE_VAL, x);
+  return static_cast<float>(x);
+}
+
 bool IsConv(int32_t type) { return type == kConvFwd || type == kConvBwdData || type == kConvBwdFilter; }
 
 // The operands a pointwise operation reads (by role) and writes.
@@ -76,6 +90,14 @@ std::string EvalPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, V
   if (g.compute_type != 0 || !Rounding(0, &uc, &etac) || !Rounding(y.data_type, &uy, &etay))
     return "pointwise math precision other than FP32";
   if (uy <= uc) uy = 0, etay = 0;
+  // ReLU's clips as given and as the device's FP32 math holds them, and what that rounding moves them.
+  const ReluClips c = ReluClipsOf(g);
+  if ((g.mode == kReluFwd || g.mode == kReluBwd) &&
+      (!std::isfinite(c.lower) || !std::isfinite(c.slope) || std::isnan(c.upper) || c.lower > c.upper))
+    return "ReLU clips unsupported (not finite, or lower above upper)";
+  const double lower32 = ToF32(c.lower), slope32 = ToF32(c.slope), upper32 = ToF32(c.upper);
+  const double c_lower = std::fabs(c.lower - lower32), c_slope = std::fabs(c.slope - slope32);
+  const double c_upper = c.upper == upper32 ? 0 : std::fabs(c.upper - upper32);  // inf when FP32 overflows
   const Bounded& A = v->at(ai);
   const Bounded* B = binary ? &v->at(bi) : nullptr;
   int64_t n = 1;
@@ -93,24 +115,46 @@ std::string EvalPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, V
       b = B->v[kb], eb = B->e[kb];
     }
     double r = 0, e = 0;
+    if (g.mode == kReluBwd) {
+      PointwiseValue(g, b, a, 0, 0, &r);  // x = b (the forward input), dy = a
+    } else {
+      PointwiseValue(g, a, b, 0, 0, &r);
+    }
     switch (g.mode) {
       case kAdd:
       case kSub:
-        r = g.mode == kAdd ? a + b : a - b;
         e = ea + eb + uc * (std::fabs(r) + ea + eb) + etac;
         break;
       case kMul: {
         const double spread = ea * std::fabs(b) + eb * std::fabs(a) + ea * eb;
-        r = a * b;
         e = spread + uc * (std::fabs(r) + spread) + etac;
         break;
       }
-      case kReluFwd: r = std::max(a, 0.0), e = ea; break;
-      case kReluBwd:  // a = dy, b = the forward input
-        r = b > 0 ? a : 0;
-        e = std::fabs(b) > eb ? (b > 0 ? ea : 0) : std::fabs(a) + ea;
+      case kReluFwd: {
+        // The slope over a ± e_a: |s| where it lies below both lower clips, 1 between the clips, 0 above.
+        const double lo = std::min(c.lower, lower32), hi = std::max(c.upper, upper32);
+        const double lipschitz = a + ea <= lo                                                 ? std::fabs(c.slope)
+                                 : a - ea > std::max(c.lower, lower32) && a + ea < std::min(c.upper, upper32) ? 1.0
+                                 : a - ea > hi                                                 ? 0.0
+                                                                      : std::max(1.0, std::fabs(c.slope));
+        e = lipschitz * ea;
+        if (a - ea <= std::max(c.lower, lower32))
+          e += Theta(uc, 3) * (std::fabs(lower32) + std::fabs(slope32) * (std::fabs(a) + ea + std::fabs(lower32))) +
+               c_lower * (1 + std::fabs(c.slope) + c_slope) + c_slope * (std::fabs(a) + ea + std::fabs(c.lower));
+        if (a + ea >= std::min(c.upper, upper32)) e += c_upper;
         break;
-      default: r = a, e = ea; break;  // identity
+      }
+      case kReluBwd: {  // a = dy, b = the forward input x
+        const double lower_err =
+            std::fabs(c.slope) * ea + (c_slope + uc * std::fabs(slope32)) * (std::fabs(a) + ea);
+        e = 0;
+        if (b - eb <= std::max(c.lower, lower32)) e = std::max(e, std::fabs(c.slope * a - r) + lower_err);
+        if (b + eb > std::min(c.lower, lower32) && b - eb < std::max(c.upper, upper32))
+          e = std::max(e, std::fabs(a - r) + ea);
+        if (b + eb >= std::min(c.upper, upper32)) e = std::max(e, std::fabs(r));
+        break;
+      }
+      default: e = ea; break;  // identity
     }
     if (uy > 0) e += uy * (std::fabs(r) + e) + etay;
     out.v[static_cast<size_t>(k)] = r, out.e[static_cast<size_t>(k)] = e;

@@ -64,20 +64,27 @@ std::string TensorProblem(const format::TensorRecord& m, const char* payload, ui
   return "";
 }
 
-// A BackendGraphRecord and its entries; false when the payload does not hold what the counts say.
+// A BackendGraphRecord and its entries, each as long as the record says (0: the sizes before entries grew): fields
+// past an entry's length are zero (format.h), longer entries' fields this reader does not know are skipped; false
+// when the payload does not hold what the counts say.
 bool ReadGraph(const RecordView& r, Op* op) {
   op->graph = r.Body<format::BackendGraphRecord>();
   op->seq = op->graph.seq;
   op->api = op->graph.api;
   const format::BackendGraphRecord& g = op->graph;
-  const uint64_t need = uint64_t{g.tensor_count} * sizeof(format::GraphTensor) + uint64_t{g.op_count} * sizeof(format::GraphOp);
+  const uint64_t tensor_bytes = g.tensor_entry_bytes != 0 ? g.tensor_entry_bytes : format::kGraphTensorEntryBytesV1;
+  const uint64_t op_bytes = g.op_entry_bytes != 0 ? g.op_entry_bytes : format::kGraphOpEntryBytesV1;
+  if (tensor_bytes < format::kGraphTensorEntryBytesV1 || op_bytes < format::kGraphOpEntryBytesV1 ||
+      op_bytes > (1u << 16))
+    return false;
+  const uint64_t need = uint64_t{g.tensor_count} * tensor_bytes + uint64_t{g.op_count} * op_bytes;
   if (g.tensor_count > (1u << 16) || g.op_count > (1u << 16) || r.payload.size() != need) return false;
-  op->graph_tensors.resize(g.tensor_count);
-  op->graph_ops.resize(g.op_count);
-  if (g.tensor_count > 0) memcpy(op->graph_tensors.data(), r.payload.data(), g.tensor_count * sizeof(format::GraphTensor));
-  if (g.op_count > 0)
-    memcpy(op->graph_ops.data(), r.payload.data() + g.tensor_count * sizeof(format::GraphTensor),
-           g.op_count * sizeof(format::GraphOp));
+  op->graph_tensors.assign(g.tensor_count, format::GraphTensor{});
+  op->graph_ops.assign(g.op_count, format::GraphOp{});
+  const char* at = r.payload.data();
+  for (format::GraphTensor& t : op->graph_tensors)
+    memcpy(&t, at, std::min<uint64_t>(tensor_bytes, sizeof t)), at += tensor_bytes;
+  for (format::GraphOp& o : op->graph_ops) memcpy(&o, at, std::min<uint64_t>(op_bytes, sizeof o)), at += op_bytes;
   for (const format::GraphOp& o : op->graph_ops)
     for (int32_t i : o.operands)
       if (i >= static_cast<int32_t>(g.tensor_count) || i < -1) return false;

@@ -2,11 +2,13 @@
 // bodies, and rejects inconsistent directories with a message naming the files.
 #include "analyzer/trace_model.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "analyzer/check.h"
+#include "analyzer/graph_check.h"
 #include "analyzer/test_util.h"
 #include "gtest/gtest.h"
 
@@ -112,6 +114,76 @@ TEST(TraceModelTest, SkipsUnknownRecordsAndReadsGrownBodies) {
   EXPECT_TRUE(r.no_findings());
   EXPECT_EQ(r.summary().checked.at("gemm"), 1u);
   EXPECT_EQ(r.summary().unknown_records, 1u);
+}
+
+// Graph entries grow like record bodies: a BackendGraph record written before GraphOp held the pointwise
+// parameters (entry sizes 0: 160-byte tensors, 272-byte ops) reads with a plain ReLU (no parameter set; the bytes
+// past 272 are not read), and one from a later writer with longer entries reads the fields this reader knows.
+TEST(TraceModelTest, GraphEntriesOfOtherSizesRead) {
+  std::string dir = testing::TempDir("graph-entries");
+  format::GraphTensor t{};
+  t.uid = 7, t.nb_dims = 1, t.dims[0] = 4, t.strides[0] = 1;
+  format::GraphOp relu{};
+  relu.type = 13, relu.mode = 100, relu.compute_type = 0, relu.axis = -1;
+  for (int32_t& o : relu.operands) o = -1;
+  relu.operands[0] = relu.operands[2] = 0;
+  relu.relu_lower_clip = relu.relu_upper_clip = relu.relu_lower_clip_slope = 7;  // past 272 bytes: not read
+  auto bytes = [](const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); };
+  {
+    StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+    format::BackendGraphRecord g{};
+    g.seq = 0, g.api = static_cast<uint16_t>(format::ApiId::kCudnnBackendExecute);
+    g.tensor_count = g.op_count = 1;
+    g.payload_bytes = 160 + 272;  // entry sizes 0: the sizes before GraphOp grew
+    w.Raw(static_cast<uint16_t>(format::RecordType::kBackendGraph), bytes(&g, sizeof g),
+          bytes(&t, 160) + bytes(&relu, 272));
+    format::GraphOp clipped = relu;
+    clipped.params_set = format::kParamReluUpperClip | format::kParamReluLowerClipSlope;
+    clipped.relu_upper_clip = 6, clipped.relu_lower_clip_slope = 0.1;
+    g.seq = 1;
+    g.tensor_entry_bytes = sizeof t + 8, g.op_entry_bytes = sizeof clipped + 16;  // a later writer's entries
+    g.payload_bytes = g.tensor_entry_bytes + g.op_entry_bytes;
+    w.Raw(static_cast<uint16_t>(format::RecordType::kBackendGraph), bytes(&g, sizeof g),
+          bytes(&t, sizeof t) + std::string(8, '\x7f') + bytes(&clipped, sizeof clipped) + std::string(16, '\x7f'));
+  }
+  auto set = LoadTraceDir(dir);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const auto& ops = set->ranks[0].ops;
+  ASSERT_EQ(ops.size(), 2u);
+  for (const Op& op : ops) {
+    ASSERT_EQ(op.graph_tensors.size(), 1u);
+    ASSERT_EQ(op.graph_ops.size(), 1u);
+    EXPECT_EQ(op.graph_tensors[0].uid, 7);
+    EXPECT_EQ(op.graph_tensors[0].dims[0], 4);
+    EXPECT_EQ(op.graph_ops[0].mode, 100);
+    EXPECT_EQ(op.graph_ops[0].operands[2], 0);
+  }
+  const ReluClips old = ReluClipsOf(ops[0].graph_ops[0]);
+  EXPECT_EQ(ops[0].graph_ops[0].params_set, 0u);
+  EXPECT_EQ(old.lower, 0);
+  EXPECT_EQ(old.upper, HUGE_VAL);
+  EXPECT_EQ(old.slope, 0);
+  const ReluClips later = ReluClipsOf(ops[1].graph_ops[0]);
+  EXPECT_EQ(later.lower, 0);  // not set: cuDNN's default
+  EXPECT_EQ(later.upper, 6);
+  EXPECT_EQ(later.slope, 0.1);
+  // An entry shorter than the first layout's is malformed.
+  std::string bad = testing::TempDir("graph-entries-short");
+  {
+    StreamBuilder w(bad + "/rank-0.ttr", 0, 1);
+    format::BackendGraphRecord g{};
+    g.api = static_cast<uint16_t>(format::ApiId::kCudnnBackendExecute);
+    g.tensor_count = g.op_count = 1;
+    g.op_entry_bytes = 100;
+    g.payload_bytes = 160 + 100;
+    w.Raw(static_cast<uint16_t>(format::RecordType::kBackendGraph), bytes(&g, sizeof g),
+          bytes(&t, 160) + bytes(&relu, 100));
+  }
+  auto short_set = LoadTraceDir(bad);
+  ASSERT_TRUE(short_set.ok()) << short_set.status();
+  ASSERT_EQ(short_set->ranks[0].ops.size(), 1u);
+  EXPECT_EQ(short_set->ranks[0].ops[0].tensor_problem, "graph record malformed");
+  EXPECT_TRUE(short_set->ranks[0].ops[0].graph_ops.empty());
 }
 
 TEST(TraceModelTest, DuplicateSeqAndDroppedPayloadsAreWarnings) {

@@ -69,6 +69,8 @@ format::BackendGraphRecord* Assemble(const cudnn::PlanGraph* g, const cudnn::Pac
   if (buf->size() < bytes) buf->resize(bytes);
   auto* r = reinterpret_cast<format::BackendGraphRecord*>(buf->data());
   memset(r, 0, sizeof *r);
+  r->tensor_entry_bytes = sizeof(GraphTensor);
+  r->op_entry_bytes = sizeof(format::GraphOp);
   r->tensor_count = static_cast<uint32_t>(nt);
   r->op_count = static_cast<uint32_t>(no);
   r->payload_bytes = bytes - sizeof *r;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
+#include <tuple>
 #include <unordered_map>
 
 namespace ttrace::shim::cudnn {
@@ -55,12 +56,18 @@ struct Shadow {
     memcpy(out, a->bytes.data(), static_cast<size_t>(n) * sizeof(int64_t));
     return n;
   }
-  double Real(int32_t name, double fallback) const {
+  // A one-element DOUBLE or FLOAT attribute; false when not set as one.
+  bool Real(int32_t name, double* out) const {
     const Attr* a = Find(name);
-    if (a == nullptr || a->count != 1) return fallback;
-    if (a->type == CUDNN_TYPE_DOUBLE) return *reinterpret_cast<const double*>(a->bytes.data());
-    if (a->type == CUDNN_TYPE_FLOAT) return *reinterpret_cast<const float*>(a->bytes.data());
-    return fallback;
+    if (a == nullptr || a->count != 1) return false;
+    if (a->type == CUDNN_TYPE_DOUBLE) return *out = *reinterpret_cast<const double*>(a->bytes.data()), true;
+    if (a->type == CUDNN_TYPE_FLOAT) return *out = *reinterpret_cast<const float*>(a->bytes.data()), true;
+    return false;
+  }
+  double Real(int32_t name, double fallback) const {
+    double v = fallback;
+    Real(name, &v);
+    return v;
   }
 };
 
@@ -171,6 +178,17 @@ void OpAttributes(const Shadow& op, const OpRoles* roles, format::GraphOp* e) {
       d->Scalar(CUDNN_ATTR_POINTWISE_MODE, &e->mode);
       d->Scalar(CUDNN_ATTR_POINTWISE_MATH_PREC, &e->compute_type);
       d->Scalar(CUDNN_ATTR_POINTWISE_AXIS, &e->axis);
+      // The parameters that change a mode's value, each with its bit when the program set it (format.h).
+      for (const auto& [name, bit, out] :
+           {std::tuple{CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, format::kParamReluLowerClip, &e->relu_lower_clip},
+            std::tuple{CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, format::kParamReluUpperClip, &e->relu_upper_clip},
+            std::tuple{CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, format::kParamReluLowerClipSlope,
+                       &e->relu_lower_clip_slope},
+            std::tuple{CUDNN_ATTR_POINTWISE_ELU_ALPHA, format::kParamEluAlpha, &e->elu_alpha},
+            std::tuple{CUDNN_ATTR_POINTWISE_SOFTPLUS_BETA, format::kParamSoftplusBeta, &e->softplus_beta},
+            std::tuple{CUDNN_ATTR_POINTWISE_SWISH_BETA, format::kParamSwishBeta, &e->swish_beta}}) {
+        if (d->Real(name, out)) e->params_set |= bit;
+      }
       break;
     case CUDNN_BACKEND_MATMUL_DESCRIPTOR: d->Scalar(CUDNN_ATTR_MATMUL_COMP_TYPE, &e->compute_type); break;
     case CUDNN_BACKEND_REDUCTION_DESCRIPTOR:

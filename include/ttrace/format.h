@@ -443,11 +443,11 @@ static_assert(sizeof(ConvRecord) == 576);
 struct BackendGraphRecord {   // followed by payload_bytes of GraphTensor[tensor_count], GraphOp[op_count]
   uint64_t seq;
   uint16_t api;               // ApiId
-  uint16_t reserved0;         // 0
+  uint16_t tensor_entry_bytes;  // bytes of each GraphTensor entry as written; 0: 160 (streams before it was set)
   int32_t status;             // cudnnStatus_t returned to the application
   uint32_t tensor_count, op_count;
   uint32_t flags;             // GraphFlags
-  uint32_t reserved1;         // 0
+  uint32_t op_entry_bytes;    // bytes of each GraphOp entry as written; 0: 272 (streams before it was set)
   uint64_t handle, stream;    // cudnnHandle_t and its cudaStream_t
   uint64_t plan, variant_pack, workspace;  // descriptor handles, workspace pointer
   uint64_t t_ns;
@@ -478,7 +478,9 @@ enum GraphTensorFlags : uint8_t {
 static_assert(sizeof(GraphTensor) == 160);
 
 // One operation of the graph: its descriptor type, operands by role (indices into the tensors, -1 absent; roles
-// per type in docs/format.md), and the attributes the analyzer needs.
+// per type in docs/format.md), and the attributes the analyzer needs. Entries grow by appending fields, like record
+// bodies: BackendGraphRecord.op_entry_bytes says how long each is as written, and a reader zero-fills the fields
+// past it (so a field whose zero is not its default says whether it was set, in `params_set`).
 struct GraphOp {
   int32_t type;               // cudnnBackendDescriptorType_t of the operation
   int32_t mode;               // pointwise mode, reduction operator, convolution mode; -1 none
@@ -488,9 +490,24 @@ struct GraphOp {
   int64_t pre_pad[6], post_pad[6], stride[6], dilation[6];  // convolution, per spatial dimension
   double alpha, beta;         // convolution alpha/beta, pointwise alpha1/alpha2
   int64_t axis;               // pointwise GEN_INDEX axis, -1
-  int64_t reserved0;          // 0
+  uint32_t params_set;        // GraphOpParams: which of the pointwise parameters below the program set
+  uint32_t reserved0;         // 0
+  // Entries of 320 bytes and more: pointwise parameters (CUDNN_ATTR_POINTWISE_*), each as the program set it;
+  // where its bit in params_set is clear, cuDNN's default applies (a plain ReLU: lower clip 0, no upper clip,
+  // slope 0; ELU alpha, softplus beta, swish beta 1).
+  double relu_lower_clip, relu_upper_clip, relu_lower_clip_slope;
+  double elu_alpha, softplus_beta, swish_beta;
 };
-static_assert(sizeof(GraphOp) == 272);
+enum GraphOpParams : uint32_t {
+  kParamReluLowerClip = 1u << 0,
+  kParamReluUpperClip = 1u << 1,
+  kParamReluLowerClipSlope = 1u << 2,
+  kParamEluAlpha = 1u << 3,
+  kParamSoftplusBeta = 1u << 4,
+  kParamSwishBeta = 1u << 5,
+};
+inline constexpr uint32_t kGraphTensorEntryBytesV1 = 160, kGraphOpEntryBytesV1 = 272;  // entries when the sizes were 0
+static_assert(sizeof(GraphOp) == 320);
 
 // An NCCL collective or point-to-point call.
 struct CollectiveRecord {

@@ -63,12 +63,15 @@ class Graph {
     ops_.push_back(op);
     return op;
   }
-  Desc Pointwise(cudnnPointwiseMode_t mode, Desc x, Desc b, Desc y, Desc t = nullptr, int64_t axis = -1) {
+  // `params`: DOUBLE-valued pointwise attributes (ReLU clips, ...), as cudnn-frontend sets them.
+  Desc Pointwise(cudnnPointwiseMode_t mode, Desc x, Desc b, Desc y, Desc t = nullptr, int64_t axis = -1,
+                 const std::vector<std::pair<cudnnBackendAttributeName_t, double>>& params = {}) {
     Desc pw = Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
     const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
     Set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
     Set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
     if (axis >= 0) Set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
+    for (const auto& [name, value] : params) Set(pw, name, CUDNN_TYPE_DOUBLE, 1, &value);
     Check(cudnnBackendFinalize(pw));
     return Finish(Op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR,
                      {{CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw}, {CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x},

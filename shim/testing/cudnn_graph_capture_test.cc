@@ -3,7 +3,8 @@
 // and with a bias and custom dropout, three convolution + pointwise fusions): the shadow of the program's
 // descriptors records each graph (operations, tensors with uids, dims, strides, types), every non-virtual tensor
 // captured equals the program's data, results are bitwise those of a run without the shim, the trace checks clean
-// under several SIMGPU_ACCUM orders, a conv or attn fault is found at its op, and graphs without a checker (RNG
+// under several SIMGPU_ACCUM orders (a leaky, clipped ReLU epilogue too, and judged as a plain ReLU it is a false
+// alarm), a conv or attn fault is found at its op, and graphs without a checker (RNG
 // dropout, a lone ReLU) are counted as not checked, by name.
 #include <cstdio>
 #include <cstring>
@@ -88,12 +89,12 @@ const analyzer::Tensor* Captured(const analyzer::Op& op, uint8_t slot, int64_t u
 
 TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   ScratchDir scratch;
-  const Traced run = RunGraphs(scratch, "clean", {});
+  Traced run = RunGraphs(scratch, "clean", {});
   ASSERT_EQ(run.trace.ranks.size(), 1u);
   const auto& ops = run.trace.ranks[0].ops;
-  ASSERT_EQ(ops.size(), 8u);
-  const size_t op_counts[] = {1, 1, 14, 20, 4, 2, 4, 17};
-  for (int i = 0; i < 8; ++i) {
+  ASSERT_EQ(ops.size(), 9u);
+  const size_t op_counts[] = {1, 1, 14, 20, 4, 2, 4, 17, 4};
+  for (int i = 0; i < 9; ++i) {
     EXPECT_EQ(ops[i].kind, OpKind::kGraph);
     EXPECT_EQ(ops[i].graph.status, 0);
     EXPECT_EQ(ops[i].graph.flags, 0u);
@@ -122,9 +123,18 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
     ++matmuls;
   }
   EXPECT_EQ(matmuls, 2);
+  // The leaky, clipped ReLU's attributes (seq 8), as the program set them; seq 4's ReLU sets none.
+  const format::GraphOp& leaky = ops[8].graph_ops[3];
+  EXPECT_EQ(leaky.mode, 100);
+  EXPECT_EQ(leaky.params_set,
+            format::kParamReluLowerClip | format::kParamReluUpperClip | format::kParamReluLowerClipSlope);
+  EXPECT_EQ(leaky.relu_lower_clip, -0.2);
+  EXPECT_EQ(leaky.relu_upper_clip, 0.8);
+  EXPECT_EQ(leaky.relu_lower_clip_slope, 0.15);
+  EXPECT_EQ(ops[4].graph_ops[3].params_set, 0u);
   // conv x, w, y; per attention Q, K, V, O, Stats; the two sequence lengths; the fusions' 5, 4 and 5 tensors;
-  // the dropout attention's bias and mask
-  ASSERT_EQ(run.dumped.size(), 41u);
+  // the dropout attention's bias and mask; the leaky fusion's 5
+  ASSERT_EQ(run.dumped.size(), 46u);
   for (const Dumped& d : run.dumped) {
     const analyzer::Tensor* t = Captured(ops[d.seq], d.slot, d.uid);
     ASSERT_NE(t, nullptr) << "seq " << d.seq << " uid " << d.uid;
@@ -132,7 +142,7 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   }
   const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
   EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
-  EXPECT_EQ(report.summary().checked.at("conv"), 4u);
+  EXPECT_EQ(report.summary().checked.at("conv"), 5u);
   EXPECT_EQ(report.summary().checked.at("sdpa"), 4u);
   // sdpa.forward is not looser than needed: measured 0.586 (the fused BF16 attention), 0.699 with the padded
   // composite; 0.6 of the first asserted. The
@@ -142,7 +152,7 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   for (const auto& [kind, t] : report.summary().tightness)
     printf("%s tightness (default order) %.3f at seq %llu\n", kind.c_str(), t.max_ratio,
            static_cast<unsigned long long>(t.op.seq));
-  for (size_t seq : {4, 5, 6}) {  // each fusion alone (conv.fused): clean, and how close to its bound
+  for (size_t seq : {4, 5, 6, 8}) {  // each fusion alone (conv.fused): clean, and how close to its bound
     analyzer::CheckReport alone;
     analyzer::CheckGraphOp(0, ops[seq], &alone, uint64_t{1} << 30);
     ASSERT_EQ(alone.summary().checked.count("conv"), 1u) << seq;
@@ -154,6 +164,13 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
     ASSERT_EQ(alone.summary().checked.count("sdpa"), 1u) << seq;
     printf("sdpa.forward seq %zu tightness %.3f\n", seq, alone.summary().tightness.at("sdpa").max_ratio);
   }
+  // The leaky, clipped ReLU judged as a plain one (its clips dropped, as traces held it before they were
+  // recorded): a false alarm.
+  analyzer::Op plain = std::move(run.trace.ranks[0].ops[8]);
+  plain.graph_ops[3].params_set = 0;
+  analyzer::CheckReport as_plain;
+  analyzer::CheckGraphOp(0, plain, &as_plain, uint64_t{1} << 30);
+  EXPECT_EQ(as_plain.findings().size(), 1u);
   const Traced bare = RunGraphs(scratch, "bare", {}, /*shim=*/false);
   ASSERT_EQ(bare.dumped.size(), run.dumped.size());
   for (size_t i = 0; i < run.dumped.size(); ++i) EXPECT_EQ(bare.dumped[i].bytes, run.dumped[i].bytes) << i;
@@ -190,7 +207,9 @@ TEST(CudnnGraphCaptureTest, FaultsFoundAtTheirOp) {
                         // the fusions: the convolution's (virtual FP32) output, through the epilogue
                         Case{"conv:rank=0:call=1:elem=17:bit=30", 4, "conv.replay", 17},
                         Case{"conv:rank=0:call=2:elem=18:bit=30", 5, "conv.replay", 18},  // x > 0 there: ReLU passes it
-                        Case{"conv:rank=0:call=3:elem=17:bit=14", 6, "conv.replay", 17}}) {  // dw: BF16
+                        Case{"conv:rank=0:call=3:elem=17:bit=14", 6, "conv.replay", 17},  // dw: BF16
+                        // through the leaky, clipped ReLU
+                        Case{"conv:rank=0:call=4:elem=17:bit=30", 8, "conv.replay", 17}}) {
     const Traced run = RunGraphs(scratch, std::string("f") + std::to_string(c.seq), {{"SIMGPU_FAULT", c.fault}});
     const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
     ASSERT_EQ(report.findings().size(), 1u) << c.fault;

@@ -14,8 +14,10 @@
 //   seq 6  scale, bias, ReLU prologue (virtual BF16 intermediates) then convolution backward filter
 //   seq 7  composite attention with an attention bias, a causal mask and custom dropout (a BF16 mask and a scale
 //          the program supplies, multiplied into P after the softmax), as cudnn-frontend's sample builds it
-//   with --unchecked, seq 8: the same attention with RNG dropout (Bernoulli, seed and offset by value: not
-//   replayable) and seq 9: a graph the analyzer has no checker for (one pointwise RELU)
+//   seq 8  seq 4's graph with a leaky, clipped ReLU (lower clip −0.2, slope 0.15, upper clip 0.8, set as DOUBLE
+//          attributes as cudnn-frontend sets them)
+//   with --unchecked, seq 9: the same attention as seq 7 with RNG dropout (Bernoulli, seed and offset by value: not
+//   replayable) and seq 10: a graph the analyzer has no checker for (one pointwise RELU)
 //   cudnn_graph_workload --dump FILE [--unchecked]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
@@ -209,7 +211,7 @@ void PaddedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const st
 }
 
 // The three fusions of cudnn-frontend's convolution samples, small: n 2, c 4, k 6, 7x7, 3x3 filter, pad 1.
-void ConvFusion(cudnnHandle_t handle, uint64_t seq, cudnnBackendDescriptorType_t type) {
+void ConvFusion(cudnnHandle_t handle, uint64_t seq, cudnnBackendDescriptorType_t type, bool leaky = false) {
   const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
   const int64_t n = 2, c = 4, k = 6, h = 7, w = 7;
   const std::vector<int64_t> xs = {n, c, h, w}, ws = {k, c, 3, 3}, ys = {n, k, h, w};
@@ -229,7 +231,11 @@ void ConvFusion(cudnnHandle_t handle, uint64_t seq, cudnnBackendDescriptorType_t
     Convolution(g, type, g.Tensor(1, io, xs), g.Tensor(2, io, ws), conv, 1, 1);
     g.Pointwise(CUDNN_POINTWISE_MUL, conv, sd, t1);
     g.Pointwise(CUDNN_POINTWISE_ADD, t1, bd, t2);
-    g.Pointwise(CUDNN_POINTWISE_RELU_FWD, t2, nullptr, g.Tensor(5, io, ys));
+    std::vector<std::pair<cudnnBackendAttributeName_t, double>> clips;
+    if (leaky)
+      clips = {{CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP, -0.2}, {CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP, 0.8},
+               {CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE, 0.15}};
+    g.Pointwise(CUDNN_POINTWISE_RELU_FWD, t2, nullptr, g.Tensor(5, io, ys), nullptr, -1, clips);
     for (Buf* b : {&x, &wt, &scale, &bias}) input(b);
     for (Buf* b : inputs) b->Dump(seq, 22);
     data[5] = y.dev;
@@ -354,9 +360,10 @@ int main(int argc, char** argv) {
   ConvFusion(handle, 5, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
   ConvFusion(handle, 6, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
   DropoutAttention(handle, 7, Attn{2, 2, 2, 6, 6, 8}, /*rng=*/false);
+  ConvFusion(handle, 8, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, /*leaky=*/true);
   if (argc > 3 && strcmp(argv[3], "--unchecked") == 0) {
-    DropoutAttention(handle, 8, Attn{2, 2, 2, 6, 6, 8}, /*rng=*/true);
-    Relu(handle, 9);
+    DropoutAttention(handle, 9, Attn{2, 2, 2, 6, 6, 8}, /*rng=*/true);
+    Relu(handle, 10);
   }
   CHECK(cudaStreamSynchronize(g_stream));
   CHECK(cudnnDestroy(handle));
