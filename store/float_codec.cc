@@ -24,6 +24,7 @@ constexpr uint32_t kTableSize = 1u << kMaxLen;
 constexpr int kBlockLog2 = 16;
 constexpr int kMinBlockLog2 = 8, kMaxBlockLog2 = 24;
 constexpr int kStreams = 4;
+constexpr size_t kDecodeScratch = 4;  // planes not raw that a block decodes into scratch blocks, then composes
 constexpr size_t kSample = 4096;  // bytes sampled to decide whether a lower plane is worth a full histogram
 enum PlaneMode : uint8_t { kRaw = 0, kConst = 1, kHuffman = 2 };
 
@@ -707,10 +708,10 @@ const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, Pa
   return nullptr;
 }
 
-// In a block no larger than the encoder's, with at most two planes not raw (the common cases: a coded top plane;
-// a coded top plane and one coded lower plane), each such plane goes to a scratch buffer (Huffman decoded or the
-// constant repeated) and one pass composes the elements from the planes. Otherwise the Huffman planes go to their
-// bytes of each element and a pass adds the raw and constant planes and unrotates.
+// In a block no larger than the encoder's, with at most four planes not raw (every FP32, BF16, FP16 and FP8 block),
+// each such plane goes to a scratch buffer (Huffman decoded or the constant repeated) and one pass composes the
+// elements from the planes. Otherwise (FP64 blocks with more than four) the Huffman planes go to their bytes of each
+// element and a pass adds the raw and constant planes and unrotates.
 template <typename T>
 const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, uint8_t* out,
                         uint8_t (*scratch)[size_t{1} << kBlockLog2]) {
@@ -721,7 +722,7 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, u
     if (const char* err = ParsePlane(in, size, pos, n, &planes[plane])) return err;
     not_raw += planes[plane].mode != kRaw;
   }
-  if (not_raw <= 2 && n <= (size_t{1} << kBlockLog2)) {
+  if (not_raw <= kDecodeScratch && n <= (size_t{1} << kBlockLog2)) {
     const uint8_t* bytes[W];
     size_t used = 0;
     for (size_t plane = 0; plane < W; ++plane) {
@@ -779,7 +780,7 @@ size_t EncodeAll(const uint8_t* in, size_t n, uint8_t* out) {
 
 template <typename T>
 const char* DecodeAll(const uint8_t* in, size_t size, size_t n, int block_log2, uint8_t* out) {
-  uint8_t scratch[2][size_t{1} << kBlockLog2];
+  uint8_t scratch[kDecodeScratch][size_t{1} << kBlockLog2];
   size_t pos = kFloatCodecHeaderBytes;
   for (size_t b = 0; b < n; b += size_t{1} << block_log2) {
     const size_t m = std::min(n - b, size_t{1} << block_log2);

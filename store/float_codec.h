@@ -9,8 +9,8 @@
 // mantissa planes stay raw unless a sample says coding them saves at least 1/16 (smooth or quantized data, FP32
 // holding BF16 values).
 //
-// Pure functions over bytes: the shim's drain encodes (FloatEncode allocates nothing and cannot fail; it and
-// FloatDecode use two 64 KiB scratch blocks on the stack, FloatDecode up to 8 KiB more per element byte), the
+// Pure functions over bytes: the shim's drain encodes (FloatEncode allocates nothing and cannot fail; it uses two
+// 64 KiB scratch blocks on the stack, FloatDecode four and up to 8 KiB more per element byte), the
 // reader decodes. FloatDecode treats its input as hostile: it rejects any malformed payload with a reason and never
 // reads or writes outside the two buffers it is given. Thread-safe (no state).
 #ifndef TTRACE_STORE_FLOAT_CODEC_H_
