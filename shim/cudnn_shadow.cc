@@ -135,6 +135,7 @@ const std::vector<OpRoles>& RoleTable() {
       {CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, 0, 0, 0, {{2800, 0, false}, {2801, 1, false}, {2802, 2, false},
                                                               {2803, 3, true}, {2804, 4, true}, {2805, 5, false},
                                                               {2809, 6, false}, {2810, 7, false}}},
+      {CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, 0, 0, 0, {{2200, 0, false}, {2201, 1, true}}},
   };
   return *t;
 }

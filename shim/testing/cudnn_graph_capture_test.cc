@@ -230,6 +230,35 @@ TEST(CudnnGraphCaptureTest, GraphWithoutCheckerCountedByName) {
   EXPECT_EQ(report.summary().not_checked.at("cuDNN attention with RNG dropout (Philox inside cuDNN: not replayable)"),
             1u);
   EXPECT_EQ(report.summary().checked.at("sdpa"), 4u);
+  // The transpose (seq 11): the reshape recorded with its operands, named; simgpu's result is xᵀ, captured as the
+  // program downloaded it.
+  EXPECT_EQ(report.summary().not_checked.at("cuDNN graph of reshape, pointwise (no checker)"), 1u);
+  ASSERT_EQ(run.trace.ranks.size(), 1u);
+  const auto& ops = run.trace.ranks[0].ops;
+  ASSERT_EQ(ops.size(), 12u);
+  ASSERT_EQ(ops[11].graph_ops.size(), 2u);
+  const format::GraphOp& reshape = ops[11].graph_ops[0];
+  EXPECT_EQ(reshape.type, 31);
+  ASSERT_GE(reshape.operands[0], 0);
+  ASSERT_GE(reshape.operands[1], 0);
+  EXPECT_EQ(ops[11].graph_tensors[static_cast<size_t>(reshape.operands[0])].uid, 1);
+  const format::GraphTensor& view = ops[11].graph_tensors[static_cast<size_t>(reshape.operands[1])];
+  EXPECT_EQ(view.uid, 100);
+  EXPECT_EQ(view.strides[2], 1);
+  EXPECT_EQ(view.strides[3], 8);
+  std::string x, y;
+  for (const Dumped& d : run.dumped) {
+    if (d.seq != 11) continue;
+    (d.uid == 1 ? x : y) = d.bytes;
+    const analyzer::Tensor* t = Captured(ops[11], d.slot, d.uid);
+    ASSERT_NE(t, nullptr) << "uid " << d.uid;
+    EXPECT_EQ(t->data, d.bytes) << "uid " << d.uid;
+  }
+  ASSERT_EQ(x.size(), 128u);
+  ASSERT_EQ(y.size(), 128u);
+  for (int r = 0; r < 8; ++r) {
+    for (int c = 0; c < 4; ++c) EXPECT_EQ(y.substr((r * 4 + c) * 4, 4), x.substr((c * 8 + r) * 4, 4)) << r << c;
+  }
 }
 
 }  // namespace

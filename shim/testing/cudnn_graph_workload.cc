@@ -17,7 +17,9 @@
 //   seq 8  seq 4's graph with a leaky, clipped ReLU (lower clip −0.2, slope 0.15, upper clip 0.8, set as DOUBLE
 //          attributes as cudnn-frontend sets them)
 //   with --unchecked, seq 9: the same attention as seq 7 with RNG dropout (Bernoulli, seed and offset by value: not
-//   replayable) and seq 10: a graph the analyzer has no checker for (one pointwise RELU)
+//   replayable), seq 10: a graph the analyzer has no checker for (one pointwise RELU) and seq 11: a transpose as
+//   cudnn-frontend's attention backward writes it (a RESHAPE swapping the last two dimensions and strides into a
+//   virtual tensor, copied out by a pointwise IDENTITY)
 //   cudnn_graph_workload --dump FILE [--unchecked]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
@@ -339,6 +341,19 @@ void Relu(cudnnHandle_t handle, uint64_t seq) {
   y.Dump(seq, 23);
 }
 
+void Transpose(cudnnHandle_t handle, uint64_t seq) {
+  Graph g(Die);
+  Buf x(1, 32, false), y(2, 32, false);
+  Desc t = g.Strided(100, CUDNN_DATA_FLOAT, {1, 1, 8, 4}, {32, 32, 1, 8}, true);
+  g.Finish(g.Op(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR,
+                {{CUDNN_ATTR_OPERATION_RESHAPE_XDESC, g.Tensor(1, CUDNN_DATA_FLOAT, {1, 1, 4, 8})},
+                 {CUDNN_ATTR_OPERATION_RESHAPE_YDESC, t}}));
+  g.Pointwise(CUDNN_POINTWISE_IDENTITY, t, nullptr, g.Tensor(2, CUDNN_DATA_FLOAT, {1, 1, 8, 4}));
+  x.Dump(seq, 22);
+  CHECK(g.Execute(handle, {{1, x.dev}, {2, y.dev}}));
+  y.Dump(seq, 23);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -364,6 +379,7 @@ int main(int argc, char** argv) {
   if (argc > 3 && strcmp(argv[3], "--unchecked") == 0) {
     DropoutAttention(handle, 9, Attn{2, 2, 2, 6, 6, 8}, /*rng=*/true);
     Relu(handle, 10);
+    Transpose(handle, 11);
   }
   CHECK(cudaStreamSynchronize(g_stream));
   CHECK(cudnnDestroy(handle));

@@ -9,7 +9,8 @@
 // operand is copied when set; one of the wrong kind or not finalized fails at finalization. Backward activation
 // modes (RELU_BWD ...) take x and dy in the x and b slots and write dx in the y slot. An RNG operation takes its
 // seed as a host INT64 value or as a tensor; its seed and offset tensors have every dimension 1 (as NVIDIA
-// documents; not in the conformance transcript).
+// documents; not in the conformance transcript). A reshape (x, y) keeps x's element count (BAD_PARAM otherwise;
+// simgpu's reading of NVIDIA's "different logical shape and stride", not in the conformance transcript).
 #include <cstdint>
 #include <vector>
 
@@ -36,6 +37,7 @@ OpKind KindOf(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR: return OpKind::kMatmul;
     case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR: return OpKind::kSdpa;
     case CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR: return OpKind::kRng;
+    case CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR: return OpKind::kReshape;
     default: return OpKind::kPointwise;
   }
 }
@@ -99,8 +101,11 @@ const std::vector<AttrRole>& Roles(OpKind kind) {
                                              {CUDNN_ATTR_OPERATION_RNG_OFFSET_DESC, Role::kInput, 1},
                                              {CUDNN_ATTR_OPERATION_RNG_YDESC, Role::kOutput, 0},
                                              {CUDNN_ATTR_OPERATION_RNG_DESC, Role::kRng, 0}};
+  static const std::vector<AttrRole> kReshape = {{CUDNN_ATTR_OPERATION_RESHAPE_XDESC, Role::kInput, 0},
+                                                 {CUDNN_ATTR_OPERATION_RESHAPE_YDESC, Role::kOutput, 0}};
   switch (kind) {
     case OpKind::kRng: return kRng;
+    case OpKind::kReshape: return kReshape;
     case OpKind::kConvForward: return kConvFwd;
     case OpKind::kConvBackwardData: return kConvBwdData;
     case OpKind::kConvBackwardFilter: return kConvBwdFilter;
@@ -329,7 +334,7 @@ cudnnStatus_t OperationDescriptor::DoGet(cudnnBackendAttributeName_t name, const
 cudnnStatus_t OperationDescriptor::DoFinalize() {
   const OpSpec& s = spec_;
   if (bad_reference_) return Fail(CUDNN_STATUS_BAD_PARAM, "an operand is not a finalized descriptor of its kind");
-  const bool needs_desc = s.kind != OpKind::kSdpa;
+  const bool needs_desc = s.kind != OpKind::kSdpa && s.kind != OpKind::kReshape;
   const bool has_first_input = s.input_set[0] || (s.kind == OpKind::kRng && s.rng_seed_set);
   if ((needs_desc && !has_desc_) || !s.output_set[0] || !has_first_input) {
     return Fail(CUDNN_STATUS_BAD_PARAM, "missing operand or descriptor");
@@ -366,6 +371,11 @@ cudnnStatus_t OperationDescriptor::DoFinalize() {
         for (int64_t d : s.inputs[i].dims) {
           if (d != 1) return Fail(CUDNN_STATUS_BAD_PARAM, "RNG seed and offset tensors have every dimension 1");
         }
+      }
+      return CUDNN_STATUS_SUCCESS;
+    case OpKind::kReshape:
+      if (s.inputs[0].Elements() != s.outputs[0].Elements()) {
+        return Fail(CUDNN_STATUS_BAD_PARAM, "a reshape keeps its input's element count");
       }
       return CUDNN_STATUS_SUCCESS;
   }

@@ -446,6 +446,55 @@ TEST_F(CudnnBackend, BackwardActivations) {
   }
 }
 
+// Reshape as cudnn-frontend's attention backward uses it: the last two dimensions and strides swapped (a transpose
+// of the same memory), FP32 into FP16; into a virtual tensor that a pointwise copy reads, and into user memory.
+TEST_F(CudnnBackend, ReshapeViewsItsInput) {
+  const std::vector<int64_t> xd = {1, 2, 3, 4}, td = {1, 2, 4, 3}, ts = {24, 12, 1, 4};
+  Tensor x(CUDNN_DATA_FLOAT, xd, Packed4(xd));
+  std::mt19937 rng(5);
+  x.Fill(&rng, false);
+  x.Upload();
+  Tensor copied(CUDNN_DATA_HALF, td, Packed4(td));  // identity of the virtual transpose, packed
+  Tensor direct(CUDNN_DATA_HALF, td, ts);           // the transpose written to memory: x's offsets
+  BackendGraph g;
+  Desc xt = g.Tensor(1, CUDNN_DATA_FLOAT, xd, x.strides());
+  Desc vt = g.Tensor(100, CUDNN_DATA_HALF, td, ts, true);
+  Desc ct = g.Tensor(2, CUDNN_DATA_HALF, td, copied.strides());
+  Desc dt = g.Tensor(3, CUDNN_DATA_HALF, td, ts);
+  g.Reshape(xt, vt);
+  g.Pointwise(CUDNN_POINTWISE_IDENTITY, vt, nullptr, ct);
+  g.Reshape(xt, dt);
+  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(g.Execute(handle_, {{1, x.device()}, {2, copied.device()}, {3, direct.device()}}), CUDNN_STATUS_SUCCESS);
+  copied.Download();
+  direct.Download();
+  size_t i = 0;
+  for (int64_t h = 0; h < 2; ++h) {
+    for (int64_t r = 0; r < 4; ++r) {
+      for (int64_t c = 0; c < 3; ++c, ++i) {
+        Tensor expect(CUDNN_DATA_HALF, {1}, {1});
+        expect.Set(0, x.at(static_cast<size_t>((h * 3 + c) * 4 + r)));  // x[h, c, r]
+        EXPECT_EQ(copied.at(i), expect.at(0)) << i;
+        EXPECT_EQ(direct.at(i), expect.at(0)) << i;
+      }
+    }
+  }
+
+  // Finalization keeps the element count; a reshape reaching past its input's memory has no engine.
+  BackendGraph bad;
+  Desc small = bad.Tensor(4, CUDNN_DATA_FLOAT, {1, 1, 2, 2}, {4, 4, 2, 1});
+  Desc big = bad.Tensor(5, CUDNN_DATA_FLOAT, {1, 1, 2, 3}, {6, 6, 3, 1});
+  Desc op = bad.Make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+  bad.SetDesc(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, small);
+  bad.SetDesc(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, big);
+  EXPECT_EQ(cudnnBackendFinalize(op), CUDNN_STATUS_BAD_PARAM);
+  BackendGraph past;
+  Desc in = past.Tensor(6, CUDNN_DATA_FLOAT, {1, 1, 2, 2}, {4, 4, 2, 1});
+  Desc out = past.Tensor(7, CUDNN_DATA_FLOAT, {1, 1, 2, 2}, {8, 8, 4, 1});
+  past.Reshape(in, out);
+  EXPECT_EQ(past.Build(handle_), CUDNN_STATUS_NOT_SUPPORTED);
+}
+
 // ---- status codes of execution ----
 
 TEST_F(CudnnBackend, ExecutionStatuses) {

@@ -173,6 +173,16 @@ class BackendGraph {
     return op;
   }
 
+  // y = reshape(x): y views x's memory with its own dimensions and strides.
+  Desc Reshape(Desc x, Desc y) {
+    Desc op = Make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+    SetDesc(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x);
+    SetDesc(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y);
+    Finalize(op);
+    ops_.push_back(op);
+    return op;
+  }
+
   // Adds an operation built by hand (finalized) to the graph.
   void AddOperation(Desc op) { ops_.push_back(op); }
 

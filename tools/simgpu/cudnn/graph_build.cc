@@ -2,8 +2,9 @@
 // boolean intermediates for masks); convolutions in the configurations the legacy API supports; the pointwise
 // modes of graph_kernels.h with operands that broadcast to the output (each dimension equal or 1); ADD, MUL, MIN,
 // MAX and AMAX reductions; FP32-compute matmuls (with M, N, K overrides); Bernoulli and uniform RNG (rng.h);
-// fused SDPA forward with sequence lengths, without block masks or paging; ragged tensors (graph_model.h) anywhere
-// but in virtual tensors.
+// fused SDPA forward with sequence lengths, without block masks or paging; reshapes of dense tensors whose output
+// lies within the input's extent (graph_kernels.h); ragged tensors (graph_model.h) anywhere but in virtual tensors
+// and reshapes.
 #include "tools/simgpu/cudnn/graph_build.h"
 
 #include <algorithm>
@@ -49,7 +50,7 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
     for (int i : *list) any_ragged = any_ragged || ragged(i);
   }
   if (any_ragged && s.kind != OpKind::kPointwise && s.kind != OpKind::kReduction && s.kind != OpKind::kMatmul &&
-      s.kind != OpKind::kSdpa) {
+      s.kind != OpKind::kSdpa && s.kind != OpKind::kReshape) {
     return "a ragged convolution or RNG operand";
   }
   switch (s.kind) {
@@ -106,6 +107,12 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
     case OpKind::kSdpa:
       for (int i : {op.inputs[0], op.inputs[1], op.inputs[2], op.outputs[0]}) {
         if (!FloatingData(tensor(i).dtype)) return "SDPA operand type";
+      }
+      return "";
+    case OpKind::kReshape:
+      if (ragged(op.inputs[0]) || ragged(op.outputs[0])) return "a ragged reshape operand";
+      if (tensor(op.outputs[0]).Extent() > tensor(op.inputs[0]).Extent()) {
+        return "a reshape output reaching past its input's extent";
       }
       return "";
   }

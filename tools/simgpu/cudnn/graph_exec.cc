@@ -166,6 +166,9 @@ void RunGraph(const GraphLaunch& launch) {
       case OpKind::kRng:
         RunRng(s.rng, s.rng_seed, bound(op.inputs[0]), bound(op.inputs[1]), bound(op.outputs[0]));
         break;
+      case OpKind::kReshape:
+        RunReshape(bound(op.inputs[0]), bound(op.outputs[0]));
+        break;
     }
     if (m.attention && static_cast<int>(i) == m.attention_op && !launch.attn_faults.empty()) {
       ApplyAttentionFaults(launch.attn_faults, bound(m.attention_output));

@@ -264,6 +264,16 @@ void RunReduction(cudnnReduceTensorOp_t op, cudnnDataType_t compute, const Bound
   }
 }
 
+void RunReshape(const Bound& x, const Bound& y) {
+  const std::vector<int64_t>& shape = y.spec->dims;
+  const int64_t n = Count(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t e = 0; e < n; ++e, Next(shape, idx.data())) {
+    const int64_t off = Offset(y, idx.data());
+    Store<double>(y, off, Load<double>(x, off));
+  }
+}
+
 void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call, const Bound& m_override,
                const Bound& n_override, const Bound& k_override, const double* padding) {
   const TensorSpec &as = *a.spec, &bs = *b.spec, &cs = *c.spec;

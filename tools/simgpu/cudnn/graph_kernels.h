@@ -25,6 +25,10 @@
 // the order and precision, of the composite graph cudnn-frontend builds for the same attention (with its padding
 // mask: GEMM overrides and FLOAT's lowest score outside the sequences), whose results are therefore bitwise equal
 // in every element both write.
+// Reshape (a view, cudnn-frontend's default VIEW_ONLY mode: y names x's memory with its own dimensions and strides):
+// y's element at element offset o (sum of index times y's stride) is x's element at offset o, converted to y's type
+// (rounded to nearest even). cudnn-frontend's attention backward transposes K and the FP32 probabilities and score
+// gradients this way (swapping the last two dimensions and strides), the latter into FP16 or BF16 tensors.
 #ifndef TTRACE_TOOLS_SIMGPU_CUDNN_GRAPH_KERNELS_H_
 #define TTRACE_TOOLS_SIMGPU_CUDNN_GRAPH_KERNELS_H_
 
@@ -61,6 +65,8 @@ void RunReduction(cudnnReduceTensorOp_t op, cudnnDataType_t compute, const Bound
 // >= K count as +0.
 void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call, const Bound& m = {},
                const Bound& n = {}, const Bound& k = {}, const double* padding = nullptr);
+// x and y dense, y's extent within x's.
+void RunReshape(const Bound& x, const Bound& y);
 // scale, stats and the sequence lengths may be absent.
 void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& seq_len_q,
              const Bound& seq_len_kv, const Bound& o, const Bound& stats, int64_t call);
