@@ -2,7 +2,8 @@
 // fused SDPA forward; RNG. Finalization checks follow NVIDIA's library as the conformance transcript records them:
 // convolutions check ranks, channels against the filter (the group count is x's C / w's C) and the output shape
 // the convolution implies (BAD_PARAM); pointwise operations check only that their operands are present (x, y,
-// b for binary modes, t for BINARY_SELECT); a reduction's output keeps each input dimension or reduces it to 1;
+// b for binary modes, t for BINARY_SELECT); each dimension of a reduction's output divides the input's (1: reduced
+// whole; equal: kept; between: groups, as cudnn-frontend reduces grouped-query attention's per-head gradients);
 // a matmul's operands share a rank (NOT_SUPPORTED otherwise) and agree in M, N and K, each batch dimension of A
 // and B dividing C's (BAD_PARAM); SDPA checks Q, K, V and O agree as [b, h, s, d] tensors and its sequence lengths
 // (SEQ_LEN_QDESC, SEQ_LEN_KVDESC, either or both) are INT32 or INT64 tensors of [b, 1, 1, 1]. A descriptor set as an
@@ -355,7 +356,7 @@ cudnnStatus_t OperationDescriptor::DoFinalize() {
       const TensorSpec &x = s.inputs[0], &y = s.outputs[0];
       if (x.dims.size() != y.dims.size()) return Fail(CUDNN_STATUS_BAD_PARAM, "reduction ranks differ");
       for (size_t i = 0; i < x.dims.size(); ++i) {
-        if (y.dims[i] != x.dims[i] && y.dims[i] != 1) return Fail(CUDNN_STATUS_BAD_PARAM, "reduction shape");
+        if (y.dims[i] <= 0 || x.dims[i] % y.dims[i] != 0) return Fail(CUDNN_STATUS_BAD_PARAM, "reduction shape");
       }
       return CUDNN_STATUS_SUCCESS;
     }

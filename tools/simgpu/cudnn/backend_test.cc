@@ -495,6 +495,110 @@ TEST_F(CudnnBackend, ReshapeViewsItsInput) {
   EXPECT_EQ(past.Build(handle_), CUDNN_STATUS_NOT_SUPPORTED);
 }
 
+// A reduction whose output dimension divides the input's sums groups of consecutive indices (cudnn-frontend's
+// grouped-query attention backward: per-query-head gradients summed into each K/V head); one that does not divide is
+// BAD_PARAM (as NVIDIA's library answers the conformance transcript's 5 -> 2).
+TEST_F(CudnnBackend, ReductionSumsGroupsOfHeads) {
+  const std::vector<int64_t> xd = {1, 4, 2, 3}, yd = {1, 2, 2, 3};
+  std::vector<float> x(24), y(12, -1.0f);
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (float& v : x) v = u(rng);
+  void *xdev = nullptr, *ydev = nullptr;
+  ASSERT_EQ(cudaMalloc(&xdev, 24 * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&ydev, 12 * 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(xdev, x.data(), 24 * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  BackendGraph g;
+  g.Reduction(CUDNN_REDUCE_TENSOR_ADD, g.Tensor(1, CUDNN_DATA_FLOAT, xd, Packed4(xd)),
+              g.Tensor(2, CUDNN_DATA_FLOAT, yd, Packed4(yd)));
+  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(g.Execute(handle_, {{1, xdev}, {2, ydev}}), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudaMemcpy(y.data(), ydev, 12 * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int h = 0; h < 2; ++h) {
+    for (int e = 0; e < 6; ++e) {
+      EXPECT_EQ(y[static_cast<size_t>(h * 6 + e)], x[static_cast<size_t>(2 * h * 6 + e)] + x[static_cast<size_t>((2 * h + 1) * 6 + e)])
+          << h << " " << e;
+    }
+  }
+  cudaFree(xdev);
+  cudaFree(ydev);
+
+  BackendGraph bad;
+  Desc r = bad.Make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+  const cudnnReduceTensorOp_t add = CUDNN_REDUCE_TENSOR_ADD;
+  bad.Set(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &add);
+  bad.Finalize(r);
+  Desc op = bad.Make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+  bad.SetDesc(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, r);
+  bad.SetDesc(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, bad.Tensor(3, CUDNN_DATA_FLOAT, xd, Packed4(xd)));
+  bad.SetDesc(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC,
+              bad.Tensor(4, CUDNN_DATA_FLOAT, {1, 3, 2, 3}, Packed4({1, 3, 2, 3})));
+  EXPECT_EQ(cudnnBackendFinalize(op), CUDNN_STATUS_BAD_PARAM);
+}
+
+// FP8 operands as cudnn-frontend's FP8 attention uses them: an E4M3 x E4M3 matmul (products and sums in FP32) into
+// FP32, and a pointwise scale into E4M3 and E5M2 that rounds to nearest even and saturates to the largest finite
+// value (448, 57344).
+TEST_F(CudnnBackend, Fp8MatmulAndSaturatingStores) {
+  const std::vector<int64_t> ad = {1, 1, 2, 3}, bd = {1, 1, 3, 2}, cd = {1, 1, 2, 2};
+  std::vector<uint8_t> a(6), b(6);
+  std::vector<float> av(6), bv(6);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (int i = 0; i < 6; ++i) {
+    a[static_cast<size_t>(i)] = simgpu::nv::FloatToE4M3(u(rng));
+    b[static_cast<size_t>(i)] = simgpu::nv::FloatToE4M3(u(rng));
+    av[static_cast<size_t>(i)] = simgpu::nv::E4M3ToFloat(a[static_cast<size_t>(i)]);
+    bv[static_cast<size_t>(i)] = simgpu::nv::E4M3ToFloat(b[static_cast<size_t>(i)]);
+  }
+  void *adev = nullptr, *bdev = nullptr, *cdev = nullptr, *e4dev = nullptr, *e5dev = nullptr;
+  ASSERT_EQ(cudaMalloc(&adev, 6), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&bdev, 6), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&cdev, 16), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&e4dev, 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&e5dev, 4), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(adev, a.data(), 6, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(bdev, b.data(), 6, cudaMemcpyHostToDevice), cudaSuccess);
+  const float scale = 300.0f;
+  BackendGraph g;
+  Desc c = g.Tensor(3, CUDNN_DATA_FLOAT, cd, Packed4(cd));
+  g.Matmul(g.Tensor(1, CUDNN_DATA_FP8_E4M3, ad, Packed4(ad)), g.Tensor(2, CUDNN_DATA_FP8_E4M3, bd, Packed4(bd)), c);
+  Desc s = g.Tensor(4, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  g.Pointwise(CUDNN_POINTWISE_MUL, c, s, g.Tensor(5, CUDNN_DATA_FP8_E4M3, cd, Packed4(cd)));
+  g.Pointwise(CUDNN_POINTWISE_MUL, c, s, g.Tensor(6, CUDNN_DATA_FP8_E5M2, cd, Packed4(cd)));
+  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(g.Execute(handle_, {{1, adev}, {2, bdev}, {3, cdev}, {4, const_cast<float*>(&scale)}, {5, e4dev},
+                                {6, e5dev}}),
+            CUDNN_STATUS_SUCCESS);
+  float cv[4];
+  uint8_t e4[4], e5[4];
+  ASSERT_EQ(cudaMemcpy(cv, cdev, 16, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(e4, e4dev, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(e5, e5dev, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  int saturated = 0;
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      double exact = 0, magnitude = 0;
+      for (int k = 0; k < 3; ++k) {
+        const double p = double{av[static_cast<size_t>(i * 3 + k)]} * bv[static_cast<size_t>(k * 2 + j)];
+        exact += p;
+        magnitude += std::fabs(p);
+      }
+      const float got = cv[i * 2 + j];
+      // Products of 4-bit significands are exact in FP32; the two additions round: |err| <= 2u sum |a_k b_k|.
+      EXPECT_LE(std::fabs(got - exact), 2 * std::ldexp(1.0, -24) * magnitude) << i << j;
+      const float scaled = got * scale;
+      const float e4_expect = std::fabs(scaled) > 448.0f ? std::copysign(448.0f, scaled)
+                                                          : simgpu::nv::E4M3ToFloat(simgpu::nv::FloatToE4M3(scaled));
+      EXPECT_EQ(simgpu::nv::E4M3ToFloat(e4[i * 2 + j]), e4_expect) << i << j;
+      EXPECT_EQ(e5[i * 2 + j], simgpu::nv::FloatToE5M2(scaled)) << i << j;
+      saturated += std::fabs(scaled) > 448.0f;
+    }
+  }
+  EXPECT_GT(saturated, 0);  // the seed gives at least one product sum above 448 / 300
+  for (void* p : {adev, bdev, cdev, e4dev, e5dev}) cudaFree(p);
+}
+
 // ---- status codes of execution ----
 
 TEST_F(CudnnBackend, ExecutionStatuses) {

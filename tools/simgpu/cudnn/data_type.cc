@@ -48,6 +48,8 @@ size_t ElementBytes(cudnnDataType_t type) {
     case CUDNN_DATA_INT8:
     case CUDNN_DATA_UINT8:
     case CUDNN_DATA_BOOLEAN:
+    case CUDNN_DATA_FP8_E4M3:
+    case CUDNN_DATA_FP8_E5M2:
       return 1;
     default:
       return 0;
@@ -64,6 +66,8 @@ bool ToCudaDataType(cudnnDataType_t type, cudaDataType* out) {
     case CUDNN_DATA_UINT8: *out = CUDA_R_8U; return true;
     case CUDNN_DATA_INT32: *out = CUDA_R_32I; return true;
     case CUDNN_DATA_INT64: *out = CUDA_R_64I; return true;
+    case CUDNN_DATA_FP8_E4M3: *out = CUDA_R_8F_E4M3; return true;
+    case CUDNN_DATA_FP8_E5M2: *out = CUDA_R_8F_E5M2; return true;
     default: return false;
   }
 }
@@ -87,6 +91,8 @@ float LoadFloat(const void* base, size_t i, cudnnDataType_t type) {
     case CUDNN_DATA_BOOLEAN: return Read<uint8_t>(base, i) != 0 ? 1.0f : 0.0f;
     case CUDNN_DATA_INT32: return static_cast<float>(Read<int32_t>(base, i));
     case CUDNN_DATA_INT64: return static_cast<float>(Read<int64_t>(base, i));
+    case CUDNN_DATA_FP8_E4M3: return simgpu::nv::E4M3ToFloat(Read<uint8_t>(base, i));
+    case CUDNN_DATA_FP8_E5M2: return simgpu::nv::E5M2ToFloat(Read<uint8_t>(base, i));
     default: return 0.0f;
   }
 }
@@ -96,6 +102,8 @@ void StoreFloat(void* base, size_t i, cudnnDataType_t type, float v) {
     case CUDNN_DATA_FLOAT: Write<float>(base, i, v); return;
     case CUDNN_DATA_HALF: Write<uint16_t>(base, i, simgpu::nv::FloatToHalf(v)); return;
     case CUDNN_DATA_BFLOAT16: Write<uint16_t>(base, i, simgpu::nv::FloatToBf16(v)); return;
+    case CUDNN_DATA_FP8_E4M3: Write<uint8_t>(base, i, simgpu::nv::FloatToE4M3(v)); return;
+    case CUDNN_DATA_FP8_E5M2: Write<uint8_t>(base, i, simgpu::nv::FloatToE5M2(v)); return;
     default: StoreDouble(base, i, type, v); return;
   }
 }
@@ -105,7 +113,9 @@ void StoreDouble(void* base, size_t i, cudnnDataType_t type, double v) {
     case CUDNN_DATA_DOUBLE: Write<double>(base, i, v); return;
     case CUDNN_DATA_FLOAT: Write<float>(base, i, static_cast<float>(v)); return;
     case CUDNN_DATA_HALF:
-    case CUDNN_DATA_BFLOAT16: StoreFloat(base, i, type, static_cast<float>(v)); return;
+    case CUDNN_DATA_BFLOAT16:
+    case CUDNN_DATA_FP8_E4M3:
+    case CUDNN_DATA_FP8_E5M2: StoreFloat(base, i, type, static_cast<float>(v)); return;
     case CUDNN_DATA_INT8: Write<int8_t>(base, i, SaturateRound<int8_t>(v)); return;
     case CUDNN_DATA_UINT8: Write<uint8_t>(base, i, SaturateRound<uint8_t>(v)); return;
     case CUDNN_DATA_BOOLEAN: Write<uint8_t>(base, i, v != 0 ? 1 : 0); return;

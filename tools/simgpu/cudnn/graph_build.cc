@@ -1,5 +1,6 @@
 // Operation graph models (graph_build.h). What simgpu executes: FP32, FP16, BF16 and FP64 data (integer and
-// boolean intermediates for masks); convolutions in the configurations the legacy API supports; the pointwise
+// boolean intermediates for masks; FP8 in pointwise, reduction, reshape and matmul operations, as cudnn-frontend's
+// FP8 attention uses it); convolutions in the configurations the legacy API supports; the pointwise
 // modes of graph_kernels.h with operands that broadcast to the output (each dimension equal or 1); ADD, MUL, MIN,
 // MAX and AMAX reductions; FP32-compute matmuls (with M, N, K overrides); Bernoulli and uniform RNG (rng.h);
 // fused SDPA forward with sequence lengths, without block masks or paging; reshapes of dense tensors whose output
@@ -82,7 +83,8 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
     case OpKind::kMatmul:
       if (s.compute != CUDNN_DATA_FLOAT) return "matmul compute type other than FLOAT";
       for (int i : {op.inputs[0], op.inputs[1], op.outputs[0]}) {
-        if (!FloatingData(tensor(i).dtype)) return "matmul operand type";
+        const cudnnDataType_t t = tensor(i).dtype;
+        if (!FloatingData(t) && t != CUDNN_DATA_FP8_E4M3 && t != CUDNN_DATA_FP8_E5M2) return "matmul operand type";
         if (ragged(i) && tensor(i).dims.size() < 3) return "a ragged matmul operand without batch dimensions";
       }
       for (size_t o = 2; o < op.inputs.size(); ++o) {

@@ -191,8 +191,8 @@ template <typename T>
 void Reduce(cudnnReduceTensorOp_t op, const Bound& x, const Bound& y) {
   const std::vector<int64_t>& xd = x.spec->dims;
   const std::vector<int64_t>& yd = y.spec->dims;
-  std::vector<int64_t> inner;  // the reduced dimensions' sizes, in order
-  for (size_t i = 0; i < xd.size(); ++i) inner.push_back(yd[i] == 1 ? xd[i] : 1);
+  std::vector<int64_t> inner;  // per dimension, the group of input indices one output index reduces
+  for (size_t i = 0; i < xd.size(); ++i) inner.push_back(xd[i] / yd[i]);
   const int64_t outs = Count(yd), ins = Count(inner);
   std::vector<int64_t> oi(yd.size(), 0), ii(xd.size(), 0), full(xd.size(), 0);
   for (int64_t o = 0; o < outs; ++o, Next(yd, oi.data())) {
@@ -201,7 +201,7 @@ void Reduce(cudnnReduceTensorOp_t op, const Bound& x, const Bound& y) {
             : op == CUDNN_REDUCE_TENSOR_MIN ? std::numeric_limits<T>::infinity() : T(0);
     std::fill(ii.begin(), ii.end(), 0);
     for (int64_t r = 0; r < ins; ++r, Next(inner, ii.data())) {
-      for (size_t i = 0; i < xd.size(); ++i) full[i] = yd[i] == 1 ? ii[i] : oi[i];
+      for (size_t i = 0; i < xd.size(); ++i) full[i] = oi[i] * inner[i] + ii[i];
       const T v = Load<T>(x, Offset(x, full.data()));
       switch (op) {
         case CUDNN_REDUCE_TENSOR_ADD: acc = acc + v; break;

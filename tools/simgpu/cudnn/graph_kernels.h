@@ -9,9 +9,10 @@
 // index along the descriptor's axis; BINARY_SELECT gives t != 0 ? x : b; the backward activations (RELU_BWD ...)
 // read the forward input as x and the gradient dy as b and give dx = dy * f'(x) (RELU_BWD: dy above the lower
 // clip and below the upper one, slope * dy at or below the lower clip, 0 at or above the upper one).
-// Reduction: each output element combines the input elements that map to it (dimensions where y has size 1 are
-// reduced) in row-major order, in FP32 (FP64 for a DOUBLE compute type), starting from 0 (ADD, AMAX), 1 (MUL),
-// -inf (MAX) or +inf (MIN); NaN propagates through MIN, MAX and AMAX.
+// Reduction: each output element combines the input elements that map to it (along a dimension where x has g times
+// y's size, output index j reads input indices j * g ... j * g + g - 1: size 1 reduces the dimension whole, einops'
+// "(h g) -> h" for grouped-query heads) in row-major order, in FP32 (FP64 for a DOUBLE compute type), starting from
+// 0 (ADD, AMAX), 1 (MUL), -inf (MAX) or +inf (MIN); NaN propagates through MIN, MAX and AMAX.
 // Matmul: C[..., m, n] = sum over k of A[..., m, k] * B[..., k, n] with operands widened to FP32, each product
 // rounded to FP32 and summed in simgpu's accumulation order (common/accumulate.h) in FP32, stored in C's type. A
 // batch dimension of A or B smaller than C's maps C's index c to c / (C_i / A_i) (size 1 broadcasts; grouped-query
