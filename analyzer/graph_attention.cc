@@ -8,17 +8,24 @@
 // (padding masks differ per batch); the matmuls' M/N/K overrides (sequence lengths) are read from their captured
 // tensors: rows past the second matmul's M override are not written, so not compared, and every key kept in a
 // written row must lie inside both matmuls' overrides. An attention bias (one pointwise ADD of a captured tensor)
-// is part of the logits; pointwise MULs after the softmax by scalars and captured tensors (custom dropout: its scale
-// and mask) are the factor P·V reads P times, and P before them is what is verified. A graph with an RNG operation
+// is part of the logits, and so is ALiBi (cudnn-frontend's set_alibi_mask: column − row indices in INT32 times a
+// per-head slope tensor, added to the logits): every pointwise ADD of a term that does not depend on the scores to
+// one that does is an additive term, carried with its own error bound (conv.fused's rules through the operations that
+// compute it); pointwise MULs after the softmax by scalars and captured tensors (custom dropout: its scale
+// and mask) are the factor P·V reads P times, and P before them is what is verified. The graph's other outputs must
+// each equal, row by row, the log-sum-exp (Stats), the largest logit (Max) or the sum of exponentials relative to it
+// (Sum_exp: set_logit_max / set_score_sum_exp); each is compared under sdpa.forward. A graph with an RNG operation
 // (Philox dropout inside cuDNN) is not checked: its mask cannot be replayed.
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "analyzer/graph_check.h"
+#include "analyzer/tensor_data.h"
 
 namespace ttrace::analyzer {
 
@@ -92,6 +99,32 @@ bool ScaleOf(const std::vector<GraphOp>& ops, const std::vector<GraphTensor>& T,
   return true;
 }
 
+// Additive term f with its error bound into `bv`: captured and by-value tensors exact (their values in `v`),
+// virtual ones through the pointwise operations that write them, none of which may read the scores (`dep`).
+std::string BoundTerm(const std::vector<GraphOp>& ops, const std::vector<GraphTensor>& T, const Values& v,
+                      const std::set<int32_t>& dep, int32_t f, BoundedValues* bv, int depth) {
+  if (bv->count(f) > 0) return "";
+  if (depth > 32 || dep.count(f) > 0) return "it depends on the scores";
+  const GraphTensor& t = T[static_cast<size_t>(f)];
+  if (!t.is_virtual || t.by_value) {
+    auto it = v.find(f);
+    if (it == v.end()) return "a tensor not captured";
+    (*bv)[f] = BoundedTensor{it->second, std::vector<double>(it->second.size(), 0)};
+    return "";
+  }
+  const GraphOp* w = nullptr;
+  for (const GraphOp& g : ops)
+    if (g.operands[g.type == kReduction ? 1 : 2] == f) w = &g;
+  if (w == nullptr || w->type != kPointwise || w->operands[3] >= 0) return "an operation other than add, sub, mul";
+  for (int r : {0, 1}) {
+    const int32_t i = w->operands[r];
+    if (i < 0 || (r == 0 && w->mode == 501)) continue;  // GEN_INDEX reads its input's shape only
+    const std::string why = BoundTerm(ops, T, v, dep, i, bv, depth + 1);
+    if (!why.empty()) return why;
+  }
+  return EvalBoundedPointwise(*w, T, bv);
+}
+
 }  // namespace
 
 bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
@@ -127,17 +160,17 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   for (const auto& [i, t] : op.graph_in) view.graph_in[i] = std::make_unique<Tensor>(*t);
   for (const auto& [i, t] : op.graph_out) view.graph_out[i] = std::make_unique<Tensor>(*t);
   view.missing_tensors = op.missing_tensors;
-  // Stats: the one other graph output of the middle operations, if any.
-  int32_t stats = -1;
+  // The other graph outputs of the middle operations (Stats; or Max and Sum_exp), told apart by their values below.
+  std::vector<int32_t> extras;
   for (const GraphOp& g : ops) {
     if (&g == m1 || &g == m2) continue;
     const int32_t y = g.operands[g.type == kReduction ? 1 : 2];
     if (y < 0 || T[static_cast<size_t>(y)].is_virtual) continue;
-    if (stats >= 0) return report->AddNotChecked("cuDNN attention graph with extra outputs"), true;
-    stats = y;
+    if (extras.size() == 3) return report->AddNotChecked("cuDNN attention graph with extra outputs"), true;
+    extras.push_back(y);
   }
   SdpaProblem p;
-  const std::string why = FillSdpa(view, qi, kti, vi, oi, stats, &p);
+  const std::string why = FillSdpa(view, qi, kti, vi, oi, -1, &p);
   if (!why.empty()) return report->AddNotChecked(why), true;
   if (static_cast<uint64_t>(p.b * p.h * p.s_q * p.s_kv * (p.d + p.d_v + 8)) > max_work)
     return report->AddNotChecked("replay over the work budget"), true;
@@ -148,11 +181,16 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
     const GraphTensor& t = T[i];
     if (t.by_value && Count(t) == 1) v[static_cast<int32_t>(i)] = {t.value};
   }
+  std::set<int32_t> outputs;  // written by a middle operation (Max, Sum_exp are read by others): not inputs
+  for (const GraphOp& g : ops)
+    if (&g != m1 && &g != m2) outputs.insert(g.operands[g.type == kReduction ? 1 : 2]);
   for (const GraphOp& g : ops) {
     if (&g == m1 || &g == m2) continue;
     for (int r : {0, 1, 3}) {
       const int32_t i = g.operands[r];
-      if (i < 0 || (g.type == kReduction && r != 0) || T[static_cast<size_t>(i)].is_virtual || v.count(i) > 0) continue;
+      if (i < 0 || (g.type == kReduction && r != 0) || T[static_cast<size_t>(i)].is_virtual || v.count(i) > 0 ||
+          outputs.count(i) > 0)
+        continue;
       if (!Dense(op, false, i, &v[i])) return report->AddNotChecked(op.MissingTensorsReason()), true;
     }
   }
@@ -190,7 +228,7 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
           dot += p.q[static_cast<size_t>((bh * p.s_q + i) * p.d + t)] * p.k[static_cast<size_t>((kbh * p.s_kv + j) * p.d + t)];
         s[static_cast<size_t>((bh * p.s_q + i) * p.s_kv + j)] = dot;
       }
-  std::vector<const GraphOp*> pending;
+  std::vector<const GraphOp*> pending, order;
   for (const GraphOp& g : ops)
     if (&g != m1 && &g != m2) pending.push_back(&g);
   while (!pending.empty()) {
@@ -202,7 +240,20 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
     if (ready == pending.end()) return report->AddNotChecked("cuDNN attention graph not evaluable"), true;
     const bool ok = (*ready)->type == kPointwise ? Pointwise(**ready, T, &v) : Reduction(**ready, T, &v);
     if (!ok) return report->AddNotChecked(absl::StrCat("cuDNN attention graph with pointwise mode ", (*ready)->mode)), true;
+    order.push_back(*ready);
     pending.erase(ready);
+  }
+  // The tensors whose values depend on the scores (GEN_INDEX reads only its input's shape).
+  std::set<int32_t> dep = {si};
+  for (const GraphOp* g : order) {
+    bool reads = false;
+    for (int r : {0, 1, 3}) {
+      const int32_t i = g->operands[r];
+      if (i >= 0 && !(g->type == kReduction && r != 0) && !(r == 0 && g->type == kPointwise && g->mode == 501) &&
+          dep.count(i) > 0)
+        reads = true;
+    }
+    if (reads) dep.insert(g->operands[g->type == kReduction ? 1 : 2]);
   }
   if (v.count(pi) == 0 || !ScaleOf(ops, T, v, si, &p.scale))
     return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;
@@ -230,20 +281,34 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
       break;
     }
   }
-  // An attention bias: the one pointwise ADD of a captured tensor of the scores' rank (cudnn-frontend adds it to
-  // scale·S); the softmax verification below confirms where it sits.
-  for (const GraphOp& g : ops) {
-    const int32_t f = g.operands[1], y = g.operands[2];
-    if (g.type != kPointwise || g.mode != 0 || f < 0 || y < 0 || T[static_cast<size_t>(f)].is_virtual ||
-        T[static_cast<size_t>(f)].by_value || v.count(f) == 0)
+  // Additive terms: each pointwise ADD, in graph order, of a term that does not depend on the scores to one that
+  // does, of the scores' size (cudnn-frontend adds an attention bias, then ALiBi, to scale·S); the softmax
+  // verification below confirms where they sit. Each term with its own error bound (a captured bias: exact).
+  for (const GraphOp* g : order) {
+    const int32_t x = g->operands[0], b = g->operands[1], y = g->operands[2];
+    if (g->type != kPointwise || g->mode != 0 || x < 0 || b < 0 || y < 0 || dep.count(x) + dep.count(b) != 1)
       continue;
+    const int32_t f = dep.count(x) > 0 ? b : x;
     const GraphTensor &tf = T[static_cast<size_t>(f)], &ty = T[static_cast<size_t>(y)];
-    if (!p.bias.empty() || tf.nb_dims != ty.nb_dims || Count(ty) != score_count)
-      return report->AddNotChecked("cuDNN attention graph with additive terms other than one bias"), true;
-    p.bias.resize(static_cast<size_t>(score_count));
+    if (tf.nb_dims != ty.nb_dims || Count(ty) != score_count || (g->alpha != 0 && g->alpha != 1) ||
+        (g->beta != 0 && g->beta != 1))
+      return report->AddNotChecked("cuDNN attention graph with an additive term not of the scores' shape"), true;
+    BoundedValues bv;
+    const std::string term_why = BoundTerm(ops, T, v, dep, f, &bv, 0);
+    if (!term_why.empty())
+      return report->AddNotChecked(absl::StrCat("cuDNN attention graph's additive term: ", term_why)), true;
+    const BoundedTensor& term = bv.at(f);
+    if (p.bias.empty()) {
+      p.bias.assign(static_cast<size_t>(score_count), 0);
+      p.bias_abs.assign(p.bias.size(), 0);
+      p.bias_err.assign(p.bias.size(), 0);
+      p.bias_adds = 0;
+    }
+    ++p.bias_adds;
     int64_t idx[format::kGraphMaxDims] = {};
     for (size_t e = 0; e < p.bias.size(); ++e) {
-      p.bias[e] = v[f][static_cast<size_t>(BroadcastOffset(tf, ty, idx))];
+      const size_t k = static_cast<size_t>(BroadcastOffset(tf, ty, idx));
+      p.bias[e] += term.v[k], p.bias_abs[e] += std::fabs(term.v[k]), p.bias_err[e] += term.e[k];
       for (int d = ty.nb_dims - 1; d >= 0 && ++idx[d] == ty.dims[d]; --d) idx[d] = 0;
     }
   }
@@ -275,6 +340,10 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
         return report->AddNotChecked("cuDNN attention reads scores outside its matmul overrides"), true;
     }
   }
+  std::vector<int> kinds(extras.size(), 1 | 2 | 4);  // which of Stats, Max, Sum_exp each extra output may be
+  for (const int32_t x : extras)
+    if (v[x].size() != static_cast<size_t>(bh_count * p.s_q))
+      return report->AddNotChecked("cuDNN attention graph's extra outputs are not FP32 Stats, Max and Sum_exp"), true;
   for (int64_t row = 0; row < bh_count * p.s_q; ++row) {
     if (p.unwritten[static_cast<size_t>(row)]) continue;
     const size_t mrow = static_cast<size_t>(row * p.s_kv);
@@ -289,8 +358,27 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
       if (!(std::fabs(P[static_cast<size_t>(row * p.s_kv + j)] - want) <= 1e-9))
         return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;
     }
-    if (stats >= 0 && !(std::fabs(v[stats][static_cast<size_t>(row)] - (m + std::log(l))) <= 1e-9 * (1 + std::fabs(m))))
-      return report->AddNotChecked("cuDNN attention graph's extra output is not log-sum-exp"), true;
+    if (l == 0) continue;  // no visible key: nothing to tell the outputs apart by (and nothing compared)
+    for (size_t x = 0; x < extras.size(); ++x) {
+      const double got = v[extras[x]][static_cast<size_t>(row)], tol = 1e-9 * (1 + std::fabs(m));
+      if (!(std::fabs(got - (m + std::log(l))) <= tol)) kinds[x] &= ~1;
+      if (!(std::fabs(got - m) <= tol)) kinds[x] &= ~2;
+      if (!(std::fabs(got - l) <= 1e-9 * l)) kinds[x] &= ~4;
+    }
+  }
+  // Each extra output is Stats, Max or Sum_exp (the first that fits every row), FP32 [b, h, s_q, 1], at most one
+  // of each kind.
+  for (size_t x = 0; x < extras.size(); ++x) {
+    const int kind = kinds[x] & 1 ? 1 : kinds[x] & 2 ? 2 : kinds[x] & 4 ? 4 : 0;
+    std::vector<double>* into = kind == 1 ? &p.stats : kind == 2 ? &p.max : kind == 4 ? &p.sum_exp : nullptr;
+    if (into == nullptr)
+      return report->AddNotChecked("cuDNN attention graph's extra output is not log-sum-exp, max or sum of exp"), true;
+    const GraphTensor& t = T[static_cast<size_t>(extras[x])];
+    if (!into->empty() || t.nb_dims != 4 || t.dims[2] != p.s_q || t.dims[3] != 1 ||
+        DTypeFromCudnn(t.data_type) != format::DType::kF32)
+      return report->AddNotChecked("cuDNN attention graph's extra outputs are not FP32 Stats, Max and Sum_exp"), true;
+    if (!Dense(op, true, extras[x], into) || into->size() != static_cast<size_t>(bh_count * p.s_q))
+      return report->AddNotChecked(op.MissingTensorsReason()), true;
   }
   ReportSdpa(rank, op, p, report, "composite attention (cudnn-frontend)");
   return true;

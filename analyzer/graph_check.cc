@@ -5,6 +5,9 @@
 //            Q's type (u_in) give P̂_j = P_j(1 + δ_j), |δ_j| ≤ ρ = e^{2E}(1 + θ_{7n+8}(u))(1 + u_in) − 1
 //   output   |Ô − O| ≤ (1 + u_out)(ρA + θ_{n+1}(u)(1 + ρ)A) + u_out|O| + η_out,  A = Σ_j P_j|V_j|
 //   stats    |Ŝtats − Stats| ≤ E + 2θ_{7n+8}(u) + 2u|log l| + u(|Stats| + E) + η   (LSE is 1-Lipschitz in the sup norm)
+//   max      |M̂ax − Max| ≤ E;  sum_exp |Ŝum − l| ≤ l(e^{2E}(1 + θ_{7n+8}(u)) − 1)
+//   k additive terms B^t (bias, ALiBi), each within ε^t of its value:
+//            e_j = (1 + u)^k (θ_{d+2}(u)|scale|Σ|q||k_j| + Σ ε^t_j) + γ_k(|S⁰_j| + Σ|B^t_j|) + kη  (k = 1, ε = 0: u|S_j|)
 // The FP64 reference's own error is below 2^−40 relative and covered by the factor kEval.
 #include "analyzer/graph_check.h"
 
@@ -283,9 +286,13 @@ SdpaOutputs ReplaySdpa(const SdpaProblem& p) {
           if (p.bias.empty()) {
             s[static_cast<size_t>(j)] = p.scale * dot;
             E = std::max(E, e_s);
-          } else {  // one more FP32 rounding: the bias addition
-            s[static_cast<size_t>(j)] = p.scale * dot + p.bias[row * static_cast<size_t>(p.s_kv) + static_cast<size_t>(j)];
-            E = std::max(E, e_s * (1 + kU32) + kU32 * std::fabs(s[static_cast<size_t>(j)]) + kEta32);
+          } else {  // k more FP32 roundings: the additive terms, each with its own error
+            const size_t at = row * static_cast<size_t>(p.s_kv) + static_cast<size_t>(j);
+            s[static_cast<size_t>(j)] = p.scale * dot + p.bias[at];
+            const double k = p.bias_adds, e_b = p.bias_err.empty() ? 0 : p.bias_err[at];
+            const double rounding = p.bias_adds == 1 ? kU32 * std::fabs(s[static_cast<size_t>(j)])
+                                                     : Theta(kU32, k) * (std::fabs(p.scale * dot) + p.bias_abs[at]);
+            E = std::max(E, (e_s + e_b) * std::pow(1 + kU32, k) + rounding + k * kEta32);
           }
           m = std::max(m, s[static_cast<size_t>(j)]);
           ++n;
@@ -313,6 +320,11 @@ SdpaOutputs ReplaySdpa(const SdpaProblem& p) {
           const size_t at = row * static_cast<size_t>(p.d_v) + static_cast<size_t>(c);
           out.o.Add(at, p.o[at], ref, bound, false);
         }
+        // Max: the largest computed logit is within E of the largest logit. Sum_exp: relative to the device's own
+        // maximum, each term within e^{2E} of the reference's, evaluated as the softmax's sum is (θ_{7n+8}).
+        if (!p.max.empty() && n > 0) out.max.Add(row, p.max[row], m, kEval * E, false);
+        if (!p.sum_exp.empty() && n > 0)
+          out.sum_exp.Add(row, p.sum_exp[row], l, kEval * l * (std::exp(2 * E) * (1 + theta) - 1), false);
         if (!p.stats.empty() && n > 0) {
           const double ref = m + std::log(l);
           const double bound = kEval * (E + 2 * theta + 2 * kU32 * std::fabs(std::log(l)) +
@@ -359,10 +371,15 @@ std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, i
 
 void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* report, const std::string& form) {
   const SdpaOutputs s = ReplaySdpa(p);
-  report->AddChecked("sdpa", OpName{rank, op.seq, op.api_name()}, s.o, s.o.violations + s.stats.violations == 0);
+  report->AddChecked("sdpa", OpName{rank, op.seq, op.api_name()}, s.o,
+                     s.o.violations + s.stats.violations + s.max.violations + s.sum_exp.violations == 0);
   std::string detail = absl::StrCat(form, "; b=", p.b, " h=", p.h, " h_k=", p.h_k, " s_q=", p.s_q, " s_kv=", p.s_kv,
                                           " d=", p.d, " d_v=", p.d_v, " scale=", FormatNumber(p.scale),
-                                          p.mask.empty() ? "" : "; masked", p.bias.empty() ? "" : "; bias",
+                                          p.mask.empty() ? "" : "; masked",
+                                          p.bias.empty()       ? ""
+                                          : p.bias_adds == 1 ? "; bias"
+                                                             : absl::StrCat("; ", p.bias_adds, " additive terms"),
+                                          p.max.empty() ? "" : "; Max and Sum_exp",
                                           p.drop.empty() ? "" : "; dropout mask");
   const int64_t unwritten = std::count(p.unwritten.begin(), p.unwritten.end(), true);
   if (unwritten > 0)
@@ -370,6 +387,11 @@ void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* repor
   if (s.o.violations > 0) report->AddFinding(GraphElementFinding(rank, op, "sdpa.replay", ErrorModelId::kSdpaForward, "O elements", s.o, detail));
   if (s.stats.violations > 0) report->AddFinding(
       GraphElementFinding(rank, op, "sdpa.stats", ErrorModelId::kSdpaForward, "Stats elements", s.stats, detail));
+  if (s.max.violations > 0)
+    report->AddFinding(GraphElementFinding(rank, op, "sdpa.max", ErrorModelId::kSdpaForward, "Max elements", s.max, detail));
+  if (s.sum_exp.violations > 0)
+    report->AddFinding(
+        GraphElementFinding(rank, op, "sdpa.sum_exp", ErrorModelId::kSdpaForward, "Sum_exp elements", s.sum_exp, detail));
 }
 
 namespace {

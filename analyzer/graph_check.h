@@ -8,8 +8,9 @@
 // cudnn-frontend builds for it (PyTorch's cuDNN attention, Transformer Engine): Q·Kᵀ matmul, then pointwise and
 // reduction operations (scale, causal or padding mask, max, subtract, exp, sum, divide; log and add for Stats),
 // then P·V matmul (with a padding mask, sequence lengths as matmul overrides and mask inputs: rows past seq_len_q
-// are not written and not compared; an attention bias added to the scaled scores; a dropout mask and scale the
-// program supplies, multiplied into P after the softmax). The composite's middle operations are evaluated in FP64 on the reference
+// are not written and not compared; additive terms on the scaled scores: an attention bias, ALiBi computed in the
+// graph from index operations and per-head slopes, each with its own error bound; a dropout mask and scale the
+// program supplies, multiplied into P after the softmax; Stats, or Max and Sum_exp, as outputs). The composite's middle operations are evaluated in FP64 on the reference
 // scores; the bound assumes they compute a masked, scaled softmax, which is verified on the reference for each row
 // (P ≥ 0, rows sum to 1 or 0) — a graph that fails this is not checked.
 // Single-threaded, no I/O.
@@ -18,6 +19,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,9 @@ struct SdpaProblem {
   double scale = 1;
   std::vector<double> q, k, v, o;
   std::vector<double> stats;  // empty: not captured
+  // Max (the row's largest logit) and Sum_exp (Σ_j e^{logit_j − Max}), FP32 [b, h, s_q] as the graph wrote them
+  // (cudnn-frontend's set_logit_max / set_score_sum_exp); empty: not an output.
+  std::vector<double> max, sum_exp;
   // mask[i * s_kv + j] (s_q x s_kv, shared by every head) or mask[r * s_kv + j] (r = (b·h + head)·s_q + i, one
   // row per query row: padding masks differ per batch) true where query i may see key j; empty: every key visible.
   std::vector<bool> mask;
@@ -48,12 +53,16 @@ struct SdpaProblem {
   // supplies, times its scale), applied with drop_roundings more FP32 roundings of P.
   std::vector<double> bias, drop;
   int drop_roundings = 0;
+  // With bias: the additive terms' count (FP32 additions, in graph order: an attention bias, ALiBi), and per
+  // score element Σ|term| and Σ (each term's own error bound: ALiBi's product by its slope); empty: one exact term.
+  int bias_adds = 1;
+  std::vector<double> bias_abs, bias_err;
   double u_in = 0;            // unit roundoff of Q's type: the device rounds P to it before P·V
   double u_out = 0, eta_out = 0;  // O's type
 };
 
 struct SdpaOutputs {
-  ElementStats o, stats;
+  ElementStats o, stats, max, sum_exp;
 };
 
 // Compares O and Stats with the FP64 reference under sdpa.forward.
@@ -77,6 +86,15 @@ bool ConvGraphGeometry(const format::GraphOp& g, const format::GraphTensor& x, c
                        const format::GraphTensor& y, ConvProblem* p);
 // A convolution with a pointwise prologue or epilogue (graph_conv.cc: conv.fused); false when the graph is not one.
 bool CheckConvFusion(int rank, const Op& op, CheckReport* report, uint64_t max_work);
+// conv.fused's (value, error bound) pairs of a tensor, dense row-major (graph_conv.cc).
+struct BoundedTensor {
+  std::vector<double> v, e;
+};
+using BoundedValues = std::map<int32_t, BoundedTensor>;
+// One pointwise operation under conv.fused's rules (ADD, SUB, MUL, RELU_FWD and RELU_BWD with their clips,
+// IDENTITY, GEN_INDEX; FP32 math, or INT32 math on exact integers) on inputs in `v`, its output put in `v`; "" or
+// the reason it cannot be evaluated.
+std::string EvalBoundedPointwise(const format::GraphOp& g, const std::vector<format::GraphTensor>& T, BoundedValues* v);
 // Offset of y's multi-index `idx` in a dense tensor `t` that broadcasts (size-1 dims) to y's shape.
 int64_t BroadcastOffset(const format::GraphTensor& t, const format::GraphTensor& y, const int64_t* idx);
 // A finding about the first violating element of an output (`what`: "O elements", ...).

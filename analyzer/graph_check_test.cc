@@ -41,11 +41,15 @@ float Dot(const double* q, const double* k, int64_t d, int order) {
   return s;
 }
 
-// The device: flash attention with key blocks of `block`, FP32 state, P in the input type.
-void Device(SdpaProblem* p, DType in, DType out, int order, int64_t block) {
+// The device: flash attention with key blocks of `block`, FP32 state, P in the input type. `alibi` (per head, row,
+// column; null: none): a term added in FP32 after p's bias, as cudnn-frontend's ALiBi is. With `max_sum_exp` it also
+// writes the row's maximum and sum of exponentials relative to it (p->max, p->sum_exp).
+void Device(SdpaProblem* p, DType in, DType out, int order, int64_t block, const std::vector<float>* alibi = nullptr,
+            bool max_sum_exp = false) {
   const int64_t group = p->h / p->h_k;
   p->o.assign(static_cast<size_t>(p->b * p->h * p->s_q * p->d_v), 0);
   p->stats.assign(static_cast<size_t>(p->b * p->h * p->s_q), 0);
+  if (max_sum_exp) p->max = p->sum_exp = p->stats;
   for (int64_t bh = 0; bh < p->b * p->h; ++bh) {
     const int64_t kbh = bh / p->h * p->h_k + bh % p->h / group;
     for (int64_t i = 0; i < p->s_q; ++i) {
@@ -66,6 +70,7 @@ void Device(SdpaProblem* p, DType in, DType out, int order, int64_t block) {
                                       &p->k[static_cast<size_t>((kbh * p->s_kv + j) * p->d)], p->d, order)
                             : -INFINITY;
           if (visible && !p->bias.empty()) v += static_cast<float>(p->bias[row * static_cast<size_t>(p->s_kv) + static_cast<size_t>(j)]);
+          if (visible && alibi != nullptr) v += (*alibi)[static_cast<size_t>(((bh % p->h) * p->s_q + i) * p->s_kv + j)];
           s.push_back(v);
           bm = std::max(bm, v);
         }
@@ -88,6 +93,7 @@ void Device(SdpaProblem* p, DType in, DType out, int order, int64_t block) {
       for (int64_t c = 0; c < p->d_v; ++c)
         p->o[row * static_cast<size_t>(p->d_v) + static_cast<size_t>(c)] = RoundTo(out, acc[static_cast<size_t>(c)] / l);
       p->stats[row] = m + std::log(l);
+      if (max_sum_exp) p->max[row] = m, p->sum_exp[row] = l;
     }
   }
 }
@@ -117,7 +123,7 @@ SdpaProblem Random(std::mt19937_64* rng, DType in, bool causal, int64_t s, int64
 TEST(SdpaBoundTest, CleanUnderEveryOrderAndBlockingAndTight) {
   std::mt19937_64 rng(3);
   std::map<DType, double> worst_o;
-  double worst_stats = 0;
+  double worst_stats = 0, worst_max = 0, worst_sum = 0;
   for (DType in : {DType::kBF16, DType::kF16}) {
     for (bool causal : {false, true}) {
       for (int64_t s : {7, 33, 96}) {
@@ -125,40 +131,54 @@ TEST(SdpaBoundTest, CleanUnderEveryOrderAndBlockingAndTight) {
           for (int order = 0; order < 3; ++order) {
             for (int64_t block : {int64_t{1}, int64_t{16}, s}) {
               SdpaProblem p = Random(&rng, in, causal, s, s == 96 ? 64 : 16, spread);
-              Device(&p, in, in, order, block);
+              Device(&p, in, in, order, block, nullptr, /*max_sum_exp=*/true);
               const SdpaOutputs r = ReplaySdpa(p);
               EXPECT_EQ(r.o.violations, 0u) << "s " << s << " order " << order << " block " << block;
               EXPECT_EQ(r.stats.violations, 0u) << "s " << s << " order " << order << " block " << block;
+              EXPECT_EQ(r.max.violations, 0u) << "s " << s << " order " << order << " block " << block;
+              EXPECT_EQ(r.sum_exp.violations, 0u) << "s " << s << " order " << order << " block " << block;
               worst_o[in] = std::max(worst_o[in], r.o.worst_ratio);
               worst_stats = std::max(worst_stats, r.stats.worst_ratio);
+              worst_max = std::max(worst_max, r.max.worst_ratio);
+              worst_sum = std::max(worst_sum, r.sum_exp.worst_ratio);
             }
           }
         }
       }
     }
   }
-  printf("worst clean err/bound: O BF16 %.3f, O FP16 %.3f, Stats %.3f\n", worst_o[DType::kBF16], worst_o[DType::kF16],
-         worst_stats);
+  printf("worst clean err/bound: O BF16 %.3f, O FP16 %.3f, Stats %.3f, Max %.3f, Sum_exp %.3f\n",
+         worst_o[DType::kBF16], worst_o[DType::kF16], worst_stats, worst_max, worst_sum);
   // Stated tightness, 0.6 of the measured worst (BF16 0.785, FP16 0.718, Stats 0.069): O's bound is dominated by
   // P's and O's roundings to the input type; Stats' by the score bound E, a worst case random scores do not reach.
   EXPECT_GT(worst_o[DType::kBF16], 0.47);
   EXPECT_GT(worst_o[DType::kF16], 0.43);
   EXPECT_GT(worst_stats, 0.041);
+  // Max 0.135, Sum_exp 0.034 measured: both bounds are the score bound E (Sum_exp's through e^{2E}), the same worst
+  // case; 0.6 of each asserted.
+  EXPECT_GT(worst_max, 0.081);
+  EXPECT_GT(worst_sum, 0.02);
 }
 
 TEST(SdpaBoundTest, CorruptedElementFoundWhereItIs) {
   std::mt19937_64 rng(5);
   for (bool causal : {false, true}) {
     SdpaProblem p = Random(&rng, DType::kBF16, causal, 33, 16, 1.0);
-    Device(&p, DType::kBF16, DType::kBF16, 0, 16);
+    Device(&p, DType::kBF16, DType::kBF16, 0, 16, nullptr, /*max_sum_exp=*/true);
     const size_t at = 1234;
     p.o[at] = RoundTo(DType::kBF16, p.o[at] + 0.05 + 0.1 * std::fabs(p.o[at]));
     p.stats[17] += 0.01;
+    p.max[21] += 0.01;
+    p.sum_exp[9] *= 1.01;
     const SdpaOutputs r = ReplaySdpa(p);
     EXPECT_EQ(r.o.violations, 1u);
     EXPECT_EQ(r.o.first_index, at);
     EXPECT_EQ(r.stats.violations, 1u);
     EXPECT_EQ(r.stats.first_index, 17u);
+    EXPECT_EQ(r.max.violations, 1u);
+    EXPECT_EQ(r.max.first_index, 21u);
+    EXPECT_EQ(r.sum_exp.violations, 1u);
+    EXPECT_EQ(r.sum_exp.first_index, 9u);
   }
 }
 
@@ -314,6 +334,9 @@ struct AttnOptions {
   const std::vector<double>* bias = nullptr;     // [b, 1, s_q, s_kv] added to the scaled scores
   const std::vector<double>* dropout = nullptr;  // [b, h, s_q, s_kv] custom dropout mask, times drop_scale
   double drop_scale = 1;
+  // ALiBi as cudnn-frontend builds it after the bias: (column − row) in INT32 times these FP32 slopes [1, h, 1, 1]
+  const std::vector<double>* alibi = nullptr;
+  bool max_sum_exp = false;  // Max and Sum_exp as outputs (p.max, p.sum_exp) instead of Stats
 };
 Op PaddedCausalGraph(const SdpaProblem& p, const std::vector<double>& seq_q, const std::vector<double>& seq_kv,
                      const AttnOptions& opt = {}) {
@@ -325,7 +348,7 @@ Op PaddedCausalGraph(const SdpaProblem& p, const std::vector<double>& seq_q, con
                               {p.h_k * p.s_kv * p.d, p.s_kv * p.d, 1, p.d});  // Kᵀ: K's strides swapped
   const int32_t v = g.Tensor(kBf16, {p.b, p.h_k, p.s_kv, p.d_v}, false);
   const int32_t o = g.Tensor(kBf16, {p.b, p.h, p.s_q, p.d_v}, false);
-  const int32_t stats = g.Tensor(kFloat, row, false);
+  const int32_t stats = opt.max_sum_exp ? -1 : g.Tensor(kFloat, row, false);
   const int32_t lq = opt.overrides ? g.Tensor(kInt32, {p.b, 1, 1, 1}, false) : -1;
   const int32_t lkv = opt.overrides ? g.Tensor(kInt32, {p.b, 1, 1, 1}, false) : -1;
   const int32_t scale = g.Scalar(p.scale), ninf = g.Scalar(-HUGE_VAL);
@@ -339,6 +362,21 @@ Op PaddedCausalGraph(const SdpaProblem& p, const std::vector<double>& seq_q, con
     g.Capture(bias, false, *opt.bias);
     last = sb;
   }
+  if (opt.alibi != nullptr) {
+    const int32_t ri = g.Tensor(kInt32, sc), ci = g.Tensor(kInt32, sc), diff = g.Tensor(kInt32, sc);
+    const int32_t slopes = g.Tensor(kFloat, {1, p.h, 1, 1}, false), term = g.Tensor(kFloat, sc);
+    const int32_t sa = g.Tensor(kFloat, sc);
+    g.Pointwise(kGenIndex, last, -1, ri, -1, 2);
+    g.op().graph_ops.back().compute_type = kInt32;
+    g.Pointwise(kGenIndex, last, -1, ci, -1, 3);
+    g.op().graph_ops.back().compute_type = kInt32;
+    g.Pointwise(kSub, ci, ri, diff);
+    g.op().graph_ops.back().compute_type = kInt32;
+    g.Pointwise(kMul, diff, slopes, term);
+    g.Pointwise(kAdd, last, term, sa);
+    g.Capture(slopes, false, *opt.alibi);
+    last = sa;
+  }
   if (padding) {
     const int32_t ri = g.Tensor(kInt32, sc), ci = g.Tensor(kInt32, sc), rm = g.Tensor(kBool, sc);
     const int32_t cm = g.Tensor(kBool, sc), pm = g.Tensor(kBool, sc), s3 = g.Tensor(kFloat, sc);
@@ -347,7 +385,7 @@ Op PaddedCausalGraph(const SdpaProblem& p, const std::vector<double>& seq_q, con
     g.Pointwise(kCmpLt, ri, lq, rm);
     g.Pointwise(kCmpLt, ci, lkv, cm);
     g.Pointwise(kAnd, rm, cm, pm);
-    g.Pointwise(kSelect, s2, ninf, s3, pm);
+    g.Pointwise(kSelect, last, ninf, s3, pm);
     last = s3;
   }
   const int32_t ri = g.Tensor(kInt32, sc), ci = g.Tensor(kInt32, sc), keep = g.Tensor(kBool, sc);
@@ -356,14 +394,17 @@ Op PaddedCausalGraph(const SdpaProblem& p, const std::vector<double>& seq_q, con
   g.Pointwise(kGenIndex, last, -1, ci, -1, 3);
   g.Pointwise(kCmpGe, ri, ci, keep);
   g.Pointwise(kSelect, last, ninf, s4, keep);
-  const int32_t mx = g.Tensor(kFloat, row), sub = g.Tensor(kFloat, sc), ex = g.Tensor(kFloat, sc);
-  const int32_t sum = g.Tensor(kFloat, row), lg = g.Tensor(kFloat, row), pr = g.Tensor(kBf16, sc);
+  const int32_t mx = g.Tensor(kFloat, row, !opt.max_sum_exp), sub = g.Tensor(kFloat, sc), ex = g.Tensor(kFloat, sc);
+  const int32_t sum = g.Tensor(kFloat, row, !opt.max_sum_exp), pr = g.Tensor(kBf16, sc);
   g.Reduction(kRedMax, s4, mx);
   g.Pointwise(kSub, s4, mx, sub);
   g.Pointwise(kExp, sub, -1, ex);
   g.Reduction(kRedAdd, ex, sum);
-  g.Pointwise(kLog, sum, -1, lg);
-  g.Pointwise(kAdd, mx, lg, stats);
+  if (!opt.max_sum_exp) {
+    const int32_t lg = g.Tensor(kFloat, row);
+    g.Pointwise(kLog, sum, -1, lg);
+    g.Pointwise(kAdd, mx, lg, stats);
+  }
   if (opt.dropout != nullptr) {
     const int32_t soft = g.Tensor(kFloat, sc), scaled = g.Tensor(kFloat, sc), dscale = g.Scalar(opt.drop_scale);
     const int32_t mask = g.Tensor(kBf16, sc, false);
@@ -380,7 +421,12 @@ Op PaddedCausalGraph(const SdpaProblem& p, const std::vector<double>& seq_q, con
   g.Capture(v, false, p.v);
   if (opt.overrides) g.Capture(lq, false, seq_q), g.Capture(lkv, false, seq_kv);
   g.Capture(o, true, p.o);
-  g.Capture(stats, true, p.stats);
+  if (opt.max_sum_exp) {
+    g.Capture(mx, true, p.max);
+    g.Capture(sum, true, p.sum_exp);
+  } else {
+    g.Capture(stats, true, p.stats);
+  }
   return std::move(g.op());
 }
 
@@ -513,6 +559,87 @@ TEST(CompositeAttentionTest, CustomDropoutAndBiasChecked) {
   CheckReport rng_report;
   CheckGraphOp(0, rng_graph, &rng_report, uint64_t{1} << 30);
   EXPECT_EQ(rng_report.summary().not_checked.at("cuDNN attention with RNG dropout (Philox inside cuDNN: not replayable)"), 1u);
+}
+
+// cudnn-frontend's "Toy sdpa forward with max and sum exp": an attention bias, then ALiBi built in-graph (GEN_INDEX
+// of rows and columns in INT32, their difference, times per-head FP32 slopes, added to the logits), padding and
+// causal masks, and Max and Sum_exp as outputs instead of Stats. Checked: clean and tight (O), the ALiBi term's own
+// rounding carried; a corrupted O, Max and Sum_exp element each found where it is, rows past seq_len_q not
+// compared; the same outputs against the graph without ALiBi found wrong.
+TEST(CompositeAttentionTest, AlibiWithMaxAndSumExpChecked) {
+  std::mt19937_64 rng(14);
+  const std::vector<double> seq_q = {9, 4}, seq_kv = {6, 11};
+  SdpaProblem p = Random(&rng, DType::kBF16, false, 9, 16, 1.0);
+  p.s_kv = 11;
+  std::normal_distribution<double> nd(0, 1.0);
+  p.k.resize(static_cast<size_t>(p.b * p.h_k * p.s_kv * p.d));
+  p.v.resize(static_cast<size_t>(p.b * p.h_k * p.s_kv * p.d_v));
+  for (auto* t : {&p.k, &p.v})
+    for (double& x : *t) x = RoundTo(DType::kBF16, nd(rng));
+  // cudnn-frontend's slopes for 4 heads: 2^(−8(i+1)/4); and 3 heads' worth of a non-power-of-two one.
+  const std::vector<double> slopes = {0.25, 0.0625, 0.015625, static_cast<float>(0.3)};
+  std::vector<float> alibi(static_cast<size_t>(p.h * p.s_q * p.s_kv));
+  for (int64_t h = 0; h < p.h; ++h)
+    for (int64_t i = 0; i < p.s_q; ++i)
+      for (int64_t j = 0; j < p.s_kv; ++j)
+        alibi[static_cast<size_t>((h * p.s_q + i) * p.s_kv + j)] =
+            static_cast<float>(slopes[static_cast<size_t>(h)]) * static_cast<float>(j - i);
+  std::vector<double> bias(static_cast<size_t>(p.b * p.s_q * p.s_kv));
+  for (double& x : bias) x = RoundTo(DType::kBF16, nd(rng));
+  p.bias.resize(static_cast<size_t>(p.b * p.h * p.s_q * p.s_kv));
+  for (size_t e = 0; e < p.bias.size(); ++e)
+    p.bias[e] = bias[e / static_cast<size_t>(p.h * p.s_q * p.s_kv) * static_cast<size_t>(p.s_q * p.s_kv) +
+                     e % static_cast<size_t>(p.s_q * p.s_kv)];
+  p.mask.assign(static_cast<size_t>(p.b * p.h * p.s_q * p.s_kv), false);
+  p.unwritten.assign(static_cast<size_t>(p.b * p.h * p.s_q), false);
+  for (int64_t r = 0; r < p.b * p.h * p.s_q; ++r) {
+    const int64_t bi = r / (p.h * p.s_q), i = r % p.s_q;
+    p.unwritten[static_cast<size_t>(r)] = i >= seq_q[static_cast<size_t>(bi)];
+    for (int64_t j = 0; j < p.s_kv; ++j)
+      p.mask[static_cast<size_t>(r * p.s_kv + j)] =
+          i < seq_q[static_cast<size_t>(bi)] && j < seq_kv[static_cast<size_t>(bi)] && j <= i;
+  }
+  Device(&p, DType::kBF16, DType::kBF16, 0, 4, &alibi, /*max_sum_exp=*/true);
+  for (int64_t r = 0; r < p.b * p.h * p.s_q; ++r) {  // rows the graph does not write, or writes without meaning
+    if (!p.unwritten[static_cast<size_t>(r)]) continue;
+    for (int64_t c = 0; c < p.d_v; ++c) p.o[static_cast<size_t>(r * p.d_v + c)] = 7;
+    p.max[static_cast<size_t>(r)] = p.sum_exp[static_cast<size_t>(r)] = NAN;
+  }
+  AttnOptions opt;
+  opt.bias = &bias, opt.alibi = &slopes, opt.max_sum_exp = true;
+  {
+    CheckReport report;
+    CheckGraphOp(0, PaddedCausalGraph(p, seq_q, seq_kv, opt), &report, uint64_t{1} << 30);
+    for (const auto& [why, count] : report.summary().not_checked) ADD_FAILURE() << "not checked: " << why;
+    ASSERT_EQ(report.summary().checked.count("sdpa"), 1u);
+    EXPECT_TRUE(report.findings().empty()) << report.findings()[0].message;
+    const double tight = report.summary().tightness.at("sdpa").max_ratio;
+    printf("sdpa.forward tightness, bias + ALiBi + padding + causal, Max and Sum_exp: %.3f\n", tight);
+    EXPECT_GT(tight, 0.5);
+  }
+  {  // judged without its ALiBi operations: the outputs are wrong for that graph
+    AttnOptions no_alibi = opt;
+    no_alibi.alibi = nullptr;
+    CheckReport report;
+    CheckGraphOp(0, PaddedCausalGraph(p, seq_q, seq_kv, no_alibi), &report, uint64_t{1} << 30);
+    EXPECT_EQ(report.summary().checked.count("sdpa"), 1u);
+    EXPECT_FALSE(report.findings().empty());
+  }
+  // One element of each output corrupted in batch 1 (head 2, row 3: seq_len_q 4), and huge values in a row past
+  // seq_len_q (not compared).
+  const size_t row = static_cast<size_t>((1 * p.h + 2) * p.s_q + 3), at = row * static_cast<size_t>(p.d_v) + 5;
+  p.o[at] = RoundTo(DType::kBF16, p.o[at] + 0.05 + 0.1 * std::fabs(p.o[at]));
+  p.max[row] += 1e-3;
+  p.sum_exp[row - 1] *= 1 + 1e-4;
+  p.max[static_cast<size_t>((1 * p.h + 1) * p.s_q + 6)] = 1e6;
+  CheckReport report;
+  CheckGraphOp(0, PaddedCausalGraph(p, seq_q, seq_kv, opt), &report, uint64_t{1} << 30);
+  std::map<std::string, uint64_t> found;
+  for (const Finding& f : report.findings()) found[f.check] = f.first.index;
+  ASSERT_EQ(report.findings().size(), 3u);
+  EXPECT_EQ(found.at("sdpa.replay"), at);
+  EXPECT_EQ(found.at("sdpa.max"), row);
+  EXPECT_EQ(found.at("sdpa.sum_exp"), row - 1);
 }
 
 // ---- convolution with a pointwise epilogue (conv.fused) --------------------------------------------------------

@@ -42,13 +42,12 @@ using format::GraphOp;
 using format::GraphTensor;
 
 constexpr int32_t kConvFwd = 10, kConvBwdFilter = 11, kConvBwdData = 12, kPointwise = 13;
-enum : int32_t { kAdd = 0, kMul = 1, kSub = 9, kIdentity = 21, kReluFwd = 100, kReluBwd = 200 };
+enum : int32_t { kAdd = 0, kMul = 1, kSub = 9, kIdentity = 21, kReluFwd = 100, kReluBwd = 200, kGenIndex = 501 };
+constexpr int32_t kInt32Type = 4;  // CUDNN_DATA_INT32
 constexpr double kEval = 1 + 0x1p-40;
 
-struct Bounded {
-  std::vector<double> v, e;
-};
-using Values = std::map<int32_t, Bounded>;
+using Bounded = BoundedTensor;
+using Values = BoundedValues;
 
 // Unit roundoff and underflow term of a floating-point cudnnDataType_t (FP32, FP64, FP16, BF16); false otherwise.
 bool Rounding(int32_t cudnn_type, double* u, double* eta) {
@@ -75,20 +74,30 @@ void PointwiseRoles(const GraphOp& g, int32_t* a, int32_t* b, int32_t* y) {
   }
 }
 
+}  // namespace
+
 // Evaluates one pointwise operation whose inputs are in `v`; "" or the reason it cannot be.
-std::string EvalPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v) {
+std::string EvalBoundedPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v) {
   int32_t ai, bi, yi;
   PointwiseRoles(g, &ai, &bi, &yi);
   const bool binary = g.mode == kAdd || g.mode == kSub || g.mode == kMul || g.mode == kReluBwd;
+  const bool index = g.mode == kGenIndex;  // reads only its input's shape
   if (g.mode != kAdd && g.mode != kSub && g.mode != kMul && g.mode != kReluFwd && g.mode != kReluBwd &&
-      g.mode != kIdentity)
+      g.mode != kIdentity && !index)
     return absl::StrCat("pointwise mode ", g.mode);
-  if (ai < 0 || yi < 0 || (binary && bi < 0) || (g.alpha != 0 && g.alpha != 1) || (g.beta != 0 && g.beta != 1))
+  if ((ai < 0 && !index) || yi < 0 || (binary && bi < 0) || (g.alpha != 0 && g.alpha != 1) ||
+      (g.beta != 0 && g.beta != 1))
     return "pointwise operands or alphas unsupported";
-  double uc, etac, uy, etay;
+  double uc = 0, etac = 0, uy = 0, etay = 0;
   const GraphTensor& y = T[static_cast<size_t>(yi)];
-  if (g.compute_type != 0 || !Rounding(0, &uc, &etac) || !Rounding(y.data_type, &uy, &etay))
-    return "pointwise math precision other than FP32";
+  if (index && (g.axis < 0 || g.axis >= y.nb_dims)) return "GEN_INDEX axis out of range";
+  // INT32 math (cudnn-frontend's ALiBi index arithmetic) is exact on integers below 2^31, checked per element; an
+  // INT32 output holds only such values.
+  const bool integer = g.compute_type == kInt32Type, int_out = y.data_type == kInt32Type;
+  if (integer ? (g.mode != kAdd && g.mode != kSub && g.mode != kMul && g.mode != kIdentity && !index)
+              : (g.compute_type != 0 || !Rounding(0, &uc, &etac)))
+    return "pointwise math precision other than FP32 (or INT32 index arithmetic)";
+  if (!int_out && !Rounding(y.data_type, &uy, &etay)) return "pointwise output type unsupported";
   if (uy <= uc) uy = 0, etay = 0;
   // ReLU's clips as given and as the device's FP32 math holds them, and what that rounding moves them.
   const ReluClips c = ReluClipsOf(g);
@@ -98,7 +107,7 @@ std::string EvalPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, V
   const double lower32 = ToF32(c.lower), slope32 = ToF32(c.slope), upper32 = ToF32(c.upper);
   const double c_lower = std::fabs(c.lower - lower32), c_slope = std::fabs(c.slope - slope32);
   const double c_upper = c.upper == upper32 ? 0 : std::fabs(c.upper - upper32);  // inf when FP32 overflows
-  const Bounded& A = v->at(ai);
+  const Bounded* A = index ? nullptr : &v->at(ai);
   const Bounded* B = binary ? &v->at(bi) : nullptr;
   int64_t n = 1;
   for (int d = 0; d < y.nb_dims; ++d) n *= y.dims[d];
@@ -107,8 +116,11 @@ std::string EvalPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, V
   out.e.resize(static_cast<size_t>(n));
   int64_t idx[format::kGraphMaxDims] = {};
   for (int64_t k = 0; k < n; ++k) {
-    const size_t ka = static_cast<size_t>(BroadcastOffset(T[static_cast<size_t>(ai)], y, idx));
-    const double a = A.v[ka], ea = A.e[ka];
+    double a = 0, ea = 0;
+    if (A != nullptr) {
+      const size_t ka = static_cast<size_t>(BroadcastOffset(T[static_cast<size_t>(ai)], y, idx));
+      a = A->v[ka], ea = A->e[ka];
+    }
     double b = 0, eb = 0;
     if (B != nullptr) {
       const size_t kb = static_cast<size_t>(BroadcastOffset(T[static_cast<size_t>(bi)], y, idx));
@@ -118,8 +130,12 @@ std::string EvalPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, V
     if (g.mode == kReluBwd) {
       PointwiseValue(g, b, a, 0, 0, &r);  // x = b (the forward input), dy = a
     } else {
-      PointwiseValue(g, a, b, 0, 0, &r);
+      PointwiseValue(g, a, b, 0, index ? static_cast<double>(idx[g.axis]) : 0, &r);
     }
+    constexpr double kInt32Limit = 0x1p31;
+    if (integer && (ea != 0 || eb != 0 || a != std::nearbyint(a) || b != std::nearbyint(b) ||
+                    !(std::fabs(r) < kInt32Limit)))
+      return "INT32 pointwise math on values that are not exact integers";
     switch (g.mode) {
       case kAdd:
       case kSub:
@@ -154,8 +170,12 @@ std::string EvalPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, V
         if (b + eb >= std::min(c.upper, upper32)) e = std::max(e, std::fabs(r));
         break;
       }
+      case kGenIndex: e = 0; break;
       default: e = ea; break;  // identity
     }
+    if (integer) e = 0;  // exact (checked above)
+    if (int_out && (e != 0 || r != std::nearbyint(r) || !(std::fabs(r) < kInt32Limit)))
+      return "INT32 output of a value that is not an exact integer";
     if (uy > 0) e += uy * (std::fabs(r) + e) + etay;
     out.v[static_cast<size_t>(k)] = r, out.e[static_cast<size_t>(k)] = e;
     for (int d = y.nb_dims - 1; d >= 0 && ++idx[d] == y.dims[d]; --d) idx[d] = 0;
@@ -163,6 +183,8 @@ std::string EvalPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, V
   (*v)[yi] = std::move(out);
   return "";
 }
+
+namespace {
 
 bool Ready(const GraphOp& g, const Values& v) {
   if (IsConv(g.type)) {
@@ -172,7 +194,7 @@ bool Ready(const GraphOp& g, const Values& v) {
   }
   int32_t a, b, y;
   PointwiseRoles(g, &a, &b, &y);
-  return v.count(a) > 0 && (b < 0 || v.count(b) > 0);
+  return (g.mode == kGenIndex || v.count(a) > 0) && (b < 0 || v.count(b) > 0);
 }
 
 // Packed row-major strides of a tensor's dims.
@@ -260,7 +282,7 @@ bool CheckConvFusion(int rank, const Op& op, CheckReport* report, uint64_t max_w
     auto ready = std::find_if(pending.begin(), pending.end(), [&](const GraphOp* g) { return Ready(*g, v); });
     if (ready == pending.end()) return report->AddNotChecked("cuDNN convolution graph not evaluable"), true;
     const std::string why =
-        IsConv((*ready)->type) ? EvalConv(**ready, T, &v, max_work) : EvalPointwise(**ready, T, &v);
+        IsConv((*ready)->type) ? EvalConv(**ready, T, &v, max_work) : EvalBoundedPointwise(**ready, T, &v);
     if (!why.empty()) return report->AddNotChecked(absl::StrCat("cuDNN convolution graph: ", why)), true;
     pending.erase(ready);
   }

@@ -64,10 +64,11 @@ class Graph {
     return op;
   }
   // `params`: DOUBLE-valued pointwise attributes (ReLU clips, ...), as cudnn-frontend sets them.
+  // `prec`: the math precision (cudnn-frontend's ALiBi index arithmetic is INT32).
   Desc Pointwise(cudnnPointwiseMode_t mode, Desc x, Desc b, Desc y, Desc t = nullptr, int64_t axis = -1,
-                 const std::vector<std::pair<cudnnBackendAttributeName_t, double>>& params = {}) {
+                 const std::vector<std::pair<cudnnBackendAttributeName_t, double>>& params = {},
+                 cudnnDataType_t prec = CUDNN_DATA_FLOAT) {
     Desc pw = Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
     Set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
     Set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
     if (axis >= 0) Set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);

@@ -1,6 +1,7 @@
 // cuDNN backend graphs under libttrace.so on simgpu (cudnn_graph_workload: a convolution graph, fused SDPA with
 // grouped-query heads, cudnn-frontend's composite causal attention, the composite with padding and causal masks
-// and with a bias and custom dropout, three convolution + pointwise fusions): the shadow of the program's
+// and with a bias and custom dropout, three convolution + pointwise fusions, the composite with a bias, ALiBi and Max
+// and Sum_exp outputs): the shadow of the program's
 // descriptors records each graph (operations, tensors with uids, dims, strides, types), every non-virtual tensor
 // captured equals the program's data, results are bitwise those of a run without the shim, the trace checks clean
 // under several SIMGPU_ACCUM orders (a leaky, clipped ReLU epilogue too, and judged as a plain ReLU it is a false
@@ -92,9 +93,9 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   Traced run = RunGraphs(scratch, "clean", {});
   ASSERT_EQ(run.trace.ranks.size(), 1u);
   const auto& ops = run.trace.ranks[0].ops;
-  ASSERT_EQ(ops.size(), 9u);
-  const size_t op_counts[] = {1, 1, 14, 20, 4, 2, 4, 17, 4};
-  for (int i = 0; i < 9; ++i) {
+  ASSERT_EQ(ops.size(), 10u);
+  const size_t op_counts[] = {1, 1, 14, 20, 4, 2, 4, 17, 4, 24};
+  for (int i = 0; i < 10; ++i) {
     EXPECT_EQ(ops[i].kind, OpKind::kGraph);
     EXPECT_EQ(ops[i].graph.status, 0);
     EXPECT_EQ(ops[i].graph.flags, 0u);
@@ -133,8 +134,9 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   EXPECT_EQ(leaky.relu_lower_clip_slope, 0.15);
   EXPECT_EQ(ops[4].graph_ops[3].params_set, 0u);
   // conv x, w, y; per attention Q, K, V, O, Stats; the two sequence lengths; the fusions' 5, 4 and 5 tensors;
-  // the dropout attention's bias and mask; the leaky fusion's 5
-  ASSERT_EQ(run.dumped.size(), 46u);
+  // the dropout attention's bias and mask; the leaky fusion's 5; the max-and-sum-exp attention's Q, K, V, bias,
+  // slopes, two lengths, O, Max, Sum_exp
+  ASSERT_EQ(run.dumped.size(), 56u);
   for (const Dumped& d : run.dumped) {
     const analyzer::Tensor* t = Captured(ops[d.seq], d.slot, d.uid);
     ASSERT_NE(t, nullptr) << "seq " << d.seq << " uid " << d.uid;
@@ -143,7 +145,7 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
   EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
   EXPECT_EQ(report.summary().checked.at("conv"), 5u);
-  EXPECT_EQ(report.summary().checked.at("sdpa"), 4u);
+  EXPECT_EQ(report.summary().checked.at("sdpa"), 5u);
   // sdpa.forward is not looser than needed: measured 0.586 (the fused BF16 attention), 0.699 with the padded
   // composite; 0.6 of the first asserted. The
   // convolution graph has no math type, so its FP32 bound allows TF32 inputs and sits far above simgpu's exact
@@ -158,7 +160,7 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
     ASSERT_EQ(alone.summary().checked.count("conv"), 1u) << seq;
     printf("conv.fused seq %zu tightness %.3f\n", seq, alone.summary().tightness.at("conv").max_ratio);
   }
-  for (size_t seq : {3, 7}) {  // padded; bias and custom dropout
+  for (size_t seq : {3, 7, 9}) {  // padded; bias and custom dropout; bias, ALiBi, Max and Sum_exp
     analyzer::CheckReport alone;
     analyzer::CheckGraphOp(0, ops[seq], &alone, uint64_t{1} << 30);
     ASSERT_EQ(alone.summary().checked.count("sdpa"), 1u) << seq;
@@ -171,6 +173,25 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
   analyzer::CheckReport as_plain;
   analyzer::CheckGraphOp(0, plain, &as_plain, uint64_t{1} << 30);
   EXPECT_EQ(as_plain.findings().size(), 1u);
+  // Max and Sum_exp (seq 9) are compared: one value of each moved in the trace is found, at its row.
+  analyzer::Op& attn = run.trace.ranks[0].ops[9];
+  for (const auto& [uid, check] : {std::pair<int64_t, const char*>{5, "sdpa.max"}, {6, "sdpa.sum_exp"}}) {
+    for (size_t i = 0; i < attn.graph_tensors.size(); ++i) {
+      if (attn.graph_tensors[i].uid != uid) continue;
+      std::string& bytes = attn.graph_out.at(static_cast<uint32_t>(i))->data;
+      const std::string saved = bytes;
+      float x;
+      memcpy(&x, &bytes[4 * 7], 4);  // batch 0, head 1, row 1
+      x *= 1.001f;
+      memcpy(&bytes[4 * 7], &x, 4);
+      analyzer::CheckReport moved;
+      analyzer::CheckGraphOp(0, attn, &moved, uint64_t{1} << 30);
+      ASSERT_EQ(moved.findings().size(), 1u) << check;
+      EXPECT_EQ(moved.findings()[0].check, check);
+      EXPECT_EQ(moved.findings()[0].first.index, 7u);
+      bytes = saved;
+    }
+  }
   const Traced bare = RunGraphs(scratch, "bare", {}, /*shim=*/false);
   ASSERT_EQ(bare.dumped.size(), run.dumped.size());
   for (size_t i = 0; i < run.dumped.size(); ++i) EXPECT_EQ(bare.dumped[i].bytes, run.dumped[i].bytes) << i;
@@ -209,7 +230,9 @@ TEST(CudnnGraphCaptureTest, FaultsFoundAtTheirOp) {
                         Case{"conv:rank=0:call=2:elem=18:bit=30", 5, "conv.replay", 18},  // x > 0 there: ReLU passes it
                         Case{"conv:rank=0:call=3:elem=17:bit=14", 6, "conv.replay", 17},  // dw: BF16
                         // through the leaky, clipped ReLU
-                        Case{"conv:rank=0:call=4:elem=17:bit=30", 8, "conv.replay", 17}}) {
+                        Case{"conv:rank=0:call=4:elem=17:bit=30", 8, "conv.replay", 17},
+                        // bias, ALiBi, padding and causal masks, Max and Sum_exp: batch 0, head 1, row 0
+                        Case{"attn:rank=0:call=4:elem=50:bit=14", 9, "sdpa.replay", 50}}) {
     const Traced run = RunGraphs(scratch, std::string("f") + std::to_string(c.seq), {{"SIMGPU_FAULT", c.fault}});
     const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
     ASSERT_EQ(report.findings().size(), 1u) << c.fault;
@@ -229,28 +252,28 @@ TEST(CudnnGraphCaptureTest, GraphWithoutCheckerCountedByName) {
   EXPECT_EQ(report.summary().not_checked.at("cuDNN graph of pointwise (no checker)"), 1u);
   EXPECT_EQ(report.summary().not_checked.at("cuDNN attention with RNG dropout (Philox inside cuDNN: not replayable)"),
             1u);
-  EXPECT_EQ(report.summary().checked.at("sdpa"), 4u);
-  // The transpose (seq 11): the reshape recorded with its operands, named; simgpu's result is xᵀ, captured as the
+  EXPECT_EQ(report.summary().checked.at("sdpa"), 5u);
+  // The transpose (seq 12): the reshape recorded with its operands, named; simgpu's result is xᵀ, captured as the
   // program downloaded it.
   EXPECT_EQ(report.summary().not_checked.at("cuDNN graph of reshape, pointwise (no checker)"), 1u);
   ASSERT_EQ(run.trace.ranks.size(), 1u);
   const auto& ops = run.trace.ranks[0].ops;
-  ASSERT_EQ(ops.size(), 12u);
-  ASSERT_EQ(ops[11].graph_ops.size(), 2u);
-  const format::GraphOp& reshape = ops[11].graph_ops[0];
+  ASSERT_EQ(ops.size(), 13u);
+  ASSERT_EQ(ops[12].graph_ops.size(), 2u);
+  const format::GraphOp& reshape = ops[12].graph_ops[0];
   EXPECT_EQ(reshape.type, 31);
   ASSERT_GE(reshape.operands[0], 0);
   ASSERT_GE(reshape.operands[1], 0);
-  EXPECT_EQ(ops[11].graph_tensors[static_cast<size_t>(reshape.operands[0])].uid, 1);
-  const format::GraphTensor& view = ops[11].graph_tensors[static_cast<size_t>(reshape.operands[1])];
+  EXPECT_EQ(ops[12].graph_tensors[static_cast<size_t>(reshape.operands[0])].uid, 1);
+  const format::GraphTensor& view = ops[12].graph_tensors[static_cast<size_t>(reshape.operands[1])];
   EXPECT_EQ(view.uid, 100);
   EXPECT_EQ(view.strides[2], 1);
   EXPECT_EQ(view.strides[3], 8);
   std::string x, y;
   for (const Dumped& d : run.dumped) {
-    if (d.seq != 11) continue;
+    if (d.seq != 12) continue;
     (d.uid == 1 ? x : y) = d.bytes;
-    const analyzer::Tensor* t = Captured(ops[11], d.slot, d.uid);
+    const analyzer::Tensor* t = Captured(ops[12], d.slot, d.uid);
     ASSERT_NE(t, nullptr) << "uid " << d.uid;
     EXPECT_EQ(t->data, d.bytes) << "uid " << d.uid;
   }

@@ -16,8 +16,11 @@
 //          the program supplies, multiplied into P after the softmax), as cudnn-frontend's sample builds it
 //   seq 8  seq 4's graph with a leaky, clipped ReLU (lower clip −0.2, slope 0.15, upper clip 0.8, set as DOUBLE
 //          attributes as cudnn-frontend sets them)
-//   with --unchecked, seq 9: the same attention as seq 7 with RNG dropout (Bernoulli, seed and offset by value: not
-//   replayable), seq 10: a graph the analyzer has no checker for (one pointwise RELU) and seq 11: a transpose as
+//   seq 9  composite attention as cudnn-frontend's "Toy sdpa forward with max and sum exp" lowers it: a bias, ALiBi
+//          (row and column GEN_INDEX, their difference in INT32, times per-head FP32 slopes, added), padding and
+//          causal masks, Max and Sum_exp as outputs instead of Stats, BF16
+//   with --unchecked, seq 10: the same attention as seq 7 with RNG dropout (Bernoulli, seed and offset by value: not
+//   replayable), seq 11: a graph the analyzer has no checker for (one pointwise RELU) and seq 12: a transpose as
 //   cudnn-frontend's attention backward writes it (a RESHAPE swapping the last two dimensions and strides into a
 //   virtual tensor, copied out by a pointwise IDENTITY)
 //   cudnn_graph_workload --dump FILE [--unchecked]
@@ -331,6 +334,76 @@ void DropoutAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool rn
   stats.Dump(seq, 23);
 }
 
+// Q, K, V, O [b, h, s, d] (uids 1..4), Max and Sum_exp [b, h, s_q, 1] (5, 6), bias [b, 1, s_q, s_kv] (10), ALiBi
+// slopes [1, h, 1, 1] FP32 (15: cudnn-frontend's for h heads, which it writes to the workspace), sequence lengths
+// (8, 9); the operations in cudnn-frontend's order.
+void MaxSumExpAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std::vector<int32_t>& seq_q,
+                        const std::vector<int32_t>& seq_kv) {
+  const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
+  const cudnnDataType_t boolean = CUDNN_DATA_BOOLEAN;
+  Graph g(Die);
+  Buf q(1, s.b * s.h * s.sq * s.d, true), k(2, s.b * s.h * s.skv * s.d, true), v(3, s.b * s.h * s.skv * s.d, true);
+  Buf o(4, s.b * s.h * s.sq * s.d, true), mx(5, s.b * s.h * s.sq, false), se(6, s.b * s.h * s.sq, false);
+  Buf bias(10, s.b * s.sq * s.skv, true), slopes(15, s.h, false), lq(8, s.b, false), lkv(9, s.b, false);
+  std::vector<float> slope(static_cast<size_t>(s.h));  // cudnn-frontend's get_alibi_slope for a power-of-two h
+  for (int64_t i = 0; i < s.h; ++i) slope[static_cast<size_t>(i)] = std::pow(2.0f, -8.0f * (i + 1) / s.h);
+  memcpy(slopes.host.data(), slope.data(), 4 * s.h);
+  memcpy(lq.host.data(), seq_q.data(), 4 * s.b);
+  memcpy(lkv.host.data(), seq_kv.data(), 4 * s.b);
+  for (Buf* b : {&slopes, &lq, &lkv}) CHECK(cudaMemcpy(b->dev, b->host.data(), b->host.size(), cudaMemcpyHostToDevice));
+  float scale = 0.123f;
+  const float neg_inf = -INFINITY;
+  const double zero = 0.0;
+  Desc qd = g.Tensor(1, io, {s.b, s.h, s.sq, s.d}), vd = g.Tensor(3, io, {s.b, s.h, s.skv, s.d});
+  Desc od = g.Tensor(4, io, {s.b, s.h, s.sq, s.d});
+  Desc mxd = g.Tensor(5, f32, {s.b, s.h, s.sq, 1}), sed = g.Tensor(6, f32, {s.b, s.h, s.sq, 1});
+  Desc scd = g.Tensor(11, f32, {1, 1, 1, 1}, false, true), ninf = g.Tensor(7, f32, {1, 1, 1, 1}, false, true);
+  Desc bd = g.Tensor(10, io, {s.b, 1, s.sq, s.skv}), sld = g.Tensor(15, f32, {1, s.h, 1, 1});
+  Desc lqd = g.Tensor(8, i32, {s.b, 1, 1, 1}), lkvd = g.Tensor(9, i32, {s.b, 1, 1, 1});
+  const int64_t ks[4] = {s.h * s.skv * s.d, s.skv * s.d, s.d, 1};
+  Desc ktd = g.Strided(2, io, {s.b, s.h, s.d, s.skv}, {ks[0], ks[1], ks[3], ks[2]});
+  const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv};
+  int64_t uid = 100;
+  const Virt virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
+  Desc s1 = virt(f32, sc), s2 = virt(f32, sc), s3 = virt(f32, sc);
+  g.Matmul(qd, ktd, s1, lqd, lkvd, nullptr, &zero);
+  g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
+  g.Pointwise(CUDNN_POINTWISE_ADD, s2, bd, s3);
+  // ALiBi: (column − row) in INT32 math, times the head's slope, added.
+  Desc ar = virt(i32, sc), ac = virt(i32, sc), ad = virt(i32, sc), am = virt(f32, sc), s4 = virt(f32, sc);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ar, nullptr, 2, {}, i32);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ac, nullptr, 3, {}, i32);
+  g.Pointwise(CUDNN_POINTWISE_SUB, ac, ar, ad, nullptr, -1, {}, i32);
+  g.Pointwise(CUDNN_POINTWISE_MUL, ad, sld, am);
+  g.Pointwise(CUDNN_POINTWISE_ADD, s3, am, s4);
+  // Padding mask: row < seq_len_q and column < seq_len_kv.
+  Desc ri = virt(i32, sc), ci = virt(i32, sc), rm = virt(boolean, sc), cm = virt(boolean, sc), pm = virt(boolean, sc);
+  Desc s5 = virt(f32, sc);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s4, nullptr, ri, nullptr, 2);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s4, nullptr, ci, nullptr, 3);
+  g.Pointwise(CUDNN_POINTWISE_CMP_LT, ri, lqd, rm);
+  g.Pointwise(CUDNN_POINTWISE_CMP_LT, ci, lkvd, cm);
+  g.Pointwise(CUDNN_POINTWISE_LOGICAL_AND, rm, cm, pm);
+  g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s4, ninf, s5, pm);
+  // The softmax without Stats: Max and Sum_exp are its max and sum reductions, written.
+  Desc masked = CausalMask(g, virt, s5, ninf, sc);
+  Desc sub = virt(f32, sc), ex = virt(f32, sc), p = virt(io, sc);
+  g.Reduction(CUDNN_REDUCE_TENSOR_MAX, masked, mxd);
+  g.Pointwise(CUDNN_POINTWISE_SUB, masked, mxd, sub);
+  g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
+  g.Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, sed);
+  g.Pointwise(CUDNN_POINTWISE_DIV, ex, sed, p);
+  g.Matmul(p, vd, od, lqd, nullptr, lkvd);
+  for (Buf* b : {&q, &k, &v, &bias, &slopes, &lq, &lkv}) b->Dump(seq, 22);
+  std::map<int64_t, void*> data = {{1, q.dev},      {2, k.dev},   {3, v.dev},    {4, o.dev},
+                                   {5, mx.dev},     {6, se.dev},  {7, const_cast<float*>(&neg_inf)},
+                                   {8, lq.dev},     {9, lkv.dev}, {10, bias.dev}, {11, &scale}, {15, slopes.dev}};
+  CHECK(g.Execute(handle, data));
+  o.Dump(seq, 23);
+  mx.Dump(seq, 23);
+  se.Dump(seq, 23);
+}
+
 void Relu(cudnnHandle_t handle, uint64_t seq) {
   Graph g(Die);
   Buf x(1, 64, false), y(2, 64, false);
@@ -376,10 +449,11 @@ int main(int argc, char** argv) {
   ConvFusion(handle, 6, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
   DropoutAttention(handle, 7, Attn{2, 2, 2, 6, 6, 8}, /*rng=*/false);
   ConvFusion(handle, 8, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, /*leaky=*/true);
+  MaxSumExpAttention(handle, 9, Attn{2, 4, 4, 6, 7, 8}, {6, 3}, {7, 5});
   if (argc > 3 && strcmp(argv[3], "--unchecked") == 0) {
-    DropoutAttention(handle, 9, Attn{2, 2, 2, 6, 6, 8}, /*rng=*/true);
-    Relu(handle, 10);
-    Transpose(handle, 11);
+    DropoutAttention(handle, 10, Attn{2, 2, 2, 6, 6, 8}, /*rng=*/true);
+    Relu(handle, 11);
+    Transpose(handle, 12);
   }
   CHECK(cudaStreamSynchronize(g_stream));
   CHECK(cudnnDestroy(handle));
