@@ -274,6 +274,26 @@ mutate "shim: a library's own kernels counted between ops" cupti_context.cc \
 mutate "shim: context records not attached to findings" check.cc \
   "    if (const Op* op = FindOp(set, f.rank, f.seq)) f.context = op->context;" \
   "    (void)FindOp(set, f.rank, f.seq);" "ttrace ttrace_shim shim_context_capture_test" "ContextCapture"
+# This stop's additions (stop 21): graph ReLU clips, the ALiBi/Max/Sum_exp attention check, simgpu's RESHAPE,
+# the codec's count-limited code lengths, the refused-splice fallback.
+mutate "graph: leaky ReLU's slope dropped" graph_check.cc \
+  "*r = x <= c.lower ? c.lower + c.slope * (x - c.lower) : x >= c.upper ? c.upper : x;" \
+  "*r = x <= c.lower ? c.lower : x >= c.upper ? c.upper : x;" "graph_check_test" "ConvFusionTest"
+mutate "graph: a ReLU's upper clip not read" graph_check.cc \
+  "if (g.params_set & format::kParamReluUpperClip) c.upper = g.relu_upper_clip;" "" \
+  "graph_check_test" "ConvFusionTest"
+mutate "graph: attention Max not compared" graph_check.cc \
+  "out.max.Add(row, p.max[row], m, kEval * E, false);" "(void)m;" \
+  "graph_check_test" "CompositeAttentionTest"
+mutate "simgpu: RESHAPE reads its input contiguously" graph_kernels.cc \
+  "Store<double>(y, off, Load<double>(x, off));" "Store<double>(y, off, Load<double>(x, e));" \
+  "simgpu_cudnn simgpu_cudnn_backend_test" "CudnnBackend.Reshape"
+mutate "codec: limited code lengths one unit over the code space" float_codec.cc \
+  "for (; kraft > kTableSize; --kraft) {" "for (; kraft > kTableSize + 1; --kraft) {" \
+  "float_codec_test" "FloatCodecTest"
+mutate "remote output: the pipe kept after a refused splice" remote_output.cc \
+  "void RemoteOutput::RefuseSplice(const char* call, int err) {
+  ClosePipe();" "void RemoteOutput::RefuseSplice(const char* call, int err) {" "server_test" "Server.RefusedSplice"
 # simgpu's reduction orders.
 mutate "simgpu: pairwise panel levels combined in reverse" accumulate_panel.cc \
   "for (int lvl = top - 2; lvl >= 0; --lvl) {" "for (int lvl = 0; lvl <= top - 2; ++lvl) {" \
