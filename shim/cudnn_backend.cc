@@ -5,6 +5,15 @@
 // an operation reads before the execution (kGraphIn), every tensor one writes after it (kGraphOut), each as the
 // span of memory it occupies.
 //
+// cudnnBackendPopulateCudaGraph / cudnnBackendUpdateCudaGraph (cuDNN's native CUDA graph API) run nothing: they
+// put the plan's work for a variant pack into the application's cudaGraph_t (or rebind it), which runs at each
+// launch of that graph. They are recorded as the execution's record is (the plan's graph, the pack's pointers,
+// the vendor's status; stream 0: the work runs on whatever stream the graph is launched on), but their operands
+// are not captured: the shim's CUDA graph snapshots ride on stream capture (capture_graph.cc), and here there is
+// no capturing stream, only a graph the shim would have to edit (and Update rebinds cuDNN's nodes to new
+// pointers, which copies the shim added would not follow). Each such op gets a kPayloadDropped notice (reason
+// kGraphCapture, "not captured (cuDNN native CUDA graph)") and the first one a log line: recorded, never silent.
+//
 // Hot path (Execute): the shadow lookups allocate nothing; the record is assembled in a per-thread buffer that
 // grows only when a thread first executes a larger graph.
 #include <cudnn.h>
@@ -15,6 +24,7 @@
 #include "shim/capture_engine.h"
 #include "shim/cudnn_shadow.h"
 #include "shim/interception.h"
+#include "shim/log.h"
 #include "shim/runtime.h"
 #include "shim/tensor_pack.h"
 
@@ -137,6 +147,41 @@ cudnnStatus_t TraceExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, 
   return status;
 }
 
+// cudnnBackendPopulateCudaGraph / cudnnBackendUpdateCudaGraph: the record, no operands (see the top).
+cudnnStatus_t TraceNativeGraph(format::ApiId api, cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
+                               cudnnBackendDescriptor_t pack_desc, cudaGraph_t graph,
+                               cudnnStatus_t (*real)(cudnnHandle_t, cudnnBackendDescriptor_t,
+                                                     cudnnBackendDescriptor_t, cudaGraph_t)) {
+  CaptureEngine* engine = Engine();
+  if (engine == nullptr) return real(handle, plan, pack_desc, graph);
+  thread_local std::vector<char> buf;
+  const std::shared_ptr<const cudnn::PlanGraph> g = cudnn::PlanOf(plan);
+  cudnn::PackView pack;
+  cudnn::PackOf(pack_desc, &pack);
+  const CaptureEngine::Slot slot = engine->Reserve(/*op=*/true);
+  format::BackendGraphRecord* r = Assemble(g.get(), pack, &buf);
+  r->seq = slot.seq;
+  r->api = static_cast<uint16_t>(api);
+  r->t_ns = MonotonicNs();
+  r->handle = reinterpret_cast<uint64_t>(handle);
+  r->stream = 0;
+  r->plan = reinterpret_cast<uint64_t>(plan);
+  r->variant_pack = reinterpret_cast<uint64_t>(pack_desc);
+  r->workspace = reinterpret_cast<uint64_t>(pack.workspace);
+  const cudnnStatus_t status = real(handle, plan, pack_desc, graph);
+  r->status = status;
+  engine->Publish(slot, format::RecordType::kBackendGraph, r, sizeof *r, r + 1, r->payload_bytes);
+  if (engine->capturing_tensors() && status == CUDNN_STATUS_SUCCESS) {
+    TTRACE_LOG_ONCE("%s (op %llu): not captured (cuDNN native CUDA graph): recorded, but its operands are not "
+                    "captured at the graph's launches",
+                    format::ApiName(static_cast<uint16_t>(api)), static_cast<unsigned long long>(r->seq));
+    engine->Drop(r->seq, format::DropReason::kGraphCapture,
+                 "not captured (cuDNN native CUDA graph): the op's work runs at each launch of the application's "
+                 "cudaGraph_t, whose operands the shim does not snapshot");
+  }
+  return status;
+}
+
 }  // namespace
 }  // namespace ttrace::shim
 
@@ -191,4 +236,20 @@ TTRACE_INTERCEPTOR(cudnnStatus_t, cudnnBackendExecute,
                    (cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack),
                    (handle, executionPlan, variantPack)) {
   return ttrace::shim::TraceExecute(handle, executionPlan, variantPack, REAL(cudnnBackendExecute));
+}
+
+TTRACE_INTERCEPTOR(cudnnStatus_t, cudnnBackendPopulateCudaGraph,
+                   (cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack,
+                    cudaGraph_t graph),
+                   (handle, executionPlan, variantPack, graph)) {
+  return ttrace::shim::TraceNativeGraph(ttrace::format::ApiId::kCudnnBackendPopulateCudaGraph, handle, executionPlan,
+                                        variantPack, graph, REAL(cudnnBackendPopulateCudaGraph));
+}
+
+TTRACE_INTERCEPTOR(cudnnStatus_t, cudnnBackendUpdateCudaGraph,
+                   (cudnnHandle_t handle, cudnnBackendDescriptor_t executionPlan, cudnnBackendDescriptor_t variantPack,
+                    cudaGraph_t graph),
+                   (handle, executionPlan, variantPack, graph)) {
+  return ttrace::shim::TraceNativeGraph(ttrace::format::ApiId::kCudnnBackendUpdateCudaGraph, handle, executionPlan,
+                                        variantPack, graph, REAL(cudnnBackendUpdateCudaGraph));
 }

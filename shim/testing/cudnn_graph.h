@@ -124,6 +124,12 @@ class Graph {
   // Operation graph, heuristics, the first configuration, plan; then one execution with `data` (uid -> pointer),
   // whose status is returned.
   [[nodiscard]] cudnnStatus_t Execute(cudnnHandle_t handle, const std::map<int64_t, void*>& data) {
+    return Run(handle, data, cudnnBackendExecute);
+  }
+  // As Execute, but the plan and variant pack go to `run` (cudnnBackendExecute or a wrapper of another call that
+  // takes them, such as cudnnBackendPopulateCudaGraph), whose status is returned.
+  template <typename Fn>
+  [[nodiscard]] cudnnStatus_t Run(cudnnHandle_t handle, const std::map<int64_t, void*>& data, Fn run) {
     Desc graph = Make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
     Set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
     Set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_.size()),
@@ -153,7 +159,7 @@ class Graph {
         ptrs.data());
     Set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
     Check(cudnnBackendFinalize(pack));
-    return cudnnBackendExecute(handle, plan, pack);
+    return run(handle, plan, pack);
   }
 
  private:

@@ -1,5 +1,5 @@
 // The stand-in libcudnn.so.9 (status_standin.h): cudnnConvolutionForward, BackwardData and BackwardFilter and
-// cudnnBackendExecute answer STANDIN_CUDNN_STATUS; handles, streams, the tensor, filter and convolution
+// cudnnBackendExecute, cudnnBackendPopulateCudaGraph and cudnnBackendUpdateCudaGraph answer STANDIN_CUDNN_STATUS; handles, streams, the tensor, filter and convolution
 // descriptors (which the shim reads with their getters) and backend descriptors are simgpu's, except a
 // descriptor of type CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR (which no graph uses): its create, set, get, finalize and
 // destroy answer STANDIN_CUDNN_STATUS too, so that each backend set-up entry point is driven through each status.
@@ -92,3 +92,5 @@ extern "C" int cudnnBackendGetAttribute(const void* desc, int name, int type, in
   return real(desc, name, type, requested, count, values);
 }
 STANDIN_CUDNN(cudnnBackendExecute)
+STANDIN_CUDNN(cudnnBackendPopulateCudaGraph)
+STANDIN_CUDNN(cudnnBackendUpdateCudaGraph)

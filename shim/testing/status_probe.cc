@@ -40,6 +40,11 @@ void ProbeCudnnBackend(cudnnHandle_t h) {
         cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
   Print("cudnnBackendExecute.unfinalized_plan", cudnnBackendExecute(h, plan, pack));
   Print("cudnnBackendExecute.null_plan", cudnnBackendExecute(h, nullptr, pack));
+  // cuDNN's native CUDA graph API with the same plans: must fail the same way (no graph is touched).
+  Print("cudnnBackendPopulateCudaGraph.unfinalized_plan", cudnnBackendPopulateCudaGraph(h, plan, pack, nullptr));
+  Print("cudnnBackendPopulateCudaGraph.null_plan", cudnnBackendPopulateCudaGraph(h, nullptr, pack, nullptr));
+  Print("cudnnBackendUpdateCudaGraph.unfinalized_plan", cudnnBackendUpdateCudaGraph(h, plan, pack, nullptr));
+  Print("cudnnBackendUpdateCudaGraph.null_plan", cudnnBackendUpdateCudaGraph(h, nullptr, pack, nullptr));
   for (cudnnBackendDescriptor_t d : {t, plan, pack})
     if (d != nullptr) Print("cudnnBackendDestroyDescriptor", cudnnBackendDestroyDescriptor(d));
 }

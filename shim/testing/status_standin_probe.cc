@@ -177,6 +177,21 @@ void BackendGraph(cudnnHandle_t h, void* x, void* w, void* y) {
                                               g.Tensor(3, CUDNN_DATA_FLOAT, {1, 1, 2, 2}), /*pad=*/0, /*stride=*/1);
     Op("cudnnBackendExecute", g.Execute(h, {{1, x}, {2, w}, {3, y}}));
   }
+  for (const bool update : {false, true}) {  // cuDNN's native CUDA graph API: the same graph, into a cudaGraph_t
+    ttrace::shim::testing::Graph g(Die);
+    ttrace::shim::testing::ConvolutionForward(g, g.Tensor(1, CUDNN_DATA_FLOAT, {1, 1, 3, 3}),
+                                              g.Tensor(2, CUDNN_DATA_FLOAT, {1, 1, 2, 2}),
+                                              g.Tensor(3, CUDNN_DATA_FLOAT, {1, 1, 2, 2}), /*pad=*/0, /*stride=*/1);
+    cudaGraph_t graph = nullptr;
+    Setup("cudaGraphCreate", cudaGraphCreate(&graph, 0));
+    auto run = [&](cudnnHandle_t handle, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack) {
+      return update ? cudnnBackendUpdateCudaGraph(handle, plan, pack, graph)
+                    : cudnnBackendPopulateCudaGraph(handle, plan, pack, graph);
+    };
+    Op(update ? "cudnnBackendUpdateCudaGraph" : "cudnnBackendPopulateCudaGraph",
+       g.Run(h, {{1, x}, {2, w}, {3, y}}, run));
+    Setup("cudaGraphDestroy", cudaGraphDestroy(graph));
+  }
   cudnnBackendDescriptor_t knob = nullptr;
   Call("cudnnBackendCreateDescriptor", cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, &knob));
   const int64_t value = 1;

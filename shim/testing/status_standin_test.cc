@@ -77,9 +77,14 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
     const Probe traced = RunProbe(dir.path(), cublas, cudnn, nccl, nccl_setup, /*shim=*/true);
     ASSERT_EQ(plain.run.exit_code, 0) << plain.run.err;
     ASSERT_EQ(traced.run.exit_code, 0) << traced.run.err;
+    EXPECT_EQ(traced.run.err.find("cudnnBackendPopulateCudaGraph (op ") != std::string::npos &&
+                  traced.run.err.find("not captured (cuDNN native CUDA graph)") != std::string::npos,
+              cudnn == 0)
+        << "one log line for the first successful native CUDA graph call: " << traced.run.err;
     EXPECT_EQ(traced.run.out, plain.run.out);
-    // GEMMs, Lt, convolutions, the backend graph, the init, collectives, the group
-    ASSERT_EQ(traced.ops.size(), 28u + 1 + 3 + 1 + 1 + 11 + 1) << traced.run.out;
+    // GEMMs, Lt, convolutions, the backend graph (executed, put into a CUDA graph, updated there), the init,
+    // collectives, the group
+    ASSERT_EQ(traced.ops.size(), 28u + 1 + 3 + 3 + 1 + 11 + 1) << traced.run.out;
     for (const auto& [name, status] : traced.ops)
       EXPECT_EQ(status, IsCublas(name) ? cublas : IsCudnn(name) ? cudnn : nccl) << name;
     for (const auto& [name, status] : traced.setup) EXPECT_EQ(status, 0) << name;
@@ -91,7 +96,7 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
     ASSERT_TRUE(set.ok()) << set.status();
     ASSERT_EQ(set->ranks.size(), 1u);
     const analyzer::RankTrace& rank = set->ranks[0];
-    ASSERT_EQ(rank.ops.size(), 28u + 1 + 3 + 1 + 11 + 1);
+    ASSERT_EQ(rank.ops.size(), 28u + 1 + 3 + 3 + 11 + 1);
     std::set<std::string> seen;
     for (const analyzer::Op& op : rank.ops) {
       const std::string name = op.api_name();
@@ -128,6 +133,20 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
         EXPECT_EQ(inputs, 2) << name << ": both inputs are snapshotted before the call";
         EXPECT_EQ(op.tensor(TensorSlot::kCIn), nullptr) << name << ": beta is 0";
         EXPECT_EQ(op.tensor(TensorSlot::kCOut) != nullptr, ok) << name << ": the output after the call iff it succeeded";
+      } else if (op.kind == analyzer::OpKind::kGraph && name != "cudnnBackendExecute") {
+        // cuDNN's native CUDA graph API: the op is recorded with its graph and the pack's pointers; its work runs
+        // at the CUDA graph's launches, whose operands the shim does not capture, and the trace says so.
+        EXPECT_EQ(op.graph.status, cudnn) << name;
+        EXPECT_EQ(op.graph.flags, 0u) << name << ": the graph and its variant pack were shadowed";
+        EXPECT_EQ(op.graph.stream, 0u) << name << ": the work runs on the stream the CUDA graph is launched on";
+        ASSERT_EQ(op.graph_tensors.size(), 3u) << name;
+        EXPECT_EQ(op.graph_ops.size(), 1u) << name;
+        int pointers = 0;
+        for (const format::GraphTensor& t : op.graph_tensors) pointers += t.ptr != 0;
+        EXPECT_EQ(pointers, 3) << name << ": x, w and y from the variant pack";
+        EXPECT_TRUE(op.graph_in.empty()) << name;
+        EXPECT_TRUE(op.graph_out.empty()) << name;
+        EXPECT_EQ(op.missing_tensors, cudnn == 0 ? "tensors dropped (graph capture)" : "") << name;
       } else if (op.kind == analyzer::OpKind::kGraph) {
         EXPECT_EQ(op.graph.status, cudnn) << name;
         EXPECT_EQ(op.graph.flags, 0u) << name << ": the graph and its variant pack were shadowed";
@@ -144,7 +163,7 @@ TEST(ShimStatusStandinTest, EveryStatusOfEveryEntryPointPassesThroughWithTheReco
             << name << ": the received data after the call iff it succeeded";
       }
     }
-    EXPECT_EQ(seen.size(), 28u + 1 + 3 + 1 + 11) << "every entry point recorded once";
+    EXPECT_EQ(seen.size(), 28u + 1 + 3 + 3 + 11) << "every entry point recorded once";
     // Communicator creations: the 1-rank ncclCommInitRank succeeded, the 2-rank one answered `nccl`, the five
     // others `nccl_setup`; a handle and an identity iff the communicator exists (success or in progress).
     const auto created = [](int status) { return status == 0 || status == 7; };
