@@ -153,7 +153,9 @@ TEST(Incomplete, FullDiskMetaModeAndHeaderOnly) {
       << out;
 }
 
-// Exit status of a single rank sent SIGTERM after 1.5 s, and how its stream ended.
+// Exit status of a single rank sent SIGTERM 0.5 s after its stream holds its first frame (the shim and the
+// application's handlers are installed, steps are running; a fixed delay from the start raced the shim's
+// initialisation on a loaded machine), and how its stream ended.
 struct Terminated {
   int status;
   bool ended;
@@ -163,7 +165,10 @@ Terminated Terminate(const std::string& name, const std::string& args) {
   const std::string dir = TempDir() + "/" + name;
   std::string out;
   Terminated t{};
-  t.status = RunSingle(dir, "timeout --preserve-status -s TERM 1.5", args, &out);
+  const std::string term_when_streaming =
+      "bash -c '\"$@\" & p=$!; for i in $(seq 600); do [ \"$(cat " + dir +
+      "/*.ttr 2>/dev/null | wc -c)\" -gt 128 ] && break; sleep 0.1; done; sleep 0.5; kill -TERM $p; wait $p' _";
+  t.status = RunSingle(dir, term_when_streaming, args, &out);
   auto set = analyzer::LoadTraceDir(dir);
   EXPECT_TRUE(set.ok()) << set.status() << "\n" << out;
   if (set.ok() && set->ranks.size() == 1) {
