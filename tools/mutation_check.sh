@@ -244,7 +244,7 @@ mutate "shim: a group's tensors staged at one ring offset" capture_engine.cc \
 mutate "shim: seq off by one" capture_records.cc "const Slot slot{p.ticket, op ? p.seq : kNoSeq};" \
   "const Slot slot{p.ticket, op ? p.seq + 1 : kNoSeq};" "shim_capture_engine_test" "CaptureEngine"
 mutate "shim: C captured after a failed GEMM" cublas_interceptors.cc \
-  "if (capture && status == CUBLAS_STATUS_SUCCESS) Capture(" "if (capture) Capture(" \
+  $'if (capture && status == CUBLAS_STATUS_SUCCESS) {\n    TensorGroup output' $'if (capture) {\n    TensorGroup output' \
   "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
 mutate "shim: a GEMM's status not recorded" cublas_interceptors.cc "  r.status = status;" "  r.status = 0;" \
   "ttrace_shim shim_status_standin_test" "ShimStatusStandin"
