@@ -115,6 +115,22 @@ Desc CausalMask(Graph& g, const Virt& virt, Desc scores, Desc ninf, const std::v
   return out;
 }
 
+// cudnn-frontend's padding mask over scores [b, h, s_q, s_kv]: the scores where row < seq_len_q and column <
+// seq_len_kv, ninf elsewhere.
+Desc PaddingMask(Graph& g, const Virt& virt, Desc scores, Desc len_q, Desc len_kv, Desc ninf,
+                 const std::vector<int64_t>& sc) {
+  const cudnnDataType_t i32 = CUDNN_DATA_INT32, boolean = CUDNN_DATA_BOOLEAN;
+  Desc ri = virt(i32, sc), ci = virt(i32, sc), rm = virt(boolean, sc), cm = virt(boolean, sc), pm = virt(boolean, sc);
+  Desc out = virt(CUDNN_DATA_FLOAT, sc);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, nullptr, ri, nullptr, 2);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, nullptr, ci, nullptr, 3);
+  g.Pointwise(CUDNN_POINTWISE_CMP_LT, ri, len_q, rm);
+  g.Pointwise(CUDNN_POINTWISE_CMP_LT, ci, len_kv, cm);
+  g.Pointwise(CUDNN_POINTWISE_LOGICAL_AND, rm, cm, pm);
+  g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, scores, ninf, out, pm);
+  return out;
+}
+
 // cudnn-frontend's softmax over the keys with Stats (max + log of the sum, into `stats`): P, of type p_type.
 Desc Softmax(Graph& g, const Virt& virt, Desc scores, Desc stats, cudnnDataType_t p_type,
              const std::vector<int64_t>& sc, const std::vector<int64_t>& row) {
@@ -173,7 +189,6 @@ void Attention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool fused) {
 void PaddedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std::vector<int32_t>& seq_q,
                      const std::vector<int32_t>& seq_kv) {
   const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
-  const cudnnDataType_t boolean = CUDNN_DATA_BOOLEAN;
   Graph g(Die);
   Buf q(1, s.b * s.h * s.sq * s.d, true), k(2, s.b * s.hk * s.skv * s.d, true), v(3, s.b * s.hk * s.skv * s.d, true);
   Buf o(4, s.b * s.h * s.sq * s.d, true), stats(5, s.b * s.h * s.sq, false);
@@ -197,15 +212,7 @@ void PaddedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const st
   Desc s1 = virt(f32, sc), s2 = virt(f32, sc);
   g.Matmul(qd, ktd, s1, lqd, lkvd, nullptr, &zero);
   g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
-  // Padding mask: row < seq_len_q and column < seq_len_kv.
-  Desc ri = virt(i32, sc), ci = virt(i32, sc), rm = virt(boolean, sc), cm = virt(boolean, sc), pm = virt(boolean, sc);
-  Desc s3 = virt(f32, sc);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s2, nullptr, ri, nullptr, 2);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s2, nullptr, ci, nullptr, 3);
-  g.Pointwise(CUDNN_POINTWISE_CMP_LT, ri, lqd, rm);
-  g.Pointwise(CUDNN_POINTWISE_CMP_LT, ci, lkvd, cm);
-  g.Pointwise(CUDNN_POINTWISE_LOGICAL_AND, rm, cm, pm);
-  g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s2, ninf, s3, pm);
+  Desc s3 = PaddingMask(g, virt, s2, lqd, lkvd, ninf, sc);
   g.Matmul(Softmax(g, virt, CausalMask(g, virt, s3, ninf, sc), sd, io, sc, row), vd, od, lqd, nullptr, lkvd);
   for (Buf* b : {&q, &k, &v, &lq, &lkv}) b->Dump(seq, 22);
   std::map<int64_t, void*> data = {{1, q.dev}, {2, k.dev}, {3, v.dev}, {4, o.dev}, {5, stats.dev},
@@ -340,7 +347,6 @@ void DropoutAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, bool rn
 void MaxSumExpAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std::vector<int32_t>& seq_q,
                         const std::vector<int32_t>& seq_kv) {
   const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
-  const cudnnDataType_t boolean = CUDNN_DATA_BOOLEAN;
   Graph g(Die);
   Buf q(1, s.b * s.h * s.sq * s.d, true), k(2, s.b * s.h * s.skv * s.d, true), v(3, s.b * s.h * s.skv * s.d, true);
   Buf o(4, s.b * s.h * s.sq * s.d, true), mx(5, s.b * s.h * s.sq, false), se(6, s.b * s.h * s.sq, false);
@@ -376,15 +382,7 @@ void MaxSumExpAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const
   g.Pointwise(CUDNN_POINTWISE_SUB, ac, ar, ad, nullptr, -1, {}, i32);
   g.Pointwise(CUDNN_POINTWISE_MUL, ad, sld, am);
   g.Pointwise(CUDNN_POINTWISE_ADD, s3, am, s4);
-  // Padding mask: row < seq_len_q and column < seq_len_kv.
-  Desc ri = virt(i32, sc), ci = virt(i32, sc), rm = virt(boolean, sc), cm = virt(boolean, sc), pm = virt(boolean, sc);
-  Desc s5 = virt(f32, sc);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s4, nullptr, ri, nullptr, 2);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s4, nullptr, ci, nullptr, 3);
-  g.Pointwise(CUDNN_POINTWISE_CMP_LT, ri, lqd, rm);
-  g.Pointwise(CUDNN_POINTWISE_CMP_LT, ci, lkvd, cm);
-  g.Pointwise(CUDNN_POINTWISE_LOGICAL_AND, rm, cm, pm);
-  g.Pointwise(CUDNN_POINTWISE_BINARY_SELECT, s4, ninf, s5, pm);
+  Desc s5 = PaddingMask(g, virt, s4, lqd, lkvd, ninf, sc);
   // The softmax without Stats: Max and Sum_exp are its max and sum reductions, written.
   Desc masked = CausalMask(g, virt, s5, ninf, sc);
   Desc sub = virt(f32, sc), ex = virt(f32, sc), p = virt(io, sc);
