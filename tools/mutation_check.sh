@@ -259,7 +259,7 @@ mutate "shim: pointer-array batches read from the wrong array" cublas_intercepto
   "slot == TensorSlot::kA ? c.b_array : slot == TensorSlot::kB ? c.a_array : c.c_array;" \
   "ttrace_shim shim_batched_capture_test" "BatchedCapture"
 mutate "shim: pointer arrays snapshotted inside a CUDA graph capture" capture_engine.cc \
-  "if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && arrays) {" "if (false) {" \
+  "} else if (spec.ptr_array != nullptr) {" "} else if (false) {" \
   "ttrace_shim shim_capture_engine_test" "CaptureEngine"
 mutate "shim: TTRACE_OPS ignored" runtime.cc "if (state == kEnabled) return g_api_selected[api_index];" \
   "if (state == kEnabled) return true;" "ttrace_shim shim_integration_test" "ShimIntegrationTest.OpsFilter"
