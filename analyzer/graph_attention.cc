@@ -14,7 +14,9 @@
 // compute it); pointwise MULs after the softmax by scalars and captured tensors (custom dropout: its scale
 // and mask) are the factor P·V reads P times, and P before them is what is verified. The graph's other outputs must
 // each equal, row by row, the log-sum-exp (Stats), the largest logit (Max) or the sum of exponentials relative to it
-// (Sum_exp: set_logit_max / set_score_sum_exp); each is compared under sdpa.forward. A graph with an RNG operation
+// (Sum_exp: set_logit_max / set_score_sum_exp); each is compared under sdpa.forward. A sink token (set_sink_token: a
+// captured per-head value a pointwise MAX takes into the row maximum) is an extra logit in the maximum and the sum
+// with no value row; P, Stats, Max and Sum_exp are verified and compared with it. A graph with an RNG operation
 // (Philox dropout inside cuDNN) is not checked: its mask cannot be replayed.
 #include <algorithm>
 #include <cmath>
@@ -49,6 +51,36 @@ bool Pointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v) {
   const GraphTensor& y = T[static_cast<size_t>(yi)];
   for (int32_t i : {xi, bi, ti})
     if (i >= 0 && (T[static_cast<size_t>(i)].nb_dims != y.nb_dims || v->count(i) == 0)) return false;
+  // An operand larger than y where y has 1 (cudnn-frontend's softmax with a sink token: a pointwise MAX of the
+  // unreduced scores and the sink into the row maximum): MAX and MIN only, y the extremum over the results that
+  // map to it (simgpu's reading; cuDNN documents none). Other modes are not evaluated.
+  GraphTensor whole = y;
+  for (int32_t i : {xi, bi, ti}) {
+    if (i < 0) continue;
+    const GraphTensor& t = T[static_cast<size_t>(i)];
+    for (int d = 0; d < y.nb_dims; ++d) {
+      if (t.dims[d] == y.dims[d] || t.dims[d] == 1) continue;
+      if (y.dims[d] != 1 || (g.mode != 2 && g.mode != 3) || ti >= 0) return false;
+      whole.dims[d] = std::max(whole.dims[d], t.dims[d]);
+    }
+  }
+  if (Count(whole) != Count(y)) {
+    std::vector<double> out(static_cast<size_t>(Count(y)), g.mode == 3 ? -HUGE_VAL : HUGE_VAL);
+    int64_t idx[format::kGraphMaxDims] = {};
+    for (int64_t e = 0; e < Count(whole); ++e) {
+      auto at = [&](int32_t i) {
+        return (*v)[i][static_cast<size_t>(BroadcastOffset(T[static_cast<size_t>(i)], whole, idx))];
+      };
+      const double x = at(xi) * (g.alpha == 0 ? 1 : g.alpha), b = bi >= 0 ? at(bi) * (g.beta == 0 ? 1 : g.beta) : 0;
+      double r;
+      if (!PointwiseValue(g, x, b, 0, 0, &r)) return false;
+      double& o = out[static_cast<size_t>(BroadcastOffset(y, whole, idx))];
+      o = std::isnan(o) || std::isnan(r) ? NAN : g.mode == 3 ? std::max(o, r) : std::min(o, r);
+      for (int d = whole.nb_dims - 1; d >= 0 && ++idx[d] == whole.dims[d]; --d) idx[d] = 0;
+    }
+    (*v)[yi] = std::move(out);
+    return true;
+  }
   std::vector<double> out(static_cast<size_t>(Count(y)));
   int64_t idx[format::kGraphMaxDims] = {};
   for (size_t e = 0; e < out.size(); ++e) {
@@ -255,6 +287,29 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
     }
     if (reads) dep.insert(g->operands[g->type == kReduction ? 1 : 2]);
   }
+  // A sink token (cudnn-frontend's set_sink_token): a captured tensor of one value per head ([1 or b, 1 or h, 1, 1])
+  // that a pointwise MAX takes with score-dependent values into the row maximum, an extra logit in the softmax's
+  // maximum and sum that has no value row. The softmax verification below holds P to that reading.
+  int32_t sink = -1;
+  for (const GraphOp* g : order) {
+    const int32_t x = g->operands[0], b = g->operands[1];
+    if (g->type != kPointwise || g->mode != 3 || x < 0 || b < 0 || dep.count(x) + dep.count(b) != 1) continue;
+    const int32_t f = dep.count(x) > 0 ? b : x;
+    const GraphTensor& tf = T[static_cast<size_t>(f)];
+    if (tf.is_virtual || tf.nb_dims != 4 || tf.dims[2] != 1 || tf.dims[3] != 1 || (tf.dims[0] != 1 && tf.dims[0] != p.b) ||
+        (tf.dims[1] != 1 && tf.dims[1] != p.h) || v.count(f) == 0)
+      continue;
+    if (sink >= 0 && sink != f) return report->AddNotChecked("cuDNN attention graph with two sink tokens"), true;
+    sink = f;
+  }
+  if (sink >= 0) {
+    const GraphTensor& tf = T[static_cast<size_t>(sink)];
+    p.sink.resize(static_cast<size_t>(p.b * p.h * p.s_q));
+    for (size_t row = 0; row < p.sink.size(); ++row) {
+      const int64_t bh = static_cast<int64_t>(row) / p.s_q, bi = bh / p.h, hi = bh % p.h;
+      p.sink[row] = v[sink][static_cast<size_t>((tf.dims[0] == 1 ? 0 : bi) * tf.dims[1] + (tf.dims[1] == 1 ? 0 : hi))];
+    }
+  }
   if (v.count(pi) == 0 || !ScaleOf(ops, T, v, si, &p.scale))
     return report->AddNotChecked("cuDNN attention graph is not a scaled softmax"), true;
   // Dropout with a mask the program supplies (cudnn-frontend's custom dropout): P·V reads softmax·D, D the product
@@ -347,11 +402,12 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   for (int64_t row = 0; row < bh_count * p.s_q; ++row) {
     if (p.unwritten[static_cast<size_t>(row)]) continue;
     const size_t mrow = static_cast<size_t>(row * p.s_kv);
-    double m = -HUGE_VAL, l = 0;
+    double m = p.sink.empty() ? -HUGE_VAL : p.sink[static_cast<size_t>(row)], l = 0;
     for (int64_t j = 0; j < p.s_kv; ++j)
       if (p.mask[mrow + static_cast<size_t>(j)]) m = std::max(m, logit(row, j));
     for (int64_t j = 0; j < p.s_kv; ++j)
       if (p.mask[mrow + static_cast<size_t>(j)]) l += std::exp(logit(row, j) - m);
+    if (!p.sink.empty()) l += std::exp(p.sink[static_cast<size_t>(row)] - m);
     for (int64_t j = 0; j < p.s_kv; ++j) {
       const bool visible = p.mask[mrow + static_cast<size_t>(j)];
       const double want = visible ? std::exp(logit(row, j) - m) / l : 0;

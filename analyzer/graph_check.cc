@@ -3,7 +3,10 @@
 //   softmax  of scores within E = max_j e_j: P̂*_j / P_j ∈ [e^{−2E}, e^{2E}]; its evaluation (max subtraction,
 //            exp, sum, division, online rescaling: at most 7n + 8 roundings, exp within 4u) and P's rounding to
 //            Q's type (u_in) give P̂_j = P_j(1 + δ_j), |δ_j| ≤ ρ = e^{2E}(1 + θ_{7n+8}(u))(1 + u_in) − 1
-//   output   |Ô − O| ≤ (1 + u_out)(ρA + θ_{n+1}(u)(1 + ρ)A) + u_out|O| + η_out,  A = Σ_j P_j|V_j|
+//   output   |Ô − O| ≤ (1 + u_out)(ρA + θ_{n+1}(u)(1 + ρ)A + (1 + θ_{n+1}(u))η_in·Σ_j|V_j|) + u_out|O| + η_out,
+//            A = Σ_j P_j|V_j|, η_in: P's rounding below Q's type's normal range (a sink token can make every P_j
+//            that small; without one the largest P_j is at least 1/n and η_in's term is negligible)
+//   sink     an exact extra logit of the maximum and the sum with no value row: one more of the n terms in θ
 //   stats    |Ŝtats − Stats| ≤ E + 2θ_{7n+8}(u) + 2u|log l| + u(|Stats| + E) + η   (LSE is 1-Lipschitz in the sup norm)
 //   max      |M̂ax − Max| ≤ E;  sum_exp |Ŝum − l| ≤ l(e^{2E}(1 + θ_{7n+8}(u)) − 1)
 //   k additive terms B^t (bias, ALiBi), each within ε^t of its value:
@@ -297,35 +300,41 @@ SdpaOutputs ReplaySdpa(const SdpaProblem& p) {
           m = std::max(m, s[static_cast<size_t>(j)]);
           ++n;
         }
+        // A sink: one more term of the maximum and the sum, exact (no score error), with no value row.
+        const bool sink = !p.sink.empty();
+        if (sink) m = std::max(m, p.sink[row]);
         double l = 0;
         for (int64_t j = 0; j < p.s_kv; ++j) {
           const bool visible = p.mask.empty() || p.mask[mask_row + static_cast<size_t>(j)];
           e[static_cast<size_t>(j)] = visible ? std::exp(s[static_cast<size_t>(j)] - m) : 0;
           l += e[static_cast<size_t>(j)];
         }
-        const double theta = Theta(kU32, 7.0 * static_cast<double>(n) + 8);
+        if (sink) l += std::exp(p.sink[row] - m);
+        const int64_t terms = n + (sink ? 1 : 0);
+        const double theta = Theta(kU32, 7.0 * static_cast<double>(terms) + 8);
         const double rho = std::exp(2 * E) * (1 + theta) * (1 + p.u_in) * (1 + Theta(kU32, p.drop_roundings)) - 1;
         const double theta_o = Theta(kU32, static_cast<double>(n) + 1);
         for (int64_t c = 0; c < p.d_v; ++c) {
-          double ref = 0, a = 0;
+          double ref = 0, a = 0, av = 0;
           for (int64_t j = 0; j < p.s_kv; ++j) {
-            const double pj = (n > 0 ? e[static_cast<size_t>(j)] / l : 0) *
+            const double pj = (terms > 0 ? e[static_cast<size_t>(j)] / l : 0) *
                               (p.drop.empty() ? 1 : p.drop[row * static_cast<size_t>(p.s_kv) + static_cast<size_t>(j)]);
             const double vj = p.v[static_cast<size_t>(((bi * p.h_k + kh) * p.s_kv + j) * p.d_v + c)];
             ref += pj * vj;
             a += std::fabs(pj) * std::fabs(vj);
+            if (e[static_cast<size_t>(j)] != 0) av += std::fabs(vj);
           }
-          const double bound =
-              kEval * ((1 + p.u_out) * (rho * a + theta_o * (1 + rho) * a) + p.u_out * std::fabs(ref) + p.eta_out);
+          const double bound = kEval * ((1 + p.u_out) * (rho * a + theta_o * (1 + rho) * a + (1 + theta_o) * p.eta_in * av) +
+                                        p.u_out * std::fabs(ref) + p.eta_out);
           const size_t at = row * static_cast<size_t>(p.d_v) + static_cast<size_t>(c);
           out.o.Add(at, p.o[at], ref, bound, false);
         }
         // Max: the largest computed logit is within E of the largest logit. Sum_exp: relative to the device's own
         // maximum, each term within e^{2E} of the reference's, evaluated as the softmax's sum is (θ_{7n+8}).
-        if (!p.max.empty() && n > 0) out.max.Add(row, p.max[row], m, kEval * E, false);
-        if (!p.sum_exp.empty() && n > 0)
+        if (!p.max.empty() && terms > 0) out.max.Add(row, p.max[row], m, kEval * E, false);
+        if (!p.sum_exp.empty() && terms > 0)
           out.sum_exp.Add(row, p.sum_exp[row], l, kEval * l * (std::exp(2 * E) * (1 + theta) - 1), false);
-        if (!p.stats.empty() && n > 0) {
+        if (!p.stats.empty() && terms > 0) {
           const double ref = m + std::log(l);
           const double bound = kEval * (E + 2 * theta + 2 * kU32 * std::fabs(std::log(l)) +
                                         kU32 * (std::fabs(ref) + E) + kEta32);
@@ -356,6 +365,7 @@ std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, i
       out == DType::kInvalid)
     return "no error model";
   p->u_in = FormatOf(in).u;
+  p->eta_in = FormatOf(in).eta;
   p->u_out = FormatOf(out).u <= kU32 ? 0 : FormatOf(out).u;
   p->eta_out = FormatOf(out).eta;
   if (!Dense(op, false, q, &p->q) || !Dense(op, false, k, &p->k) || !Dense(op, false, v, &p->v) ||

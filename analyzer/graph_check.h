@@ -7,7 +7,8 @@
 // SDPA_FWD operation (scale, optional Stats, no sequence lengths, masks or paging), and the composite graph
 // cudnn-frontend builds for it (PyTorch's cuDNN attention, Transformer Engine): Q·Kᵀ matmul, then pointwise and
 // reduction operations (scale, causal or padding mask, max, subtract, exp, sum, divide; log and add for Stats),
-// then P·V matmul (with a padding mask, sequence lengths as matmul overrides and mask inputs: rows past seq_len_q
+// then P·V matmul (a sink token: an extra per-head logit with no value row, in the softmax's maximum and sum;
+// with a padding mask, sequence lengths as matmul overrides and mask inputs: rows past seq_len_q
 // are not written and not compared; additive terms on the scaled scores: an attention bias, ALiBi computed in the
 // graph from index operations and per-head slopes, each with its own error bound; a dropout mask and scale the
 // program supplies, multiplied into P after the softmax; Stats, or Max and Sum_exp, as outputs). The composite's middle operations are evaluated in FP64 on the reference
@@ -48,6 +49,11 @@ struct SdpaProblem {
   // unwritten[r] (b·h·s_q entries, empty: none): rows the graph does not write (the second matmul's M override,
   // seq_len_q, without a padding value): neither O nor Stats is compared there.
   std::vector<bool> unwritten;
+  // sink[r] (b·h·s_q entries, empty: none): an extra logit of row r, exact (a captured FP32 value: cudnn-frontend's
+  // sink token, one per head), taken into the softmax's maximum and sum of exponentials but with no value row: O =
+  // Σ_j e^{s_j − m} V_j / (Σ_j e^{s_j − m} + e^{sink − m}), m = max(max_j s_j, sink); Stats, Max and Sum_exp
+  // include it.
+  std::vector<double> sink;
   // Per score element ((b·h + head)·s_q + i)·s_kv + j, empty: none. bias: an additive term the graph adds to
   // scale·S in FP32 (an attention bias input); drop: the factor P·V reads P times (a dropout mask the program
   // supplies, times its scale), applied with drop_roundings more FP32 roundings of P.
@@ -57,7 +63,7 @@ struct SdpaProblem {
   // score element Σ|term| and Σ (each term's own error bound: ALiBi's product by its slope); empty: one exact term.
   int bias_adds = 1;
   std::vector<double> bias_abs, bias_err;
-  double u_in = 0;            // unit roundoff of Q's type: the device rounds P to it before P·V
+  double u_in = 0, eta_in = 0;  // unit roundoff and subnormal spacing / 2 of Q's type: P is rounded to it before P·V
   double u_out = 0, eta_out = 0;  // O's type
 };
 

@@ -59,6 +59,10 @@ void Device(SdpaProblem* p, DType in, DType out, int order, int64_t block, const
                           static_cast<size_t>(p->s_kv);
       float m = -INFINITY, l = 0;
       std::vector<float> acc(static_cast<size_t>(p->d_v), 0.0f);
+      // A sink: its term first (the running state starts at the sink: m = sink, l = 1) with key blocks of 16 or
+      // more, last (folded in after the keys) with blocks of 1: kernels do either.
+      const bool sink = !p->sink.empty(), sink_first = sink && block > 1;
+      if (sink_first) m = static_cast<float>(p->sink[row]), l = 1;
       for (int64_t j0 = 0; j0 < p->s_kv; j0 += block) {
         const int64_t j1 = std::min(p->s_kv, j0 + block);
         std::vector<float> s;
@@ -90,6 +94,12 @@ void Device(SdpaProblem* p, DType in, DType out, int order, int64_t block, const
         }
         m = nm;
       }
+      if (sink && !sink_first) {
+        const float nm = std::max(m, static_cast<float>(p->sink[row])), corr = std::exp(m - nm);
+        l = l * corr + std::exp(static_cast<float>(p->sink[row]) - nm);
+        for (float& a : acc) a *= corr;
+        m = nm;
+      }
       for (int64_t c = 0; c < p->d_v; ++c)
         p->o[row * static_cast<size_t>(p->d_v) + static_cast<size_t>(c)] = RoundTo(out, acc[static_cast<size_t>(c)] / l);
       p->stats[row] = m + std::log(l);
@@ -116,6 +126,7 @@ SdpaProblem Random(std::mt19937_64* rng, DType in, bool causal, int64_t s, int64
       for (int64_t j = 0; j <= i; ++j) p.mask[static_cast<size_t>(i * s + j)] = true;
   }
   p.u_in = p.u_out = in == DType::kBF16 ? 0x1p-8 : 0x1p-11;
+  p.eta_in = in == DType::kBF16 ? 0x1p-126 : 0x1p-25;  // FormatOf's (flush-to-zero allowed)
   p.eta_out = in == DType::kBF16 ? 0x1p-133 : 0x1p-25;
   return p;
 }
@@ -158,6 +169,54 @@ TEST(SdpaBoundTest, CleanUnderEveryOrderAndBlockingAndTight) {
   // case; 0.6 of each asserted.
   EXPECT_GT(worst_max, 0.081);
   EXPECT_GT(worst_sum, 0.02);
+}
+
+// A sink token (one FP32 logit per head with no value row, cudnn-frontend's set_sink_token): random sinks from
+// well below to well above the rows' scores, folded in first or last; clean, tight, and needed: the same device
+// results judged without the sink are found.
+TEST(SdpaBoundTest, SinkCleanTightAndNeeded) {
+  std::mt19937_64 rng(9);
+  double worst_o = 0, worst_stats = 0, worst_max = 0, worst_sum = 0;
+  size_t without_sink = 0, problems = 0;
+  for (DType in : {DType::kBF16, DType::kF16}) {
+    for (bool causal : {false, true}) {
+      for (int64_t s : {7, 33}) {
+        for (double spread : {0.5, 1.5}) {
+          for (int order = 0; order < 3; ++order) {
+            for (int64_t block : {int64_t{1}, int64_t{16}, s}) {
+              SdpaProblem p = Random(&rng, in, causal, s, 16, spread);
+              std::normal_distribution<double> level(0, 2 * spread);
+              std::vector<float> head(static_cast<size_t>(p.h));
+              for (float& x : head) x = static_cast<float>(level(rng));
+              p.sink.resize(static_cast<size_t>(p.b * p.h * p.s_q));
+              for (size_t r = 0; r < p.sink.size(); ++r) p.sink[r] = head[r / static_cast<size_t>(p.s_q) % head.size()];
+              Device(&p, in, in, order, block, nullptr, /*max_sum_exp=*/true);
+              const SdpaOutputs r = ReplaySdpa(p);
+              EXPECT_EQ(r.o.violations + r.stats.violations + r.max.violations + r.sum_exp.violations, 0u)
+                  << "s " << s << " order " << order << " block " << block;
+              worst_o = std::max(worst_o, r.o.worst_ratio);
+              worst_stats = std::max(worst_stats, r.stats.worst_ratio);
+              worst_max = std::max(worst_max, r.max.worst_ratio);
+              worst_sum = std::max(worst_sum, r.sum_exp.worst_ratio);
+              p.sink.clear();
+              const SdpaOutputs w = ReplaySdpa(p);
+              without_sink += w.o.violations > 0 && w.stats.violations > 0;
+              ++problems;
+            }
+          }
+        }
+      }
+    }
+  }
+  printf("with a sink, worst clean err/bound: O %.3f, Stats %.3f, Max %.3f, Sum_exp %.3f; judged without it: %zu of "
+         "%zu found\n", worst_o, worst_stats, worst_max, worst_sum, without_sink, problems);
+  // 0.6 of the measured worst (O 0.890, Stats 0.060, Max 0.189, Sum_exp 0.039). A sink well above a row's scores
+  // makes every P_j of FP16 subnormal: O's bound then needs η_in (without it, 1.79 measured).
+  EXPECT_GT(worst_o, 0.53);
+  EXPECT_GT(worst_stats, 0.036);
+  EXPECT_GT(worst_max, 0.113);
+  EXPECT_GT(worst_sum, 0.023);
+  EXPECT_EQ(without_sink, problems);
 }
 
 TEST(SdpaBoundTest, CorruptedElementFoundWhereItIs) {

@@ -294,6 +294,16 @@ mutate "codec: limited code lengths one unit over the code space" float_codec.cc
 mutate "remote output: the pipe kept after a refused splice" remote_output.cc \
   "void RemoteOutput::RefuseSplice(const char* call, int err) {
   ClosePipe();" "void RemoteOutput::RefuseSplice(const char* call, int err) {" "server_test" "Server.RefusedSplice"
+# Stop 22: sink-token attention (simgpu's pointwise MAX of a larger operand, the check's sink and O's η_in term).
+mutate "simgpu: a larger MAX operand read at its broadcast index" graph_kernels.cc \
+  "  if (shape != y.spec->dims) {" "  if (false) {" \
+  "simgpu_cudnn simgpu_cudnn_backend_test" "CudnnBackend.PointwiseMaxOfALargerOperand"
+mutate "graph: attention sink not in the replay's sum" graph_check.cc \
+  "        if (sink) l += std::exp(p.sink[row] - m);" "" "graph_check_test" "SdpaBoundTest"
+mutate "graph: attention O's bound without η_in" graph_check.cc \
+  "(1 + theta_o) * p.eta_in * av" "0 * av" "graph_check_test" "SdpaBoundTest"
+mutate "graph: attention sink token not recognized" graph_attention.cc \
+  "    sink = f;" "    (void)f;" "ttrace_analyzer shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.SinkAttention"
 # simgpu's reduction orders.
 mutate "simgpu: pairwise panel levels combined in reverse" accumulate_panel.cc \
   "for (int lvl = top - 2; lvl >= 0; --lvl) {" "for (int lvl = 0; lvl <= top - 2; ++lvl) {" \

@@ -23,7 +23,8 @@
 //   replayable), seq 11: a graph the analyzer has no checker for (one pointwise RELU) and seq 12: a transpose as
 //   cudnn-frontend's attention backward writes it (a RESHAPE swapping the last two dimensions and strides into a
 //   virtual tensor, copied out by a pointwise IDENTITY)
-//   cudnn_graph_workload --dump FILE [--unchecked]
+//   with --sink instead, only seq 0: cudnn-frontend's composite attention with a sink token (SinkAttention below)
+//   cudnn_graph_workload --dump FILE [--unchecked | --sink]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -402,6 +403,76 @@ void MaxSumExpAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const
   se.Dump(seq, 23);
 }
 
+// cudnn-frontend's "Toy sdpa forward with sink" as its CompositeSoftmaxNode lowers it: seq 9's bias, ALiBi, padding
+// and causal masks, then the softmax with a sink token (FP32 [1, h, 1, 1], uid 16): a MAX reduction whose output keeps
+// the scores' shape (cudnn-frontend leaves it unset), a pointwise MAX of it and the sink into the [b, h, s_q, 1] row
+// maximum, the sink's exponential added to the sum, Stats (uid 5) = max + log(sum); O (uid 4).
+void SinkAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std::vector<int32_t>& seq_q,
+                   const std::vector<int32_t>& seq_kv, const std::vector<float>& sinks) {
+  const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
+  Graph g(Die);
+  Buf q(1, s.b * s.h * s.sq * s.d, true), k(2, s.b * s.h * s.skv * s.d, true), v(3, s.b * s.h * s.skv * s.d, true);
+  Buf o(4, s.b * s.h * s.sq * s.d, true), stats(5, s.b * s.h * s.sq, false), sink(16, s.h, false);
+  Buf bias(10, s.b * s.sq * s.skv, true), slopes(15, s.h, false), lq(8, s.b, false), lkv(9, s.b, false);
+  std::vector<float> slope(static_cast<size_t>(s.h));
+  for (int64_t i = 0; i < s.h; ++i) slope[static_cast<size_t>(i)] = std::pow(2.0f, -8.0f * (i + 1) / s.h);
+  memcpy(slopes.host.data(), slope.data(), 4 * s.h);
+  memcpy(sink.host.data(), sinks.data(), 4 * s.h);
+  memcpy(lq.host.data(), seq_q.data(), 4 * s.b);
+  memcpy(lkv.host.data(), seq_kv.data(), 4 * s.b);
+  for (Buf* b : {&slopes, &sink, &lq, &lkv})
+    CHECK(cudaMemcpy(b->dev, b->host.data(), b->host.size(), cudaMemcpyHostToDevice));
+  float scale = 0.123f;
+  const float neg_inf = -INFINITY;
+  const double zero = 0.0;
+  Desc qd = g.Tensor(1, io, {s.b, s.h, s.sq, s.d}), vd = g.Tensor(3, io, {s.b, s.h, s.skv, s.d});
+  Desc od = g.Tensor(4, io, {s.b, s.h, s.sq, s.d}), statsd = g.Tensor(5, f32, {s.b, s.h, s.sq, 1});
+  Desc scd = g.Tensor(11, f32, {1, 1, 1, 1}, false, true), ninf = g.Tensor(7, f32, {1, 1, 1, 1}, false, true);
+  Desc bd = g.Tensor(10, io, {s.b, 1, s.sq, s.skv}), sld = g.Tensor(15, f32, {1, s.h, 1, 1});
+  Desc skd = g.Tensor(16, f32, {1, s.h, 1, 1});
+  Desc lqd = g.Tensor(8, i32, {s.b, 1, 1, 1}), lkvd = g.Tensor(9, i32, {s.b, 1, 1, 1});
+  const int64_t ks[4] = {s.h * s.skv * s.d, s.skv * s.d, s.d, 1};
+  Desc ktd = g.Strided(2, io, {s.b, s.h, s.d, s.skv}, {ks[0], ks[1], ks[3], ks[2]});
+  const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv}, row = {s.b, s.h, s.sq, 1};
+  int64_t uid = 100;
+  const Virt virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
+  Desc s1 = virt(f32, sc), s2 = virt(f32, sc), s3 = virt(f32, sc);
+  g.Matmul(qd, ktd, s1, lqd, lkvd, nullptr, &zero);
+  g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
+  g.Pointwise(CUDNN_POINTWISE_ADD, s2, bd, s3);
+  Desc ar = virt(i32, sc), ac = virt(i32, sc), ad = virt(i32, sc), am = virt(f32, sc), s4 = virt(f32, sc);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ar, nullptr, 2, {}, i32);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ac, nullptr, 3, {}, i32);
+  g.Pointwise(CUDNN_POINTWISE_SUB, ac, ar, ad, nullptr, -1, {}, i32);
+  g.Pointwise(CUDNN_POINTWISE_MUL, ad, sld, am);
+  g.Pointwise(CUDNN_POINTWISE_ADD, s3, am, s4);
+  Desc s5 = PaddingMask(g, virt, s4, lqd, lkvd, ninf, sc);
+  Desc masked = CausalMask(g, virt, s5, ninf, sc);
+  Desc s_max = virt(f32, sc), mx = virt(f32, row), sub = virt(f32, sc), ex = virt(f32, sc);
+  Desc sub_sink = virt(f32, row), exp_sink = virt(f32, row), part = virt(f32, row), sum = virt(f32, row);
+  Desc lg = virt(f32, row), p = virt(io, sc);
+  g.Reduction(CUDNN_REDUCE_TENSOR_MAX, masked, s_max);  // output left at the input's shape: reduces nothing
+  g.Pointwise(CUDNN_POINTWISE_MAX, s_max, skd, mx);     // [b, h, s_q, s_kv] and [1, h, 1, 1] into [b, h, s_q, 1]
+  g.Pointwise(CUDNN_POINTWISE_SUB, masked, mx, sub);
+  g.Pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, ex);
+  g.Pointwise(CUDNN_POINTWISE_SUB, skd, mx, sub_sink);
+  g.Pointwise(CUDNN_POINTWISE_EXP, sub_sink, nullptr, exp_sink);
+  g.Reduction(CUDNN_REDUCE_TENSOR_ADD, ex, part);
+  g.Pointwise(CUDNN_POINTWISE_ADD, part, exp_sink, sum);
+  g.Pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, lg);
+  g.Pointwise(CUDNN_POINTWISE_ADD, mx, lg, statsd);
+  g.Pointwise(CUDNN_POINTWISE_DIV, ex, sum, p);
+  g.Matmul(p, vd, od, lqd, nullptr, lkvd);
+  for (Buf* b : {&q, &k, &v, &bias, &slopes, &sink, &lq, &lkv}) b->Dump(seq, 22);
+  std::map<int64_t, void*> data = {{1, q.dev},  {2, k.dev},      {3, v.dev},   {4, o.dev},
+                                   {5, stats.dev}, {7, const_cast<float*>(&neg_inf)},
+                                   {8, lq.dev}, {9, lkv.dev},    {10, bias.dev}, {11, &scale},
+                                   {15, slopes.dev}, {16, sink.dev}};
+  CHECK(g.Execute(handle, data));
+  o.Dump(seq, 23);
+  stats.Dump(seq, 23);
+}
+
 void Relu(cudnnHandle_t handle, uint64_t seq) {
   Graph g(Die);
   Buf x(1, 64, false), y(2, 64, false);
@@ -429,7 +500,7 @@ void Transpose(cudnnHandle_t handle, uint64_t seq) {
 
 int main(int argc, char** argv) {
   if (argc < 3 || strcmp(argv[1], "--dump") != 0) {
-    fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked]\n");
+    fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked | --sink]\n");
     return 2;
   }
   g_dump = fopen(argv[2], "wb");
@@ -438,6 +509,14 @@ int main(int argc, char** argv) {
   CHECK(cudnnCreate(&handle));
   CHECK(cudaStreamCreate(&g_stream));
   CHECK(cudnnSetStream(handle, g_stream));
+  if (argc > 3 && strcmp(argv[3], "--sink") == 0) {
+    // Sinks below, among and above the heads' logits (scale·S within ±0.25, the bias within ±1).
+    SinkAttention(handle, 0, Attn{2, 4, 4, 6, 7, 8}, {6, 3}, {7, 5}, {-3.0f, 0.0f, 0.7f, 6.0f});
+    CHECK(cudaStreamSynchronize(g_stream));
+    CHECK(cudnnDestroy(handle));
+    fclose(g_dump);
+    return 0;
+  }
   ConvGraph(handle, 0);
   Attention(handle, 1, Attn{2, 4, 2, 5, 7, 8}, /*fused=*/true);
   Attention(handle, 2, Attn{1, 2, 2, 6, 6, 8}, /*fused=*/false);

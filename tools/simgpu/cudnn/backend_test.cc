@@ -401,6 +401,51 @@ TEST_F(CudnnBackend, PointwiseBroadcastAndReduction) {
   EXPECT_EQ(m.at(0), mx);
 }
 
+// cudnn-frontend's softmax with a sink token (graph_build.cc: ReducesInto): an identity MAX reduction of the scores
+// [1, 2, 3, 5] (its output keeps the input's shape), then a pointwise MAX of it and a per-head sink [1, 2, 1, 1] into
+// the row maxima [1, 2, 3, 1]: each is max(max over the row, sink). MIN likewise; other modes refuse the operand.
+TEST_F(CudnnBackend, PointwiseMaxOfALargerOperandReducesIntoTheOutput) {
+  const std::vector<int64_t> sd = {1, 2, 3, 5}, kd = {1, 2, 1, 1}, md = {1, 2, 3, 1};
+  Tensor s(CUDNN_DATA_FLOAT, sd, Packed4(sd)), sink(CUDNN_DATA_FLOAT, kd, Packed4(kd));
+  Tensor m(CUDNN_DATA_FLOAT, md, Packed4(md));
+  std::mt19937 rng(11);
+  s.Fill(&rng, false);
+  sink.Set(0, 10.0);   // above every score (in [-2, 2)): the sink wins head 0's MAX, the rows its MIN
+  sink.Set(1, -10.0);  // below every score: the rows win head 1's MAX, the sink its MIN
+  s.Upload();
+  sink.Upload();
+  for (cudnnPointwiseMode_t mode : {CUDNN_POINTWISE_MAX, CUDNN_POINTWISE_MIN, CUDNN_POINTWISE_ADD}) {
+    BackendGraph g;
+    Desc st = g.Tensor(1, CUDNN_DATA_FLOAT, sd, s.strides());
+    Desc kt = g.Tensor(2, CUDNN_DATA_FLOAT, kd, sink.strides());
+    Desc mt = g.Tensor(3, CUDNN_DATA_FLOAT, md, m.strides());
+    Desc same = g.Tensor(100, CUDNN_DATA_FLOAT, sd, s.strides(), true);
+    g.Reduction(mode == CUDNN_POINTWISE_MIN ? CUDNN_REDUCE_TENSOR_MIN : CUDNN_REDUCE_TENSOR_MAX, st, same);
+    g.Pointwise(mode, same, kt, mt);
+    if (mode == CUDNN_POINTWISE_ADD) {
+      EXPECT_NE(g.Build(handle_), CUDNN_STATUS_SUCCESS) << "ADD of a larger operand has no reading";
+      continue;
+    }
+    ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS) << mode;
+    ASSERT_EQ(g.Execute(handle_, {{1, s.device()}, {2, sink.device()}, {3, m.device()}}), CUDNN_STATUS_SUCCESS);
+    m.Download();
+    int sink_won = 0, row_won = 0;
+    for (size_t row = 0; row < m.size(); ++row) {
+      const double k = sink.at(row / 3);
+      double want = k;
+      bool row_wins = false;
+      for (size_t j = 0; j < 5; ++j) {
+        const double v = s.at(row * 5 + j);
+        if (mode == CUDNN_POINTWISE_MAX ? v > want : v < want) want = v, row_wins = true;
+      }
+      (row_wins ? row_won : sink_won) += 1;
+      EXPECT_EQ(m.at(row), want) << "mode " << mode << " row " << row;
+    }
+    EXPECT_GT(sink_won, 0) << mode;  // both branches taken
+    EXPECT_GT(row_won, 0) << mode;
+  }
+}
+
 // Backward activations take x (forward input) and dy, write dx: dx = dy * f'(x).
 TEST_F(CudnnBackend, BackwardActivations) {
   const std::vector<int64_t> d = {1, 1, 4, 4};

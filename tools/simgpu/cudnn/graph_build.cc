@@ -1,7 +1,8 @@
 // Operation graph models (graph_build.h). What simgpu executes: FP32, FP16, BF16 and FP64 data (integer and
 // boolean intermediates for masks; FP8 in pointwise, reduction, reshape and matmul operations, as cudnn-frontend's
 // FP8 attention uses it); convolutions in the configurations the legacy API supports; the pointwise
-// modes of graph_kernels.h with operands that broadcast to the output (each dimension equal or 1); ADD, MUL, MIN,
+// modes of graph_kernels.h with operands that broadcast to the output (each dimension equal or 1; MAX and MIN also
+// with an operand larger than the output where it has 1: ReducesInto below); ADD, MUL, MIN,
 // MAX and AMAX reductions; FP32-compute matmuls (with M, N, K overrides); Bernoulli and uniform RNG (rng.h);
 // fused SDPA forward with sequence lengths, without block masks or paging; reshapes of dense tensors whose output
 // lies within the input's extent (graph_kernels.h); ragged tensors (graph_model.h) anywhere but in virtual tensors
@@ -34,6 +35,24 @@ bool Broadcasts(const TensorSpec& in, const TensorSpec& out) {
     if (in.dims[i] != out.dims[i] && in.dims[i] != 1) return false;
   }
   return true;
+}
+
+// An operand larger than the output along dimensions where the output has 1 (each other dimension equal or 1).
+// cuDNN's documentation gives such an operand no meaning; cudnn-frontend (1.16, CompositeSoftmaxNode with a sink
+// token) builds one: a MAX reduction whose output keeps its input's [b, h, s_q, s_kv] shape (left unset, so
+// inferred as the input's), then a pointwise MAX of it and the per-head sink into the [b, h, s_q, 1] row maximum.
+// simgpu's reading is the one cudnn-frontend's reference computation implies (test/python/sdpa/fp16_ref.py:
+// max(amax over keys of the scores, sink)): each output element is the mode over the operand elements that map to
+// it, for MAX and MIN only (graph_kernels.h).
+bool ReducesInto(const TensorSpec& in, const TensorSpec& out) {
+  if (in.dims.size() != out.dims.size()) return false;
+  bool larger = false;
+  for (size_t i = 0; i < in.dims.size(); ++i) {
+    if (in.dims[i] == out.dims[i] || in.dims[i] == 1) continue;
+    if (out.dims[i] != 1) return false;
+    larger = true;
+  }
+  return larger;
 }
 
 bool FloatingData(cudnnDataType_t t) {
@@ -71,7 +90,9 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
     case OpKind::kPointwise:
       if (!PointwiseModeSupported(s.pointwise.mode)) return "pointwise mode not implemented";
       for (int i : op.inputs) {
-        if (i >= 0 && !Broadcasts(tensor(i), tensor(op.outputs[0]))) return "pointwise operand does not broadcast";
+        if (i < 0 || Broadcasts(tensor(i), tensor(op.outputs[0]))) continue;
+        const bool extremum = s.pointwise.mode == CUDNN_POINTWISE_MAX || s.pointwise.mode == CUDNN_POINTWISE_MIN;
+        if (!extremum || !ReducesInto(tensor(i), tensor(op.outputs[0]))) return "pointwise operand does not broadcast";
       }
       if (s.pointwise.mode == CUDNN_POINTWISE_GEN_INDEX &&
           (s.pointwise.axis < 0 || s.pointwise.axis >= static_cast<int64_t>(tensor(op.outputs[0]).dims.size()))) {

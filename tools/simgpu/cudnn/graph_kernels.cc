@@ -172,10 +172,36 @@ T Apply(const PointwiseParams& p, T x, T b, T t, T index) {
 template <typename T>
 void Pointwise(const PointwiseParams& p, T alpha1, T alpha2, const Bound& x, const Bound& b, const Bound& t,
                const Bound& y) {
-  const std::vector<int64_t>& shape = y.spec->dims;
+  // The iteration shape: y's, or larger along the dimensions where y has 1 and an operand more (MAX and MIN only,
+  // graph_build.cc: each y element is then the mode over the operand elements that map to it).
+  std::vector<int64_t> shape = y.spec->dims;
+  for (const Bound* o : {&x, &b, &t}) {
+    if (o->spec == nullptr || o->spec->dims.size() != shape.size()) continue;
+    for (size_t i = 0; i < shape.size(); ++i) shape[i] = std::max(shape[i], o->spec->dims[i]);
+  }
   const int64_t n = Count(shape);
   std::vector<int64_t> idx(shape.size(), 0);
   const bool reads_x = p.mode != CUDNN_POINTWISE_GEN_INDEX;
+  if (shape != y.spec->dims) {
+    const std::vector<int64_t>& yd = y.spec->dims;
+    const bool max = p.mode == CUDNN_POINTWISE_MAX;
+    std::vector<T> acc(static_cast<size_t>(Count(yd)),
+                       max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity());
+    for (int64_t e = 0; e < n; ++e, Next(shape, idx.data())) {
+      T xv = Load<T>(x, Offset(x, idx.data()));
+      T bv = b.spec != nullptr ? Load<T>(b, Offset(b, idx.data())) : T(0);
+      if (alpha1 != T(1)) xv = alpha1 * xv;
+      if (alpha2 != T(1)) bv = alpha2 * bv;
+      const T r = Apply<T>(p, xv, bv, T(0), T(0));
+      int64_t at = 0;
+      for (size_t i = 0; i < yd.size(); ++i) at = at * yd[i] + (yd[i] == 1 ? 0 : idx[i]);
+      T& a = acc[static_cast<size_t>(at)];
+      a = std::isnan(a) || (max ? a >= r : a <= r) ? a : r;
+    }
+    std::fill(idx.begin(), idx.end(), 0);
+    for (size_t e = 0; e < acc.size(); ++e, Next(yd, idx.data())) Store<T>(y, Offset(y, idx.data()), acc[e]);
+    return;
+  }
   for (int64_t e = 0; e < n; ++e, Next(shape, idx.data())) {
     T xv = reads_x ? Load<T>(x, Offset(x, idx.data())) : T(0);
     T bv = b.spec != nullptr ? Load<T>(b, Offset(b, idx.data())) : T(0);

@@ -8,7 +8,10 @@
 // in y's type rounded to nearest even. Comparisons and logical modes give 1 or 0; GEN_INDEX gives the element's
 // index along the descriptor's axis; BINARY_SELECT gives t != 0 ? x : b; the backward activations (RELU_BWD ...)
 // read the forward input as x and the gradient dy as b and give dx = dy * f'(x) (RELU_BWD: dy above the lower
-// clip and below the upper one, slope * dy at or below the lower clip, 0 at or above the upper one).
+// clip and below the upper one, slope * dy at or below the lower clip, 0 at or above the upper one). MAX and MIN
+// with an operand larger than y along dimensions where y has 1 (graph_build.cc: cudnn-frontend's softmax with a sink
+// token): the mode is applied over the operands' combined shape and each y element is the maximum (minimum) of the
+// results that map to it, NaN propagating, computed in the math precision and stored once.
 // Reduction: each output element combines the input elements that map to it (along a dimension where x has g times
 // y's size, output index j reads input indices j * g ... j * g + g - 1: size 1 reduces the dimension whole, einops'
 // "(h g) -> h" for grouped-query heads) in row-major order, in FP32 (FP64 for a DOUBLE compute type), starting from
