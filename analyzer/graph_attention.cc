@@ -17,10 +17,15 @@
 // (Sum_exp: set_logit_max / set_score_sum_exp); each is compared under sdpa.forward. A sink token (set_sink_token: a
 // captured per-head value a pointwise MAX takes into the row maximum) is an extra logit in the maximum and the sum
 // with no value row; P, Stats, Max and Sum_exp are verified and compared with it. A graph with an RNG operation
-// (Philox dropout inside cuDNN) is not checked: its mask cannot be replayed.
+// (Philox dropout inside cuDNN) is not checked: its mask cannot be replayed. Paged K and V (PAGED_CACHE_LOAD
+// operations writing K^T and V from a captured container through a captured page table, cudnn-frontend's paged
+// attention) are replayed by copying the container's elements through the table (ReplayPagedLoad), exact; a page
+// index outside the container, or a key the softmax keeps at or past the load's sequence length, is not checked.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,7 +42,7 @@ using format::GraphOp;
 using format::GraphTensor;
 using Values = std::map<int32_t, std::vector<double>>;
 
-constexpr int32_t kPointwise = 13, kMatmul = 19, kReduction = 22, kRng = 33;
+constexpr int32_t kPointwise = 13, kMatmul = 19, kReduction = 22, kRng = 33, kPagedLoad = 35;
 
 int64_t Count(const GraphTensor& t) {
   int64_t n = 1;
@@ -157,6 +162,62 @@ std::string BoundTerm(const std::vector<GraphOp>& ops, const std::vector<GraphTe
   return EvalBoundedPointwise(*w, T, bv);
 }
 
+// A PAGED_CACHE_LOAD's output g (container, page table, sequence lengths, y: format.md) rebuilt from its captured
+// inputs as if y had been captured (`out`: y's own layout, the container's element bytes copied, exact), with the
+// sequence lengths per batch (`len`); "" or why not. Row j < len[i] of sequence i is container row
+// (table[i, j / block size], head, j % block size) (simgpu's graph_kernels.h reading, the reconstruction
+// cudnn-frontend's tests invert); rows past len are left +0 — NVIDIA defines nothing there, so the caller compares
+// only rows whose softmax keeps no key past len. y [b, h, s, d], or [b, h, d, s] with stride 1 on its third
+// dimension (K^T).
+std::string ReplayPagedLoad(const Op& op, const GraphOp& g, uint64_t max_work, Tensor* out, std::vector<int64_t>* len) {
+  const auto& T = op.graph_tensors;
+  const int32_t ci = g.operands[0], ti = g.operands[1], li = g.operands[2], yi = g.operands[3];
+  if (ci < 0 || ti < 0 || li < 0 || yi < 0) return "a paged cache load without its operands";
+  const GraphTensor &c = T[static_cast<size_t>(ci)], &t = T[static_cast<size_t>(ti)], &l = T[static_cast<size_t>(li)],
+                    &y = T[static_cast<size_t>(yi)];
+  if (c.nb_dims != 4 || t.nb_dims != 4 || l.nb_dims != 4 || y.nb_dims != 4 || c.data_type != y.data_type)
+    return "a paged cache load of another shape";
+  const bool transposed = y.strides[2] == 1 && y.strides[3] != 1;
+  const int64_t b = y.dims[0], h = y.dims[1], s = transposed ? y.dims[3] : y.dims[2], d = transposed ? y.dims[2] : y.dims[3];
+  const int64_t block = c.dims[2], n = t.dims[2];
+  if (d != c.dims[3] || h != c.dims[1] || t.dims[0] != b || t.dims[1] != 1 || t.dims[3] != 1 || l.dims[0] != b ||
+      l.dims[1] != 1 || l.dims[2] != 1 || l.dims[3] != 1 || block < 1 || (s + block - 1) / block > n)
+    return "a paged cache load of another shape";
+  std::vector<double> table, lengths;
+  auto captured = op.graph_in.find(static_cast<uint32_t>(ci));
+  if (!Dense(op, false, ti, &table) || !Dense(op, false, li, &lengths) || captured == op.graph_in.end() ||
+      c.is_virtual)
+    return op.MissingTensorsReason();
+  const Tensor& cc = *captured->second;
+  const int64_t c_span = StridedSpan(4, c.dims, c.strides), y_span = StridedSpan(4, y.dims, y.strides);
+  if (c_span <= 0 || y_span <= 0 || cc.meta.rows != c_span || cc.meta.cols != 1 || cc.meta.batch != 1 ||
+      cc.data.size() % static_cast<size_t>(c_span) != 0)
+    return op.MissingTensorsReason();
+  const size_t es = cc.data.size() / static_cast<size_t>(c_span);
+  if (static_cast<uint64_t>(y_span) > max_work) return "replay over the work budget";
+  out->meta = cc.meta;
+  out->meta.rows = static_cast<uint64_t>(y_span);
+  out->data.assign(static_cast<size_t>(y_span) * es, '\0');
+  len->assign(static_cast<size_t>(b), 0);
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t li_ = std::max<int64_t>(0, std::min<int64_t>(s, static_cast<int64_t>(lengths[static_cast<size_t>(i)])));
+    (*len)[static_cast<size_t>(i)] = li_;
+    for (int64_t j = 0; j < li_; ++j) {
+      const double page = table[static_cast<size_t>(i * n + j / block)];
+      if (!(page >= 0 && page < static_cast<double>(c.dims[0]))) return "a page table entry outside the container";
+      for (int64_t hh = 0; hh < h; ++hh)
+        for (int64_t e = 0; e < d; ++e) {
+          const int64_t from = static_cast<int64_t>(page) * c.strides[0] + hh * c.strides[1] + (j % block) * c.strides[2] +
+                               e * c.strides[3];
+          const int64_t to = i * y.strides[0] + hh * y.strides[1] +
+                             (transposed ? e * y.strides[2] + j * y.strides[3] : j * y.strides[2] + e * y.strides[3]);
+          memcpy(&out->data[static_cast<size_t>(to) * es], &cc.data[static_cast<size_t>(from) * es], es);
+        }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
@@ -164,9 +225,11 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   const auto& T = op.graph_tensors;
   std::vector<const GraphOp*> mm;
   bool rng = false;
+  std::map<int32_t, const GraphOp*> loads;  // paged cache loads by the tensor they write
   for (const GraphOp& g : ops) {
     if (g.type == kMatmul) mm.push_back(&g);
     else if (g.type == kRng) rng = true;
+    else if (g.type == kPagedLoad) loads[g.operands[3]] = &g;
     else if (g.type != kPointwise && g.type != kReduction) return false;
   }
   if (mm.size() != 2) return false;
@@ -176,9 +239,13 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   const int32_t pi = m2->operands[0], vi = m2->operands[1], oi = m2->operands[2];
   // Overrides (operands 3, 4, 5: M, N, K): the first matmul's M and N (seq_len_q, seq_len_kv), the second's M and K
   // (seq_len_q, seq_len_kv), as cudnn-frontend sets them with a padding mask; no other.
-  if (qi < 0 || kti < 0 || si < 0 || pi < 0 || vi < 0 || oi < 0 || T[static_cast<size_t>(qi)].is_virtual ||
-      T[static_cast<size_t>(kti)].is_virtual || !T[static_cast<size_t>(pi)].is_virtual || T[static_cast<size_t>(oi)].is_virtual ||
-      m1->operands[5] >= 0 || m2->operands[4] >= 0)
+  // K and V may be paged: each the output of a paged cache load (cudnn-frontend's paged attention), no other tensor.
+  for (const auto& [y, g] : loads)
+    if (y != kti && y != vi) return false;
+  auto virt = [&](int32_t i) { return T[static_cast<size_t>(i)].is_virtual && loads.count(i) == 0; };
+  if (qi < 0 || kti < 0 || si < 0 || pi < 0 || vi < 0 || oi < 0 || virt(qi) || virt(kti) ||
+      !T[static_cast<size_t>(pi)].is_virtual || T[static_cast<size_t>(oi)].is_virtual || m1->operands[5] >= 0 ||
+      m2->operands[4] >= 0)
     return false;
   if (rng) return report->AddNotChecked("cuDNN attention with RNG dropout (Philox inside cuDNN: not replayable)"), true;
   // Q, Kᵀ given as [b, h_k, d, s_kv]: FillSdpa wants K; a transposed view of the same tensor entry does it.
@@ -192,10 +259,19 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   for (const auto& [i, t] : op.graph_in) view.graph_in[i] = std::make_unique<Tensor>(*t);
   for (const auto& [i, t] : op.graph_out) view.graph_out[i] = std::make_unique<Tensor>(*t);
   view.missing_tensors = op.missing_tensors;
+  // Paged K and V: the loads replayed from their captured container, page table and sequence lengths.
+  std::map<int32_t, std::vector<int64_t>> load_len;
+  for (const auto& [y, g] : loads) {
+    Tensor t;
+    const std::string why = ReplayPagedLoad(op, *g, max_work, &t, &load_len[y]);
+    if (!why.empty()) return report->AddNotChecked(absl::StrCat("cuDNN paged attention: ", why)), true;
+    view.graph_tensors[static_cast<size_t>(y)].is_virtual = false;
+    view.graph_in[static_cast<uint32_t>(y)] = std::make_unique<Tensor>(std::move(t));
+  }
   // The other graph outputs of the middle operations (Stats; or Max and Sum_exp), told apart by their values below.
   std::vector<int32_t> extras;
   for (const GraphOp& g : ops) {
-    if (&g == m1 || &g == m2) continue;
+    if (&g == m1 || &g == m2 || g.type == kPagedLoad) continue;
     const int32_t y = g.operands[g.type == kReduction ? 1 : 2];
     if (y < 0 || T[static_cast<size_t>(y)].is_virtual) continue;
     if (extras.size() == 3) return report->AddNotChecked("cuDNN attention graph with extra outputs"), true;
@@ -215,9 +291,9 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   }
   std::set<int32_t> outputs;  // written by a middle operation (Max, Sum_exp are read by others): not inputs
   for (const GraphOp& g : ops)
-    if (&g != m1 && &g != m2) outputs.insert(g.operands[g.type == kReduction ? 1 : 2]);
+    if (&g != m1 && &g != m2 && g.type != kPagedLoad) outputs.insert(g.operands[g.type == kReduction ? 1 : 2]);
   for (const GraphOp& g : ops) {
-    if (&g == m1 || &g == m2) continue;
+    if (&g == m1 || &g == m2 || g.type == kPagedLoad) continue;
     for (int r : {0, 1, 3}) {
       const int32_t i = g.operands[r];
       if (i < 0 || (g.type == kReduction && r != 0) || T[static_cast<size_t>(i)].is_virtual || v.count(i) > 0 ||
@@ -262,7 +338,7 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
       }
   std::vector<const GraphOp*> pending, order;
   for (const GraphOp& g : ops)
-    if (&g != m1 && &g != m2) pending.push_back(&g);
+    if (&g != m1 && &g != m2 && g.type != kPagedLoad) pending.push_back(&g);
   while (!pending.empty()) {
     auto ready = std::find_if(pending.begin(), pending.end(), [&](const GraphOp* g) {
       for (int r : {0, 1, 3})
@@ -393,6 +469,9 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
       const bool computed = row_computed && j < limit1_n[static_cast<size_t>(bh)] && j < limit2_k[static_cast<size_t>(bh)];
       if (p.mask[e] && !computed)
         return report->AddNotChecked("cuDNN attention reads scores outside its matmul overrides"), true;
+      for (const auto& [y, len] : load_len)
+        if (p.mask[e] && j >= len[static_cast<size_t>(bh / p.h)])
+          return report->AddNotChecked("cuDNN paged attention keeps keys past its paged cache load's lengths"), true;
     }
   }
   std::vector<int> kinds(extras.size(), 1 | 2 | 4);  // which of Stats, Max, Sum_exp each extra output may be

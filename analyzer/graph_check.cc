@@ -50,6 +50,7 @@ const char* OpTypeName(int32_t type) {
     case 43: return "sdpa_bwd";
     case 33: return "rng";
     case 31: return "reshape";
+    case 35: return "paged_cache_load";
     case 29: return "norm_fwd";
     case 30: return "norm_bwd";
     default: return nullptr;

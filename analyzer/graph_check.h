@@ -7,7 +7,8 @@
 // SDPA_FWD operation (scale, optional Stats, no sequence lengths, masks or paging), and the composite graph
 // cudnn-frontend builds for it (PyTorch's cuDNN attention, Transformer Engine): Q·Kᵀ matmul, then pointwise and
 // reduction operations (scale, causal or padding mask, max, subtract, exp, sum, divide; log and add for Stats),
-// then P·V matmul (a sink token: an extra per-head logit with no value row, in the softmax's maximum and sum;
+// then P·V matmul (K and V may be read through paged cache loads, replayed from their captured container and page
+// table; a sink token: an extra per-head logit with no value row, in the softmax's maximum and sum;
 // with a padding mask, sequence lengths as matmul overrides and mask inputs: rows past seq_len_q
 // are not written and not compared; additive terms on the scaled scores: an attention bias, ALiBi computed in the
 // graph from index operations and per-head slopes, each with its own error bound; a dropout mask and scale the

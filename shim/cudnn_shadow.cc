@@ -136,6 +136,9 @@ const std::vector<OpRoles>& RoleTable() {
                                                               {2803, 3, true}, {2804, 4, true}, {2805, 5, false},
                                                               {2809, 6, false}, {2810, 7, false}}},
       {CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, 0, 0, 0, {{2200, 0, false}, {2201, 1, true}}},
+      // PAGED_CACHE_LOAD: container, page table, sequence lengths, y.
+      {CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR, 0, 0, 0, {{1950, 0, false}, {1953, 1, false},
+                                                                      {1952, 2, false}, {1951, 3, true}}},
   };
   return *t;
 }

@@ -304,6 +304,19 @@ mutate "graph: attention O's bound without η_in" graph_check.cc \
   "(1 + theta_o) * p.eta_in * av" "0 * av" "graph_check_test" "SdpaBoundTest"
 mutate "graph: attention sink token not recognized" graph_attention.cc \
   "    sink = f;" "    (void)f;" "ttrace_analyzer shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.SinkAttention"
+mutate "simgpu: paged cache load ignores its page table" graph_kernels.cc \
+  "        page = static_cast<int64_t>(Load<double>(page_table, Offset(page_table, at)));" "        page = j / block;" \
+  "simgpu_cudnn simgpu_cudnn_backend_test" "CudnnBackend.PagedCacheLoad"
+mutate "shim: a paged cache load's page table not recorded" cudnn_shadow.cc \
+  "{{1950, 0, false}, {1953, 1, false}," "{{1950, 0, false}," \
+  "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.GraphWithoutChecker"
+mutate "graph: paged attention's K replayed without its page table" graph_attention.cc \
+  "      const double page = table[static_cast<size_t>(i * n + j / block)];" \
+  "      const double page = static_cast<double>(i * n + j / block);" \
+  "ttrace_analyzer shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.PagedAttention"
+mutate "graph: paged attention compares keys past the load's lengths" graph_attention.cc \
+  "        if (p.mask[e] && j >= len[static_cast<size_t>(bh / p.h)])" "        if (false)" \
+  "ttrace_analyzer shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.PagedAttention"
 # simgpu's reduction orders.
 mutate "simgpu: pairwise panel levels combined in reverse" accumulate_panel.cc \
   "for (int lvl = top - 2; lvl >= 0; --lvl) {" "for (int lvl = 0; lvl <= top - 2; ++lvl) {" \

@@ -22,9 +22,10 @@
 //   with --unchecked, seq 10: the same attention as seq 7 with RNG dropout (Bernoulli, seed and offset by value: not
 //   replayable), seq 11: a graph the analyzer has no checker for (one pointwise RELU) and seq 12: a transpose as
 //   cudnn-frontend's attention backward writes it (a RESHAPE swapping the last two dimensions and strides into a
-//   virtual tensor, copied out by a pointwise IDENTITY)
-//   with --sink instead, only seq 0: cudnn-frontend's composite attention with a sink token (SinkAttention below)
-//   cudnn_graph_workload --dump FILE [--unchecked | --sink]
+//   virtual tensor, copied out by a pointwise IDENTITY) and seq 13: a paged cache load into memory (PagedLoad below)
+//   with --sink instead, only seq 0: cudnn-frontend's composite attention with a sink token (SinkAttention below);
+//   with --paged, only seq 0: its paged attention, K and V through PAGED_CACHE_LOAD (PagedAttention below)
+//   cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -38,6 +39,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "shim/testing/workload_util.h"
@@ -483,6 +485,84 @@ void Relu(cudnnHandle_t handle, uint64_t seq) {
   y.Dump(seq, 23);
 }
 
+// cudnn-frontend's paged attention (its composite with padding and causal masks, as seq 3) with K and V in page
+// containers [blocks, h_k, 2, d] (uids 2, 3: 4 blocks per sequence, 4 * b blocks, shuffled) read through page tables
+// [b, 1, 4, 1] (uids 12, 13) by two PAGED_CACHE_LOAD operations (sequence lengths: seq_len_kv, uid 9) into virtual
+// K^T [b, h_k, d, s_kv] (its third dimension's stride 1) and V [b, h_k, s_kv, d]; a table entry past a sequence's
+// length is garbage (-7), as cudnn-frontend's decode sample leaves it.
+void PagedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std::vector<int32_t>& seq_q,
+                    const std::vector<int32_t>& seq_kv) {
+  const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
+  const int64_t bs = 2, n = (s.skv + bs - 1) / bs, blocks = n * s.b;
+  Graph g(Die);
+  Buf q(1, s.b * s.h * s.sq * s.d, true), k(2, blocks * s.hk * bs * s.d, true), v(3, blocks * s.hk * bs * s.d, true);
+  Buf o(4, s.b * s.h * s.sq * s.d, true), stats(5, s.b * s.h * s.sq, false);
+  Buf lq(8, s.b, false), lkv(9, s.b, false), tk(12, s.b * n, false), tv(13, s.b * n, false);
+  std::vector<int32_t> pk(static_cast<size_t>(blocks)), pv(static_cast<size_t>(blocks));
+  for (int64_t i = 0; i < blocks; ++i) pk[static_cast<size_t>(i)] = static_cast<int32_t>((i * 5 + 3) % blocks);
+  for (int64_t i = 0; i < blocks; ++i) pv[static_cast<size_t>(i)] = static_cast<int32_t>(blocks - 1 - i);
+  for (int64_t i = 0; i < s.b; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      if (j * bs >= seq_kv[static_cast<size_t>(i)]) pk[static_cast<size_t>(i * n + j)] = pv[static_cast<size_t>(i * n + j)] = -7;
+  memcpy(tk.host.data(), pk.data(), 4 * blocks);
+  memcpy(tv.host.data(), pv.data(), 4 * blocks);
+  memcpy(lq.host.data(), seq_q.data(), 4 * s.b);
+  memcpy(lkv.host.data(), seq_kv.data(), 4 * s.b);
+  for (Buf* b : {&lq, &lkv, &tk, &tv}) CHECK(cudaMemcpy(b->dev, b->host.data(), b->host.size(), cudaMemcpyHostToDevice));
+  float scale = 0.35f;
+  const float neg_inf = -INFINITY;
+  const double zero = 0.0;
+  Desc qd = g.Tensor(1, io, {s.b, s.h, s.sq, s.d}), od = g.Tensor(4, io, {s.b, s.h, s.sq, s.d});
+  Desc sd = g.Tensor(5, f32, {s.b, s.h, s.sq, 1});
+  Desc scd = g.Tensor(6, f32, {1, 1, 1, 1}, false, true), ninf = g.Tensor(7, f32, {1, 1, 1, 1}, false, true);
+  Desc lqd = g.Tensor(8, i32, {s.b, 1, 1, 1}), lkvd = g.Tensor(9, i32, {s.b, 1, 1, 1});
+  Desc ckd = g.Tensor(2, io, {blocks, s.hk, bs, s.d}), cvd = g.Tensor(3, io, {blocks, s.hk, bs, s.d});
+  Desc tkd = g.Tensor(12, i32, {s.b, 1, n, 1}), tvd = g.Tensor(13, i32, {s.b, 1, n, 1});
+  Desc ktd = g.Strided(200, io, {s.b, s.hk, s.d, s.skv}, {s.hk * s.skv * s.d, s.skv * s.d, 1, s.d}, true);
+  Desc vd = g.Strided(201, io, {s.b, s.hk, s.skv, s.d}, {s.hk * s.skv * s.d, s.skv * s.d, s.d, 1}, true);
+  for (const auto& [container, table, y] : {std::tuple{ckd, tkd, ktd}, std::tuple{cvd, tvd, vd}}) {
+    g.Finish(g.Op(CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR,
+                  {{CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, container},
+                   {CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, table},
+                   {CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, lkvd},
+                   {CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, y}}));
+  }
+  const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv}, row = {s.b, s.h, s.sq, 1};
+  int64_t uid = 100;
+  const Virt virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
+  Desc s1 = virt(f32, sc), s2 = virt(f32, sc);
+  g.Matmul(qd, ktd, s1, lqd, lkvd, nullptr, &zero);
+  g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
+  Desc s3 = PaddingMask(g, virt, s2, lqd, lkvd, ninf, sc);
+  g.Matmul(Softmax(g, virt, CausalMask(g, virt, s3, ninf, sc), sd, io, sc, row), vd, od, lqd, nullptr, lkvd);
+  for (Buf* b : {&q, &k, &v, &lq, &lkv, &tk, &tv}) b->Dump(seq, 22);
+  std::map<int64_t, void*> data = {{1, q.dev},     {2, k.dev},     {3, v.dev},   {4, o.dev},
+                                   {5, stats.dev}, {6, &scale},    {7, const_cast<float*>(&neg_inf)},
+                                   {8, lq.dev},    {9, lkv.dev},   {12, tk.dev}, {13, tv.dev}};
+  CHECK(g.Execute(handle, data));
+  o.Dump(seq, 23);
+  stats.Dump(seq, 23);
+}
+
+// A paged cache load as cudnn-frontend's paged attention builds one for V (container [6, 2, 2, 3] FP32 uid 1, page
+// table [2, 1, 3, 1] INT32 uid 2, sequence lengths [2, 1, 1, 1] uid 3), into a non-virtual y [2, 2, 6, 3] (uid 4).
+void PagedLoad(cudnnHandle_t handle, uint64_t seq) {
+  Graph g(Die);
+  Buf container(1, 72, false), table(2, 6, false), lens(3, 2, false), y(4, 72, false);
+  const int32_t pages[6] = {4, 0, 5, 2, 3, 1}, len[2] = {5, 6};
+  memcpy(table.host.data(), pages, sizeof pages);
+  memcpy(lens.host.data(), len, sizeof len);
+  for (Buf* b : {&table, &lens}) CHECK(cudaMemcpy(b->dev, b->host.data(), b->host.size(), cudaMemcpyHostToDevice));
+  g.Finish(g.Op(CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR,
+                {{CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, g.Tensor(1, CUDNN_DATA_FLOAT, {6, 2, 2, 3})},
+                 {CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, g.Tensor(2, CUDNN_DATA_INT32, {2, 1, 3, 1})},
+                 {CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, g.Tensor(3, CUDNN_DATA_INT32, {2, 1, 1, 1})},
+                 {CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, g.Tensor(4, CUDNN_DATA_FLOAT, {2, 2, 6, 3})}}));
+  for (Buf* b : {&container, &table, &lens}) b->Dump(seq, 22);
+  CHECK(g.Execute(handle, {{1, container.dev}, {2, table.dev}, {3, lens.dev}, {4, y.dev}}));
+  y.Dump(seq, 23);
+}
+
 void Transpose(cudnnHandle_t handle, uint64_t seq) {
   Graph g(Die);
   Buf x(1, 32, false), y(2, 32, false);
@@ -500,7 +580,7 @@ void Transpose(cudnnHandle_t handle, uint64_t seq) {
 
 int main(int argc, char** argv) {
   if (argc < 3 || strcmp(argv[1], "--dump") != 0) {
-    fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked | --sink]\n");
+    fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged]\n");
     return 2;
   }
   g_dump = fopen(argv[2], "wb");
@@ -509,6 +589,13 @@ int main(int argc, char** argv) {
   CHECK(cudnnCreate(&handle));
   CHECK(cudaStreamCreate(&g_stream));
   CHECK(cudnnSetStream(handle, g_stream));
+  if (argc > 3 && strcmp(argv[3], "--paged") == 0) {
+    PagedAttention(handle, 0, Attn{3, 2, 1, 6, 7, 8}, {6, 3, 4}, {7, 5, 2});
+    CHECK(cudaStreamSynchronize(g_stream));
+    CHECK(cudnnDestroy(handle));
+    fclose(g_dump);
+    return 0;
+  }
   if (argc > 3 && strcmp(argv[3], "--sink") == 0) {
     // Sinks below, among and above the heads' logits (scale·S within ±0.25, the bias within ±1).
     SinkAttention(handle, 0, Attn{2, 4, 4, 6, 7, 8}, {6, 3}, {7, 5}, {-3.0f, 0.0f, 0.7f, 6.0f});
@@ -531,6 +618,7 @@ int main(int argc, char** argv) {
     DropoutAttention(handle, 10, Attn{2, 2, 2, 6, 6, 8}, /*rng=*/true);
     Relu(handle, 11);
     Transpose(handle, 12);
+    PagedLoad(handle, 13);
   }
   CHECK(cudaStreamSynchronize(g_stream));
   CHECK(cudnnDestroy(handle));

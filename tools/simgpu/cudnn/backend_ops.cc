@@ -11,7 +11,9 @@
 // modes (RELU_BWD ...) take x and dy in the x and b slots and write dx in the y slot. An RNG operation takes its
 // seed as a host INT64 value or as a tensor; its seed and offset tensors have every dimension 1 (as NVIDIA
 // documents; not in the conformance transcript). A reshape (x, y) keeps x's element count (BAD_PARAM otherwise;
-// simgpu's reading of NVIDIA's "different logical shape and stride", not in the conformance transcript).
+// simgpu's reading of NVIDIA's "different logical shape and stride", not in the conformance transcript). A paged
+// cache load takes a container, a page table, sequence lengths and y, which agree as CheckPagedCacheLoad says
+// (BAD_PARAM otherwise; cudnn-frontend's PagedCacheLoadNode's own checks, not in the conformance transcript).
 #include <cstdint>
 #include <vector>
 
@@ -39,6 +41,7 @@ OpKind KindOf(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR: return OpKind::kSdpa;
     case CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR: return OpKind::kRng;
     case CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR: return OpKind::kReshape;
+    case CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR: return OpKind::kPagedCacheLoad;
     default: return OpKind::kPointwise;
   }
 }
@@ -104,7 +107,13 @@ const std::vector<AttrRole>& Roles(OpKind kind) {
                                              {CUDNN_ATTR_OPERATION_RNG_DESC, Role::kRng, 0}};
   static const std::vector<AttrRole> kReshape = {{CUDNN_ATTR_OPERATION_RESHAPE_XDESC, Role::kInput, 0},
                                                  {CUDNN_ATTR_OPERATION_RESHAPE_YDESC, Role::kOutput, 0}};
+  static const std::vector<AttrRole> kPaged = {
+      {CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, Role::kInput, 0},
+      {CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, Role::kInput, 1},
+      {CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, Role::kInput, 2},
+      {CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, Role::kOutput, 0}};
   switch (kind) {
+    case OpKind::kPagedCacheLoad: return kPaged;
     case OpKind::kRng: return kRng;
     case OpKind::kReshape: return kReshape;
     case OpKind::kConvForward: return kConvFwd;
@@ -215,6 +224,26 @@ cudnnStatus_t CheckSdpa(const OpSpec& s) {
                            len.dims != std::vector<int64_t>{b, 1, 1, 1})) {
       return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA sequence lengths are INT32 or INT64 tensors of [b, 1, 1, 1]");
     }
+  }
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// A paged cache load (graph_kernels.h): container [blocks, h, block size, d], page table INT32/INT64
+// [b, 1, table size, 1], sequence lengths INT32/INT64 [b, 1, 1, 1], y [b, h, s, d] or, transposed (its third
+// dimension's stride 1, as cudnn-frontend passes K^T), [b, h, d, s], with the table covering s.
+cudnnStatus_t CheckPagedCacheLoad(const OpSpec& s) {
+  const TensorSpec &c = s.inputs[0], &t = s.inputs[1], &len = s.inputs[2], &y = s.outputs[0];
+  auto index = [](const TensorSpec& x) { return x.dtype == CUDNN_DATA_INT32 || x.dtype == CUDNN_DATA_INT64; };
+  if (c.dims.size() != 4 || t.dims.size() != 4 || len.dims.size() != 4 || y.dims.size() != 4) {
+    return Fail(CUDNN_STATUS_BAD_PARAM, "paged cache load tensors have 4 dimensions");
+  }
+  const int64_t b = y.dims[0];
+  const bool transposed = y.strides[2] == 1 && y.strides[3] != 1;
+  const int64_t seq = transposed ? y.dims[3] : y.dims[2], d = transposed ? y.dims[2] : y.dims[3];
+  if (!index(t) || !index(len) || t.dims[0] != b || t.dims[1] != 1 || t.dims[3] != 1 ||
+      len.dims != std::vector<int64_t>{b, 1, 1, 1} || y.dims[1] != c.dims[1] || d != c.dims[3] || c.dims[2] <= 0 ||
+      (seq + c.dims[2] - 1) / c.dims[2] > t.dims[2]) {
+    return Fail(CUDNN_STATUS_BAD_PARAM, "paged cache load container, page table, sequence lengths and y disagree");
   }
   return CUDNN_STATUS_SUCCESS;
 }
@@ -335,7 +364,7 @@ cudnnStatus_t OperationDescriptor::DoGet(cudnnBackendAttributeName_t name, const
 cudnnStatus_t OperationDescriptor::DoFinalize() {
   const OpSpec& s = spec_;
   if (bad_reference_) return Fail(CUDNN_STATUS_BAD_PARAM, "an operand is not a finalized descriptor of its kind");
-  const bool needs_desc = s.kind != OpKind::kSdpa && s.kind != OpKind::kReshape;
+  const bool needs_desc = s.kind != OpKind::kSdpa && s.kind != OpKind::kReshape && s.kind != OpKind::kPagedCacheLoad;
   const bool has_first_input = s.input_set[0] || (s.kind == OpKind::kRng && s.rng_seed_set);
   if ((needs_desc && !has_desc_) || !s.output_set[0] || !has_first_input) {
     return Fail(CUDNN_STATUS_BAD_PARAM, "missing operand or descriptor");
@@ -374,6 +403,9 @@ cudnnStatus_t OperationDescriptor::DoFinalize() {
         }
       }
       return CUDNN_STATUS_SUCCESS;
+    case OpKind::kPagedCacheLoad:
+      if (!s.input_set[1] || !s.input_set[2]) return Fail(CUDNN_STATUS_BAD_PARAM, "missing operand");
+      return CheckPagedCacheLoad(s);
     case OpKind::kReshape:
       if (s.inputs[0].Elements() != s.outputs[0].Elements()) {
         return Fail(CUDNN_STATUS_BAD_PARAM, "a reshape keeps its input's element count");

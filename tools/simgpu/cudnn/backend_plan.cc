@@ -391,6 +391,7 @@ std::unique_ptr<Descriptor> NewDescriptor(cudnnBackendDescriptorType_t type) {
     case CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_RNG_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR:
+    case CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR:
     case CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR: return std::make_unique<OperationDescriptor>(type);
     case CUDNN_BACKEND_RNG_DESCRIPTOR: return std::make_unique<RngDescriptor>();
     case CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR: return std::make_unique<OperationGraph>();

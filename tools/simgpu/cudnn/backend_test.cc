@@ -540,6 +540,89 @@ TEST_F(CudnnBackend, ReshapeViewsItsInput) {
   EXPECT_EQ(past.Build(handle_), CUDNN_STATUS_NOT_SUPPORTED);
 }
 
+// A paged cache load (graph_kernels.h) into y [b, h, s, d] and into the transposed [b, h, d, s] cudnn-frontend
+// passes for K^T: each sequence's row j is its page table's block j / block size, row j % block size, of the
+// container; rows past the sequence length are +0 and never read the table (batch 1's last entry is garbage); a
+// page index outside the container reads NaN; shapes that disagree fail finalization.
+TEST_F(CudnnBackend, PagedCacheLoadGathersBlocksThroughThePageTable) {
+  const int64_t blocks = 6, h = 2, bs = 2, d = 3, b = 2, n = 3, s = 6;
+  std::vector<float> container(static_cast<size_t>(blocks * h * bs * d));
+  for (size_t i = 0; i < container.size(); ++i) container[i] = static_cast<float>(i) + 0.5f;
+  // Sequence 0: blocks 4, 0, 7 (7 is outside the container: only row 4 reads it, length 5); sequence 1: blocks
+  // 2, 5 and a garbage entry past its length 3.
+  const std::vector<int32_t> table = {4, 0, 7, 2, 5, -123456}, lens = {5, 3};
+  void *cdev = nullptr, *tdev = nullptr, *ldev = nullptr, *ydev = nullptr, *ytdev = nullptr;
+  const size_t ybytes = static_cast<size_t>(b * h * s * d) * 4;
+  ASSERT_EQ(cudaMalloc(&cdev, container.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&tdev, table.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&ldev, lens.size() * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&ydev, ybytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&ytdev, ybytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(cdev, container.data(), container.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(tdev, table.data(), table.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(ldev, lens.data(), lens.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  std::vector<float> junk(static_cast<size_t>(b * h * s * d), 99.0f);
+  ASSERT_EQ(cudaMemcpy(ydev, junk.data(), ybytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(ytdev, junk.data(), ybytes, cudaMemcpyHostToDevice), cudaSuccess);
+  const std::vector<int64_t> cd = {blocks, h, bs, d}, yd = {b, h, s, d}, ytd = {b, h, d, s};
+  BackendGraph g;
+  Desc ct = g.Tensor(1, CUDNN_DATA_FLOAT, cd, Packed4(cd));
+  Desc tt = g.Tensor(2, CUDNN_DATA_INT32, {b, 1, n, 1}, {n, n, 1, 1});
+  Desc lt = g.Tensor(3, CUDNN_DATA_INT32, {b, 1, 1, 1}, {1, 1, 1, 1});
+  Desc yt = g.Tensor(4, CUDNN_DATA_FLOAT, yd, Packed4(yd));
+  Desc ytt = g.Tensor(5, CUDNN_DATA_FLOAT, ytd, {h * s * d, s * d, 1, d});  // K^T over [b, h, s, d] memory
+  for (Desc y : {yt, ytt}) {
+    Desc op = g.Make(CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR);
+    g.SetDesc(op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, ct);
+    g.SetDesc(op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, tt);
+    g.SetDesc(op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, lt);
+    g.SetDesc(op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, y);
+    ASSERT_EQ(cudnnBackendFinalize(op), CUDNN_STATUS_SUCCESS);
+    g.AddOperation(op);
+  }
+  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(g.Execute(handle_, {{1, cdev}, {2, tdev}, {3, ldev}, {4, ydev}, {5, ytdev}}), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> y(junk.size()), yt_mem(junk.size());
+  ASSERT_EQ(cudaMemcpy(y.data(), ydev, ybytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(yt_mem.data(), ytdev, ybytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  int nan = 0;
+  for (int64_t i = 0; i < b; ++i) {
+    for (int64_t hh = 0; hh < h; ++hh) {
+      for (int64_t j = 0; j < s; ++j) {
+        for (int64_t t = 0; t < d; ++t) {
+          const size_t at = static_cast<size_t>(((i * h + hh) * s + j) * d + t);
+          const int32_t page = table[static_cast<size_t>(i * n + j / bs)];
+          if (j >= lens[static_cast<size_t>(i)]) {
+            EXPECT_EQ(y[at], 0.0f) << at;
+          } else if (page < 0 || page >= blocks) {
+            EXPECT_TRUE(std::isnan(y[at])) << at;
+            ++nan;
+          } else {
+            EXPECT_EQ(y[at], container[static_cast<size_t>(((page * h + hh) * bs + j % bs) * d + t)]) << at;
+          }
+          EXPECT_EQ(std::isnan(yt_mem[at]) ? -1.0f : yt_mem[at], std::isnan(y[at]) ? -1.0f : y[at]) << at;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(nan, h * d);  // sequence 0, row 4: block 7
+
+  // A table too short for y's sequence, and sequence lengths of another shape, fail finalization.
+  BackendGraph bad;
+  Desc short_table = bad.Tensor(6, CUDNN_DATA_INT32, {b, 1, 2, 1}, {2, 2, 1, 1});
+  Desc wide_lens = bad.Tensor(7, CUDNN_DATA_INT32, {b, 2, 1, 1}, {2, 1, 1, 1});
+  for (const auto& [table_desc, len_desc] : {std::pair<Desc, Desc>{short_table, lt}, {tt, wide_lens}}) {
+    Desc op = bad.Make(CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR);
+    bad.SetDesc(op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, ct);
+    bad.SetDesc(op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, table_desc);
+    bad.SetDesc(op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, len_desc);
+    bad.SetDesc(op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, yt);
+    EXPECT_EQ(cudnnBackendFinalize(op), CUDNN_STATUS_BAD_PARAM);
+  }
+  for (void* p : {cdev, tdev, ldev, ydev, ytdev}) cudaFree(p);
+}
+
 // A reduction whose output dimension divides the input's sums groups of consecutive indices (cudnn-frontend's
 // grouped-query attention backward: per-query-head gradients summed into each K/V head); one that does not divide is
 // BAD_PARAM (as NVIDIA's library answers the conformance transcript's 5 -> 2).

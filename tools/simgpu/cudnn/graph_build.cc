@@ -5,8 +5,8 @@
 // with an operand larger than the output where it has 1: ReducesInto below); ADD, MUL, MIN,
 // MAX and AMAX reductions; FP32-compute matmuls (with M, N, K overrides); Bernoulli and uniform RNG (rng.h);
 // fused SDPA forward with sequence lengths, without block masks or paging; reshapes of dense tensors whose output
-// lies within the input's extent (graph_kernels.h); ragged tensors (graph_model.h) anywhere but in virtual tensors
-// and reshapes.
+// lies within the input's extent (graph_kernels.h); paged cache loads (graph_kernels.h) of floating-point containers;
+// ragged tensors (graph_model.h) anywhere but in virtual tensors, reshapes and paged cache loads.
 #include "tools/simgpu/cudnn/graph_build.h"
 
 #include <algorithm>
@@ -71,7 +71,7 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
   }
   if (any_ragged && s.kind != OpKind::kPointwise && s.kind != OpKind::kReduction && s.kind != OpKind::kMatmul &&
       s.kind != OpKind::kSdpa && s.kind != OpKind::kReshape) {
-    return "a ragged convolution or RNG operand";
+    return "a ragged convolution, RNG or paged cache load operand";
   }
   switch (s.kind) {
     case OpKind::kConvForward:
@@ -130,6 +130,11 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
     case OpKind::kSdpa:
       for (int i : {op.inputs[0], op.inputs[1], op.inputs[2], op.outputs[0]}) {
         if (!FloatingData(tensor(i).dtype)) return "SDPA operand type";
+      }
+      return "";
+    case OpKind::kPagedCacheLoad:
+      if (!FloatingData(tensor(op.inputs[0]).dtype) || tensor(op.outputs[0]).dtype != tensor(op.inputs[0]).dtype) {
+        return "paged cache load container other than FLOAT, HALF, BFLOAT16 or DOUBLE, or y of another type";
       }
       return "";
     case OpKind::kReshape:

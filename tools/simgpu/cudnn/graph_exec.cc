@@ -169,6 +169,9 @@ void RunGraph(const GraphLaunch& launch) {
       case OpKind::kReshape:
         RunReshape(bound(op.inputs[0]), bound(op.outputs[0]));
         break;
+      case OpKind::kPagedCacheLoad:
+        RunPagedCacheLoad(bound(op.inputs[0]), bound(op.inputs[1]), bound(op.inputs[2]), bound(op.outputs[0]));
+        break;
     }
     if (m.attention && static_cast<int>(i) == m.attention_op && !launch.attn_faults.empty()) {
       ApplyAttentionFaults(launch.attn_faults, bound(m.attention_output));

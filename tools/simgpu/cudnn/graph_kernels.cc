@@ -342,6 +342,36 @@ void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call, con
   }
 }
 
+void RunPagedCacheLoad(const Bound& container, const Bound& page_table, const Bound& seq_len, const Bound& y) {
+  const TensorSpec &c = *container.spec, &ys = *y.spec;
+  const bool transposed = ys.strides[2] == 1 && ys.strides[3] != 1;
+  const int64_t b = ys.dims[0], h = ys.dims[1], seq = transposed ? ys.dims[3] : ys.dims[2];
+  const int64_t d = c.dims[3], block = c.dims[2], blocks = c.dims[0];
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t len_at[4] = {i, 0, 0, 0};
+    const int64_t len = static_cast<int64_t>(Load<double>(seq_len, Offset(seq_len, len_at)));
+    for (int64_t j = 0; j < seq; ++j) {
+      int64_t page = -1;
+      if (j < len) {
+        const int64_t at[4] = {i, 0, j / block, 0};
+        page = static_cast<int64_t>(Load<double>(page_table, Offset(page_table, at)));
+      }
+      for (int64_t hh = 0; hh < h; ++hh) {
+        for (int64_t t = 0; t < d; ++t) {
+          double v = 0;
+          if (j < len) {
+            const int64_t from[4] = {page, hh, j % block, t};
+            v = page >= 0 && page < blocks ? Load<double>(container, Offset(container, from))
+                                           : std::numeric_limits<double>::quiet_NaN();
+          }
+          const int64_t to[4] = {i, hh, transposed ? t : j, transposed ? j : t};
+          Store<double>(y, Offset(y, to), v);
+        }
+      }
+    }
+  }
+}
+
 void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& seq_len_q,
              const Bound& seq_len_kv, const Bound& o, const Bound& stats, int64_t call) {
   const TensorSpec &qs = *q.spec, &ks = *k.spec, &vs = *v.spec, &os = *o.spec;

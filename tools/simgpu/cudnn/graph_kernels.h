@@ -29,6 +29,16 @@
 // the order and precision, of the composite graph cudnn-frontend builds for the same attention (with its padding
 // mask: GEMM overrides and FLOAT's lowest score outside the sequences), whose results are therefore bitwise equal
 // in every element both write.
+// Paged cache load (CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR: container [blocks, h, block size, d], page
+// table [b, 1, n, 1], sequence lengths [b, 1, 1, 1], y [b, h, s, d], or [b, h, d, s] when y's third dimension has
+// stride 1, as cudnn-frontend passes K^T): the cache of sequence i, row j (j < seq_len[i]) is container row
+// (page_table[i, 0, j / block size, 0], head, j % block size), copied in y's type. NVIDIA's backend reference names
+// the operands only; this is the reconstruction cudnn-frontend's tests invert (test/python/sdpa/fp8.py,
+// create_paged_container_and_block_table: the container is K's [b, h, s, d] cut into blocks of block size rows,
+// batch-major after block index, and the table lists each sequence's blocks in order). Undocumented, simgpu's
+// choices: rows at or past seq_len[i] are written +0 and never read the table there (a table may be filled only
+// up to each sequence's length, as the decode and prefill sample fills it); a page index outside [0, blocks) reads
+// NaN (a GPU reads whatever lies there) rather than memory outside the container.
 // Reshape (a view, cudnn-frontend's default VIEW_ONLY mode: y names x's memory with its own dimensions and strides):
 // y's element at element offset o (sum of index times y's stride) is x's element at offset o, converted to y's type
 // (rounded to nearest even). cudnn-frontend's attention backward transposes K and the FP32 probabilities and score
@@ -71,6 +81,9 @@ void RunMatmul(const Bound& a, const Bound& b, const Bound& c, int64_t call, con
                const Bound& n = {}, const Bound& k = {}, const double* padding = nullptr);
 // x and y dense, y's extent within x's.
 void RunReshape(const Bound& x, const Bound& y);
+// container [blocks, h, block size, d], page_table [b, 1, n, 1], seq_len [b, 1, 1, 1], y [b, h, s, d] or transposed
+// [b, h, d, s] (backend_ops.cc checked the shapes).
+void RunPagedCacheLoad(const Bound& container, const Bound& page_table, const Bound& seq_len, const Bound& y);
 // scale, stats and the sequence lengths may be absent.
 void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& seq_len_q,
              const Bound& seq_len_kv, const Bound& o, const Bound& stats, int64_t call);

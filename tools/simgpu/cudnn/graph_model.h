@@ -64,7 +64,7 @@ struct RngParams {
 };
 
 enum class OpKind { kConvForward, kConvBackwardData, kConvBackwardFilter, kPointwise, kReduction, kMatmul, kSdpa,
-                    kRng, kReshape };
+                    kRng, kReshape, kPagedCacheLoad };
 
 // Operand roles by kind (absent optional operands have tensor index -1 in GraphOp):
 //   kConvForward        inputs {x, w}            outputs {y}
@@ -76,6 +76,7 @@ enum class OpKind { kConvForward, kConvBackwardData, kConvBackwardFilter, kPoint
 //   kSdpa               inputs {q, k, v, scale?, seq_len_q?, seq_len_kv?} outputs {o, stats?}
 //   kRng                inputs {seed?, offset?}  outputs {y}   (no seed tensor: OpSpec::rng_seed)
 //   kReshape            inputs {x}               outputs {y}
+//   kPagedCacheLoad     inputs {container, page_table, seq_len} outputs {y}
 struct OpSpec {
   OpKind kind = OpKind::kPointwise;
   std::vector<TensorSpec> inputs, outputs;
