@@ -148,9 +148,10 @@ std::vector<Tensor*> TensorsOf(const Op& op) {
 }
 
 // What checking `op` holds in memory, estimated: its payloads, plus 16 bytes per element for their FP64 values and
-// the absolute values the bounds need (the replay's blocks are bounded separately, gemm_check.cc).
+// the absolute values the bounds need (the replay's blocks are bounded separately, gemm_check.cc), plus what a
+// cuDNN graph's evaluation holds (graph_check.h: one slice of a composite attention's intermediates, conv.fused's).
 uint64_t OpCost(const Op& op) {
-  uint64_t cost = 0;
+  uint64_t cost = GraphWorkingSet(op);
   for (const Tensor* t : TensorsOf(op)) {
     const uint32_t size = std::max<uint32_t>(1, format::DTypeSize(t->meta.dtype));
     const uint64_t bytes = t->deferred ? t->payload_bytes : t->data.size();

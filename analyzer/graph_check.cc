@@ -75,17 +75,19 @@ DType DTypeOf(int32_t cudnn_type) {
 
 }  // namespace
 
-bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out) {
+bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out, const GraphTensor* as,
+           const Tensor* data) {
   if (index < 0 || static_cast<size_t>(index) >= op.graph_tensors.size()) return false;
-  const GraphTensor& t = op.graph_tensors[static_cast<size_t>(index)];
+  const GraphTensor& t = as != nullptr ? *as : op.graph_tensors[static_cast<size_t>(index)];
   const auto& map = after ? op.graph_out : op.graph_in;
   auto it = map.find(static_cast<uint32_t>(index));
   const DType dt = DTypeOf(t.data_type);
-  if (it == map.end() || dt == DType::kInvalid || t.nb_dims < 1 || t.nb_dims > format::kGraphMaxDims) return false;
+  if ((data == nullptr && it == map.end()) || dt == DType::kInvalid || t.nb_dims < 1 || t.nb_dims > format::kGraphMaxDims)
+    return false;
   // StridedSpan refuses overflowing and overlapping layouts, so the dense copy never holds more elements than
   // were captured (the load's memory budget bounds those).
   const int64_t span = StridedSpan(t.nb_dims, t.dims, t.strides);
-  const Tensor& c = *it->second;
+  const Tensor& c = data != nullptr ? *data : *it->second;
   if (span == 0 || c.meta.rows != span || c.meta.cols != 1 || c.meta.batch != 1 ||
       c.meta.dtype != static_cast<uint8_t>(dt))
     return false;
@@ -267,94 +269,109 @@ std::string GraphOpNames(const std::vector<GraphOp>& ops) {
 
 SdpaOutputs ReplaySdpa(const SdpaProblem& p) {
   SdpaOutputs out;
+  std::vector<SdpaRow> rows(static_cast<size_t>(p.b * p.h * p.s_q));
+  ReplaySdpaRows(p, 0, p.b * p.h * p.s_q, &out, rows.data());
+  CompareSdpaRows(p, rows, &out);
+  return out;
+}
+
+void ReplaySdpaRows(const SdpaProblem& p, int64_t row_begin, int64_t row_end, SdpaOutputs* outputs, SdpaRow* rows) {
+  SdpaOutputs& out = *outputs;
   const int64_t group = p.h / p.h_k;
   std::vector<double> s(static_cast<size_t>(p.s_kv)), e(static_cast<size_t>(p.s_kv));
-  for (int64_t bi = 0; bi < p.b; ++bi) {
-    for (int64_t hi = 0; hi < p.h; ++hi) {
-      const int64_t kh = hi / group;
-      for (int64_t i = 0; i < p.s_q; ++i) {
-        const size_t row = static_cast<size_t>((bi * p.h + hi) * p.s_q + i);
-        if (!p.unwritten.empty() && p.unwritten[row]) continue;
-        // The row's mask: one s_q x s_kv mask shared by every head, or one per row.
-        const size_t mask_row = (p.mask.size() == static_cast<size_t>(p.s_q * p.s_kv) ? static_cast<size_t>(i) : row) *
-                                static_cast<size_t>(p.s_kv);
-        const double* q = &p.q[static_cast<size_t>(((bi * p.h + hi) * p.s_q + i) * p.d)];
-        double m = -HUGE_VAL, E = 0;
-        int64_t n = 0;
-        for (int64_t j = 0; j < p.s_kv; ++j) {
-          if (!p.mask.empty() && !p.mask[mask_row + static_cast<size_t>(j)]) continue;
-          const double* k = &p.k[static_cast<size_t>(((bi * p.h_k + kh) * p.s_kv + j) * p.d)];
-          double dot = 0, mag = 0;
-          for (int64_t t = 0; t < p.d; ++t) dot += q[t] * k[t], mag += std::fabs(q[t] * k[t]);
-          const double e_s = Theta(kU32, static_cast<double>(p.d + 2)) * std::fabs(p.scale) * mag;
-          if (p.bias.empty()) {
-            s[static_cast<size_t>(j)] = p.scale * dot;
-            E = std::max(E, e_s);
-          } else {  // k more FP32 roundings: the additive terms, each with its own error
-            const size_t at = row * static_cast<size_t>(p.s_kv) + static_cast<size_t>(j);
-            s[static_cast<size_t>(j)] = p.scale * dot + p.bias[at];
-            const double k = p.bias_adds, e_b = p.bias_err.empty() ? 0 : p.bias_err[at];
-            const double rounding = p.bias_adds == 1 ? kU32 * std::fabs(s[static_cast<size_t>(j)])
-                                                     : Theta(kU32, k) * (std::fabs(p.scale * dot) + p.bias_abs[at]);
-            E = std::max(E, (e_s + e_b) * std::pow(1 + kU32, k) + rounding + k * kEta32);
-          }
-          m = std::max(m, s[static_cast<size_t>(j)]);
-          ++n;
-        }
-        // A sink: one more term of the maximum and the sum, exact (no score error), with no value row.
-        const bool sink = !p.sink.empty();
-        if (sink) m = std::max(m, p.sink[row]);
-        double l = 0;
-        for (int64_t j = 0; j < p.s_kv; ++j) {
-          const bool visible = p.mask.empty() || p.mask[mask_row + static_cast<size_t>(j)];
-          e[static_cast<size_t>(j)] = visible ? std::exp(s[static_cast<size_t>(j)] - m) : 0;
-          l += e[static_cast<size_t>(j)];
-        }
-        if (sink) l += std::exp(p.sink[row] - m);
-        const int64_t terms = n + (sink ? 1 : 0);
-        const double theta = Theta(kU32, 7.0 * static_cast<double>(terms) + 8);
-        const double rho = std::exp(2 * E) * (1 + theta) * (1 + p.u_in) * (1 + Theta(kU32, p.drop_roundings)) - 1;
-        const double theta_o = Theta(kU32, static_cast<double>(n) + 1);
-        for (int64_t c = 0; c < p.d_v; ++c) {
-          double ref = 0, a = 0, av = 0;
-          for (int64_t j = 0; j < p.s_kv; ++j) {
-            const double pj = (terms > 0 ? e[static_cast<size_t>(j)] / l : 0) *
-                              (p.drop.empty() ? 1 : p.drop[row * static_cast<size_t>(p.s_kv) + static_cast<size_t>(j)]);
-            const double vj = p.v[static_cast<size_t>(((bi * p.h_k + kh) * p.s_kv + j) * p.d_v + c)];
-            ref += pj * vj;
-            a += std::fabs(pj) * std::fabs(vj);
-            if (e[static_cast<size_t>(j)] != 0) av += std::fabs(vj);
-          }
-          const double bound = kEval * ((1 + p.u_out) * (rho * a + theta_o * (1 + rho) * a + (1 + theta_o) * p.eta_in * av) +
-                                        p.u_out * std::fabs(ref) + p.eta_out);
-          const size_t at = row * static_cast<size_t>(p.d_v) + static_cast<size_t>(c);
-          out.o.Add(at, p.o[at], ref, bound, false);
-        }
-        // Max: the largest computed logit is within E of the largest logit. Sum_exp: relative to the device's own
-        // maximum, each term within e^{2E} of the reference's, evaluated as the softmax's sum is (θ_{7n+8}).
-        if (!p.max.empty() && terms > 0) out.max.Add(row, p.max[row], m, kEval * E, false);
-        if (!p.sum_exp.empty() && terms > 0)
-          out.sum_exp.Add(row, p.sum_exp[row], l, kEval * l * (std::exp(2 * E) * (1 + theta) - 1), false);
-        if (!p.stats.empty() && terms > 0) {
-          const double ref = m + std::log(l);
-          const double bound = kEval * (E + 2 * theta + 2 * kU32 * std::fabs(std::log(l)) +
-                                        kU32 * (std::fabs(ref) + E) + kEta32);
-          out.stats.Add(row, p.stats[row], ref, bound, false);
-        }
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const int64_t bi = r / (p.h * p.s_q), hi = r / p.s_q % p.h, i = r % p.s_q;
+    const int64_t kh = hi / group;
+    const size_t row = static_cast<size_t>(r), local = static_cast<size_t>(r - p.row0);
+    if (!p.unwritten.empty() && p.unwritten[row]) continue;
+    // The row's mask: one s_q x s_kv mask shared by every head, or one per row.
+    const size_t mask_row = (p.mask.size() == static_cast<size_t>(p.s_q * p.s_kv) ? static_cast<size_t>(i) : local) *
+                            static_cast<size_t>(p.s_kv);
+    const double* q = &p.q[static_cast<size_t>(((bi * p.h + hi) * p.s_q + i) * p.d)];
+    double m = -HUGE_VAL, E = 0;
+    int64_t n = 0;
+    for (int64_t j = 0; j < p.s_kv; ++j) {
+      if (!p.mask.empty() && !p.mask[mask_row + static_cast<size_t>(j)]) continue;
+      const double* k = &p.k[static_cast<size_t>(((bi * p.h_k + kh) * p.s_kv + j) * p.d)];
+      double dot = 0, mag = 0;
+      for (int64_t t = 0; t < p.d; ++t) dot += q[t] * k[t], mag += std::fabs(q[t] * k[t]);
+      const double e_s = Theta(kU32, static_cast<double>(p.d + 2)) * std::fabs(p.scale) * mag;
+      if (p.bias.empty()) {
+        s[static_cast<size_t>(j)] = p.scale * dot;
+        E = std::max(E, e_s);
+      } else {  // k more FP32 roundings: the additive terms, each with its own error
+        const size_t at = local * static_cast<size_t>(p.s_kv) + static_cast<size_t>(j);
+        s[static_cast<size_t>(j)] = p.scale * dot + p.bias[at];
+        const double k = p.bias_adds, e_b = p.bias_err.empty() ? 0 : p.bias_err[at];
+        const double rounding = p.bias_adds == 1 ? kU32 * std::fabs(s[static_cast<size_t>(j)])
+                                                 : Theta(kU32, k) * (std::fabs(p.scale * dot) + p.bias_abs[at]);
+        E = std::max(E, (e_s + e_b) * std::pow(1 + kU32, k) + rounding + k * kEta32);
       }
+      m = std::max(m, s[static_cast<size_t>(j)]);
+      ++n;
+    }
+    // A sink: one more term of the maximum and the sum, exact (no score error), with no value row.
+    const bool sink = !p.sink.empty();
+    if (sink) m = std::max(m, p.sink[row]);
+    double l = 0;
+    for (int64_t j = 0; j < p.s_kv; ++j) {
+      const bool visible = p.mask.empty() || p.mask[mask_row + static_cast<size_t>(j)];
+      e[static_cast<size_t>(j)] = visible ? std::exp(s[static_cast<size_t>(j)] - m) : 0;
+      l += e[static_cast<size_t>(j)];
+    }
+    if (sink) l += std::exp(p.sink[row] - m);
+    const int64_t terms = n + (sink ? 1 : 0);
+    const double theta = Theta(kU32, 7.0 * static_cast<double>(terms) + 8);
+    const double rho = std::exp(2 * E) * (1 + theta) * (1 + p.u_in) * (1 + Theta(kU32, p.drop_roundings)) - 1;
+    const double theta_o = Theta(kU32, static_cast<double>(n) + 1);
+    for (int64_t c = 0; c < p.d_v; ++c) {
+      double ref = 0, a = 0, av = 0;
+      for (int64_t j = 0; j < p.s_kv; ++j) {
+        const double pj = (terms > 0 ? e[static_cast<size_t>(j)] / l : 0) *
+                          (p.drop.empty() ? 1 : p.drop[local * static_cast<size_t>(p.s_kv) + static_cast<size_t>(j)]);
+        const double vj = p.v[static_cast<size_t>(((bi * p.h_k + kh) * p.s_kv + j) * p.d_v + c)];
+        ref += pj * vj;
+        a += std::fabs(pj) * std::fabs(vj);
+        if (e[static_cast<size_t>(j)] != 0) av += std::fabs(vj);
+      }
+      const double bound = kEval * ((1 + p.u_out) * (rho * a + theta_o * (1 + rho) * a + (1 + theta_o) * p.eta_in * av) +
+                                    p.u_out * std::fabs(ref) + p.eta_out);
+      const size_t at = row * static_cast<size_t>(p.d_v) + static_cast<size_t>(c);
+      out.o.Add(at, p.o[at], ref, bound, false);
+    }
+    rows[r - row_begin] = SdpaRow{m, l, E, terms};
+  }
+}
+
+void CompareSdpaRows(const SdpaProblem& p, const std::vector<SdpaRow>& rows, SdpaOutputs* outputs) {
+  SdpaOutputs& out = *outputs;
+  for (size_t row = 0; row < rows.size(); ++row) {
+    const double m = rows[row].m, l = rows[row].l, E = rows[row].E;
+    const int64_t terms = rows[row].terms;
+    if (terms == 0) continue;  // unwritten, or no visible key (and no sink)
+    const double theta = Theta(kU32, 7.0 * static_cast<double>(terms) + 8);
+    // Max: the largest computed logit is within E of the largest logit. Sum_exp: relative to the device's own
+    // maximum, each term within e^{2E} of the reference's, evaluated as the softmax's sum is (θ_{7n+8}).
+    if (!p.max.empty()) out.max.Add(row, p.max[row], m, kEval * E, false);
+    if (!p.sum_exp.empty()) out.sum_exp.Add(row, p.sum_exp[row], l, kEval * l * (std::exp(2 * E) * (1 + theta) - 1), false);
+    if (!p.stats.empty()) {
+      const double ref = m + std::log(l);
+      const double bound =
+          kEval * (E + 2 * theta + 2 * kU32 * std::fabs(std::log(l)) + kU32 * (std::fabs(ref) + E) + kEta32);
+      out.stats.Add(row, p.stats[row], ref, bound, false);
     }
   }
-  return out;
 }
 
 // Shapes, types and data of an attention whose operands are graph tensors q, k, v, o, stats (stats may be -1);
 // an empty string when it was filled, else the not-checked reason.
-std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p) {
+std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p,
+                     const GraphTensor* k_as, const Tensor* k_data, const Tensor* v_data) {
   const auto& T = op.graph_tensors;
   for (int32_t i : {q, k, v, o})
     if (i < 0 || T[static_cast<size_t>(i)].nb_dims != 4) return "cuDNN attention operands are not [b, h, s, d]";
-  const GraphTensor &tq = T[static_cast<size_t>(q)], &tk = T[static_cast<size_t>(k)], &tv = T[static_cast<size_t>(v)],
-                    &to = T[static_cast<size_t>(o)];
+  const GraphTensor &tq = T[static_cast<size_t>(q)], &tk = k_as != nullptr ? *k_as : T[static_cast<size_t>(k)],
+                    &tv = T[static_cast<size_t>(v)], &to = T[static_cast<size_t>(o)];
   p->b = tq.dims[0], p->h = tq.dims[1], p->s_q = tq.dims[2], p->d = tq.dims[3];
   p->h_k = tk.dims[1], p->s_kv = tk.dims[2], p->d_v = tv.dims[3];
   if (tk.dims[0] != p->b || tk.dims[3] != p->d || tv.dims[0] != p->b || tv.dims[1] != p->h_k || tv.dims[2] != p->s_kv ||
@@ -369,7 +386,7 @@ std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, i
   p->eta_in = FormatOf(in).eta;
   p->u_out = FormatOf(out).u <= kU32 ? 0 : FormatOf(out).u;
   p->eta_out = FormatOf(out).eta;
-  if (!Dense(op, false, q, &p->q) || !Dense(op, false, k, &p->k) || !Dense(op, false, v, &p->v) ||
+  if (!Dense(op, false, q, &p->q) || !Dense(op, false, k, &p->k, k_as, k_data) || !Dense(op, false, v, &p->v, nullptr, v_data) ||
       !Dense(op, true, o, &p->o))
     return op.MissingTensorsReason();
   if (stats >= 0) {
@@ -381,7 +398,11 @@ std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, i
 }
 
 void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* report, const std::string& form) {
-  const SdpaOutputs s = ReplaySdpa(p);
+  ReportSdpaOutputs(rank, op, p, ReplaySdpa(p), report, form);
+}
+
+void ReportSdpaOutputs(int rank, const Op& op, const SdpaProblem& p, const SdpaOutputs& s, CheckReport* report,
+                       const std::string& form) {
   report->AddChecked("sdpa", OpName{rank, op.seq, op.api_name()}, s.o,
                      s.o.violations + s.stats.violations + s.max.violations + s.sum_exp.violations == 0);
   std::string detail = absl::StrCat(form, "; b=", p.b, " h=", p.h, " h_k=", p.h_k, " s_q=", p.s_q, " s_kv=", p.s_kv,
@@ -431,6 +452,12 @@ void CheckFusedSdpa(int rank, const Op& op, CheckReport* report, uint64_t max_wo
 }
 
 }  // namespace
+
+uint64_t GraphWorkingSet(const Op& op) {
+  if (op.kind != OpKind::kGraph) return 0;
+  const uint64_t conv = ConvFusionWorkingSet(op);
+  return conv > 0 ? conv : AttentionWorkingSet(op, kAttentionSliceScores);
+}
 
 void CheckGraphOp(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
   const format::BackendGraphRecord& r = op.graph;

@@ -66,14 +66,30 @@ struct SdpaProblem {
   std::vector<double> bias_abs, bias_err;
   double u_in = 0, eta_in = 0;  // unit roundoff and subnormal spacing / 2 of Q's type: P is rounded to it before P·V
   double u_out = 0, eta_out = 0;  // O's type
+  // The first row the per-score arrays (a per-row mask, bias, bias_abs, bias_err, drop) hold: the composite
+  // attention fills them one slice of rows at a time (graph_attention.cc); 0 when they hold every row.
+  int64_t row0 = 0;
 };
 
 struct SdpaOutputs {
   ElementStats o, stats, max, sum_exp;
 };
 
+// What the Stats, Max and Sum_exp comparisons need of one query row: its reference maximum logit m, the sum l of
+// e^{logit − m}, the scores' error bound E and the terms of the maximum and the sum (the visible keys, and a sink;
+// 0: nothing compared).
+struct SdpaRow {
+  double m = -HUGE_VAL, l = 0, E = 0;
+  int64_t terms = 0;
+};
+
 // Compares O and Stats with the FP64 reference under sdpa.forward.
 SdpaOutputs ReplaySdpa(const SdpaProblem& p);
+// ReplaySdpa in parts: O's rows [row_begin, row_end) into out->o (rows in order, the per-score arrays from p.row0),
+// their summaries into rows[0 .. row_end − row_begin); then Stats, Max and Sum_exp of every row from the summaries
+// of all rows. Called over consecutive row ranges, the same comparisons in the same order as ReplaySdpa.
+void ReplaySdpaRows(const SdpaProblem& p, int64_t row_begin, int64_t row_end, SdpaOutputs* out, SdpaRow* rows);
+void CompareSdpaRows(const SdpaProblem& p, const std::vector<SdpaRow>& rows, SdpaOutputs* out);
 
 // Checks one cudnnBackendExecute op of `rank` into `report`.
 void CheckGraphOp(int rank, const Op& op, CheckReport* report, uint64_t max_work);
@@ -82,10 +98,27 @@ void CheckGraphOp(int rank, const Op& op, CheckReport* report, uint64_t max_work
 // dense in row-major order of its dims, false when missing or not as the record says; fills an attention problem from graph tensors q, k
 // ([b, h_k, s_kv, d]), v, o, stats (-1: none), returning the not-checked reason or ""; reports a replay; checks a
 // composite attention graph (false when the graph is not one).
-bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out);
-std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p);
+// `as` (null: the tensor's own entry): the entry K is read through (Kᵀ's with its last two dims swapped); `data`
+// (null: the captured tensor): the data read (a paged cache load's replayed output); the same for K and V in FillSdpa.
+bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out, const format::GraphTensor* as = nullptr,
+           const Tensor* data = nullptr);
+std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p,
+                     const format::GraphTensor* k_as = nullptr, const Tensor* k_data = nullptr,
+                     const Tensor* v_data = nullptr);
 void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* report, const std::string& form);
-bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64_t max_work);
+// ReportSdpa of outputs already compared (`p` names the problem: shapes, masks, terms, unwritten rows).
+void ReportSdpaOutputs(int rank, const Op& op, const SdpaProblem& p, const SdpaOutputs& s, CheckReport* report,
+                       const std::string& form);
+// The composite is evaluated in slices of about `slice_scores` scores (graph_attention.cc): one (batch, head) and
+// a block of its query rows at a time, where the graph allows it; 0: the whole tensors at once.
+inline constexpr int64_t kAttentionSliceScores = int64_t{1} << 16;
+bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64_t max_work,
+                             int64_t slice_scores = kAttentionSliceScores);
+// Bytes checking graph `op` holds beyond its payloads and their FP64 copies (check.cc: OpCost): one slice of the
+// composite attention's intermediates (at kAttentionSliceScores), conv.fused's intermediates; 0 for other graphs.
+uint64_t GraphWorkingSet(const Op& op);
+uint64_t AttentionWorkingSet(const Op& op, int64_t slice_scores);  // 0: not a composite attention
+uint64_t ConvFusionWorkingSet(const Op& op);                        // 0: not a conv.fused graph
 // The geometry of a graph's convolution `g` (operands x, w, y) into `p`: direction, sizes, groups, padding, strides,
 // dilations, alpha, beta; false when cuDNN's shape rules do not hold or ConvProblem cannot express it (asymmetric
 // padding, more than 3 spatial dims).
@@ -101,7 +134,9 @@ using BoundedValues = std::map<int32_t, BoundedTensor>;
 // One pointwise operation under conv.fused's rules (ADD, SUB, MUL, RELU_FWD and RELU_BWD with their clips,
 // IDENTITY, GEN_INDEX; FP32 math, or INT32 math on exact integers) on inputs in `v`, its output put in `v`; "" or
 // the reason it cannot be evaluated.
-std::string EvalBoundedPointwise(const format::GraphOp& g, const std::vector<format::GraphTensor>& T, BoundedValues* v);
+// `index_base` (null: zeros): what GEN_INDEX adds per axis (the origin of a slice of the tensors).
+std::string EvalBoundedPointwise(const format::GraphOp& g, const std::vector<format::GraphTensor>& T, BoundedValues* v,
+                                 const int64_t* index_base = nullptr);
 // Offset of y's multi-index `idx` in a dense tensor `t` that broadcasts (size-1 dims) to y's shape.
 int64_t BroadcastOffset(const format::GraphTensor& t, const format::GraphTensor& y, const int64_t* idx);
 // A finding about the first violating element of an output (`what`: "O elements", ...).

@@ -323,67 +323,12 @@ TEST(ConvGraphTest, StridesBeyondTheCapturedSpanAreNotChecked) {
 // ---- graphs as cudnn-frontend lowers them ----------------------------------------------------------------------
 
 // cudnnDataType_t, cudnnPointwiseMode_t and cudnnReduceTensorOp_t values the graphs below use.
-enum : int32_t { kFloat = 0, kInt32 = 4, kBf16 = 9, kBool = 11 };
+enum : int32_t { kFloat = testing::kCudnnFloat, kInt32 = testing::kCudnnInt32, kBf16 = testing::kCudnnBf16,
+                 kBool = testing::kCudnnBool };
 enum : int32_t { kAdd = 0, kMul = 1, kDiv = 6, kSub = 9, kExp = 13, kLog = 15, kCmpGe = 303, kCmpLt = 304,
                  kAnd = 400, kGenIndex = 501, kSelect = 601 };
 enum : int32_t { kRedAdd = 0, kRedMax = 3 };
-
-// One recorded cudnnBackendExecute built tensor by tensor and operation by operation, its captures dense.
-class GraphBuilder {
- public:
-  GraphBuilder() { op_.kind = OpKind::kGraph; }
-  // A tensor (packed row-major unless strides are given); returns its number.
-  int32_t Tensor(int32_t type, std::vector<int64_t> dims, bool is_virtual = true, std::vector<int64_t> strides = {}) {
-    format::GraphTensor t{};
-    t.uid = static_cast<int64_t>(op_.graph_tensors.size()) + 1;
-    t.data_type = type;
-    t.nb_dims = static_cast<uint8_t>(dims.size());
-    t.is_virtual = is_virtual;
-    if (strides.empty()) {
-      strides.assign(dims.size(), 1);
-      for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
-    }
-    std::copy(dims.begin(), dims.end(), t.dims);
-    std::copy(strides.begin(), strides.end(), t.strides);
-    op_.graph_tensors.push_back(t);
-    return static_cast<int32_t>(op_.graph_tensors.size()) - 1;
-  }
-  int32_t Scalar(double value) {
-    const int32_t i = Tensor(kFloat, {1, 1, 1, 1}, false);
-    op_.graph_tensors[static_cast<size_t>(i)].by_value = 1;
-    op_.graph_tensors[static_cast<size_t>(i)].value = value;
-    return i;
-  }
-  // Captured data of tensor i, in memory order (its span), before (`after` false) or after the execution.
-  void Capture(int32_t i, bool after, const std::vector<double>& memory) {
-    const format::GraphTensor& t = op_.graph_tensors[static_cast<size_t>(i)];
-    const DType dt = t.data_type == kFloat ? DType::kF32
-                     : t.data_type == kBf16 ? DType::kBF16
-                     : t.data_type == 2     ? DType::kF16
-                                            : DType::kI32;
-    auto c = std::make_unique<analyzer::Tensor>();
-    c->meta.dtype = static_cast<uint8_t>(dt);
-    c->meta.rows = static_cast<int64_t>(memory.size());
-    c->meta.cols = c->meta.batch = 1;
-    c->data = testing::Encode(dt, memory);
-    (after ? op_.graph_out : op_.graph_in)[static_cast<uint32_t>(i)] = std::move(c);
-  }
-  void Add(int32_t type, int32_t mode, std::vector<int32_t> operands, int64_t axis = -1) {
-    format::GraphOp g{};
-    g.type = type, g.mode = mode, g.compute_type = kFloat, g.axis = axis;
-    for (int r = 0; r < 8; ++r) g.operands[r] = r < static_cast<int>(operands.size()) ? operands[static_cast<size_t>(r)] : -1;
-    op_.graph_ops.push_back(g);
-  }
-  void Pointwise(int32_t mode, int32_t x, int32_t b, int32_t y, int32_t t = -1, int64_t axis = -1) {
-    Add(13, mode, {x, b, y, t}, axis);
-  }
-  void Reduction(int32_t mode, int32_t x, int32_t y) { Add(22, mode, {x, y}); }
-  void Matmul(int32_t a, int32_t b, int32_t c, int32_t m = -1, int32_t n = -1, int32_t k = -1) { Add(19, -1, {a, b, c, m, n, k}); }
-  Op& op() { return op_; }
-
- private:
-  Op op_;
-};
+using testing::GraphBuilder;
 
 // A BF16 attention of `p`'s shapes (O and Stats from p) as cudnn-frontend lowers sdpa() with a padding mask
 // (seq_len_q, seq_len_kv per batch) and a top-left causal mask, generating Stats, -inf as the masked value.

@@ -77,7 +77,8 @@ void PointwiseRoles(const GraphOp& g, int32_t* a, int32_t* b, int32_t* y) {
 }  // namespace
 
 // Evaluates one pointwise operation whose inputs are in `v`; "" or the reason it cannot be.
-std::string EvalBoundedPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v) {
+std::string EvalBoundedPointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v,
+                                 const int64_t* index_base) {
   int32_t ai, bi, yi;
   PointwiseRoles(g, &ai, &bi, &yi);
   const bool binary = g.mode == kAdd || g.mode == kSub || g.mode == kMul || g.mode == kReluBwd;
@@ -130,7 +131,7 @@ std::string EvalBoundedPointwise(const GraphOp& g, const std::vector<GraphTensor
     if (g.mode == kReluBwd) {
       PointwiseValue(g, b, a, 0, 0, &r);  // x = b (the forward input), dy = a
     } else {
-      PointwiseValue(g, a, b, 0, index ? static_cast<double>(idx[g.axis]) : 0, &r);
+      PointwiseValue(g, a, b, 0, index ? static_cast<double>(idx[g.axis] + (index_base ? index_base[g.axis] : 0)) : 0, &r);
     }
     constexpr double kInt32Limit = 0x1p31;
     if (integer && (ea != 0 || eb != 0 || a != std::nearbyint(a) || b != std::nearbyint(b) ||
@@ -245,6 +246,37 @@ std::string EvalConv(const GraphOp& g, const std::vector<GraphTensor>& T, Values
 }
 
 }  // namespace
+
+uint64_t ConvFusionWorkingSet(const Op& op) {
+  const auto& T = op.graph_tensors;
+  int convs = 0;
+  for (const GraphOp& g : op.graph_ops) {
+    if (IsConv(g.type)) ++convs;
+    else if (g.type != kPointwise) return 0;
+  }
+  if (convs != 1 || op.graph_ops.size() < 2) return 0;
+  // Every tensor's (v, e) (16 bytes an element); the convolution's reference elements (ConvElement) and its operands'
+  // copies (values, and x's bounds); the largest output's captured values.
+  auto count = [&](int32_t i) {
+    if (i < 0 || static_cast<size_t>(i) >= T.size()) return uint64_t{0};
+    uint64_t n = 1;
+    for (int d = 0; d < T[static_cast<size_t>(i)].nb_dims; ++d) n *= static_cast<uint64_t>(std::max<int64_t>(0, T[static_cast<size_t>(i)].dims[d]));
+    return n;
+  };
+  std::vector<bool> seen(T.size(), false);
+  uint64_t bytes = 0, largest = 0;
+  for (const GraphOp& g : op.graph_ops) {
+    for (int r = 0; r < 6; ++r) {
+      const int32_t i = g.operands[r];
+      if (i < 0 || static_cast<size_t>(i) >= T.size() || seen[static_cast<size_t>(i)]) continue;
+      seen[static_cast<size_t>(i)] = true;
+      bytes += 16 * count(i);
+      largest = std::max(largest, count(i));
+    }
+    if (IsConv(g.type)) bytes += (sizeof(ConvElement) + 16) * (count(g.operands[0]) + count(g.operands[1]) + count(g.operands[2]));
+  }
+  return bytes + 8 * largest;
+}
 
 bool CheckConvFusion(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
   const auto& ops = op.graph_ops;

@@ -13,6 +13,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "gtest/gtest.h"
 #include "tests/support/scratch_dir.h"
@@ -208,6 +209,154 @@ void StreamBuilder::Raw(uint16_t type, const std::string& body, const std::strin
   std::string all = body + payload;
   ++pending_records_;
   writer_->Append(static_cast<format::RecordType>(type), all.data(), all.size());
+}
+
+void StreamBuilder::Graph(const Op& op) {
+  format::BackendGraphRecord g{};
+  g.seq = op.seq;
+  g.api = static_cast<uint16_t>(format::ApiId::kCudnnBackendExecute);
+  g.tensor_entry_bytes = sizeof(format::GraphTensor);
+  g.op_entry_bytes = sizeof(format::GraphOp);
+  g.tensor_count = static_cast<uint32_t>(op.graph_tensors.size());
+  g.op_count = static_cast<uint32_t>(op.graph_ops.size());
+  g.stream = 1;
+  std::string entries(reinterpret_cast<const char*>(op.graph_tensors.data()),
+                      op.graph_tensors.size() * sizeof(format::GraphTensor));
+  entries.append(reinterpret_cast<const char*>(op.graph_ops.data()), op.graph_ops.size() * sizeof(format::GraphOp));
+  g.payload_bytes = entries.size();
+  Raw(static_cast<uint16_t>(format::RecordType::kBackendGraph), std::string(reinterpret_cast<const char*>(&g), sizeof g),
+      entries);
+  ops_ = std::max(ops_, op.seq + 1);
+  for (const auto* side : {&op.graph_in, &op.graph_out})
+    for (const auto& [index, tensor] : *side) {
+      format::TensorRecord t{};
+      t.seq = op.seq;
+      t.slot = static_cast<uint8_t>(side == &op.graph_in ? format::TensorSlot::kGraphIn : format::TensorSlot::kGraphOut);
+      t.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFull);
+      t.dtype = tensor->meta.dtype;
+      t.index = index;
+      t.rows = tensor->meta.rows, t.cols = tensor->meta.cols, t.batch = tensor->meta.batch;
+      t.payload_bytes = tensor->data.size();
+      ++pending_records_;
+      ++tensors_;
+      writer_->Append(format::RecordType::kTensor, t, tensor->data.data(), tensor->data.size());
+    }
+}
+
+GraphBuilder::GraphBuilder() { op_.kind = OpKind::kGraph; }
+
+int32_t GraphBuilder::Tensor(int32_t type, std::vector<int64_t> dims, bool is_virtual, std::vector<int64_t> strides) {
+  format::GraphTensor t{};
+  t.uid = static_cast<int64_t>(op_.graph_tensors.size()) + 1;
+  t.data_type = type;
+  t.nb_dims = static_cast<uint8_t>(dims.size());
+  t.is_virtual = is_virtual;
+  if (strides.empty()) {
+    strides.assign(dims.size(), 1);
+    for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
+  }
+  std::copy(dims.begin(), dims.end(), t.dims);
+  std::copy(strides.begin(), strides.end(), t.strides);
+  op_.graph_tensors.push_back(t);
+  return static_cast<int32_t>(op_.graph_tensors.size()) - 1;
+}
+
+int32_t GraphBuilder::Scalar(double value) {
+  const int32_t i = Tensor(kCudnnFloat, {1, 1, 1, 1}, false);
+  op_.graph_tensors[static_cast<size_t>(i)].by_value = 1;
+  op_.graph_tensors[static_cast<size_t>(i)].value = value;
+  return i;
+}
+
+void GraphBuilder::Capture(int32_t i, bool after, const std::vector<double>& memory) {
+  const format::GraphTensor& t = op_.graph_tensors[static_cast<size_t>(i)];
+  const DType dt = t.data_type == kCudnnFloat  ? DType::kF32
+                   : t.data_type == kCudnnBf16 ? DType::kBF16
+                   : t.data_type == kCudnnHalf ? DType::kF16
+                                               : DType::kI32;
+  auto c = std::make_unique<analyzer::Tensor>();
+  c->meta.dtype = static_cast<uint8_t>(dt);
+  c->meta.rows = static_cast<int64_t>(memory.size());
+  c->meta.cols = c->meta.batch = 1;
+  c->data = Encode(dt, memory);
+  (after ? op_.graph_out : op_.graph_in)[static_cast<uint32_t>(i)] = std::move(c);
+}
+
+void GraphBuilder::Add(int32_t type, int32_t mode, std::vector<int32_t> operands, int64_t axis) {
+  format::GraphOp g{};
+  g.type = type, g.mode = mode, g.compute_type = kCudnnFloat, g.axis = axis;
+  for (int r = 0; r < 8; ++r) g.operands[r] = r < static_cast<int>(operands.size()) ? operands[static_cast<size_t>(r)] : -1;
+  op_.graph_ops.push_back(g);
+}
+
+Op CausalAttentionOp(uint64_t seq, int64_t b, int64_t h, int64_t s, int64_t d, uint64_t seed, int64_t fault) {
+  enum : int32_t { kAdd = 0, kMul = 1, kDiv = 6, kSub = 9, kExp = 13, kLog = 15, kCmpGe = 303, kGenIndex = 501,
+                   kSelect = 601, kRedAdd = 0, kRedMax = 3 };
+  const double scale = static_cast<float>(1 / std::sqrt(static_cast<double>(d)));
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd(0, 1);
+  std::vector<double> q(static_cast<size_t>(b * h * s * d)), k(q.size()), v(q.size()), o(q.size());
+  std::vector<double> stats(static_cast<size_t>(b * h * s));
+  for (auto* t : {&q, &k, &v})
+    for (double& x : *t) x = RoundTo(DType::kBF16, nd(rng));
+  // The FP64 reference, row by row (causal: key j visible from query i when j <= i).
+  std::vector<double> e(static_cast<size_t>(s));
+  for (int64_t bh = 0; bh < b * h; ++bh)
+    for (int64_t i = 0; i < s; ++i) {
+      double m = -HUGE_VAL, l = 0;
+      for (int64_t j = 0; j <= i; ++j) {
+        double dot = 0;
+        for (int64_t t = 0; t < d; ++t)
+          dot += q[static_cast<size_t>((bh * s + i) * d + t)] * k[static_cast<size_t>((bh * s + j) * d + t)];
+        e[static_cast<size_t>(j)] = scale * dot;
+        m = std::max(m, scale * dot);
+      }
+      for (int64_t j = 0; j <= i; ++j) l += (e[static_cast<size_t>(j)] = std::exp(e[static_cast<size_t>(j)] - m));
+      for (int64_t c = 0; c < d; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j <= i; ++j) acc += e[static_cast<size_t>(j)] / l * v[static_cast<size_t>((bh * s + j) * d + c)];
+        o[static_cast<size_t>((bh * s + i) * d + c)] = RoundTo(DType::kBF16, acc);
+      }
+      stats[static_cast<size_t>(bh * s + i)] = RoundTo(DType::kF32, m + std::log(l));
+    }
+  if (fault >= 0) {
+    double& x = o[static_cast<size_t>(fault)];
+    x = RoundTo(DType::kBF16, x + 0.5 + 0.1 * std::fabs(x));
+  }
+  GraphBuilder g;
+  const std::vector<int64_t> sc = {b, h, s, s}, row = {b, h, s, 1};
+  const int32_t qi = g.Tensor(kCudnnBf16, {b, h, s, d}, false);
+  const int32_t kt = g.Tensor(kCudnnBf16, {b, h, d, s}, false, {h * s * d, s * d, 1, d});  // Kᵀ: K's strides swapped
+  const int32_t vi = g.Tensor(kCudnnBf16, {b, h, s, d}, false), oi = g.Tensor(kCudnnBf16, {b, h, s, d}, false);
+  const int32_t st = g.Tensor(kCudnnFloat, row, false);
+  const int32_t sci = g.Scalar(scale), ninf = g.Scalar(-HUGE_VAL);
+  const int32_t s1 = g.Tensor(kCudnnFloat, sc), s2 = g.Tensor(kCudnnFloat, sc);
+  g.Matmul(qi, kt, s1);
+  g.Pointwise(kMul, s1, sci, s2);
+  const int32_t ri = g.Tensor(kCudnnInt32, sc), ci = g.Tensor(kCudnnInt32, sc), keep = g.Tensor(kCudnnBool, sc);
+  const int32_t s3 = g.Tensor(kCudnnFloat, sc);
+  g.Pointwise(kGenIndex, s2, -1, ri, -1, 2);
+  g.Pointwise(kGenIndex, s2, -1, ci, -1, 3);
+  g.Pointwise(kCmpGe, ri, ci, keep);
+  g.Pointwise(kSelect, s2, ninf, s3, keep);
+  const int32_t mx = g.Tensor(kCudnnFloat, row), sub = g.Tensor(kCudnnFloat, sc), ex = g.Tensor(kCudnnFloat, sc);
+  const int32_t sum = g.Tensor(kCudnnFloat, row), lg = g.Tensor(kCudnnFloat, row), p = g.Tensor(kCudnnBf16, sc);
+  g.Reduction(kRedMax, s3, mx);
+  g.Pointwise(kSub, s3, mx, sub);
+  g.Pointwise(kExp, sub, -1, ex);
+  g.Reduction(kRedAdd, ex, sum);
+  g.Pointwise(kLog, sum, -1, lg);
+  g.Pointwise(kAdd, mx, lg, st);
+  g.Pointwise(kDiv, ex, sum, p);
+  g.Matmul(p, vi, oi);
+  g.Capture(qi, false, q);
+  g.Capture(kt, false, k);
+  g.Capture(vi, false, v);
+  g.Capture(oi, true, o);
+  g.Capture(st, true, stats);
+  g.op().seq = seq;
+  g.op().api = static_cast<uint16_t>(format::ApiId::kCudnnBackendExecute);
+  return std::move(g.op());
 }
 
 format::GemmRecord GemmRec(uint64_t seq, int64_t m, int64_t n, int64_t k, DType ab, DType c, int32_t compute_type,
