@@ -11,9 +11,12 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "analyzer/graph_check.h"
+#include "analyzer/json.h"
+#include "analyzer/report.h"
 #include "analyzer/test_util.h"
 #include "gtest/gtest.h"
 
@@ -461,6 +464,25 @@ SdpaProblem PaddedProblem(std::mt19937_64* rng, const std::vector<double>& seq_q
   return p;
 }
 
+// The composite evaluated in slices of every size (one query row of one (batch, head) at a time, a few rows, whole
+// heads, the default) gives the report of the whole-tensor evaluation byte for byte (terminal text and JSON:
+// findings, their first and worst elements, tightness, counts, not-checked reasons); and slicing is real: a
+// one-row slice holds less than the whole evaluation.
+void ExpectSlicedIsWhole(const Op& op) {
+  auto text = [&](int64_t slice) {
+    CheckReport report;
+    EXPECT_TRUE(CheckCompositeAttention(0, op, &report, uint64_t{1} << 30, slice));
+    report.Finish();
+    std::ostringstream out;
+    PrintReport(report, out, 1000);
+    return out.str() + "\n" + ReportToJson(report);
+  };
+  const std::string whole = text(0);
+  for (const int64_t slice : {int64_t{1}, int64_t{5}, int64_t{23}, int64_t{64}, int64_t{1000}, kAttentionSliceScores})
+    EXPECT_EQ(text(slice), whole) << "slices of " << slice << " scores";
+  EXPECT_LT(AttentionWorkingSet(op, 1), AttentionWorkingSet(op, 0));
+}
+
 TEST(CompositeAttentionTest, PaddingAndCausalMasksCheckedPerBatch) {
   std::mt19937_64 rng(11);
   const std::vector<double> seq_q = {9, 4}, seq_kv = {6, 11};
@@ -481,6 +503,7 @@ TEST(CompositeAttentionTest, PaddingAndCausalMasksCheckedPerBatch) {
   p.o[static_cast<size_t>(((1 * p.h + 1) * p.s_q + 6) * p.d_v + 2)] = 1e6;
   CheckReport report;
   CheckGraphOp(0, PaddedCausalGraph(p, seq_q, seq_kv), &report, uint64_t{1} << 30);
+  ExpectSlicedIsWhole(PaddedCausalGraph(p, seq_q, seq_kv));
   ASSERT_EQ(report.findings().size(), 1u);
   EXPECT_EQ(report.findings()[0].check, "sdpa.replay");
   EXPECT_EQ(report.findings()[0].first.index, at);
@@ -501,6 +524,7 @@ TEST(CompositeAttentionTest, ScoresOutsideTheOverridesAreNotChecked) {
   CheckGraphOp(0, PaddedCausalGraph(p, seq_q, seq_kv, opt), &report, uint64_t{1} << 30);
   EXPECT_EQ(report.summary().checked_total(), 0u);
   EXPECT_EQ(report.summary().not_checked.at("cuDNN attention reads scores outside its matmul overrides"), 1u);
+  ExpectSlicedIsWhole(PaddedCausalGraph(p, seq_q, seq_kv, opt));
 }
 
 // cudnn-frontend's "Toy sdpa forward with dropout": an attention bias [b, 1, s_q, s_kv], a causal mask, then a
@@ -554,6 +578,7 @@ TEST(CompositeAttentionTest, CustomDropoutAndBiasChecked) {
   ASSERT_EQ(report.findings().size(), 1u);
   EXPECT_EQ(report.findings()[0].first.index, at);
   EXPECT_NE(report.findings()[0].detail.find("dropout mask"), std::string::npos);
+  ExpectSlicedIsWhole(PaddedCausalGraph(p, full_q, full_kv, opt));
   // RNG dropout: an RNG operation in the graph.
   Op rng_graph = PaddedCausalGraph(p, full_q, full_kv, opt);
   format::GraphOp r{};
@@ -644,6 +669,27 @@ TEST(CompositeAttentionTest, AlibiWithMaxAndSumExpChecked) {
   EXPECT_EQ(found.at("sdpa.replay"), at);
   EXPECT_EQ(found.at("sdpa.max"), row);
   EXPECT_EQ(found.at("sdpa.sum_exp"), row - 1);
+  ExpectSlicedIsWhole(PaddedCausalGraph(p, seq_q, seq_kv, opt));
+  opt.alibi = nullptr;  // judged without ALiBi: every row wrong, the same findings sliced
+  ExpectSlicedIsWhole(PaddedCausalGraph(p, seq_q, seq_kv, opt));
+}
+
+// A fault in the last slice (the last (batch, head), its last query rows) is found at its element; one in the
+// first row of the last (batch, head) too (GEN_INDEX sees each slice's true row index: the causal mask).
+TEST(CompositeAttentionTest, FaultInTheLastSliceFoundWhereItIs) {
+  const int64_t b = 2, h = 3, s = 300, d = 8;
+  for (const int64_t at : {b * h * s * d - 1, (b * h - 1) * s * d + 3}) {
+    CheckReport report;
+    CheckGraphOp(0, testing::CausalAttentionOp(0, b, h, s, d, 5, at), &report, uint64_t{1} << 30);
+    EXPECT_EQ(report.summary().not_checked_total(), 0u);
+    ASSERT_EQ(report.findings().size(), 1u);
+    EXPECT_EQ(report.findings()[0].check, "sdpa.replay");
+    EXPECT_EQ(report.findings()[0].first.index, static_cast<uint64_t>(at));
+    EXPECT_EQ(report.findings()[0].violations, 1u);
+  }
+  // 300 keys: 218 rows a slice at the default, so the last (batch, head) is two slices.
+  EXPECT_LT(AttentionWorkingSet(testing::CausalAttentionOp(0, b, h, s, d, 5), kAttentionSliceScores),
+            AttentionWorkingSet(testing::CausalAttentionOp(0, b, h, s, d, 5), 0) / 4);
 }
 
 // ---- convolution with a pointwise epilogue (conv.fused) --------------------------------------------------------

@@ -19,6 +19,7 @@
 #include "analyzer/blas.h"
 #include "analyzer/check.h"
 #include "analyzer/cli.h"
+#include "analyzer/graph_check.h"
 #include "analyzer/test_util.h"
 #include "store/crc32c.h"
 #include "gtest/gtest.h"
@@ -432,6 +433,36 @@ TEST(BudgetTest, TraceFarLargerThanTheMemoryLimitIsStreamed) {
       << tiny.out;
   EXPECT_EQ(Cli({"check", dir, "--memory-limit", "20X"}).rc, kExitError);
   EXPECT_EQ(Cli({"check", dir, "--memory-limit=1G"}).rc, kExitFindings);
+}
+
+// A cuDNN composite attention whose whole-tensor FP64 evaluation would need several times the memory limit (2M
+// scores, a dozen score-sized intermediates) is checked within it, in slices (graph_attention.cc), its peak
+// resident memory under the limit; at a limit below one slice's working set it is not checked, with the reason
+// (OpCost counts the slice, not only the payloads).
+TEST(BudgetTest, AttentionGraphCheckedWithinTheMemoryLimit) {
+  const std::string dir = testing::TempDir("budget_attention");
+  const int64_t b = 1, h = 2, s = 1024, d = 32;
+  const Op op = testing::CausalAttentionOp(0, b, h, s, d, 3);
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 1, "job", 1 << 20);
+    w.Graph(op);
+  }
+  const uint64_t limit_mib = 40;
+  const uint64_t whole = AttentionWorkingSet(op, 0), sliced = AttentionWorkingSet(op, kAttentionSliceScores);
+  printf("[ measured ] attention b=%lld h=%lld s=%lld d=%lld: working set %.1f MiB whole, %.1f MiB sliced\n",
+         static_cast<long long>(b), static_cast<long long>(h), static_cast<long long>(s), static_cast<long long>(d),
+         whole / 1048576.0, sliced / 1048576.0);
+  EXPECT_GT(whole, 4 * (limit_mib << 20)) << "whole-tensor evaluation would not fit the limit";
+  const std::string limit = std::to_string(limit_mib) + "M";
+  fflush(stdout);
+  const Measured m = RunBinary({"check", dir, "--threads", "1", "--memory-limit", limit});
+  printf("[ measured ] peak %.0f MiB at --memory-limit %s (%.2f s)\n", m.peak_mib, limit.c_str(), m.seconds);
+  EXPECT_EQ(m.rc, kExitClean) << "checked, clean";
+  EXPECT_LT(m.peak_mib, static_cast<double>(limit_mib));
+  // 4.7 MiB of payloads and their FP64 copies fit 12 MiB; with one slice's intermediates (10 MiB) they do not.
+  const CliRun tiny = Cli({"check", dir, "--memory-limit", "12M"});
+  EXPECT_EQ(tiny.rc, kExitIncomplete) << tiny.out;
+  EXPECT_NE(tiny.out.find("1 of 1 ops not checked: over the memory limit"), std::string::npos) << tiny.out;
 }
 
 // Out of memory (here: a 300 MiB address space for four 64 MiB tensors of ops) is exit 2 with one clear line,
