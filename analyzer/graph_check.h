@@ -14,7 +14,10 @@
 // graph from index operations and per-head slopes, each with its own error bound; a dropout mask and scale the
 // program supplies, multiplied into P after the softmax; Stats, or Max and Sum_exp, as outputs). The composite's middle operations are evaluated in FP64 on the reference
 // scores; the bound assumes they compute a masked, scaled softmax, which is verified on the reference for each row
-// (P ≥ 0, rows sum to 1 or 0) — a graph that fails this is not checked.
+// (P ≥ 0, rows sum to 1 or 0) — a graph that fails this is not checked. The composite is evaluated in slices (one
+// (batch, head) and a block of query rows, kAttentionSliceScores), so what it holds is one slice's intermediates,
+// not b·h·s_q·s_kv FP64 values per tensor (GraphWorkingSet: check.cc counts it against --memory-limit); its report
+// is the whole-tensor evaluation's.
 // Single-threaded, no I/O.
 #ifndef TTRACE_ANALYZER_GRAPH_CHECK_H_
 #define TTRACE_ANALYZER_GRAPH_CHECK_H_
