@@ -255,12 +255,14 @@ uint64_t ConvFusionWorkingSet(const Op& op) {
     else if (g.type != kPointwise) return 0;
   }
   if (convs != 1 || op.graph_ops.size() < 2) return 0;
-  // Every tensor's (v, e) (16 bytes an element); the convolution's reference elements (ConvElement) and its operands'
-  // copies (values, and x's bounds); the largest output's captured values.
+  // The (v, e) pairs of every tensor that is not a captured input (16 bytes an element: those of the inputs are
+  // OpCost's own 16), the convolution's reference elements (ConvElement) and its operands' copies (values, and x's
+  // bounds), the largest output's captured values.
   auto count = [&](int32_t i) {
     if (i < 0 || static_cast<size_t>(i) >= T.size()) return uint64_t{0};
     uint64_t n = 1;
-    for (int d = 0; d < T[static_cast<size_t>(i)].nb_dims; ++d) n *= static_cast<uint64_t>(std::max<int64_t>(0, T[static_cast<size_t>(i)].dims[d]));
+    for (int d = 0; d < T[static_cast<size_t>(i)].nb_dims; ++d)
+      n *= static_cast<uint64_t>(std::max<int64_t>(0, T[static_cast<size_t>(i)].dims[d]));
     return n;
   };
   std::vector<bool> seen(T.size(), false);
@@ -270,10 +272,14 @@ uint64_t ConvFusionWorkingSet(const Op& op) {
       const int32_t i = g.operands[r];
       if (i < 0 || static_cast<size_t>(i) >= T.size() || seen[static_cast<size_t>(i)]) continue;
       seen[static_cast<size_t>(i)] = true;
-      bytes += 16 * count(i);
+      if (op.graph_in.count(static_cast<uint32_t>(i)) == 0) bytes += 16 * count(i);
       largest = std::max(largest, count(i));
     }
-    if (IsConv(g.type)) bytes += (sizeof(ConvElement) + 16) * (count(g.operands[0]) + count(g.operands[1]) + count(g.operands[2]));
+    if (!IsConv(g.type)) continue;
+    const int out = g.type == kConvFwd ? 2 : g.type == kConvBwdData ? 0 : 1;
+    bytes += sizeof(ConvElement) * count(g.operands[out]);
+    for (int r = 0; r < 3; ++r)
+      if (r != out) bytes += 16 * count(g.operands[r]);
   }
   return bytes + 8 * largest;
 }

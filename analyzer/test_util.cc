@@ -359,6 +359,56 @@ Op CausalAttentionOp(uint64_t seq, int64_t b, int64_t h, int64_t s, int64_t d, u
   return std::move(g.op());
 }
 
+Op CsbrOp(uint64_t seq, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> nd(0, 1);
+  std::vector<double> x(static_cast<size_t>(n * c * h * w)), wt(static_cast<size_t>(k * c * 9));
+  std::vector<double> scale(static_cast<size_t>(k)), bias(static_cast<size_t>(k));
+  for (double& e : x) e = RoundTo(DType::kF16, nd(rng));
+  for (double& e : wt) e = RoundTo(DType::kF16, nd(rng) / 8);
+  for (double& e : scale) e = RoundTo(DType::kF32, 1 + nd(rng) / 4);
+  for (double& e : bias) e = RoundTo(DType::kF32, nd(rng) / 4);
+  std::vector<double> y(static_cast<size_t>(n * k * h * w));
+  for (int64_t ni = 0; ni < n; ++ni)
+    for (int64_t ki = 0; ki < k; ++ki)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < w; ++j) {
+          double acc = 0;
+          for (int64_t ci = 0; ci < c; ++ci)
+            for (int64_t a = 0; a < 3; ++a)
+              for (int64_t b = 0; b < 3; ++b) {
+                const int64_t ii = i - 1 + a, jj = j - 1 + b;
+                if (ii < 0 || ii >= h || jj < 0 || jj >= w) continue;
+                acc += x[static_cast<size_t>(((ni * c + ci) * h + ii) * w + jj)] *
+                       wt[static_cast<size_t>(((ki * c + ci) * 3 + a) * 3 + b)];
+              }
+          y[static_cast<size_t>(((ni * k + ki) * h + i) * w + j)] =
+              RoundTo(DType::kF16, std::max(0.0, acc * scale[static_cast<size_t>(ki)] + bias[static_cast<size_t>(ki)]));
+        }
+  GraphBuilder g;
+  const int32_t xi = g.Tensor(kCudnnHalf, {n, c, h, w}, false);
+  const int32_t wi = g.Tensor(kCudnnHalf, {k, c, 3, 3}, false);
+  const int32_t conv = g.Tensor(kCudnnFloat, {n, k, h, w});
+  const int32_t sc = g.Tensor(kCudnnFloat, {1, k, 1, 1}, false), bi = g.Tensor(kCudnnFloat, {1, k, 1, 1}, false);
+  const int32_t t1 = g.Tensor(kCudnnFloat, {n, k, h, w}), t2 = g.Tensor(kCudnnFloat, {n, k, h, w});
+  const int32_t yi = g.Tensor(kCudnnHalf, {n, k, h, w}, false);
+  g.Add(10, 1, {xi, wi, conv});  // CONVOLUTION_FORWARD, cross-correlation
+  format::GraphOp& cg = g.op().graph_ops.back();
+  cg.compute_type = kCudnnFloat, cg.spatial = 2, cg.alpha = 1;
+  for (int d = 0; d < 2; ++d) cg.pre_pad[d] = cg.post_pad[d] = 1, cg.stride[d] = cg.dilation[d] = 1;
+  g.Pointwise(1, conv, sc, t1);    // MUL
+  g.Pointwise(0, t1, bi, t2);      // ADD
+  g.Pointwise(100, t2, -1, yi);    // RELU_FWD
+  g.Capture(xi, false, x);
+  g.Capture(wi, false, wt);
+  g.Capture(sc, false, scale);
+  g.Capture(bi, false, bias);
+  g.Capture(yi, true, y);
+  g.op().seq = seq;
+  g.op().api = static_cast<uint16_t>(format::ApiId::kCudnnBackendExecute);
+  return std::move(g.op());
+}
+
 format::GemmRecord GemmRec(uint64_t seq, int64_t m, int64_t n, int64_t k, DType ab, DType c, int32_t compute_type,
                            double alpha, double beta) {
   format::GemmRecord g{};

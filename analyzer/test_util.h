@@ -108,6 +108,11 @@ class GraphBuilder {
 // `fault` >= 0: O's element of that index off by 0.5 + 10%.
 Op CausalAttentionOp(uint64_t seq, int64_t b, int64_t h, int64_t s, int64_t d, uint64_t seed, int64_t fault = -1);
 
+// cudnn-frontend's CSBR (conv.fused): y = relu(conv3x3(x, w)·scale + bias), pad 1, FP16 x [n, c, h, w], w
+// [k, c, 3, 3] and y, FP32 scale and bias [1, k, 1, 1], virtual FP32 intermediates; random inputs, y the FP64
+// reference rounded to FP16.
+Op CsbrOp(uint64_t seq, int64_t n, int64_t c, int64_t h, int64_t w, int64_t k);
+
 }  // namespace ttrace::analyzer::testing
 
 #endif  // TTRACE_ANALYZER_TEST_UTIL_H_

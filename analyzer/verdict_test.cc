@@ -465,6 +465,30 @@ TEST(BudgetTest, AttentionGraphCheckedWithinTheMemoryLimit) {
   EXPECT_NE(tiny.out.find("1 of 1 ops not checked: over the memory limit"), std::string::npos) << tiny.out;
 }
 
+// What `ttrace check` estimates a cuDNN graph needs (OpCost, said when over the limit) covers what checking it
+// holds: conv.fused (CSBR, 0.5M outputs: its virtual intermediates and the convolution's reference, several times
+// its payloads) and the composite attention (one slice), each checked clean at a limit just above the estimate, its
+// peak under the estimate plus 20 MiB for the process itself.
+TEST(BudgetTest, GraphCostCoversItsPeak) {
+  for (const bool conv : {true, false}) {
+    const std::string dir = testing::TempDir("budget_graph");
+    {
+      StreamBuilder w(Rank(dir, 0), 0, 1, "job", 1 << 20);
+      w.Graph(conv ? testing::CsbrOp(0, 8, 16, 64, 64, 16) : testing::CausalAttentionOp(0, 1, 2, 1024, 32, 3));
+    }
+    const CliRun probe = Cli({"check", dir, "--memory-limit", "1K"});
+    const size_t at = probe.out.find("needs about ");
+    ASSERT_NE(at, std::string::npos) << probe.out;
+    const long estimate_mib = std::stol(probe.out.substr(at + 12));
+    fflush(stdout);
+    const Measured m = RunBinary({"check", dir, "--threads", "1", "--memory-limit", std::to_string(estimate_mib + 1) + "M"});
+    printf("[ measured ] %s: estimated %ld MiB, peak %.0f MiB (%.2f s)\n", conv ? "conv.fused" : "attention",
+           estimate_mib, m.peak_mib, m.seconds);
+    EXPECT_EQ(m.rc, kExitClean) << "checked, clean";
+    EXPECT_LT(m.peak_mib, static_cast<double>(estimate_mib) + 20);
+  }
+}
+
 // Out of memory (here: a 300 MiB address space for four 64 MiB tensors of ops) is exit 2 with one clear line,
 // never an abort.
 TEST(BudgetTest, OutOfMemoryIsExitTwo) {
