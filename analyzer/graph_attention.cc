@@ -382,30 +382,29 @@ SlicePlan PlanSlices(const Op& op, const GraphOp* m1, const GraphOp* m2, int64_t
   return plan;
 }
 
-// The boxes of a plan, in the order of the rows they hold: each with its first row (b·h·s_q numbering) and count.
+// The boxes of a plan, in the order of the rows they hold: their count, and box k with its first row (b·h·s_q
+// numbering) and row count.
 struct PlannedBox {
   Box box;
   int64_t row0, rows;
 };
-std::vector<PlannedBox> Boxes(const SlicePlan& plan) {
-  std::vector<PlannedBox> out;
+int64_t BoxCount(const SlicePlan& plan) {
   const int64_t* f = plan.full;
+  return plan.sliced ? f[0] * f[1] * ((f[2] + plan.rows - 1) / plan.rows) : 1;
+}
+PlannedBox BoxAt(const SlicePlan& plan, int64_t k) {
+  const int64_t* f = plan.full;
+  PlannedBox b{};
   if (!plan.sliced) {
-    PlannedBox whole{};
-    std::copy(f, f + 4, whole.box.n);
-    whole.row0 = 0, whole.rows = f[0] * f[1] * f[2];
-    out.push_back(whole);
-    return out;
+    std::copy(f, f + 4, b.box.n);
+    b.row0 = 0, b.rows = f[0] * f[1] * f[2];
+    return b;
   }
-  for (int64_t bh = 0; bh < f[0] * f[1]; ++bh)
-    for (int64_t i0 = 0; i0 < f[2]; i0 += plan.rows) {
-      PlannedBox b{};
-      b.box.lo[0] = bh / f[1], b.box.lo[1] = bh % f[1], b.box.lo[2] = i0;
-      b.box.n[0] = b.box.n[1] = 1, b.box.n[2] = std::min(plan.rows, f[2] - i0), b.box.n[3] = f[3];
-      b.row0 = bh * f[2] + i0, b.rows = b.box.n[2];
-      out.push_back(b);
-    }
-  return out;
+  const int64_t per_head = (f[2] + plan.rows - 1) / plan.rows, bh = k / per_head, i0 = k % per_head * plan.rows;
+  b.box.lo[0] = bh / f[1], b.box.lo[1] = bh % f[1], b.box.lo[2] = i0;
+  b.box.n[0] = b.box.n[1] = 1, b.box.n[2] = std::min(plan.rows, f[2] - i0), b.box.n[3] = f[3];
+  b.row0 = bh * f[2] + i0, b.rows = b.box.n[2];
+  return b;
 }
 
 // Tensor t's slice in `box` (dims of extent 1 broadcast and stay; packed row-major).
@@ -440,9 +439,8 @@ std::vector<double> Extract(const std::vector<double>& whole, const GraphTensor&
 // problem the summaries and flags (40).
 uint64_t BoxBytes(const Op& op, const GraphOp* m1, const GraphOp* m2, const SlicePlan& plan) {
   const auto& T = op.graph_tensors;
-  const std::vector<PlannedBox> boxes = Boxes(plan);
-  if (boxes.empty()) return 0;
-  const Box& box = boxes[0].box;
+  if (BoxCount(plan) == 0) return 0;
+  const Box box = BoxAt(plan, 0).box;
   std::set<int32_t> seen, dep;
   std::vector<const GraphOp*> order;
   bool stuck;
@@ -590,7 +588,7 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
   // One box: its slice of every tensor, the scores, the middle operations, then the same verification and
   // comparisons as over the whole tensors, for the box's rows. "" or the not-checked reason.
   const SlicePlan plan = PlanSlices(op, m1, m2, slice_scores);
-  const std::vector<PlannedBox> boxes = Boxes(plan);
+  const int64_t boxes = BoxCount(plan);
   auto check_box = [&](const PlannedBox& pb) -> std::string {
     const Box& box = pb.box;
     std::vector<GraphTensor> sliced;
@@ -600,7 +598,7 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
     }
     const std::vector<GraphTensor>& Ts = plan.sliced ? sliced : T;
     Values v;
-    if (boxes.size() == 1) {
+    if (boxes == 1) {
       v = std::move(whole);
     } else {
       for (const auto& [i, values] : whole)
@@ -749,8 +747,8 @@ bool CheckCompositeAttention(int rank, const Op& op, CheckReport* report, uint64
     ReplaySdpaRows(p, pb.row0, pb.row0 + pb.rows, &compared, &summaries[static_cast<size_t>(pb.row0)]);
     return "";
   };
-  for (const PlannedBox& pb : boxes) {
-    const std::string box_why = check_box(pb);
+  for (int64_t k = 0; k < boxes; ++k) {
+    const std::string box_why = check_box(BoxAt(plan, k));
     if (!box_why.empty()) return report->AddNotChecked(box_why), true;
   }
   // Each extra output is Stats, Max or Sum_exp (the first that fits every row), FP32 [b, h, s_q, 1], at most one
