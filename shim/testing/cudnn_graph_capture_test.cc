@@ -10,11 +10,14 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "analyzer/check.h"
 #include "analyzer/graph_check.h"
+#include "analyzer/json.h"
+#include "analyzer/report.h"
 #include "analyzer/trace_model.h"
 #include "gtest/gtest.h"
 #include "shim/testing/process.h"
@@ -88,6 +91,22 @@ const analyzer::Tensor* Captured(const analyzer::Op& op, uint8_t slot, int64_t u
     return it == map.end() ? nullptr : it->second.get();
   }
   return nullptr;
+}
+
+// A composite attention checked in slices (one query row at a time, a few rows, the default) gives the report of
+// the whole-tensor evaluation byte for byte (graph_attention.cc).
+void ExpectSlicedIsWhole(const analyzer::Op& op) {
+  auto text = [&](int64_t slice) {
+    analyzer::CheckReport report;
+    EXPECT_TRUE(analyzer::CheckCompositeAttention(0, op, &report, uint64_t{1} << 30, slice));
+    report.Finish();
+    std::ostringstream out;
+    analyzer::PrintReport(report, out, 1000);
+    return out.str() + "\n" + analyzer::ReportToJson(report);
+  };
+  const std::string whole = text(0);
+  for (const int64_t slice : {int64_t{1}, int64_t{9}, analyzer::kAttentionSliceScores})
+    EXPECT_EQ(text(slice), whole) << "slices of " << slice << " scores";
 }
 
 TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
@@ -194,6 +213,7 @@ TEST(CudnnGraphCaptureTest, GraphsRecordedCapturedAndCheckedClean) {
       bytes = saved;
     }
   }
+  for (const size_t seq : {2, 3, 7, 9}) ExpectSlicedIsWhole(ops[seq]);  // the composite attentions
   const Traced bare = RunGraphs(scratch, "bare", {}, /*shim=*/false);
   ASSERT_EQ(bare.dumped.size(), run.dumped.size());
   for (size_t i = 0; i < run.dumped.size(); ++i) EXPECT_EQ(bare.dumped[i].bytes, run.dumped[i].bytes) << i;
@@ -289,6 +309,7 @@ TEST(CudnnGraphCaptureTest, SinkAttentionRecordedAndChecked) {
   analyzer::CheckReport moved;
   analyzer::CheckGraphOp(0, ops[0], &moved, uint64_t{1} << 30);
   ASSERT_GE(moved.findings().size(), 1u);
+  ExpectSlicedIsWhole(ops[0]);
   const Traced bare = RunGraphs(scratch, "sink_bare", {}, /*shim=*/false, false, true);
   ASSERT_EQ(bare.dumped.size(), run.dumped.size());
   for (size_t i = 0; i < run.dumped.size(); ++i) EXPECT_EQ(bare.dumped[i].bytes, run.dumped[i].bytes) << i;
@@ -304,6 +325,8 @@ TEST(CudnnGraphCaptureTest, SinkAttentionRecordedAndChecked) {
   ASSERT_EQ(fr.findings().size(), 1u);
   EXPECT_EQ(fr.findings()[0].check, "sdpa.replay");
   EXPECT_EQ(fr.findings()[0].first.index, 50u);
+  ExpectSlicedIsWhole(run.trace.ranks[0].ops[0]);
+  ExpectSlicedIsWhole(f.trace.ranks[0].ops[0]);
 }
 
 // cudnn-frontend's paged attention (the workload's --paged: seq 3's padded causal composite with K and V in shuffled
