@@ -387,7 +387,9 @@ TEST(CudnnGraphCaptureTest, PagedAttentionRecordedAndChecked) {
     EXPECT_EQ(past.findings().size(), 0u);
     EXPECT_EQ(past.summary().not_checked.count("cuDNN paged attention keeps keys past its paged cache load's lengths"),
               1u);
+    ExpectSlicedIsWhole(shorter);
   }
+  ExpectSlicedIsWhole(ops[0]);
   const Traced bare = RunGraphs(scratch, "paged_bare", {}, /*shim=*/false, false, false, true);
   ASSERT_EQ(bare.dumped.size(), run.dumped.size());
   for (size_t i = 0; i < run.dumped.size(); ++i) EXPECT_EQ(bare.dumped[i].bytes, run.dumped[i].bytes) << i;
@@ -404,6 +406,7 @@ TEST(CudnnGraphCaptureTest, PagedAttentionRecordedAndChecked) {
   ASSERT_EQ(fr.findings().size(), 1u);
   EXPECT_EQ(fr.findings()[0].check, "sdpa.replay");
   EXPECT_EQ(fr.findings()[0].first.index, 115u);
+  ExpectSlicedIsWhole(f.trace.ranks[0].ops[0]);
   // K's page table (uid 12): batch 0's first block pointed at another block, then outside the container.
   for (size_t i = 0; i < ops[0].graph_tensors.size(); ++i) {
     if (ops[0].graph_tensors[i].uid != 12) continue;
@@ -415,6 +418,7 @@ TEST(CudnnGraphCaptureTest, PagedAttentionRecordedAndChecked) {
     analyzer::CheckReport moved;
     analyzer::CheckGraphOp(0, ops[0], &moved, uint64_t{1} << 30);
     EXPECT_GE(moved.findings().size(), 1u);
+    ExpectSlicedIsWhole(ops[0]);
     page = 12;
     memcpy(&bytes[0], &page, 4);
     analyzer::CheckReport outside;
