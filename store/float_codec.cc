@@ -1,7 +1,8 @@
 // Why this shape: zstd's entropy stage works on literals it finds after match search, and tensor bytes have few
 // matches, so most of its time goes into finding none; the byte shuffle helps it see the exponent bytes' skew but
 // zstd-1 still lands ~3% short of their entropy. Splitting by plane and Huffman-coding the planes that are skewed
-// costs two passes over each block (histogram, code) and reaches the entropy within the Huffman redundancy. Four
+// costs a pass over each block to code it (its histogram is sampled: a quarter of the block, read-modify-writes
+// being what a histogram costs) and reaches the entropy within the Huffman redundancy. Four
 // interleaved bit streams per plane keep the encoder's and decoder's dependency chains (bit position, table
 // lookup) four wide. Code lengths are limited to 12 bits so a decoder table is 8 KiB and four symbols fit in one
 // 64-bit refill. Blocks of 2^16 elements keep a block's working set in L2 and adapt the code along a tensor.
@@ -286,90 +287,86 @@ void MergePlanes(const uint8_t* const* lower, const uint8_t* top, size_t n, uint
 }
 
 // ---- encoder ----------------------------------------------------------------------------------------------------
+//
+// A plane is planned from its exact byte range and a sampled histogram, then coded into a scratch region of bounded
+// streams, so each stream's exact size is known only after coding; the header and the streams are then written to
+// the plane's place, or the plane is stored raw when the code turned out no smaller (the sample can mislead).
 
-// Per-stream histograms of a plane's n bytes. Two counters per symbol and stream, for even and odd positions: an
-// increment waits for the previous one of the same counter (store to load), and a skewed plane repeats its
-// commonest byte a third of the time, so alternating tables halves that chain.
-void Histograms(const uint8_t* sym, size_t n, uint32_t hist[kStreams][256]) {
-  uint32_t odd[kStreams][256];
-  memset(hist, 0, sizeof(uint32_t) * kStreams * 256);
-  memset(odd, 0, sizeof odd);
-  size_t b[kStreams], e[kStreams];
-  for (int s = 0; s < kStreams; ++s) StreamRange(n, s, &b[s], &e[s]);
-  const size_t common = e[kStreams - 1] - b[kStreams - 1];
-  const uint8_t *s0 = sym + b[0], *s1 = sym + b[1], *s2 = sym + b[2], *s3 = sym + b[3];
+// Planes of at most this many bytes are histogrammed exactly (their code is the one of the full histogram); larger
+// ones from a sample of one kSampleChunk-byte chunk out of every kSampleGroup bytes (a quarter: sampling half of
+// them measured no better ratio on any row).
+constexpr size_t kExactHistogramBytes = 4096;
+constexpr size_t kSampleChunk = 16, kSampleGroup = 64;
+// A sampled code of at most this many bytes is a narrow one: see WritePlane.
+constexpr int kNarrowCode = 48;
+
+// The smallest and largest byte of sym[0, n), n >= 1.
+void ByteRange(const uint8_t* sym, size_t n, int* lo, int* hi) {
+  uint8_t mn = 0xff, mx = 0;
   size_t i = 0;
-  for (; i + 4 <= common; i += 4) {
-#pragma GCC unroll 2
-    for (size_t k = i; k < i + 4; k += 2) {
-      ++hist[0][s0[k]];
-      ++hist[1][s1[k]];
-      ++hist[2][s2[k]];
-      ++hist[3][s3[k]];
-      ++odd[0][s0[k + 1]];
-      ++odd[1][s1[k + 1]];
-      ++odd[2][s2[k + 1]];
-      ++odd[3][s3[k + 1]];
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+  if (n >= 64) {
+    __m128i a = LoadV(sym), b = a, c = a, d = a, ma = a, mb = a, mc = a, md = a;
+    for (; i + 64 <= n; i += 64) {
+      const __m128i x0 = LoadV(sym + i), x1 = LoadV(sym + i + 16), x2 = LoadV(sym + i + 32), x3 = LoadV(sym + i + 48);
+      a = _mm_min_epu8(a, x0), b = _mm_min_epu8(b, x1), c = _mm_min_epu8(c, x2), d = _mm_min_epu8(d, x3);
+      ma = _mm_max_epu8(ma, x0), mb = _mm_max_epu8(mb, x1), mc = _mm_max_epu8(mc, x2), md = _mm_max_epu8(md, x3);
     }
+    alignas(16) uint8_t lo_v[16], hi_v[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(lo_v), _mm_min_epu8(_mm_min_epu8(a, b), _mm_min_epu8(c, d)));
+    _mm_store_si128(reinterpret_cast<__m128i*>(hi_v), _mm_max_epu8(_mm_max_epu8(ma, mb), _mm_max_epu8(mc, md)));
+    for (int k = 0; k < 16; ++k) mn = std::min(mn, lo_v[k]), mx = std::max(mx, hi_v[k]);
   }
-  for (int s = 0; s < kStreams; ++s) {
-    for (size_t k = b[s] + i; k < e[s]; ++k) ++hist[s][sym[k]];
-    for (int c = 0; c < 256; ++c) hist[s][c] += odd[s][c];
-  }
+#endif
+  for (; i < n; ++i) mn = std::min(mn, sym[i]), mx = std::max(mx, sym[i]);
+  *lo = mn;
+  *hi = mx;
 }
 
-// How one plane of a block will be stored.
-struct PlanePlan {
-  PlaneMode mode = kRaw;
-  int lo = 0, hi = 0;          // kConst: lo is the byte
-  uint8_t len[256];            // kHuffman
-  uint32_t bytes[kStreams];    // kHuffman: each stream's size
-  size_t total = 0;            // bytes of the plane, mode byte included
-};
+// The histogram f of sym[0, n) (n <= kExactHistogramBytes) or of a sample of it: from each group of kSampleGroup
+// bytes one chunk of kSampleChunk, at an offset that varies from group to group (a hash of the group's index), so a
+// tensor whose rows or columns repeat with a period of 64 or 128 elements is not sampled at one phase of it. Returns
+// the bytes counted. Four tables, summed after, so a repeated byte's increments do not wait on each other.
+size_t SampleHistogram(const uint8_t* sym, size_t n, bool exact, uint32_t f[256]) {
+  uint32_t t[4][256];
+  memset(t, 0, sizeof t);
+  size_t count = 0;
+  if (exact || n <= kExactHistogramBytes) {
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) ++t[0][sym[i]], ++t[1][sym[i + 1]], ++t[2][sym[i + 2]], ++t[3][sym[i + 3]];
+    for (; i < n; ++i) ++t[0][sym[i]];
+    count = n;
+  } else {
+    constexpr uint32_t kPhases = kSampleGroup / kSampleChunk;
+    const size_t groups = n / kSampleGroup;
+    for (size_t g = 0; g < groups; ++g) {
+      static_assert(kPhases == 4, "the phase is the hash's top 2 bits");
+      const uint32_t phase = (static_cast<uint32_t>(g) * 0x9e3779b1u) >> 30;
+      const uint8_t* c = sym + g * kSampleGroup + phase * kSampleChunk;
+#pragma GCC unroll 4
+      for (size_t k = 0; k < kSampleChunk; k += 4) ++t[0][c[k]], ++t[1][c[k + 1]], ++t[2][c[k + 2]], ++t[3][c[k + 3]];
+    }
+    count = groups * kSampleChunk;
+  }
+  for (int s = 0; s < 256; ++s) f[s] = t[0][s] + t[1][s] + t[2][s] + t[3][s];
+  return count;
+}
 
-// The smallest of raw, constant and Huffman for a plane's n bytes, from its exact histogram.
-void PlanPlane(const uint8_t* sym, size_t n, PlanePlan* pp) {
-  pp->mode = kRaw;
-  pp->total = 1 + n;
-  if (n == 0) return;
-  uint32_t hist[kStreams][256];
-  Histograms(sym, n, hist);
-  uint32_t f[256];
-  int used = 0, lo = 256, hi = -1;
-  for (int s = 0; s < 256; ++s) {
-    f[s] = hist[0][s] + hist[1][s] + hist[2][s] + hist[3][s];
-    if (f[s]) ++used, lo = std::min(lo, s), hi = s;
-  }
-  if (used == 1) {
-    pp->mode = kConst;
-    pp->lo = lo;
-    pp->total = 2;
-    return;
-  }
-  BuildLengths(f, pp->len);
-  size_t total = 3 + static_cast<size_t>(hi - lo + 2) / 2 + 4 * kStreams;
-  for (int s = 0; s < kStreams; ++s) {
-    uint64_t bits = 0;
-    for (int c = lo; c <= hi; ++c) bits += static_cast<uint64_t>(hist[s][c]) * pp->len[c];
-    pp->bytes[s] = static_cast<uint32_t>((bits + 7) / 8);
-    total += pp->bytes[s];
-  }
-  if (total < 1 + n) {
-    pp->mode = kHuffman;
-    pp->lo = lo;
-    pp->hi = hi;
-    pp->total = total;
-  }
+// Sets present[b] for every byte b of sym[0, n).
+void MarkPresent(const uint8_t* sym, size_t n, uint8_t present[256]) {
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) present[sym[i]] = present[sym[i + 1]] = present[sym[i + 2]] = present[sym[i + 3]] = 1;
+  for (; i < n; ++i) present[sym[i]] = 1;
 }
 
 // A Huffman plane's header (mode, range, lengths, stream sizes); returns where its streams start.
-uint8_t* WriteHuffmanHeader(const PlanePlan& pp, uint8_t* o) {
+uint8_t* WriteHuffmanHeader(int lo, int hi, const uint8_t len[256], const uint32_t bytes[kStreams], uint8_t* o) {
   *o++ = kHuffman;
-  *o++ = static_cast<uint8_t>(pp.lo);
-  *o++ = static_cast<uint8_t>(pp.hi);
-  for (int a = pp.lo; a <= pp.hi; a += 2) *o++ = static_cast<uint8_t>(pp.len[a] | (a + 1 <= pp.hi ? pp.len[a + 1] << 4 : 0));
-  for (uint32_t b : pp.bytes) {
-    memcpy(o, &b, 4);
+  *o++ = static_cast<uint8_t>(lo);
+  *o++ = static_cast<uint8_t>(hi);
+  for (int a = lo; a <= hi; a += 2) *o++ = static_cast<uint8_t>(len[a] | (a + 1 <= hi ? len[a + 1] << 4 : 0));
+  for (int s = 0; s < kStreams; ++s) {
+    memcpy(o, &bytes[s], 4);
     o += 4;
   }
   return o;
@@ -423,28 +420,31 @@ __attribute__((always_inline)) inline void EncodeTwo(const uint64_t* entry, cons
   *wb = {a1, n1, o1};
 }
 
-// Codes a plane's n bytes into its four streams. 8-byte stores happen only while they stay inside their own stream
-// (so no stream overwrites its neighbour's first bytes), the rest byte by byte.
-__attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym, size_t n, const PlanePlan& pp,
-                                                             uint8_t* data) {
+// Bytes of scratch a stream of a plane of n bytes may take: its symbols at kMaxLen bits, and room for the last
+// 8-byte store.
+constexpr size_t StreamRegion(size_t n) { return ((n + kStreams - 1) / kStreams * kMaxLen + 7) / 8 + 8; }
+
+// Codes a plane's n bytes into its four streams, stream s at region + s * StreamRegion(n); sets each stream's size.
+// 8-byte stores happen only while they stay inside their region, the rest byte by byte.
+__attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym, size_t n, const uint8_t len[256],
+                                                             uint8_t* region, uint32_t bytes[kStreams]) {
   uint64_t entry[256];
   {
     uint16_t code16[256];
-    CanonicalCodes(pp.len, code16);
-    for (int s = 0; s < 256; ++s)
-      entry[s] = pp.len[s] ? static_cast<uint64_t>(code16[s]) << (64 - pp.len[s]) | pp.len[s] : 0;
+    CanonicalCodes(len, code16);
+    for (int s = 0; s < 256; ++s) entry[s] = len[s] ? static_cast<uint64_t>(code16[s]) << (64 - len[s]) | len[s] : 0;
   }
   size_t b[kStreams], e[kStreams];
   for (int s = 0; s < kStreams; ++s) StreamRange(n, s, &b[s], &e[s]);
   BitWriter w[kStreams];
-  uint8_t* end[kStreams];
+  uint8_t *start[kStreams], *end[kStreams];
   for (int s = 0; s < kStreams; ++s) {
-    w[s].o = data;
-    end[s] = data += pp.bytes[s];
+    w[s].o = start[s] = region + s * StreamRegion(n);
+    end[s] = start[s] + StreamRegion(n);
   }
   const size_t common = e[3] - b[3];
   // A round (four symbols) advances a stream by at most 6 bytes, so the rounds that keep every 8-byte store inside
-  // its stream are counted once per batch, not checked per round.
+  // its region are counted once per batch, not checked per round.
   auto room = [](const uint8_t* o, const uint8_t* stop) {
     return o + 8 <= stop ? static_cast<size_t>(stop - o - 8) / 6 + 1 : 0;
   };
@@ -467,28 +467,32 @@ __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym,
       for (bits &= 63; bits >= 8; bits -= 8) *o++ = static_cast<uint8_t>(acc >> (64 - bits));
     }
     if (bits) *o++ = static_cast<uint8_t>(acc >> (64 - bits));
+    bytes[s] = static_cast<uint32_t>(o - start[s]);
   }
 }
 
 #ifdef TTRACE_FLOAT_CODEC_SSE2
 // With BMI2 a variable shift is one instruction on any register (shlx) instead of three micro-ops through cl, which
 // also frees cl for the register allocator: the same code compiled for it, chosen at run time.
-__attribute__((target("bmi2"))) void EncodeStreamsBmi2(const uint8_t* sym, size_t n, const PlanePlan& pp,
-                                                       uint8_t* data) {
-  EncodeStreamsBody(sym, n, pp, data);
+__attribute__((target("bmi2"))) void EncodeStreamsBmi2(const uint8_t* sym, size_t n, const uint8_t len[256],
+                                                       uint8_t* region, uint32_t bytes[kStreams]) {
+  EncodeStreamsBody(sym, n, len, region, bytes);
 }
 const bool kHaveBmi2 = __builtin_cpu_supports("bmi2");
 #endif
 
-void EncodeStreams(const uint8_t* sym, size_t n, const PlanePlan& pp, uint8_t* data) {
+void EncodeStreams(const uint8_t* sym, size_t n, const uint8_t len[256], uint8_t* region, uint32_t bytes[kStreams]) {
 #ifdef TTRACE_FLOAT_CODEC_SSE2
-  if (kHaveBmi2) return EncodeStreamsBmi2(sym, n, pp, data);
+  if (kHaveBmi2) return EncodeStreamsBmi2(sym, n, len, region, bytes);
 #endif
-  EncodeStreamsBody(sym, n, pp, data);
+  EncodeStreamsBody(sym, n, len, region, bytes);
 }
 
-// Is a lower plane skewed enough to be worth a full histogram? A Huffman code of a sample, 1/16 saved or one value.
-bool WorthCoding(const uint8_t* sym, size_t n) {
+// How a lower plane is histogrammed, from a sample of it: not at all (stored raw: a Huffman code of the sample saves
+// less than 1/16, or one value), exactly (a code saves less than 1/4: with so little skew, a sampled histogram's noise
+// costs a tenth of the gain), or from a sample.
+enum class LowerPlan { kRaw, kExact, kSampled };
+LowerPlan PlanLower(const uint8_t* sym, size_t n) {
   uint32_t f[256] = {};
   const size_t step = std::max<size_t>(1, n / kSample);
   size_t count = 0;
@@ -499,66 +503,103 @@ bool WorthCoding(const uint8_t* sym, size_t n) {
     used += x != 0;
     if (x) entropy_bits -= x * std::log2(static_cast<double>(x) / static_cast<double>(count));
   }
-  if (used < 2) return true;
-  if (entropy_bits * 16 > static_cast<double>(count) * 8 * 15 * (1 + 1e-9)) return false;
+  if (used < 2) return LowerPlan::kSampled;
+  if (entropy_bits * 16 > static_cast<double>(count) * 8 * 15 * (1 + 1e-9)) return LowerPlan::kRaw;
   uint8_t len[256];
   BuildLengths(f, len);
   uint64_t bits = 0;
   for (int s = 0; s < 256; ++s) bits += static_cast<uint64_t>(f[s]) * len[s];
-  return bits * 16 <= count * 8 * 15;
+  if (bits * 16 > count * 8 * 15) return LowerPlan::kRaw;
+  return bits * 4 > count * 8 * 3 ? LowerPlan::kExact : LowerPlan::kSampled;
 }
 
-// One plane's n bytes as planned; returns the bytes written (pp.total).
-size_t WritePlane(const uint8_t* sym, size_t n, const PlanePlan& pp, uint8_t* out) {
-  if (pp.mode == kConst) {
-    out[0] = kConst;
-    out[1] = static_cast<uint8_t>(pp.lo);
-  } else if (pp.mode == kHuffman) {
-    EncodeStreams(sym, n, pp, WriteHuffmanHeader(pp, out));
-  } else {
+// Writes a plane's n bytes at `out` as the smallest of raw, constant and Huffman (raw unless `try_code`); returns
+// the bytes written, at most 1 + n. `sym` is either outside [out, out + 1 + n) or at or after out + 1 (a lower
+// plane in its raw place: a raw plane moves down, and a coded one is read before it is written over). `streams`
+// holds kStreams * StreamRegion(n) bytes. The code is built from the plane's exact range and its sampled histogram,
+// every byte of the range the sample missed counted once (so every byte that occurs has a code); it is chosen only
+// when it comes out smaller than raw.
+size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, uint8_t* out, uint8_t* streams) {
+  auto raw = [&] {
     out[0] = kRaw;
-    memcpy(out + 1, sym, n);
+    if (out + 1 != sym) memmove(out + 1, sym, n);
+    return 1 + n;
+  };
+  if (n == 0 || !try_code) return raw();
+  int lo, hi;
+  ByteRange(sym, n, &lo, &hi);
+  if (lo == hi) {
+    out[0] = kConst;
+    out[1] = static_cast<uint8_t>(lo);
+    return 2;
   }
-  return pp.total;
+  uint32_t f[256];
+  const size_t count = SampleHistogram(sym, n, exact, f);
+  uint8_t len[256];
+  if (count == n) {
+    BuildLengths(f, len);
+  } else {
+    // Every byte of the range that occurs needs a code, also those the sample missed: each is counted once. That
+    // costs little in a wide code; in a narrow one (few bytes, some of them common: smooth data) a byte that does
+    // not occur can lengthen a common byte's code, so when counting the missed bytes costs more than 1/256 of the
+    // sample's coded size, a pass that only marks the bytes present (stores, no read-modify-write) keeps the
+    // absent ones out of the code.
+    uint32_t floored[256];
+    int missing = 0, sampled = 0;
+    for (int c = 0; c < 256; ++c) {
+      floored[c] = f[c] + (c >= lo && c <= hi && f[c] == 0);
+      missing += floored[c] != f[c];
+      sampled += f[c] != 0;
+    }
+    BuildLengths(floored, len);
+    if (missing && sampled <= kNarrowCode) {
+      uint8_t len0[256];
+      BuildLengths(f, len0);
+      uint64_t bits0 = 0, bits1 = 0;
+      for (int c = lo; c <= hi; ++c) bits0 += static_cast<uint64_t>(f[c]) * len0[c], bits1 += static_cast<uint64_t>(f[c]) * len[c];
+      if (bits1 * 256 > bits0 * 257) {
+        uint8_t present[256] = {};
+        MarkPresent(sym, n, present);
+        for (int c = lo; c <= hi; ++c) floored[c] = f[c] + (f[c] == 0 && present[c]);
+        BuildLengths(floored, len);
+      }
+    }
+  }
+  const size_t header = 3 + static_cast<size_t>(hi - lo + 2) / 2 + 4 * kStreams;
+  uint64_t bits = 0;
+  for (int c = lo; c <= hi; ++c) bits += static_cast<uint64_t>(f[c]) * len[c];
+  // The sample's estimate of the coded size; when it is not below raw, the code is not tried. (For an exact
+  // histogram this is the exact size less the streams' padding bits.)
+  if (header * 8 * count + bits * n >= (1 + n) * 8 * count) return raw();
+  uint32_t bytes[kStreams];
+  EncodeStreams(sym, n, len, streams, bytes);
+  size_t total = header;
+  for (uint32_t b : bytes) total += b;
+  if (total >= 1 + n) return raw();
+  uint8_t* o = WriteHuffmanHeader(lo, hi, len, bytes, out);
+  for (int s = 0; s < kStreams; ++s) {
+    memcpy(o, streams + s * StreamRegion(n), bytes[s]);
+    o += bytes[s];
+  }
+  return total;
 }
 
-// The top plane is always planned from its histogram; a lower plane only when a sample says it may pay. In the
-// common case (every lower plane raw) one split writes the lower planes in place and the top plane to `scratch`
-// (2^kBlockLog2 bytes). Otherwise the planes are written one after another, a Huffman-coded lower one from a copy in
-// `scratch2` (as large).
+// The top plane is always coded if that pays; a lower plane only when a sample says it may. One split writes the
+// lower planes in place and the top plane to `scratch` (2^kBlockLog2 bytes); the planes are then written one after
+// another, each at or before its raw place (planes before q end before q's raw place, never in q + 1's), their
+// streams coded into `streams` (kStreams * StreamRegion(2^kBlockLog2) bytes) first.
 template <typename T>
-size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out, uint8_t* scratch, uint8_t* scratch2) {
+size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out, uint8_t* scratch, uint8_t* streams) {
   constexpr int W = sizeof(T);
   uint8_t* lower[W > 1 ? W - 1 : 1];
   for (int plane = 0; plane + 1 < W; ++plane) lower[plane] = out + plane * (1 + n) + 1;
   SplitPlanes<T>(in, n, lower, scratch);
-  PlanePlan top;
-  PlanPlane(scratch, n, &top);
-  bool lower_raw = true;
-  bool try_lower[W] = {};
-  for (int plane = 0; plane + 1 < W; ++plane) lower_raw &= !(try_lower[plane] = WorthCoding(lower[plane], n));
-  if (lower_raw) {
-    for (int plane = 0; plane + 1 < W; ++plane) out[plane * (1 + n)] = kRaw;
-    return (W - 1) * (1 + n) + WritePlane(scratch, n, top, out + (W - 1) * (1 + n));
-  }
-  // Plane q is written at or before its raw place; planes before q end before q's raw place, never in q + 1's. A
-  // raw plane moves down (or stays); a constant one reads nothing; a Huffman plane is read while its streams are
-  // written over the bytes it is read from, so it is copied out of its raw place first.
   size_t pos = 0;
   for (int plane = 0; plane + 1 < W; ++plane) {
-    PlanePlan pp;
-    if (try_lower[plane]) PlanPlane(lower[plane], n, &pp);
-    else pp.total = 1 + n;
-    if (pp.mode == kRaw) {
-      out[pos] = kRaw;
-      if (out + pos + 1 != lower[plane]) memmove(out + pos + 1, lower[plane], n);
-      pos += 1 + n;
-    } else {
-      if (pp.mode == kHuffman) memcpy(scratch2, lower[plane], n);
-      pos += WritePlane(scratch2, n, pp, out + pos);
-    }
+    const LowerPlan plan = PlanLower(lower[plane], n);
+    pos += WritePlane(lower[plane], n, plan != LowerPlan::kRaw, plan == LowerPlan::kExact, out + pos, streams);
   }
-  return pos + WritePlane(scratch, n, top, out + pos);
+  return pos + WritePlane(scratch, n, true, false, out + pos, streams);
 }
 
 // ---- decoder ----------------------------------------------------------------------------------------------------
@@ -769,11 +810,12 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, u
 
 template <typename T>
 size_t EncodeAll(const uint8_t* in, size_t n, uint8_t* out) {
-  uint8_t scratch[2][size_t{1} << kBlockLog2];
+  uint8_t scratch[size_t{1} << kBlockLog2];
+  uint8_t streams[kStreams * StreamRegion(size_t{1} << kBlockLog2)];
   size_t pos = kFloatCodecHeaderBytes;
   for (size_t b = 0; b < n; b += size_t{1} << kBlockLog2) {
     const size_t m = std::min(n - b, size_t{1} << kBlockLog2);
-    pos += EncodeBlock<T>(in + b * sizeof(T), m, out + pos, scratch[0], scratch[1]);
+    pos += EncodeBlock<T>(in + b * sizeof(T), m, out + pos, scratch, streams);
   }
   return pos;
 }

@@ -167,6 +167,56 @@ TEST(FloatCodecTest, ConstantAndSkewedLowerPlanesAreCoded) {
   ExpectRoundTrip(q, "quantized");
 }
 
+// A plane's byte (the rotated element) as the FP8 element that holds it.
+uint8_t Fp8WithTopByte(uint8_t r) { return static_cast<uint8_t>((r >> 1) | (r << 7)); }
+
+TEST(FloatCodecTest, BytesTheSampleMissesStillHaveCodes) {
+  // The encoder builds a block's code from a sample of its bytes (a quarter). Four common bytes, and 300 rare ones
+  // placed once each at random: most of them are not in the sample, and each must still have a code.
+  std::mt19937 rng(10);
+  std::vector<uint8_t> v(4 << 16);
+  for (uint8_t& x : v) x = Fp8WithTopByte(static_cast<uint8_t>(0x70 + 2 * (rng() % 4)));
+  for (int k = 0; k < 300; ++k) v[rng() % v.size()] = static_cast<uint8_t>(rng());
+  const std::string enc = Encode(v.data(), v.size(), 1);
+  EXPECT_EQ(static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]), 2) << "expected a Huffman plane";
+  ExpectRoundTrip(v, "rare bytes");
+  EXPECT_GE(Ratio(v), 3.3);  // ~2.3 bits a byte: 2 for the four, the rare ones and the tables on top
+}
+
+TEST(FloatCodecTest, ANarrowCodeHoldsNoBytesThatDoNotOccur) {
+  // Three bytes spread over a range of 97 (smooth data, quantized values): a code of the three alone takes 1, 2
+  // and 2 bits (ratio 8 / (5/3) = 4.8 less the tables); the 94 bytes between them that never occur must not take
+  // code space from them (with a code each they would cost the common bytes ~1/3 bit).
+  std::mt19937 rng(11);
+  std::vector<uint8_t> v(4 << 16);
+  for (uint8_t& x : v) x = Fp8WithTopByte(static_cast<uint8_t>(0x10 + 0x30 * (rng() % 3)));
+  ExpectRoundTrip(v, "three bytes");
+  EXPECT_GE(Ratio(v), 4.75);
+  EXPECT_LE(Ratio(v), 4.8);
+}
+
+TEST(FloatCodecTest, ACodeThatComesOutLargerThanRawIsNotKept) {
+  // The sample misleads: the chunks it reads (the encoder's rule: one 16-byte chunk of every 64, at a phase hashed
+  // from the chunk's index) hold 8 bytes (3 bits each), the other chunks 248 others, which the code then gives 12
+  // bits each (~9.75 bits a byte in all). The coded plane comes out larger than raw, and the block is stored raw.
+  std::mt19937 rng(12);
+  const size_t n = size_t{1} << 16;
+  std::vector<uint8_t> v(n);
+  for (size_t g = 0; g < n / 64; ++g) {
+    const uint32_t phase = (static_cast<uint32_t>(g) * 0x9e3779b1u) >> 30;
+    for (size_t k = 0; k < 64; ++k) {
+      const bool sampled = k / 16 == phase;
+      v[g * 64 + k] = Fp8WithTopByte(static_cast<uint8_t>(sampled ? rng() % 8 : 8 + rng() % 248));
+    }
+  }
+  // Room past the bound, so that an encoder which kept the code reports its size here instead of corrupting the heap.
+  std::string enc(FloatCodecMaxBytes(n, 1) + n, '\0');
+  enc.resize(FloatEncode(v.data(), n, 1, enc.data()));
+  EXPECT_EQ(enc.size(), kFloatCodecHeaderBytes + 1 + n);
+  EXPECT_EQ(static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]), 0) << "expected a raw plane";
+  ExpectRoundTrip(v, "misleading sample");
+}
+
 // Input bytes placed to end exactly at an unmapped page: a read past them faults.
 class GuardedInput {
  public:

@@ -306,6 +306,17 @@ mutate "simgpu: RESHAPE reads its input contiguously" graph_kernels.cc \
 mutate "codec: limited code lengths one unit over the code space" float_codec.cc \
   "for (; kraft > kTableSize; --kraft) {" "for (; kraft > kTableSize + 1; --kraft) {" \
   "float_codec_test" "FloatCodecTest"
+mutate "codec: no code for the bytes a block's sample missed" float_codec.cc \
+  "floored[c] = f[c] + (c >= lo && c <= hi && f[c] == 0);" "floored[c] = f[c];" \
+  "float_codec_test" "FloatCodecTest"
+mutate "codec: a narrow code keeps bytes that do not occur" float_codec.cc \
+  "if (missing && sampled <= kNarrowCode) {" "if (missing && sampled < 0) {" \
+  "float_codec_test" "FloatCodecTest"
+mutate "codec: a code larger than raw kept" float_codec.cc \
+  "  if (total >= 1 + n) return raw();
+" "" "float_codec_test" "FloatCodecTest"
+mutate "codec: the plane's range misses a lane's maximum" float_codec.cc \
+  "_mm_max_epu8(mc, md)" "_mm_max_epu8(mc, mc)" "float_codec_test" "FloatCodecTest"
 mutate "remote output: the pipe kept after a refused splice" remote_output.cc \
   "void RemoteOutput::RefuseSplice(const char* call, int err) {
   ClosePipe();" "void RemoteOutput::RefuseSplice(const char* call, int err) {" "server_test" "Server.RefusedSplice"
