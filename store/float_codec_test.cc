@@ -217,6 +217,28 @@ TEST(FloatCodecTest, ACodeThatComesOutLargerThanRawIsNotKept) {
   ExpectRoundTrip(v, "misleading sample");
 }
 
+TEST(FloatCodecTest, TwoSymbolsALookupRoundTripAtEveryStreamEnd) {
+  // Planes of at least 16384 symbols whose code is short (an exponent plane, smooth FP8) are decoded two symbols a
+  // lookup, the four streams advancing apart, then symbol by symbol near their ends: every remainder of the four
+  // streams, and codes short enough that nearly every lookup holds two symbols (three bytes, lengths 1, 2, 2).
+  std::mt19937 rng(13);
+  for (size_t n = 16384; n < 16384 + 40; ++n) {
+    const std::vector<float> g = Gaussian(n, static_cast<uint32_t>(n));
+    std::vector<uint16_t> bf16(n);
+    for (size_t i = 0; i < n; ++i) bf16[i] = kernels::FloatToBf16(g[i]);
+    ExpectRoundTrip(bf16, "BF16 Gaussian n=" + std::to_string(n));
+    std::vector<uint8_t> three(n);
+    for (uint8_t& x : three) x = Fp8WithTopByte(static_cast<uint8_t>(rng() % 3));
+    ExpectRoundTrip(three, "three bytes n=" + std::to_string(n));
+  }
+  for (size_t n : {size_t{65535}, size_t{65536} + 16389, size_t{3} << 16}) {
+    const std::vector<float> g = Gaussian(n, static_cast<uint32_t>(n));
+    std::vector<uint16_t> bf16(n);
+    for (size_t i = 0; i < n; ++i) bf16[i] = kernels::FloatToBf16(g[i]);
+    ExpectRoundTrip(bf16, "BF16 Gaussian n=" + std::to_string(n));
+  }
+}
+
 // Input bytes placed to end exactly at an unmapped page: a read past them faults.
 class GuardedInput {
  public:
@@ -291,6 +313,25 @@ TEST(FloatCodecTest, MalformedInputIsRejectedWithinBounds) {
       memcpy(bad.data(), enc.data(), kFloatCodecHeaderBytes);
       for (size_t j = kFloatCodecHeaderBytes; j < bad.size(); ++j) bad[j] = static_cast<char>(rng() % 4 ? rng() % 3 : rng());
     }
+    GuardedDecode(in, bad, 2, out_bytes);
+  }
+}
+
+TEST(FloatCodecTest, MalformedInputOfTwoSymbolLookupsIsRejectedWithinBounds) {
+  // As above, on a plane large enough to be decoded two symbols a lookup (20000 BF16 elements): truncations and
+  // corrupted bytes are rejected or decoded with no read past the input or write outside the output.
+  const std::vector<float> g = Gaussian(20000, 14);
+  std::vector<uint16_t> bf16(g.size());
+  for (size_t i = 0; i < g.size(); ++i) bf16[i] = kernels::FloatToBf16(g[i]);
+  const std::string enc = Encode(bf16.data(), bf16.size(), 2);
+  const size_t out_bytes = bf16.size() * 2;
+  GuardedInput in(enc.size() + 64);
+  ASSERT_EQ(GuardedDecode(in, enc, 2, out_bytes), nullptr);
+  std::mt19937 rng(15);
+  for (int t = 0; t < 300; ++t) EXPECT_NE(GuardedDecode(in, enc.substr(0, rng() % enc.size()), 2, out_bytes), nullptr);
+  for (int t = 0; t < 3000; ++t) {
+    std::string bad = enc;
+    for (int j = 0; j < 1 + t % 4; ++j) bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
     GuardedDecode(in, bad, 2, out_bytes);
   }
 }

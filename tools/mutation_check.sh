@@ -317,6 +317,10 @@ mutate "codec: a code larger than raw kept" float_codec.cc \
 " "" "float_codec_test" "FloatCodecTest"
 mutate "codec: the plane's range misses a lane's maximum" float_codec.cc \
   "_mm_max_epu8(mc, md)" "_mm_max_epu8(mc, mc)" "float_codec_test" "FloatCodecTest"
+mutate "codec: a pair lookup always advances two symbols" float_codec.cc \
+  "        ds += t >> 24;" "        ds += 2;" "float_codec_test" "FloatCodecTest"
+mutate "codec: a pair whose second code runs past the window" float_codec.cc \
+  "const bool two = l1 + l2 <= kMaxLen;" "const bool two = l1 + l2 <= kMaxLen + 1;" "float_codec_test" "FloatCodecTest"
 mutate "remote output: the pipe kept after a refused splice" remote_output.cc \
   "void RemoteOutput::RefuseSplice(const char* call, int err) {
   ClosePipe();" "void RemoteOutput::RefuseSplice(const char* call, int err) {" "server_test" "Server.RefusedSplice"
