@@ -134,6 +134,25 @@ Desc PaddingMask(Graph& g, const Virt& virt, Desc scores, Desc len_q, Desc len_k
   return out;
 }
 
+// The logits of the ALiBi graphs over scores [b, h, s_q, s_kv]: Q·Kᵀ within the sequence lengths (padding 0),
+// times the scale, plus the attention bias, plus ALiBi ((column − row) in INT32 math, times the head's slope).
+Desc BiasedAlibiScores(Graph& g, const Virt& virt, Desc qd, Desc ktd, Desc lqd, Desc lkvd, Desc scd, Desc bd, Desc sld,
+                       const std::vector<int64_t>& sc) {
+  const cudnnDataType_t f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
+  static const double zero = 0.0;
+  Desc s1 = virt(f32, sc), s2 = virt(f32, sc), s3 = virt(f32, sc);
+  g.Matmul(qd, ktd, s1, lqd, lkvd, nullptr, &zero);
+  g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
+  g.Pointwise(CUDNN_POINTWISE_ADD, s2, bd, s3);
+  Desc ar = virt(i32, sc), ac = virt(i32, sc), ad = virt(i32, sc), am = virt(f32, sc), s4 = virt(f32, sc);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ar, nullptr, 2, {}, i32);
+  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ac, nullptr, 3, {}, i32);
+  g.Pointwise(CUDNN_POINTWISE_SUB, ac, ar, ad, nullptr, -1, {}, i32);
+  g.Pointwise(CUDNN_POINTWISE_MUL, ad, sld, am);
+  g.Pointwise(CUDNN_POINTWISE_ADD, s3, am, s4);
+  return s4;
+}
+
 // cudnn-frontend's softmax over the keys with Stats (max + log of the sum, into `stats`): P, of type p_type.
 Desc Softmax(Graph& g, const Virt& virt, Desc scores, Desc stats, cudnnDataType_t p_type,
              const std::vector<int64_t>& sc, const std::vector<int64_t>& row) {
@@ -362,7 +381,6 @@ void MaxSumExpAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const
   for (Buf* b : {&slopes, &lq, &lkv}) CHECK(cudaMemcpy(b->dev, b->host.data(), b->host.size(), cudaMemcpyHostToDevice));
   float scale = 0.123f;
   const float neg_inf = -INFINITY;
-  const double zero = 0.0;
   Desc qd = g.Tensor(1, io, {s.b, s.h, s.sq, s.d}), vd = g.Tensor(3, io, {s.b, s.h, s.skv, s.d});
   Desc od = g.Tensor(4, io, {s.b, s.h, s.sq, s.d});
   Desc mxd = g.Tensor(5, f32, {s.b, s.h, s.sq, 1}), sed = g.Tensor(6, f32, {s.b, s.h, s.sq, 1});
@@ -374,17 +392,7 @@ void MaxSumExpAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const
   const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv};
   int64_t uid = 100;
   const Virt virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
-  Desc s1 = virt(f32, sc), s2 = virt(f32, sc), s3 = virt(f32, sc);
-  g.Matmul(qd, ktd, s1, lqd, lkvd, nullptr, &zero);
-  g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
-  g.Pointwise(CUDNN_POINTWISE_ADD, s2, bd, s3);
-  // ALiBi: (column − row) in INT32 math, times the head's slope, added.
-  Desc ar = virt(i32, sc), ac = virt(i32, sc), ad = virt(i32, sc), am = virt(f32, sc), s4 = virt(f32, sc);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ar, nullptr, 2, {}, i32);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ac, nullptr, 3, {}, i32);
-  g.Pointwise(CUDNN_POINTWISE_SUB, ac, ar, ad, nullptr, -1, {}, i32);
-  g.Pointwise(CUDNN_POINTWISE_MUL, ad, sld, am);
-  g.Pointwise(CUDNN_POINTWISE_ADD, s3, am, s4);
+  Desc s4 = BiasedAlibiScores(g, virt, qd, ktd, lqd, lkvd, scd, bd, sld, sc);
   Desc s5 = PaddingMask(g, virt, s4, lqd, lkvd, ninf, sc);
   // The softmax without Stats: Max and Sum_exp are its max and sum reductions, written.
   Desc masked = CausalMask(g, virt, s5, ninf, sc);
@@ -426,7 +434,6 @@ void SinkAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std:
     CHECK(cudaMemcpy(b->dev, b->host.data(), b->host.size(), cudaMemcpyHostToDevice));
   float scale = 0.123f;
   const float neg_inf = -INFINITY;
-  const double zero = 0.0;
   Desc qd = g.Tensor(1, io, {s.b, s.h, s.sq, s.d}), vd = g.Tensor(3, io, {s.b, s.h, s.skv, s.d});
   Desc od = g.Tensor(4, io, {s.b, s.h, s.sq, s.d}), statsd = g.Tensor(5, f32, {s.b, s.h, s.sq, 1});
   Desc scd = g.Tensor(11, f32, {1, 1, 1, 1}, false, true), ninf = g.Tensor(7, f32, {1, 1, 1, 1}, false, true);
@@ -438,16 +445,7 @@ void SinkAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std:
   const std::vector<int64_t> sc = {s.b, s.h, s.sq, s.skv}, row = {s.b, s.h, s.sq, 1};
   int64_t uid = 100;
   const Virt virt = [&](cudnnDataType_t t, const std::vector<int64_t>& dims) { return g.Tensor(++uid, t, dims, true); };
-  Desc s1 = virt(f32, sc), s2 = virt(f32, sc), s3 = virt(f32, sc);
-  g.Matmul(qd, ktd, s1, lqd, lkvd, nullptr, &zero);
-  g.Pointwise(CUDNN_POINTWISE_MUL, s1, scd, s2);
-  g.Pointwise(CUDNN_POINTWISE_ADD, s2, bd, s3);
-  Desc ar = virt(i32, sc), ac = virt(i32, sc), ad = virt(i32, sc), am = virt(f32, sc), s4 = virt(f32, sc);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ar, nullptr, 2, {}, i32);
-  g.Pointwise(CUDNN_POINTWISE_GEN_INDEX, s3, nullptr, ac, nullptr, 3, {}, i32);
-  g.Pointwise(CUDNN_POINTWISE_SUB, ac, ar, ad, nullptr, -1, {}, i32);
-  g.Pointwise(CUDNN_POINTWISE_MUL, ad, sld, am);
-  g.Pointwise(CUDNN_POINTWISE_ADD, s3, am, s4);
+  Desc s4 = BiasedAlibiScores(g, virt, qd, ktd, lqd, lkvd, scd, bd, sld, sc);
   Desc s5 = PaddingMask(g, virt, s4, lqd, lkvd, ninf, sc);
   Desc masked = CausalMask(g, virt, s5, ninf, sc);
   Desc s_max = virt(f32, sc), mx = virt(f32, row), sub = virt(f32, sc), ex = virt(f32, sc);
