@@ -50,6 +50,21 @@ int64_t Count(const GraphTensor& t) {
   return n;
 }
 
+// A tensor the evaluation can index: every dim at least 1 (a trace is hostile input: a 0 or negative dim would size
+// the output empty or wrap its count).
+bool Indexable(const GraphTensor& t) {
+  for (int i = 0; i < t.nb_dims; ++i)
+    if (t.dims[i] < 1) return false;
+  return true;
+}
+
+// Operand i is evaluated and holds one value per element of its tensor.
+bool Evaluated(const std::vector<GraphTensor>& T, const Values& v, int32_t i) {
+  const auto it = v.find(i);
+  const GraphTensor& t = T[static_cast<size_t>(i)];
+  return it != v.end() && Indexable(t) && it->second.size() == static_cast<size_t>(Count(t));
+}
+
 // The middle operations' operands: a pointwise operation's x, b, y, t; a reduction's x, y.
 std::vector<int32_t> Operands(const GraphOp& g) {
   std::vector<int32_t> out;
@@ -63,8 +78,9 @@ bool Pointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v, c
   const int32_t xi = g.operands[0], bi = g.operands[1], yi = g.operands[2], ti = g.operands[3];
   if (xi < 0 || yi < 0 || g.operands[4] >= 0 || g.operands[5] >= 0) return false;
   const GraphTensor& y = T[static_cast<size_t>(yi)];
+  if (!Indexable(y)) return false;
   for (int32_t i : {xi, bi, ti})
-    if (i >= 0 && (T[static_cast<size_t>(i)].nb_dims != y.nb_dims || v->count(i) == 0)) return false;
+    if (i >= 0 && (T[static_cast<size_t>(i)].nb_dims != y.nb_dims || !Evaluated(T, *v, i))) return false;
   // An operand larger than y where y has 1 (cudnn-frontend's softmax with a sink token: a pointwise MAX of the
   // unreduced scores and the sink into the row maximum): MAX and MIN only, y the extremum over the results that
   // map to it (simgpu's reading; cuDNN documents none). Other modes are not evaluated.
@@ -115,9 +131,9 @@ bool Pointwise(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v, c
 
 bool Reduction(const GraphOp& g, const std::vector<GraphTensor>& T, Values* v) {
   const int32_t xi = g.operands[0], yi = g.operands[1];
-  if (xi < 0 || yi < 0 || v->count(xi) == 0) return false;
+  if (xi < 0 || yi < 0 || !Evaluated(T, *v, xi)) return false;
   const GraphTensor &x = T[static_cast<size_t>(xi)], &y = T[static_cast<size_t>(yi)];
-  if (x.nb_dims != y.nb_dims) return false;
+  if (x.nb_dims != y.nb_dims || !Indexable(y)) return false;
   const double init = g.mode == 0 ? 0 : g.mode == 1 ? 1 : g.mode == 2 ? HUGE_VAL : g.mode == 3 ? -HUGE_VAL : NAN;
   if (std::isnan(init)) return false;
   std::vector<double> out(static_cast<size_t>(Count(y)), init);
