@@ -25,9 +25,11 @@ jobs="${JOBS:-$(nproc)}"
 # - BudgetTest.OutOfMemoryIsExitTwo runs `ttrace check` under a small RLIMIT_AS (ulimit -v): ASan reserves
 #   terabytes of address space for its shadow memory at start, so the process cannot start under such a limit
 #   ("ReserveShadowMemoryRange failed").
-# - BudgetTest.TraceFarLargerThanTheMemoryLimitIsStreamed asserts the peak RSS of `ttrace check` against its
-#   --memory-limit: ASan's redzones and its quarantine of freed blocks are part of that RSS (305 MiB, limit 20).
-ASAN_EXCLUDE='^BudgetTest\.(OutOfMemoryIsExitTwo|TraceFarLargerThanTheMemoryLimitIsStreamed)$'
+# - BudgetTest.TraceFarLargerThanTheMemoryLimitIsStreamed, AttentionGraphCheckedWithinTheMemoryLimit and
+#   GraphCostCoversItsPeak assert the peak RSS of `ttrace check` against its --memory-limit or its cost estimate:
+#   ASan's redzones and its quarantine of freed blocks are part of that RSS (305 MiB, limit 20). The sliced
+#   attention itself runs under ASan in graph_check_test.
+ASAN_EXCLUDE='^BudgetTest\.(OutOfMemoryIsExitTwo|TraceFarLargerThanTheMemoryLimitIsStreamed|AttentionGraphCheckedWithinTheMemoryLimit|GraphCostCoversItsPeak)$'
 # asan-ci, a quick ASan + UBSan pass (about a third of the whole build), by binary:
 # the code that reads hostile input. The store's reader, index and codecs, the collector's session and server,
 # the golden good and corrupt streams, the analyzer's loader, CLI and strided-tensor geometry, and the three fuzz
