@@ -161,6 +161,9 @@ TEST(DriverStreams, EventsRecordQuerySynchronizeAndTime) {
   ASSERT_EQ(cuStreamWaitEvent(waiter, end, CU_EVENT_WAIT_DEFAULT), CUDA_SUCCESS);
   EXPECT_EQ(cuStreamWaitEvent(waiter, end, 0x2), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(cuStreamQuery(waiter), CUDA_ERROR_NOT_READY);
+  // `start` completes (the stream has reached it) before the 30 ms begin: a stream worker scheduled late on a
+  // loaded machine would otherwise stamp it inside them.
+  ASSERT_EQ(cuEventSynchronize(start), CUDA_SUCCESS);
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
   gate.Open();
   ASSERT_EQ(cuEventSynchronize(end), CUDA_SUCCESS);
