@@ -285,7 +285,8 @@ void GraphBuilder::Capture(int32_t i, bool after, const std::vector<double>& mem
 void GraphBuilder::Add(int32_t type, int32_t mode, std::vector<int32_t> operands, int64_t axis) {
   format::GraphOp g{};
   g.type = type, g.mode = mode, g.compute_type = kCudnnFloat, g.axis = axis;
-  for (int r = 0; r < 8; ++r) g.operands[r] = r < static_cast<int>(operands.size()) ? operands[static_cast<size_t>(r)] : -1;
+  for (int r = 0; r < format::kGraphOpMaxOperands; ++r)
+    format::GraphOperand(g, r) = r < static_cast<int>(operands.size()) ? operands[static_cast<size_t>(r)] : -1;
   op_.graph_ops.push_back(g);
 }
 

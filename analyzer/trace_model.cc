@@ -65,7 +65,7 @@ std::string TensorProblem(const format::TensorRecord& m, const char* payload, ui
 }
 
 // A BackendGraphRecord and its entries, each as long as the record says (0: the sizes before entries grew): fields
-// past an entry's length are zero (format.h), longer entries' fields this reader does not know are skipped; false
+// past an entry's length are zero (format.h; more_operands -1), longer entries' fields this reader does not know are skipped; false
 // when the payload does not hold what the counts say.
 bool ReadGraph(const RecordView& r, Op* op) {
   op->graph = r.Body<format::BackendGraphRecord>();
@@ -84,10 +84,18 @@ bool ReadGraph(const RecordView& r, Op* op) {
   const char* at = r.payload.data();
   for (format::GraphTensor& t : op->graph_tensors)
     memcpy(&t, at, std::min<uint64_t>(tensor_bytes, sizeof t)), at += tensor_bytes;
-  for (format::GraphOp& o : op->graph_ops) memcpy(&o, at, std::min<uint64_t>(op_bytes, sizeof o)), at += op_bytes;
+  for (format::GraphOp& o : op->graph_ops) {
+    memcpy(&o, at, std::min<uint64_t>(op_bytes, sizeof o)), at += op_bytes;
+    // Entries before more_operands have no operands past the eighth (their zero fill would name tensor 0).
+    if (op_bytes < format::kGraphOpEntryBytesMoreOperands)
+      std::fill(std::begin(o.more_operands), std::end(o.more_operands), -1);
+  }
   for (const format::GraphOp& o : op->graph_ops)
-    for (int32_t i : o.operands)
-      if (i >= static_cast<int32_t>(g.tensor_count) || i < -1) return false;
+    for (int role = 0; role < format::kGraphOpMaxOperands; ++role)
+      if (const int32_t i = format::GraphOperand(o, role); i >= static_cast<int32_t>(g.tensor_count) || i < -1) {
+        op->graph_tensors.clear(), op->graph_ops.clear();  // malformed: no entries, as for a short payload
+        return false;
+      }
   return true;
 }
 

@@ -118,7 +118,9 @@ TEST(TraceModelTest, SkipsUnknownRecordsAndReadsGrownBodies) {
 
 // Graph entries grow like record bodies: a BackendGraph record written before GraphOp held the pointwise
 // parameters (entry sizes 0: 160-byte tensors, 272-byte ops) reads with a plain ReLU (no parameter set; the bytes
-// past 272 are not read), and one from a later writer with longer entries reads the fields this reader knows.
+// past 272 are not read), one written before GraphOp held more_operands (320-byte ops) reads with no operand past
+// the eighth (-1, not the zero fill's tensor 0), and one from a later writer with longer entries reads the fields
+// this reader knows, its operands 8..15 among them.
 TEST(TraceModelTest, GraphEntriesOfOtherSizesRead) {
   std::string dir = testing::TempDir("graph-entries");
   format::GraphTensor t{};
@@ -128,6 +130,7 @@ TEST(TraceModelTest, GraphEntriesOfOtherSizesRead) {
   for (int32_t& o : relu.operands) o = -1;
   relu.operands[0] = relu.operands[2] = 0;
   relu.relu_lower_clip = relu.relu_upper_clip = relu.relu_lower_clip_slope = 7;  // past 272 bytes: not read
+  for (int32_t& o : relu.more_operands) o = 0;  // past 320 bytes: not read (-1 when read)
   auto bytes = [](const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); };
   {
     StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
@@ -140,16 +143,23 @@ TEST(TraceModelTest, GraphEntriesOfOtherSizesRead) {
     format::GraphOp clipped = relu;
     clipped.params_set = format::kParamReluUpperClip | format::kParamReluLowerClipSlope;
     clipped.relu_upper_clip = 6, clipped.relu_lower_clip_slope = 0.1;
+    for (int32_t& o : clipped.more_operands) o = -1;
+    clipped.more_operands[1] = 0;  // role 9
     g.seq = 1;
     g.tensor_entry_bytes = sizeof t + 8, g.op_entry_bytes = sizeof clipped + 16;  // a later writer's entries
     g.payload_bytes = g.tensor_entry_bytes + g.op_entry_bytes;
     w.Raw(static_cast<uint16_t>(format::RecordType::kBackendGraph), bytes(&g, sizeof g),
           bytes(&t, sizeof t) + std::string(8, '\x7f') + bytes(&clipped, sizeof clipped) + std::string(16, '\x7f'));
+    g.seq = 2;
+    g.tensor_entry_bytes = 160, g.op_entry_bytes = 320;  // the writer before more_operands
+    g.payload_bytes = 160 + 320;
+    w.Raw(static_cast<uint16_t>(format::RecordType::kBackendGraph), bytes(&g, sizeof g),
+          bytes(&t, 160) + bytes(&clipped, 320));
   }
   auto set = LoadTraceDir(dir);
   ASSERT_TRUE(set.ok()) << set.status();
   const auto& ops = set->ranks[0].ops;
-  ASSERT_EQ(ops.size(), 2u);
+  ASSERT_EQ(ops.size(), 3u);
   for (const Op& op : ops) {
     ASSERT_EQ(op.graph_tensors.size(), 1u);
     ASSERT_EQ(op.graph_ops.size(), 1u);
@@ -167,6 +177,12 @@ TEST(TraceModelTest, GraphEntriesOfOtherSizesRead) {
   EXPECT_EQ(later.lower, 0);  // not set: cuDNN's default
   EXPECT_EQ(later.upper, 6);
   EXPECT_EQ(later.slope, 0.1);
+  EXPECT_EQ(ReluClipsOf(ops[2].graph_ops[0]).upper, 6);
+  for (int role = 8; role < format::kGraphOpMaxOperands; ++role) {
+    EXPECT_EQ(format::GraphOperand(ops[0].graph_ops[0], role), -1) << role;
+    EXPECT_EQ(format::GraphOperand(ops[1].graph_ops[0], role), role == 9 ? 0 : -1) << role;
+    EXPECT_EQ(format::GraphOperand(ops[2].graph_ops[0], role), -1) << role;
+  }
   // An entry shorter than the first layout's is malformed.
   std::string bad = testing::TempDir("graph-entries-short");
   {
@@ -178,12 +194,21 @@ TEST(TraceModelTest, GraphEntriesOfOtherSizesRead) {
     g.payload_bytes = 160 + 100;
     w.Raw(static_cast<uint16_t>(format::RecordType::kBackendGraph), bytes(&g, sizeof g),
           bytes(&t, 160) + bytes(&relu, 100));
+    // So is one whose operand 8..15 names no tensor of the record.
+    format::GraphOp far = relu;
+    for (int32_t& o : far.more_operands) o = -1;
+    far.more_operands[7] = 1;
+    g.seq = 1, g.op_entry_bytes = sizeof far, g.payload_bytes = 160 + sizeof far;
+    w.Raw(static_cast<uint16_t>(format::RecordType::kBackendGraph), bytes(&g, sizeof g),
+          bytes(&t, 160) + bytes(&far, sizeof far));
   }
   auto short_set = LoadTraceDir(bad);
   ASSERT_TRUE(short_set.ok()) << short_set.status();
-  ASSERT_EQ(short_set->ranks[0].ops.size(), 1u);
-  EXPECT_EQ(short_set->ranks[0].ops[0].tensor_problem, "graph record malformed");
-  EXPECT_TRUE(short_set->ranks[0].ops[0].graph_ops.empty());
+  ASSERT_EQ(short_set->ranks[0].ops.size(), 2u);
+  for (const Op& op : short_set->ranks[0].ops) {
+    EXPECT_EQ(op.tensor_problem, "graph record malformed") << op.seq;
+    EXPECT_TRUE(op.graph_ops.empty()) << op.seq;
+  }
 }
 
 TEST(TraceModelTest, DuplicateSeqAndDroppedPayloadsAreWarnings) {

@@ -225,6 +225,7 @@ std::shared_ptr<const PlanGraph> BuildGraph(const Shadow& graph, std::string* wh
     e.mode = e.compute_type = -1;
     e.axis = -1;
     std::fill(std::begin(e.operands), std::end(e.operands), -1);
+    std::fill(std::begin(e.more_operands), std::end(e.more_operands), -1);
     const OpRoles* roles = nullptr;
     for (const OpRoles& r : RoleTable())
       if (r.type == op->type) roles = &r;
@@ -234,7 +235,7 @@ std::shared_ptr<const PlanGraph> BuildGraph(const Shadow& graph, std::string* wh
         const std::shared_ptr<Shadow> t = op->Ref(role.attr);
         if (t == nullptr) continue;
         const int32_t i = tensor_index(t);
-        e.operands[role.index] = i;
+        format::GraphOperand(e, role.index) = i;
         (role.written ? g->written : g->read)[static_cast<size_t>(i)] = true;
         // A convolution with beta != 0 reads its output too.
         if (role.written && e.beta != 0 && op->type != CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)

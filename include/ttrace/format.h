@@ -20,6 +20,7 @@
 #ifndef TTRACE_INCLUDE_TTRACE_FORMAT_H_
 #define TTRACE_INCLUDE_TTRACE_FORMAT_H_
 
+#include <cstddef>
 #include <cstdint>
 
 namespace ttrace::format {
@@ -497,6 +498,9 @@ struct GraphOp {
   // slope 0; ELU alpha, softplus beta, swish beta 1).
   double relu_lower_clip, relu_upper_clip, relu_lower_clip_slope;
   double elu_alpha, softplus_beta, swish_beta;
+  // Entries of 352 bytes and more: operands by role 8..15 (GraphOperand), -1 absent. Entries shorter than 352 have
+  // none: a reader sets these to -1 (their zero fill would name tensor 0).
+  int32_t more_operands[8];
 };
 enum GraphOpParams : uint32_t {
   kParamReluLowerClip = 1u << 0,
@@ -507,7 +511,17 @@ enum GraphOpParams : uint32_t {
   kParamSwishBeta = 1u << 5,
 };
 inline constexpr uint32_t kGraphTensorEntryBytesV1 = 160, kGraphOpEntryBytesV1 = 272;  // entries when the sizes were 0
-static_assert(sizeof(GraphOp) == 320);
+inline constexpr uint32_t kGraphOpEntryBytesMoreOperands = 352;  // the first entry size with more_operands
+inline constexpr int kGraphOpMaxOperands = 16;                   // roles 0..7 in operands, 8..15 in more_operands
+static_assert(sizeof(GraphOp) == 352);
+static_assert(offsetof(GraphOp, more_operands) == 320);
+// The operand of `role` (0 <= role < kGraphOpMaxOperands), -1 absent.
+inline int32_t GraphOperand(const GraphOp& o, int role) {
+  return role < 8 ? o.operands[role] : o.more_operands[role - 8];
+}
+inline int32_t& GraphOperand(GraphOp& o, int role) {
+  return role < 8 ? o.operands[role] : o.more_operands[role - 8];
+}
 
 // An NCCL collective or point-to-point call.
 struct CollectiveRecord {
