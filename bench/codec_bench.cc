@@ -10,6 +10,9 @@
 // rank-*.ttr, decoded to its elements, grouped by dtype and by slot: GEMM inputs (A, B), GEMM outputs (C), and
 // collective buffers (send, recv).
 //
+// "float codec, written" is what the shim pays per tensor: the codec, then the store's writer (one tensor a frame:
+// the record copied in, the frame's gated zstd-1 trial or raw blocks, its CRC) into memory; decoded as a reader does.
+//
 // Usage: codec_bench [--min-seconds S] [--best] [--data SUBSTR] [--method SUBSTR [--exact-method]] [--trace DIR]...
 //                    [--cast] [--no-synthetic] [--planes]
 // --planes prints, instead of measuring, how the float codec stores each row's planes (raw, constant, Huffman).
@@ -27,6 +30,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -37,6 +41,7 @@
 #include "kernels/fp8.h"
 #include "store/float_codec.h"
 #include "store/trace_reader.h"
+#include "store/trace_writer.h"
 #include "ttrace/byte_shuffle.h"
 #ifdef TTRACE_HAVE_BLOSC
 #include <blosc.h>
@@ -79,6 +84,23 @@ ZSTD_CCtx* cctx = ZSTD_createCCtx();
 ZSTD_DCtx* dctx = ZSTD_createDCtx();
 std::string scratch;
 
+// The writer of the "written" method: its frames land in `*frame_out` (the method's output), `frame_bytes` long.
+std::string* frame_out = nullptr;
+size_t frame_bytes = 0;
+class FrameCopy : public ttrace::store::StreamOutput {
+ public:
+  bool Begin(const ttrace::format::FileHeader&, std::string*) override { return true; }
+  bool WriteFrame(const char* frame, size_t bytes, const ttrace::format::IndexEntry&, std::string*) override {
+    if (frame_out->size() < bytes) frame_out->resize(bytes);
+    memcpy(frame_out->data(), frame, bytes);
+    frame_bytes = bytes;
+    return true;
+  }
+  bool Finish(const ttrace::store::StreamSummary&, std::string*) override { return true; }
+};
+std::unique_ptr<ttrace::store::TraceWriter> writer =
+    ttrace::store::TraceWriter::Create(std::make_unique<FrameCopy>(), {}, {}, nullptr);
+
 size_t Zstd(const char* in, size_t n, int level, std::string* out) {
   out->resize(ZSTD_compressBound(n));
   return ZSTD_compressCCtx(cctx, out->data(), out->size(), in, n, level);
@@ -111,6 +133,35 @@ std::vector<Method> Methods() {
                  if (scratch.size() < c) scratch.resize(c);
                  Unzstd(enc, c, scratch.data());
                  if (ttrace::store::FloatDecode(scratch.data(), c, t.elem, back->data(), back->size())) abort();
+               }});
+  // What the shim pays to store a coded tensor: the codec, then the writer (store/trace_writer.h: the record
+  // copied into its frame, the frame's zstd-1 trial or raw blocks, its CRC, handed to the output), one tensor a
+  // frame; decoded as a reader does (the zstd frame, then the payload).
+  m.push_back({"float codec, written",
+               [](const Tensor& t, std::string* out) {
+                 const size_t n = t.bytes.size() / t.elem;
+                 scratch.resize(ttrace::store::FloatCodecMaxBytes(n, t.elem));
+                 const size_t c = ttrace::store::FloatEncode(t.bytes.data(), n, t.elem, scratch.data());
+                 ttrace::format::TensorRecord r{};
+                 r.payload_kind = static_cast<uint8_t>(ttrace::format::PayloadKind::kFloatCoded);
+                 r.rows = static_cast<int64_t>(n);
+                 r.cols = r.batch = 1;
+                 r.payload_bytes = c;
+                 frame_out = out;
+                 if (!writer->Append(ttrace::format::RecordType::kTensor, r, scratch.data(), c) || !writer->Flush())
+                   abort();
+                 return frame_bytes;
+               },
+               [](const Tensor& t, const std::string& enc, std::string* back) {
+                 ttrace::format::FrameHeader fh;
+                 memcpy(&fh, enc.data(), sizeof fh);
+                 if (scratch.size() < fh.uncompressed_size) scratch.resize(fh.uncompressed_size);
+                 const size_t r = ZSTD_decompressDCtx(dctx, scratch.data(), fh.uncompressed_size,
+                                                      enc.data() + sizeof fh, fh.compressed_size);
+                 if (r != fh.uncompressed_size) abort();
+                 constexpr size_t kAt = sizeof(ttrace::format::RecordHeader) + sizeof(ttrace::format::TensorRecord);
+                 if (ttrace::store::FloatDecode(scratch.data() + kAt, r - kAt, t.elem, back->data(), back->size()))
+                   abort();
                }});
   for (int level : {1, 3}) {
     m.push_back({"zstd " + std::to_string(level),

@@ -6,12 +6,14 @@
 //    GEMM's output), within 4 MiB of records before it (one writer frame) or anywhere before;
 //  - rewrites each stream's records through TraceWriter into a byte counter, as the shim would have written them
 //    with TTRACE_CODEC=0 (float payloads shuffled) and with TTRACE_CODEC=1 (float payloads coded), so a change of
-//    the writer's frame policy is measured on the trace itself without running the workload again. The rewrite
-//    closes a frame every 4 MiB only; the shim also closes one every TTRACE_FLUSH_MS, so a live run's frames, and
-//    with them which repeats share a frame, differ, and its totals by a few percent.
+//    the writer's frame policy is measured on the trace itself without running the workload again; the writer's
+//    CPU time (Append and Close, not the coding) and its zstd-1 trials over coded frames are printed per setting.
+//    The rewrite closes a frame every 4 MiB only; the shim also closes one every TTRACE_FLUSH_MS, so a live run's
+//    frames, and with them which repeats share a frame, differ, and its totals by a few percent.
 //
 // Usage: trace_size_bench DIR [--groups]
 #include <dirent.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -165,14 +167,31 @@ uint64_t Fnv(const std::string& s) {
 
 // The stream written as the shim writes it: float payloads coded (codec) or shuffled, the others shuffled when
 // wider than a byte. Returns the stream's bytes.
+double CpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// CPU seconds spent in the writer (Append, Close: frames' zstd or raw blocks, CRCs) and the record bytes it took,
+// per setting: what the shim's drain pays after coding or shuffling.
+double writer_s[2] = {0, 0};
+uint64_t writer_in[2] = {0, 0};
+// Frames of mostly float-coded payloads, those the writer ran its zstd-1 trial on, and those it kept compressed.
+uint64_t coded_frames[2] = {0, 0}, trials[2] = {0, 0}, trials_kept[2] = {0, 0};
+
 uint64_t Rewrite(const std::vector<Record>& records, bool codec, uint64_t* frames) {
   uint64_t bytes = 0;
+  double in_writer = 0;
   std::string err;
   auto w = store::TraceWriter::Create(std::make_unique<CountingOutput>(&bytes, frames), {}, {}, &err);
   std::string buf;
   for (const Record& r : records) {
     if (r.type != format::RecordType::kTensor) {
+      const double t0 = CpuSeconds();
       w->Append(r.type, r.body.data(), r.body.size(), r.payload.data(), r.payload.size());
+      in_writer += CpuSeconds() - t0;
+      writer_in[codec] += 8 + r.body.size() + r.payload.size();
       continue;
     }
     auto t = *reinterpret_cast<const format::TensorRecord*>(r.body.data());
@@ -189,15 +208,23 @@ uint64_t Rewrite(const std::vector<Record>& records, bool codec, uint64_t* frame
       buf = r.payload;
     }
     t.payload_bytes = buf.size();
+    const double t0 = CpuSeconds();
     if (!w->Append(format::RecordType::kTensor, &t, sizeof t, buf.data(), buf.size(), &err)) {
       fprintf(stderr, "%s\n", err.c_str());
       exit(1);
     }
+    in_writer += CpuSeconds() - t0;
+    writer_in[codec] += 8 + sizeof t + buf.size();
   }
+  const double t0 = CpuSeconds();
   if (!w->Close(&err)) {
     fprintf(stderr, "%s\n", err.c_str());
     exit(1);
   }
+  writer_s[codec] += in_writer + CpuSeconds() - t0;
+  coded_frames[codec] += w->coded_frames();
+  trials[codec] += w->zstd_trials();
+  trials_kept[codec] += w->zstd_trials_kept();
   return bytes;
 }
 
@@ -281,6 +308,11 @@ int main(int argc, char** argv) {
   printf("total: TTRACE_CODEC=0 %.1f MB (%llu frames), TTRACE_CODEC=1 %.1f MB (%llu frames): %+.2f%%\n",
          total[0] / 1e6, static_cast<unsigned long long>(frames[0]), total[1] / 1e6,
          static_cast<unsigned long long>(frames[1]), 100.0 * (double(total[1]) / double(total[0]) - 1));
+  for (int codec = 0; codec < 2; ++codec)
+    printf("writer, TTRACE_CODEC=%d: %.2f CPU s over %.1f MB of records: %.0f MB/s; %llu coded frames, zstd-1 "
+           "trial on %llu, kept %llu\n", codec, writer_s[codec], writer_in[codec] / 1e6,
+           writer_in[codec] / 1e6 / writer_s[codec], static_cast<unsigned long long>(coded_frames[codec]),
+           static_cast<unsigned long long>(trials[codec]), static_cast<unsigned long long>(trials_kept[codec]));
   if (!groups_wanted) return 0;
   printf("\n| group | payloads | raw MB | coded alone MB | shuffle+zstd3 alone MB | repeats in frame MB | repeats "
          "earlier MB |\n|---|---|---|---|---|---|---|\n");

@@ -1,7 +1,8 @@
 // TraceWriter's stored frames: a frame that is (at least 7/8) float-coded payloads is written as a zstd frame of
 // raw blocks (no second entropy pass), any other frame is compressed; both read back byte for byte, and the stored
 // frame is a standard zstd frame (ZSTD_getFrameContentSize and ZSTD_decompress accept it). A payload repeated far
-// apart in one frame is stored once, coded or not (zstd's window spans the frame).
+// apart in one frame is stored once, coded or not (zstd's window spans the frame). The zstd-1 trial over a coded
+// frame runs only where a coded payload repeats one of its frame or where samples of the frame compress.
 #include <unistd.h>
 #include <zstd.h>
 
@@ -203,6 +204,101 @@ TEST(CodedFrames, RepeatFarApartInAFrameIsStoredOnce) {
     EXPECT_EQ(n, static_cast<int>(expected.size()));
     unlink(path.c_str());
   }
+}
+
+// The trial is gated: distinct incompressible coded payloads go to raw blocks without it; a repeated payload or
+// smooth data (zstd over samples saves 1/16) runs it, and it is kept; too many payloads to fingerprint run it too.
+// Every frame reads back byte for byte.
+TEST(CodedFrames, TrialRunsOnlyWhereItCanPay) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 0.02f), step(0.0f, 0.01f);
+  auto bf16 = [](float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return static_cast<uint16_t>(u >> 16);
+  };
+  auto gaussian = [&] {
+    std::vector<uint16_t> v(1 << 18);
+    for (uint16_t& x : v) x = bf16(g(rng));
+    return Coded(v);
+  };
+  auto smooth = [&] {
+    std::vector<uint16_t> v(1 << 18);
+    float walk = 0;
+    for (uint16_t& x : v) x = bf16(walk += step(rng));
+    return Coded(v);
+  };
+  const std::string path = test_support::TestScratchDir() + "/gated.ttr";
+  WriterOptions opt;
+  opt.frame_bytes = 16u << 20;
+  std::string err;
+  auto w = TraceWriter::Open(path, {}, opt, &err);
+  ASSERT_TRUE(w) << err;
+  std::vector<std::string> written;
+  auto tensor = [&](const std::string& p) {
+    format::TensorRecord t{};
+    t.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFloatCoded);
+    t.dtype = static_cast<uint8_t>(format::DType::kBF16);
+    t.rows = 1 << 18;
+    t.cols = t.batch = 1;
+    t.payload_bytes = p.size();
+    ASSERT_TRUE(w->Append(format::RecordType::kTensor, t, p.data(), p.size(), &err)) << err;
+    written.push_back(p);
+  };
+  // Frame 0: four distinct Gaussian tensors, and two distinct payloads of one size.
+  for (int i = 0; i < 4; ++i) tensor(gaussian());
+  std::string a(300000, '\0'), b(300000, '\0');
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<char>(rng()), b[i] = static_cast<char>(rng());
+  tensor(a);
+  tensor(b);
+  ASSERT_TRUE(w->Flush(&err)) << err;
+  EXPECT_EQ(w->coded_frames(), 1u);
+  EXPECT_EQ(w->zstd_trials(), 0u) << "a trial on a frame with nothing to find";
+  // Frame 1: a Gaussian tensor repeated after three others.
+  const std::string repeated = gaussian();
+  tensor(repeated);
+  for (int i = 0; i < 3; ++i) tensor(gaussian());
+  tensor(repeated);
+  ASSERT_TRUE(w->Flush(&err)) << err;
+  EXPECT_EQ(w->zstd_trials(), 1u);
+  EXPECT_EQ(w->zstd_trials_kept(), 1u);
+  // Frame 2: distinct smooth tensors (a random walk; zstd over their coded bytes saves ~1/4 here).
+  for (int i = 0; i < 4; ++i) tensor(smooth());
+  ASSERT_TRUE(w->Flush(&err)) << err;
+  EXPECT_EQ(w->zstd_trials(), 2u);
+  EXPECT_EQ(w->zstd_trials_kept(), 2u);
+  // Frame 3: 400 distinct small coded payloads, more than 3/4 of the writer's fingerprint table (512): it cannot
+  // tell, so the trial runs (and is not kept: random bytes).
+  for (int i = 0; i < 400; ++i) {
+    std::string p(2048, '\0');
+    for (char& c : p) c = static_cast<char>(rng());
+    tensor(p);
+  }
+  ASSERT_TRUE(w->Close(&err)) << err;
+  EXPECT_EQ(w->coded_frames(), 4u);
+  EXPECT_EQ(w->zstd_trials(), 3u);
+  EXPECT_EQ(w->zstd_trials_kept(), 2u);
+
+  const std::vector<Frame> frames = Frames(path);
+  ASSERT_EQ(frames.size(), 4u);
+  EXPECT_GE(frames[0].header.compressed_size, frames[0].header.uncompressed_size);  // raw blocks
+  EXPECT_LT(frames[1].header.compressed_size, frames[1].header.uncompressed_size - repeated.size() * 9 / 10);
+  EXPECT_LT(frames[2].header.compressed_size, frames[2].header.uncompressed_size * 7 / 8);
+  EXPECT_GE(frames[3].header.compressed_size, frames[3].header.uncompressed_size);
+  auto reader = TraceReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  RecordView v;
+  size_t n = 0;
+  while (true) {
+    auto more = (*reader)->Next(&v);
+    ASSERT_TRUE(more.ok()) << more.status();
+    if (!*more) break;
+    ASSERT_LT(n, written.size());
+    EXPECT_EQ(v.payload, written[n]) << n;
+    ++n;
+  }
+  EXPECT_EQ(n, written.size());
+  unlink(path.c_str());
 }
 
 }  // namespace

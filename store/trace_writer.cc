@@ -31,6 +31,9 @@ constexpr size_t kRawBlock = 128u << 10;
 constexpr int kMinWindowLog = 10;  // zstd's smallest window
 constexpr int kMaxWindowLog = 27;  // ZSTD_WINDOWLOG_LIMIT_DEFAULT: what any decoder takes without being told
 constexpr int kMinHashLog = 17;    // levels 3 and up have at least this; level 1 has 2^13 entries for a large input
+constexpr size_t kMinRepeatBytes = 256;     // smaller coded payloads are not fingerprinted: repeats save little
+constexpr size_t kSampleChunk = 32u << 10;  // the trial's sample: one chunk of this many bytes ...
+constexpr size_t kSampleEvery = 512u << 10; // ... per this many bytes of the frame
 size_t RawZstdBound(size_t n) { return 10 + 3 * (n / kRawBlock + 1) + n; }
 size_t RawZstdFrame(const char* src, size_t n, char* dst) {
   char* o = dst;
@@ -173,8 +176,10 @@ bool TraceWriter::Append(format::RecordType type, const void* body, size_t body_
   rh.size = static_cast<uint32_t>(total);
   if (type == format::RecordType::kTensor && body_bytes >= offsetof(format::TensorRecord, payload_kind) + 1 &&
       static_cast<const uint8_t*>(body)[offsetof(format::TensorRecord, payload_kind)] ==
-          static_cast<uint8_t>(format::PayloadKind::kFloatCoded))
+          static_cast<uint8_t>(format::PayloadKind::kFloatCoded)) {
     precoded_bytes_ += payload_bytes;
+    NoteCodedPayload(static_cast<const char*>(payload), payload_bytes);
+  }
   char* at = pending_.Append(total);
   memcpy(at, &rh, sizeof rh);
   memcpy(at + sizeof rh, body, body_bytes);
@@ -193,6 +198,50 @@ bool TraceWriter::Append(format::RecordType type, const void* body, size_t body_
   }
   if (pending_.size() >= options_.frame_bytes) return Flush(error);
   return true;
+}
+
+void TraceWriter::NoteCodedPayload(const char* payload, size_t bytes) {
+  if (repeat_ || bytes < kMinRepeatBytes) return;
+  // FNV-style mix of the size and 16 words spread over the payload plus its last word: equal payloads always
+  // match; different ones of one size match only if all 17 words do (coded bytes are dense: next to never).
+  uint64_t h = 0xcbf29ce484222325ull ^ bytes;
+  for (int i = 0; i <= 16; ++i) {
+    uint64_t w;
+    memcpy(&w, payload + (i == 16 ? bytes - 8 : (bytes - 8) / 16 * i), 8);
+    h = (h ^ w) * 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  if (h == 0) h = 1;  // 0 marks a free slot
+  if (prints_used_ * 4 >= kPrints * 3) {
+    repeat_ = true;  // too many payloads to tell: let the trial decide
+    return;
+  }
+  for (size_t i = h % kPrints;; i = (i + 1) % kPrints) {
+    if (prints_[i] == h) {
+      repeat_ = true;
+      return;
+    }
+    if (prints_[i] == 0) {
+      prints_[i] = h;
+      ++prints_used_;
+      return;
+    }
+  }
+}
+
+bool TraceWriter::SampleSaves(char* dst, size_t room) {
+  ZSTD_CCtx* cctx = static_cast<ZSTD_CCtx*>(cctx_);
+  if (cctx == nullptr && (cctx_ = cctx = ZSTD_createCCtx()) == nullptr) return true;  // the trial will tell
+  const size_t n = pending_.size(), chunk = std::min(n, kSampleChunk), k = std::max<size_t>(1, n / kSampleEvery);
+  size_t in = 0, out = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const size_t at = n / k * i + (n / k - chunk) / 2;
+    const size_t c = ZSTD_compressCCtx(cctx, dst, room, pending_.data() + at, chunk, 1);
+    if (ZSTD_isError(c)) return true;
+    in += chunk;
+    out += c;
+  }
+  return out * 16 < in * 15;
 }
 
 size_t TraceWriter::Compress(char* dst, size_t room, int level) {
@@ -221,8 +270,16 @@ bool TraceWriter::Flush(std::string* error) {
     // Mostly float-coded payloads, entropy-coded already: zstd at level 1 over the whole frame still finds what the
     // codec, tensor by tensor, cannot (a tensor captured twice in one frame, as a weight read by a forward and a
     // backward GEMM; smooth data); kept when it saves at least 1/32, else the frame is stored in raw blocks.
-    n = Compress(body, room, 1);
-    if (ZSTD_isError(n) || n * 32 > pending_.size() * 31) n = RawZstdFrame(pending_.data(), pending_.size(), body);
+    // The trial costs about as much as coding the frame did; it runs only where a payload may repeat or where
+    // samples of the frame compress (docs/codec.md, "The writer's trial, gated").
+    const bool trial = repeat_ || SampleSaves(body, room);
+    n = trial ? Compress(body, room, 1) : 0;
+    ++coded_frames_;
+    zstd_trials_ += trial;
+    if (!trial || ZSTD_isError(n) || n * 32 > pending_.size() * 31)
+      n = RawZstdFrame(pending_.data(), pending_.size(), body);
+    else
+      ++zstd_trials_kept_;
   } else {
     n = Compress(body, room, options_.zstd_level);
   }
@@ -255,6 +312,9 @@ bool TraceWriter::Flush(std::string* error) {
   summary_.records += pending_records_;
   pending_records_ = 0;
   precoded_bytes_ = 0;
+  if (prints_used_ > 0) memset(prints_, 0, sizeof prints_);
+  prints_used_ = 0;
+  repeat_ = false;
   pending_min_seq_ = format::kNoSeq;
   pending_max_seq_ = 0;
   pending_seq_records_ = 0;

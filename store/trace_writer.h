@@ -8,7 +8,10 @@
 // mid-run leaves a stream that reads back up to its last complete frame. A frame that is at least 7/8 float-coded
 // tensor payloads (PayloadKind::kFloatCoded, already entropy-coded) is stored in a zstd frame of raw blocks
 // instead, unless zstd at level 1 over the whole frame saves 1/32 (repeats across tensors: the codec codes each
-// alone). zstd's window always spans the whole frame, so a payload repeated anywhere in a frame is stored once.
+// alone). That trial runs only where it can pay: where a coded payload's fingerprint (its size and sampled words)
+// repeats one earlier in the frame, or where zstd over samples of the frame saves 1/16 (smooth data); elsewhere
+// the frame goes straight to raw blocks. zstd's window always spans the whole frame, so a payload repeated
+// anywhere in a frame is stored once.
 //
 // Not thread-safe: one thread owns a writer (the shim's drain thread). Depends on no CUDA library and on no
 // Abseil, because the shim links it statically. Errors are reported as false + message; after an I/O error the
@@ -97,6 +100,10 @@ class TraceWriter {
 
   uint64_t bytes_written() const { return summary_.bytes; }
   uint64_t records_written() const { return summary_.records; }
+  // Frames of mostly float-coded payloads, and how many of them had the zstd-1 trial run / kept its output.
+  uint64_t coded_frames() const { return coded_frames_; }
+  uint64_t zstd_trials() const { return zstd_trials_; }
+  uint64_t zstd_trials_kept() const { return zstd_trials_kept_; }
   const StreamSummary& summary() const { return summary_; }
   StreamOutput* output() { return output_.get(); }
 
@@ -105,6 +112,12 @@ class TraceWriter {
   bool Fail(const std::string& message, std::string* error);
   // zstd at `level` over the pending frame into dst, with a window covering the whole frame; a zstd result code.
   size_t Compress(char* dst, size_t room, int level);
+  // Whether zstd at level 1 over samples of the pending frame (one 32 KiB chunk of every 512 KiB) saves 1/16:
+  // redundancy inside tensors (smooth data), which the codec's byte-plane code leaves. `dst` is scratch.
+  bool SampleSaves(char* dst, size_t room);
+  // Notes a float-coded payload's fingerprint (its size and 17 sampled words): sets repeat_ when an earlier
+  // payload of the frame had the same, or when the table is too full to tell.
+  void NoteCodedPayload(const char* payload, size_t bytes);
 
   // A byte buffer that grows without zero-filling (records are copied in right after growing).
   class Buffer {
@@ -127,6 +140,11 @@ class TraceWriter {
   Buffer pending_;
   std::vector<char> compressed_;  // FrameHeader + zstd frame; sized once to the largest compress bound seen
   uint64_t precoded_bytes_ = 0;    // bytes of float-coded payloads (entropy-coded already) in pending_
+  static constexpr size_t kPrints = 512;  // fingerprints of the pending frame's coded payloads (open addressing)
+  uint64_t prints_[kPrints] = {};
+  size_t prints_used_ = 0;
+  uint64_t coded_frames_ = 0, zstd_trials_ = 0, zstd_trials_kept_ = 0;
+  bool repeat_ = false;            // a coded payload of pending_ may repeat an earlier one (same fingerprint)
   uint32_t pending_records_ = 0;
   uint64_t pending_min_seq_ = format::kNoSeq, pending_max_seq_ = 0;
   uint32_t pending_seq_records_ = 0;

@@ -219,6 +219,14 @@ mutate "writer: a record's payload one byte short" trace_writer.cc \
   "trace_store_test" "TraceStore|Crc32c"
 mutate "writer: payload CRC over one byte fewer" trace_writer.cc "fh.payload_crc = Crc32c(compressed_.data() + kHead, n);" \
   "fh.payload_crc = Crc32c(compressed_.data() + kHead, n - 1);" "trace_store_test" "TraceStore|Crc32c"
+mutate "writer: zstd trial over coded frames not gated" trace_writer.cc \
+  "const bool trial = repeat_ || SampleSaves(body, room);" "const bool trial = true;" "coded_frame_test" "CodedFrames"
+mutate "writer: a repeated coded payload not noticed" trace_writer.cc "    if (prints_[i] == h) {" \
+  "    if (false && prints_[i] == h) {" "coded_frame_test" "CodedFrames"
+mutate "writer: samples of a smooth coded frame never say it compresses" trace_writer.cc \
+  "return out * 16 < in * 15;" "return out * 16 < in * 0;" "coded_frame_test" "CodedFrames"
+mutate "writer: a fingerprint table too full to tell taken as no repeat" trace_writer.cc \
+  "if (prints_used_ * 4 >= kPrints * 3) {" "if (prints_used_ * 4 >= kPrints * 4) {" "coded_frame_test" "CodedFrames"
 mutate "index: a frame's seqs not checked against its entry" stream_index.cc "if (s < e.min_seq || s > e.max_seq) {" \
   "if (false && (s < e.min_seq || s > e.max_seq)) {" "stream_index_test" "StreamIndex"
 mutate "writer: index entry one seq short" trace_writer.cc "pending_max_seq_ = std::max(pending_max_seq_, seq);" \
