@@ -11,7 +11,7 @@
 // collective buffers (send, recv).
 //
 // "float codec, written" is what the shim pays per tensor: the codec, then the store's writer (one tensor a frame:
-// the record copied in, the frame's gated zstd-1 trial or raw blocks, its CRC) into memory; decoded as a reader does.
+// the record copied in, the frame's gated zstd trial or raw blocks, its CRC) into memory; decoded as a reader does.
 //
 // Usage: codec_bench [--min-seconds S] [--best] [--data SUBSTR] [--method SUBSTR [--exact-method]] [--trace DIR]...
 //                    [--cast] [--no-synthetic] [--planes]
@@ -135,7 +135,7 @@ std::vector<Method> Methods() {
                  if (ttrace::store::FloatDecode(scratch.data(), c, t.elem, back->data(), back->size())) abort();
                }});
   // What the shim pays to store a coded tensor: the codec, then the writer (store/trace_writer.h: the record
-  // copied into its frame, the frame's zstd-1 trial or raw blocks, its CRC, handed to the output), one tensor a
+  // copied into its frame, the frame's gated zstd trial or raw blocks, its CRC, handed to the output), one tensor a
   // frame; decoded as a reader does (the zstd frame, then the payload).
   m.push_back({"float codec, written",
                [](const Tensor& t, std::string* out) {

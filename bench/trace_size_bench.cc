@@ -7,7 +7,7 @@
 //  - rewrites each stream's records through TraceWriter into a byte counter, as the shim would have written them
 //    with TTRACE_CODEC=0 (float payloads shuffled) and with TTRACE_CODEC=1 (float payloads coded), so a change of
 //    the writer's frame policy is measured on the trace itself without running the workload again; the writer's
-//    CPU time (Append and Close, not the coding) and its zstd-1 trials over coded frames are printed per setting.
+//    CPU time (Append and Close, not the coding) and its zstd trials over coded frames are printed per setting.
 //    The rewrite closes a frame every 4 MiB only; the shim also closes one every TTRACE_FLUSH_MS, so a live run's
 //    frames, and with them which repeats share a frame, differ, and its totals by a few percent.
 //
@@ -177,7 +177,7 @@ double CpuSeconds() {
 // per setting: what the shim's drain pays after coding or shuffling.
 double writer_s[2] = {0, 0};
 uint64_t writer_in[2] = {0, 0};
-// Frames of mostly float-coded payloads, those the writer ran its zstd-1 trial on, and those it kept compressed.
+// Frames of mostly float-coded payloads, those the writer ran its zstd trial on, and those it kept compressed.
 uint64_t coded_frames[2] = {0, 0}, trials[2] = {0, 0}, trials_kept[2] = {0, 0};
 
 uint64_t Rewrite(const std::vector<Record>& records, bool codec, uint64_t* frames) {
@@ -309,7 +309,7 @@ int main(int argc, char** argv) {
          total[0] / 1e6, static_cast<unsigned long long>(frames[0]), total[1] / 1e6,
          static_cast<unsigned long long>(frames[1]), 100.0 * (double(total[1]) / double(total[0]) - 1));
   for (int codec = 0; codec < 2; ++codec)
-    printf("writer, TTRACE_CODEC=%d: %.2f CPU s over %.1f MB of records: %.0f MB/s; %llu coded frames, zstd-1 "
+    printf("writer, TTRACE_CODEC=%d: %.2f CPU s over %.1f MB of records: %.0f MB/s; %llu coded frames, zstd "
            "trial on %llu, kept %llu\n", codec, writer_s[codec], writer_in[codec] / 1e6,
            writer_in[codec] / 1e6 / writer_s[codec], static_cast<unsigned long long>(coded_frames[codec]),
            static_cast<unsigned long long>(trials[codec]), static_cast<unsigned long long>(trials_kept[codec]));

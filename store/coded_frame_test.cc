@@ -1,7 +1,7 @@
 // TraceWriter's stored frames: a frame that is (at least 7/8) float-coded payloads is written as a zstd frame of
 // raw blocks (no second entropy pass), any other frame is compressed; both read back byte for byte, and the stored
 // frame is a standard zstd frame (ZSTD_getFrameContentSize and ZSTD_decompress accept it). A payload repeated far
-// apart in one frame is stored once, coded or not (zstd's window spans the frame). The zstd-1 trial over a coded
+// apart in one frame is stored once, coded or not (zstd's window spans the frame). The zstd trial over a coded
 // frame runs only where a coded payload repeats one of its frame or where samples of the frame compress.
 #include <unistd.h>
 #include <zstd.h>

@@ -7,7 +7,7 @@
 // entry (the seq range of its records), so a file output writes it with one write(2) and a process killed
 // mid-run leaves a stream that reads back up to its last complete frame. A frame that is at least 7/8 float-coded
 // tensor payloads (PayloadKind::kFloatCoded, already entropy-coded) is stored in a zstd frame of raw blocks
-// instead, unless zstd at level 1 over the whole frame saves 1/32 (repeats across tensors: the codec codes each
+// instead, unless zstd at level -1 over the whole frame saves 1/32 (repeats across tensors: the codec codes each
 // alone). That trial runs only where it can pay: where a coded payload's fingerprint (its size and sampled words)
 // repeats one earlier in the frame, or where zstd over samples of the frame saves 1/16 (smooth data); elsewhere
 // the frame goes straight to raw blocks. zstd's window always spans the whole frame, so a payload repeated
@@ -100,7 +100,7 @@ class TraceWriter {
 
   uint64_t bytes_written() const { return summary_.bytes; }
   uint64_t records_written() const { return summary_.records; }
-  // Frames of mostly float-coded payloads, and how many of them had the zstd-1 trial run / kept its output.
+  // Frames of mostly float-coded payloads, and how many of them had the zstd trial run / kept its output.
   uint64_t coded_frames() const { return coded_frames_; }
   uint64_t zstd_trials() const { return zstd_trials_; }
   uint64_t zstd_trials_kept() const { return zstd_trials_kept_; }
@@ -110,8 +110,9 @@ class TraceWriter {
  private:
   TraceWriter(std::unique_ptr<StreamOutput> output, const WriterOptions& options);
   bool Fail(const std::string& message, std::string* error);
-  // zstd at `level` over the pending frame into dst, with a window covering the whole frame; a zstd result code.
-  size_t Compress(char* dst, size_t room, int level);
+  // zstd at `level` over the pending frame into dst, a zstd result code; with `frame_wide`, a window covering the
+  // whole frame (and below level 3 a 2^17-entry hash table), else zstd's parameters for the level and size.
+  size_t Compress(char* dst, size_t room, int level, bool frame_wide = true);
   // Whether zstd at level 1 over samples of the pending frame (one 32 KiB chunk of every 512 KiB) saves 1/16:
   // redundancy inside tensors (smooth data), which the codec's byte-plane code leaves. `dst` is scratch.
   bool SampleSaves(char* dst, size_t room);
