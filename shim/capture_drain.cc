@@ -20,6 +20,7 @@ namespace {
 bool IsFloat(format::DType d) {
   switch (d) {
     case format::DType::kF32: case format::DType::kF16: case format::DType::kBF16: case format::DType::kF64:
+    case format::DType::kE4M3: case format::DType::kE5M2:
       return true;
     default:
       return false;

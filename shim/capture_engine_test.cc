@@ -114,11 +114,12 @@ struct Read {
   }
 };
 
-// What the engine writes with the default options: floats wider than a byte float-coded, wider integers shuffled,
-// bytes (FP8 included) as they are.
+// What the engine writes with the default options: floats (FP8 included) float-coded, integers wider than a byte
+// shuffled, other bytes as they are.
 format::PayloadKind ExpectedKind(uint8_t dtype) {
   switch (static_cast<format::DType>(dtype)) {
     case format::DType::kF32: case format::DType::kF16: case format::DType::kBF16: case format::DType::kF64:
+    case format::DType::kE4M3: case format::DType::kE5M2:
       return format::PayloadKind::kFloatCoded;
     default:
       return format::DTypeSize(dtype) > 1 ? format::PayloadKind::kShuffled : format::PayloadKind::kFull;
@@ -265,6 +266,35 @@ TEST_F(CaptureEngineTest, RecordsInSeqOrderAndTensorsPacked) {
   const CaptureEngine::Stats stats = engine->stats();
   EXPECT_EQ(stats.tensors, 1u);
   EXPECT_EQ(stats.dropped, 0u);
+}
+
+// FP8 payloads are float-coded like the wider floats (the codec's plane is the whole value) and read back as
+// captured; an 8-bit integer stays as it is.
+TEST_F(CaptureEngineTest, Fp8PayloadsAreFloatCoded) {
+  auto engine = Make(Full());
+  const CaptureEngine::Slot s = engine->Reserve(true);
+  std::vector<uint8_t> fp8(64 * 64), i8(64 * 64);
+  for (size_t i = 0; i < fp8.size(); ++i) fp8[i] = static_cast<uint8_t>(0x38 + (i * 7919 % 13)), i8[i] = i % 251;
+  TensorSpec a, b;
+  a.slot = format::TensorSlot::kA;
+  a.dtype = format::DType::kE4M3;
+  a.ptr = fp8.data();
+  a.rows = a.cols = a.ld = 64;
+  b = a;
+  b.slot = format::TensorSlot::kB;
+  b.dtype = format::DType::kI8;
+  b.ptr = i8.data();
+  engine->CaptureTensor(s.seq, nullptr, a);
+  engine->CaptureTensor(s.seq, nullptr, b);
+  engine->Publish(s, RecordType::kGemm, Gemm(s.seq, 64));
+  engine->Shutdown();
+  const std::vector<Read> tensors = OfType(ReadAll(path_), RecordType::kTensor);  // ReadAll checks the kinds
+  ASSERT_EQ(tensors.size(), 2u);
+  EXPECT_EQ(tensors[0].As<format::TensorRecord>().payload_kind,
+            static_cast<uint8_t>(format::PayloadKind::kFloatCoded));
+  EXPECT_EQ(tensors[0].payload, std::string(fp8.begin(), fp8.end()));
+  EXPECT_EQ(tensors[1].As<format::TensorRecord>().payload_kind, static_cast<uint8_t>(format::PayloadKind::kFull));
+  EXPECT_EQ(tensors[1].payload, std::string(i8.begin(), i8.end()));
 }
 
 TEST_F(CaptureEngineTest, FullRingWaitsThenDropsWithNotice) {
