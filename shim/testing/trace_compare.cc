@@ -12,6 +12,7 @@ using format::RecordType;
 format::PayloadKind ShimPayloadKind(uint8_t dtype) {
   switch (static_cast<format::DType>(dtype)) {
     case format::DType::kF32: case format::DType::kF16: case format::DType::kBF16: case format::DType::kF64:
+    case format::DType::kE4M3: case format::DType::kE5M2:
       return format::PayloadKind::kFloatCoded;
     default:
       return format::DTypeSize(dtype) > 1 ? format::PayloadKind::kShuffled : format::PayloadKind::kFull;

@@ -14,8 +14,8 @@
 
 namespace ttrace::shim::testing {
 
-// The payload kind the shim writes with its default options: floats wider than a byte float-coded, wider integers
-// shuffled, bytes (FP8 included) as they are.
+// The payload kind the shim writes with its default options: floats (FP8 included) float-coded, integers wider than
+// a byte shuffled, other bytes as they are.
 format::PayloadKind ShimPayloadKind(uint8_t dtype);
 // Every record of a stream, as dump entries; shuffled and float-coded tensor payloads are decoded (the program's
 // layout; payload_bytes in the body is the decoded size, payload_kind the one written).
