@@ -22,9 +22,13 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <new>
 #include <random>
+
+#include <sys/mman.h>
 
 #include "absl/strings/str_cat.h"
 #include "analyzer/blas.h"
@@ -755,6 +759,12 @@ GemmVerdict FullVerdict(const GemmProblem& problem, const GemmPrecision& precisi
 // full replay judges it. Elements are visited in index order, so the first violation is full replay's.
 
 constexpr double kU32 = 0x1p-24, kEta32 = 0x1p-126;
+// Slices of k the reference is summed over (G): its error is θ_{k/G}(2^-24)·P, while the lower end of P they give
+// (Σ|ŝ_g|, about √(G·k) terms' worth) grows with √G: G = 2·∛k keeps the first below the model's slack at the second
+// for Gaussian and uniform data (docs/error-models.md), within [4, 64].
+int64_t Fp32Slices(int64_t k) {
+  return std::min<int64_t>(k, std::clamp<int64_t>(std::llround(2 * std::cbrt(static_cast<double>(k))), 4, 64));
+}
 
 // Whether d is 0 or a normal FP32 number of at most 12 significant bits (then it is stored in *out). FP32 subnormals
 // are refused: a CPU with denormals-are-zero would read them as 0.
@@ -774,18 +784,54 @@ bool FitsSlices(double d, float* out) {
   return true;
 }
 
+// A buffer of trivially copyable values whose contents start undefined (no zeroing pass over hundreds of MB), in
+// 2 MiB-aligned storage advised for transparent huge pages when it spans one (a first touch faults once per 2 MiB
+// instead of once per 4 KiB where the kernel allows it: madvise mode). resize() discards the contents.
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t n) { resize(n); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { std::free(p_); }
+  void resize(size_t n) {
+    if (n > cap_) {
+      std::free(p_);
+      constexpr size_t kHuge = size_t{1} << 21;
+      const size_t bytes = (n * sizeof(T) + kHuge - 1) / kHuge * kHuge;
+      p_ = static_cast<T*>(std::aligned_alloc(kHuge, bytes));
+      if (p_ == nullptr) throw std::bad_alloc();
+      madvise(p_, bytes, MADV_HUGEPAGE);  // advice only: its failure changes nothing but speed
+      cap_ = n;
+    }
+    n_ = n;
+  }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0, cap_ = 0;
+};
+
 // One batch's operands as FP32, laid out for the slices: op(A) row by row (k x m column-major: row i of op(A) is
-// at i·k), op(B) column by column (k x n), and |op(A)|; with the FP64 row sums of |op(A)| and column sums of |op(B)|
-// (as full replay's BatchView sums them) and the largest magnitudes. False when a value does not fit.
+// at i·k), op(B) column by column (k x n); with the FP64 row sums of |op(A)| and column sums of |op(B)| (as full
+// replay's BatchView sums them), the row and column sums of squares and largest magnitudes (the bounds on P), and the
+// largest magnitudes overall. False when a value does not fit. |op(A)| is made only when P is computed (abs_at).
 struct SliceOperands {
-  std::vector<float> at, abs_at, bc;
-  std::vector<double> row_a, col_b;
+  Buffer<float> at, abs_at, bc;
+  std::vector<double> row_a, col_b, row_norm_a, col_norm_b, row_max, col_max;
   double max_a = 0, max_b = 0;
 };
 
 // Reads a stored column-major rows x cols operand into `out` as its transpose (cols x rows), or as it is, checking
 // every value; blocked by 64 stored columns so both sides stay in cache.
-bool ReadFp32(const Operand& s, int64_t rows, int64_t cols, bool transpose, std::vector<float>* out, double* max) {
+bool ReadFp32(const Operand& s, int64_t rows, int64_t cols, bool transpose, Buffer<float>* out, double* max) {
   out->resize(static_cast<size_t>(rows * cols));
   const int64_t blk = 64;
   std::vector<double> tmp(static_cast<size_t>(rows * std::min(blk, std::max<int64_t>(cols, 1))));
@@ -808,26 +854,43 @@ bool ReadFp32(const Operand& s, int64_t rows, int64_t cols, bool transpose, std:
   return true;
 }
 
+// Sums over each of `count` vectors of length k stored back to back: Σ|x|, √(Σx²) and max|x| (FP64; each x² is
+// exact, the values having at most 12 significant bits; the sums within θ_k(2^-53) relative, the root 2^-53 more).
+void VectorSums(const float* v, int64_t count, int64_t k, std::vector<double>* abs_sum, std::vector<double>* norm,
+                std::vector<double>* max) {
+  abs_sum->assign(static_cast<size_t>(count), 0.0);
+  norm->assign(static_cast<size_t>(count), 0.0);
+  max->assign(static_cast<size_t>(count), 0.0);
+  for (int64_t i = 0; i < count; ++i) {
+    const float* x = v + i * k;
+    double s = 0, q = 0, mx = 0;
+    for (int64_t l = 0; l < k; ++l) {
+      const double a = std::fabs(static_cast<double>(x[l]));
+      s += a;
+      q += a * a;
+      mx = std::max(mx, a);
+    }
+    (*abs_sum)[i] = s, (*norm)[i] = std::sqrt(q), (*max)[i] = mx;
+  }
+}
+
 bool ReadSliceOperands(const ProjectionView& v, SliceOperands* o) {
   const GemmProblem& p = *v.p;
   const int64_t m = p.m, n = p.n, k = p.k;
   // op(A) m x k row by row = the stored k x m when transposed, the transpose of the stored m x k otherwise.
   if (!ReadFp32(v.a, v.ta ? k : m, v.ta ? m : k, !v.ta, &o->at, &o->max_a)) return false;
   if (!ReadFp32(v.b, v.tb ? n : k, v.tb ? k : n, v.tb, &o->bc, &o->max_b)) return false;
-  o->abs_at.resize(o->at.size());
-  for (size_t x = 0; x < o->at.size(); ++x) o->abs_at[x] = std::fabs(o->at[x]);
-  o->row_a.assign(static_cast<size_t>(m), 0.0);
-  o->col_b.assign(static_cast<size_t>(n), 0.0);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t l = 0; l < k; ++l) o->row_a[i] += o->abs_at[static_cast<size_t>(l + i * k)];
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t l = 0; l < k; ++l) o->col_b[j] += std::fabs(o->bc[static_cast<size_t>(l + j * k)]);
+  VectorSums(o->at.data(), m, k, &o->row_a, &o->row_norm_a, &o->row_max);
+  VectorSums(o->bc.data(), n, k, &o->col_b, &o->col_norm_b, &o->col_max);
   return true;
 }
 
 // Full replay through FP32 slices; FullVerdict when the data does not fit (a value of more than 12 significant bits,
 // an FP32 subnormal, Inf or NaN, partial sums that could overflow FP32) or too many elements stay undecided (more
 // than 1/32 of them: recomputing each costs 2k, full replay is cheaper then).
+// P = |op(A)|·|op(B)| is bracketed first without a GEMM (below: the slices' |partial sums| from below, Cauchy–Schwarz
+// and row sum x column max from above); a panel where more than 1/32 of the elements stay undecided computes P as an
+// SGEMM (P32) and decides again (o.fp32_p: always, or never).
 // Sets *fits to false (and returns nothing) when the data does not fit: the caller chooses another method.
 GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precision, const GemmCheckOptions& o,
                               bool* fits) {
@@ -837,26 +900,34 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
   const GemmBound bound(precision, k, p.alpha, p.beta, o.bound);
   const GemmBoundAffine aff = bound.Affine();
   const double alpha = std::fabs(p.alpha), beta = std::fabs(p.beta);
-  const int64_t slices = std::min<int64_t>(4, k), ks = (k + slices - 1) / slices;
+  const int64_t slices = Fp32Slices(k), ks = (k + slices - 1) / slices;
   const double kd = static_cast<double>(k);
   // |P32 − P| ≤ θ_k(u32)·P + 2k·η32 (k products, k − 1 additions, each exact or within η32 when it underflows).
   const double th_p = Theta(kU32, kd), eta_p = 2 * kd * kEta32;
-  // A slice: |ŝ − s| ≤ θ_{k_s}(u32)·P_s + 2k_s·η32; summed over the slices, then G − 1 FP64 additions of the
-  // slices and the combination α·Σ + β·c0 (3 more FP64 roundings on every path).
-  const double th_s = Theta(kU32, static_cast<double>(ks)), th_g = Theta(kU64, static_cast<double>(slices + 3));
+  // A slice: |ŝ_g − s_g| ≤ θ_{k_s}(u32)·P_g + 2k_s·η32. The slices are summed in FP32 in order, ref32 = Σ ŝ_g and
+  // abs32 = Σ |ŝ_g|: recursive sums of G terms, within θ_{G−1}(u32)·Σ|ŝ_g| + G·η32 of their exact sums (abs32:
+  // nonnegative terms, so Σ|ŝ_g| ≤ abs32/(1 − θ_{G−1})). Then the combination α·ref32 + β·c0 in FP64 (3 roundings).
+  const double th_s = Theta(kU32, static_cast<double>(ks)), th_acc = Theta(kU32, static_cast<double>(slices - 1)),
+               th_g = Theta(kU64, 3), eta_g = static_cast<double>(slices) * kEta32;
   // The FP64 replay's own error θ_{k+3}(u64)·(|α|P + |β|Z) (error-models.md: E_ref), whatever its order.
   const double th_ref = Theta(kU64, kd + 3), th_sums = Theta(kU64, kd);
   constexpr double kMargin = 0x1p-40;  // the affine bound against Bound(), and the rounding of this test
   // P ≤ (P32 + η)/(1 − θ) and P ≥ (P32 − η)/(1 + θ), as products (the margin covers their rounding).
   const double to_hi = (1 + kMargin) / (1 - th_p), to_lo = (1 - kMargin) / (1 + th_p);
+  // Without P32: P = Σ_g P_g ≥ Σ_g (|ŝ_g| − 2k_s·η32)/(1 + θ_{k_s}) (each slice's sum of |products| is at least
+  // |its exact sum|), Σ_g|ŝ_g| ≥ (abs32 − G·η32)/(1 + θ_{G−1}); P ≤ min(‖a_i‖₂·‖b_j‖₂, R_i·max|b_j|, max|a_i|·S_j),
+  // sums in FP64 within θ_k(u64) relative (and the root, the product: within the margin).
+  const double acc_lo = 1 / (1 + th_acc), acc_hi = 1 / (1 - th_acc);
+  const double sl_lo = (1 - kMargin) / (1 + th_s), up = (1 + 2 * th_sums) * (1 + kMargin);
   const uint64_t c_size = static_cast<uint64_t>(m * n);
   const uint64_t cap = c_size * static_cast<uint64_t>(p.batch) / 32 + 64;
-  const int64_t w = std::clamp<int64_t>((int64_t{1} << 22) / m, 1, n);
+  const int64_t w = std::clamp<int64_t>((int64_t{1} << 20) / m, 1, n);
   GemmVerdict verdict;
   verdict.method = GemmMethod::kFullFp32;
   double worst = 0;
-  std::vector<double> ref(static_cast<size_t>(m * w)), got(static_cast<size_t>(m * w)), c0(p.beta != 0 ? m * w : 0);
-  std::vector<float> tmp(static_cast<size_t>(m * w)), pa(static_cast<size_t>(m * w)), abs_b(static_cast<size_t>(k * w));
+  const size_t panel = static_cast<size_t>(m * w);
+  Buffer<double> got(panel), c0(p.beta != 0 ? panel : 0);
+  Buffer<float> ref(panel), abs_sl(panel), tmp(panel), pa, abs_b;
   std::vector<uint8_t> undecided(static_cast<size_t>(m * w));
   for (int64_t bt = 0; bt < p.batch; ++bt) {
     const ProjectionView v(p, bt);
@@ -873,36 +944,68 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
         if (len <= 0) break;
         MatMulF32(true, false, m, cols, len, s.at.data() + l0, k, b_panel + l0, k, tmp.data(), m);
         if (g == 0) {
-          for (size_t x = 0; x < count; ++x) ref[x] = tmp[x];
+          for (size_t x = 0; x < count; ++x) ref[x] = tmp[x], abs_sl[x] = std::fabs(tmp[x]);  // FP32 sums
         } else {
-          for (size_t x = 0; x < count; ++x) ref[x] += tmp[x];
+          for (size_t x = 0; x < count; ++x) ref[x] += tmp[x], abs_sl[x] += std::fabs(tmp[x]);
         }
       }
-      for (size_t x = 0; x < static_cast<size_t>(k * cols); ++x) abs_b[x] = std::fabs(b_panel[x]);
-      MatMulF32(true, false, m, cols, k, s.abs_at.data(), k, abs_b.data(), k, pa.data(), m);
       v.c_out.Decode(static_cast<uint64_t>(j0 * m), 1, count, got.data());
       if (p.beta != 0) v.c0.Decode(static_cast<uint64_t>(j0 * m), 1, count, c0.data());
-      // Decide every element of the panel, then add them in index order (recomputing the undecided ones).
+      bool have_p32 = false;
+      // P's bracket at element x (row i, panel column jj): [lo, hi], and the value the reported bound uses (P32
+      // when computed, else the lower end: the reported err/bound is then at least full replay's).
+      struct Bracket {
+        double lo, hi, at;
+      };
+      auto bracket = [&](int64_t i, int64_t jj, size_t x) {
+        const int64_t j = j0 + jj;
+        double hi = std::min({s.row_norm_a[i] * s.col_norm_b[j], s.row_a[i] * s.col_max[j],
+                              s.row_max[i] * s.col_b[j]}) * up;
+        double lo = std::max(0.0, (abs_sl[x] - eta_g) * acc_lo - eta_p) * sl_lo;
+        if (!have_p32) return Bracket{lo, hi, lo};
+        const double p32 = pa[x];
+        hi = std::min(hi, (p32 + eta_p) * to_hi);
+        lo = std::max(lo, std::max(0.0, p32 - eta_p) * to_lo);
+        return Bracket{lo, hi, p32};
+      };
+      // Decide every element of the panel (again with P32 when too many stay undecided without it), then add them
+      // in index order (recomputing the undecided ones).
       uint64_t panel_undecided = 0;
-      for (int64_t jj = 0; jj < cols; ++jj) {
-        const double sb = s.col_b[j0 + jj] * (1 - 2 * th_sums);
-        for (int64_t i = 0; i < m; ++i) {
-          const size_t x = static_cast<size_t>(i + jj * m);
-          const double p32 = pa[x], z = p.beta != 0 ? std::fabs(c0[x]) : 0;
-          const double p_hi = (p32 + eta_p) * to_hi, p_lo = std::max(0.0, p32 - eta_p) * to_lo;
-          const double e_ab = th_s * p_hi + eta_p + th_g * (1 + th_s) * p_hi;
-          const double r = p.alpha * ref[x] + p.beta * (p.beta != 0 ? c0[x] : 0);
-          const double e = (alpha * e_ab + th_g * (alpha * (p_hi + e_ab) + beta * z) + th_ref * (alpha * p_hi + beta * z)) *
-                           (1 + kMargin);
-          const double lo = aff.At(p_lo * (1 - 2 * th_ref), (s.row_a[i] * (1 - 2 * th_sums) + sb), z,
-                                   std::max(0.0, std::fabs(r) - e)) * (1 - kMargin);
-          const double d = std::fabs(got[x] - r);
-          const bool pass = std::isfinite(got[x]) && std::isfinite(r) && (d + e) * (1 + kMargin) <= lo;
-          undecided[x] = !pass;
-          panel_undecided += !pass;
-          if (pass) ref[x] = r;  // the estimate reported for a decided element
+      for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 1 || o.fp32_p == Fp32P::kAlways) {
+          if (s.abs_at.empty()) {
+            s.abs_at.resize(s.at.size());
+            for (size_t x = 0; x < s.at.size(); ++x) s.abs_at[x] = std::fabs(s.at[x]);
+            pa.resize(static_cast<size_t>(m * w));
+            abs_b.resize(static_cast<size_t>(k * w));
+          }
+          for (size_t x = 0; x < static_cast<size_t>(k * cols); ++x) abs_b[x] = std::fabs(b_panel[x]);
+          MatMulF32(true, false, m, cols, k, s.abs_at.data(), k, abs_b.data(), k, pa.data(), m);
+          have_p32 = true;
         }
+        panel_undecided = 0;
+        for (int64_t jj = 0; jj < cols; ++jj) {
+          const double sb = s.col_b[j0 + jj] * (1 - 2 * th_sums);
+          for (int64_t i = 0; i < m; ++i) {
+            const size_t x = static_cast<size_t>(i + jj * m);
+            const Bracket pb = bracket(i, jj, x);
+            const double z = p.beta != 0 ? std::fabs(c0[x]) : 0;
+            const double e_ab = th_s * pb.hi + eta_p + th_acc * (abs_sl[x] * acc_hi) + eta_g;
+            const double r = p.alpha * ref[x] + p.beta * (p.beta != 0 ? c0[x] : 0);
+            const double e = (alpha * e_ab + th_g * (alpha * (pb.hi + e_ab) + beta * z) + th_ref * (alpha * pb.hi + beta * z)) *
+                             (1 + kMargin);
+            const double lo = aff.At(pb.lo * (1 - 2 * th_ref), (s.row_a[i] * (1 - 2 * th_sums) + sb), z,
+                                     std::max(0.0, std::fabs(r) - e)) * (1 - kMargin);
+            const double d = std::fabs(got[x] - r);
+            const bool pass_x = std::isfinite(got[x]) && std::isfinite(r) && (d + e) * (1 + kMargin) <= lo;
+            undecided[x] = !pass_x;
+            panel_undecided += !pass_x;
+          }
+        }
+        if (have_p32 || panel_undecided * 32 <= count || o.fp32_p == Fp32P::kNever) break;
+        ++verdict.p_gemm_panels;
       }
+      if (o.fp32_p == Fp32P::kAlways) ++verdict.p_gemm_panels;
       verdict.recomputed += panel_undecided;
       if (verdict.recomputed > cap) {
         *fits = true;
@@ -917,13 +1020,14 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
           const double z = p.beta != 0 ? std::fabs(c0[x]) : 0;
           verdict.max_abs_out = std::max(verdict.max_abs_out, std::fabs(got[x]));
           if (!undecided[x]) {
-            // Judged: reported with this reference and the bound at P32 (within the intervals above of the FP64
-            // replay's numbers; below 1 by the test that decided it).
-            const double b = aff.At(pa[x], s.row_a[i] + s.col_b[j], z, std::fabs(ref[x]));
-            const double b_hi = aff.At((pa[x] + eta_p) * to_hi, s.row_a[i] + s.col_b[j], z, std::fabs(ref[x])) *
-                                (1 + kMargin);
+            // Judged: reported with this reference and the bound at P32, or at P's lower end without it (within
+            // the intervals above of the FP64 replay's numbers; below 1 by the test that decided it).
+            const Bracket pb = bracket(i, jj, x);
+            const double r = p.alpha * ref[x] + p.beta * (p.beta != 0 ? c0[x] : 0);
+            const double b = aff.At(pb.at, s.row_a[i] + s.col_b[j], z, std::fabs(r));
+            const double b_hi = aff.At(pb.hi, s.row_a[i] + s.col_b[j], z, std::fabs(r)) * (1 + kMargin);
             worst = std::max(worst, b_hi);
-            verdict.stats.Add(index, got[x], ref[x], b, false);
+            verdict.stats.Add(index, got[x], r, b, false);
             continue;
           }
           // Recomputed as full replay computes it: FP64 sums of exact products.

@@ -74,6 +74,13 @@ const char* GemmMethodName(GemmMethod method);  // "full", "projection", "auto",
 // no FP32 subnormal, no possible FP32 overflow), else the GEMM is replayed in FP64.
 bool Fp32SlicesFit(format::DType a, format::DType b);
 
+// Full replay in FP32 slices brackets P = |op(A)|·|op(B)| per element without computing it (the slices' |partial
+// sums| below, Cauchy–Schwarz and max·sum products above) and computes it as an SGEMM over a panel of the output only
+// where those bounds leave more than 1/32 of the panel's elements undecided (kWhereNeeded); kAlways computes it in
+// every panel, kNever in none (tests pin each path: the verdicts are the same, the cost and the reported err/bound
+// of decided elements are not).
+enum class Fp32P : uint8_t { kWhereNeeded, kAlways, kNever };
+
 struct GemmCheckOptions {
   GemmMethod method = GemmMethod::kAuto;
   BoundKind bound = BoundKind::kDeterministic;
@@ -93,6 +100,7 @@ struct GemmCheckOptions {
   double screen = 16;                       // screening: replay rows/columns whose err/bound exceeds this many
                                             // times the typical (median / 0.6745) one
   uint64_t seed = 0x74747261636521;         // fixed: the same trace gives the same report
+  Fp32P fp32_p = Fp32P::kWhereNeeded;      // kFullFp32: when P = |op(A)|·|op(B)| is computed (Fp32P)
 };
 
 // What VerifyGemm did and found for one GEMM.
@@ -109,6 +117,7 @@ struct GemmVerdict {
   double guaranteed = 0, screened = 0, replayed_fraction = 1;
   double max_abs_out = 0;                 // max |Ĉ|, to state the sensitivity relative to the output
   uint64_t recomputed = 0;                // kFullFp32: elements not decided from the FP32 slices, recomputed in FP64
+  uint64_t p_gemm_panels = 0;             // kFullFp32: panels where P = |op(A)|·|op(B)| was computed (an SGEMM)
 };
 
 // Verifies `p` by `options.method` (kAuto chooses by size); a problem whose inputs hold Inf or NaN is always

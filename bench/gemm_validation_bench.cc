@@ -125,6 +125,12 @@ int Validate(int gemms, uint64_t seed) {
   // [type][bound]: per-GEMM max err/bound of clean GEMMs, false positives, elements.
   std::vector<double> ratios[std::size(kTypes)][2], large_k[std::size(kTypes)][2];  // all k; k >= 1024
   uint64_t false_pos[std::size(kTypes)][2] = {}, elements[std::size(kTypes)] = {};
+  // Full replay in FP32 slices with P only bounded (16-bit inputs): false positives, GEMMs whose violation count
+  // differs from FP64 full replay's (the method's claim: the same verdicts), elements recomputed in FP64, and the
+  // largest reported err/bound (at P's lower end).
+  uint64_t slices_gemms[std::size(kTypes)] = {}, slices_fp[std::size(kTypes)] = {}, slices_diff[std::size(kTypes)] = {},
+           slices_recomputed[std::size(kTypes)] = {};
+  double slices_max[std::size(kTypes)] = {};
   const auto start = std::chrono::steady_clock::now();
   for (int g = 0; g < gemms; ++g) {
     const size_t ti = static_cast<size_t>(g) % std::size(kTypes);
@@ -145,6 +151,17 @@ int Validate(int gemms, uint64_t seed) {
       } else if (std::isfinite(s.worst_ratio)) {
         ratios[ti][b].push_back(s.worst_ratio);
         if (k >= 1024) large_k[ti][b].push_back(s.worst_ratio);
+      }
+      if (b == 0 && t.in != DType::kF32) {
+        GemmCheckOptions o;
+        o.method = GemmMethod::kFullFp32;
+        o.fp32_p = ttrace::analyzer::Fp32P::kNever;
+        const auto v = ttrace::analyzer::VerifyGemm(p, Precision(t), o);
+        ++slices_gemms[ti];
+        slices_fp[ti] += v.stats.violations;
+        slices_diff[ti] += v.stats.violations != s.violations || v.method != GemmMethod::kFullFp32;
+        slices_recomputed[ti] += v.recomputed;
+        if (std::isfinite(v.stats.worst_ratio)) slices_max[ti] = std::max(slices_max[ti], v.stats.worst_ratio);
       }
     }
   }
@@ -167,6 +184,17 @@ int Validate(int gemms, uint64_t seed) {
       // false positive in fewer than 2^30 elements is beyond that rate at any reasonable confidence.
       if (b == 0 ? false_pos[ti][b] > 0 : false_pos[ti][b] > 1) rc = 1;
     }
+  printf("\nfull replay in FP32 slices, P bounded only (deterministic bound):\n"
+         "| dtypes | GEMMs | elements | false positives | verdicts unlike full replay's | recomputed | max reported err/bound |\n"
+         "|---|---|---|---|---|---|---|\n");
+  for (size_t ti = 0; ti < std::size(kTypes); ++ti) {
+    if (slices_gemms[ti] == 0) continue;
+    printf("| %s | %llu | %llu | %llu | %llu | %llu | %.3g |\n", kTypes[ti].name,
+           static_cast<unsigned long long>(slices_gemms[ti]), static_cast<unsigned long long>(elements[ti]),
+           static_cast<unsigned long long>(slices_fp[ti]), static_cast<unsigned long long>(slices_diff[ti]),
+           static_cast<unsigned long long>(slices_recomputed[ti]), slices_max[ti]);
+    if (slices_fp[ti] > 0 || slices_diff[ti] > 0) rc = 1;
+  }
   return rc;
 }
 
@@ -202,9 +230,11 @@ int Detect(int64_t n, int trials, int64_t k, const std::string& only) {
     const auto clean_start = std::chrono::steady_clock::now();
     const auto clean = ttrace::analyzer::VerifyGemm(p, Precision(t), def);
     const GemmMethod chosen = clean.method;
-    printf("%s clean: default %s, %llu violations, %llu of %llu elements recomputed in FP64, max err/bound %.4g, %.2f s\n",
+    printf("%s clean: default %s, %llu violations, %llu of %llu elements recomputed in FP64, P computed in %llu panels, "
+           "max err/bound %.4g, %.2f s\n",
            t.name, ttrace::analyzer::GemmMethodName(chosen), static_cast<unsigned long long>(clean.stats.violations),
            static_cast<unsigned long long>(clean.recomputed), static_cast<unsigned long long>(clean.stats.elements),
+           static_cast<unsigned long long>(clean.p_gemm_panels),
            clean.stats.worst_ratio,
            std::chrono::duration<double>(std::chrono::steady_clock::now() - clean_start).count());
     printf("%s: | bit | full replay | projection | default (auto: %s at this size) |\n", t.name,

@@ -171,9 +171,18 @@ mutate "gemm fp32 slices: the reference's error dropped from the pass test" anal
 mutate "gemm fp32 slices: pass test against twice the bound" analyzer/gemm_check.cc \
   "    const double lo = aff.At(" "    const double lo = 2 * aff.At(" "gemm_slices_test" "GemmSlices"
 mutate "gemm fp32 slices: reported bound of decided elements x2" analyzer/gemm_check.cc \
-  "            const double b = aff.At(pa[x], s.row_a[i] + s.col_b[j], z, std::fabs(ref[x]));" \
-  "            const double b = 2 * aff.At(pa[x], s.row_a[i] + s.col_b[j], z, std::fabs(ref[x]));" \
+  "            const double b = aff.At(pb.at, s.row_a[i] + s.col_b[j], z, std::fabs(r));" \
+  "            const double b = 2 * aff.At(pb.at, s.row_a[i] + s.col_b[j], z, std::fabs(r));" \
   "gemm_slices_test" "GemmSlices"
+mutate "gemm fp32 slices: P's lower end from the slices' |partial sums| doubled" analyzer/gemm_check.cc \
+  "        double lo = std::max(0.0, (abs_sl[x] - eta_g) * acc_lo - eta_p) * sl_lo;" \
+  "        double lo = 2 * std::max(0.0, (abs_sl[x] - eta_g) * acc_lo - eta_p) * sl_lo;" "gemm_slices_test" "GemmSlices"
+mutate "gemm fp32 slices: P's upper end (Cauchy-Schwarz, max x sum) halved" analyzer/gemm_check.cc \
+  "                              s.row_max[i] * s.col_b[j]}) * up;" \
+  "                              s.row_max[i] * s.col_b[j]}) * up * 0.5;" "gemm_slices_test" "GemmSlices"
+mutate "gemm fp32 slices: P never computed where its bounds leave too many elements undecided" analyzer/gemm_check.cc \
+  "if (have_p32 || panel_undecided * 32 <= count || o.fp32_p == Fp32P::kNever) break;" \
+  "if (have_p32 || panel_undecided * 32 <= count || o.fp32_p != Fp32P::kAlways) break;" "gemm_slices_test" "GemmSlices"
 mutate "streaming: ops over the memory limit checked anyway" check.cc \
   "batch.push_back(Item{t.rank(), &op, OpBytes(op), cost > limit});" \
   "batch.push_back(Item{t.rank(), &op, OpBytes(op), false});" "verdict_test" "BudgetTest"
