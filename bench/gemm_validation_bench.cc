@@ -3,6 +3,8 @@
 //   gemm_validation_bench validate [GEMMS] [SEED]   random GEMMs computed as devices compute them, judged under
 //       gemm.deterministic and gemm.probabilistic: false positives (exit 1 on any under the deterministic bound, or
 //       over the probabilistic bound's stated rate) and the tightness table (median, p99, max of clean err/bound).
+//       GEMMs of 16-bit inputs are also judged by full replay in FP32 slices with P bounded only: exit 1 on a false
+//       positive or a verdict unlike full replay's.
 //   gemm_validation_bench detect N [TRIALS] [K] [f32|bf16]  detection rate by bit position: single-bit flips of one output
 //       element of an N x N x N GEMM (FP32 and BF16): full replay, projection and the default (auto) side by side.
 // Shapes: m, n in 1..8, k log-uniform in 1..16384 (plus the detection sizes); dtypes FP32, BF16 -> FP32, FP16 ->
