@@ -1255,7 +1255,8 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report, const GemmCheckOpt
   }
   GemmCheckOptions o = options;
   // FP32 slices (auto above projection_above for 16-bit outputs of inputs that fit, or forced): FP32 multiply-adds
-  // count a quarter of the budget (two SGEMMs at about 2.5 times DGEMM's speed against full replay's two DGEMMs).
+  // count a quarter of the budget (at most two SGEMMs, P computed in every panel, at about 2.5 times DGEMM's speed
+  // against full replay's two DGEMMs).
   const bool slices_fit = need_ab && Fp32SlicesFit(a_dt, b_dt);
   const bool slices = slices_fit && (o.method == GemmMethod::kFullFp32 ||
                                      (o.method == GemmMethod::kAuto && precision->u_out >= 0x1p-11 &&
