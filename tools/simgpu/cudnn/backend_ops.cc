@@ -6,7 +6,9 @@
 // whole; equal: kept; between: groups, as cudnn-frontend reduces grouped-query attention's per-head gradients);
 // a matmul's operands share a rank (NOT_SUPPORTED otherwise) and agree in M, N and K, each batch dimension of A
 // and B dividing C's (BAD_PARAM); SDPA checks Q, K, V and O agree as [b, h, s, d] tensors and its sequence lengths
-// (SEQ_LEN_QDESC, SEQ_LEN_KVDESC, either or both) are INT32 or INT64 tensors of [b, 1, 1, 1]. A descriptor set as an
+// (SEQ_LEN_QDESC, SEQ_LEN_KVDESC, either or both) are INT32 or INT64 tensors of [b, 1, 1, 1]; with a page table
+// (PAGE_TABLE_KDESC, PAGE_TABLE_VDESC: INT32 or INT64 [b, 1, n, 1]) its K or V is a page container and both sequence
+// lengths are required (CheckSdpa). A descriptor set as an
 // operand is copied when set; one of the wrong kind or not finalized fails at finalization. Backward activation
 // modes (RELU_BWD ...) take x and dy in the x and b slots and write dx in the y slot. An RNG operation takes its
 // seed as a host INT64 value or as a tensor; its seed and offset tensors have every dimension 1 (as NVIDIA
@@ -97,8 +99,8 @@ const std::vector<AttrRole>& Roles(OpKind kind) {
       {CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, Role::kOutput, 0},
       {CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, Role::kOutput, 1},
       {CUDNN_ATTR_OPERATION_SDPA_FWD_BLOCK_MASK_DESC, Role::kUnsupported, 0},
-      {CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC, Role::kUnsupported, 0},
-      {CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC, Role::kUnsupported, 0},
+      {CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC, Role::kInput, 6},
+      {CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC, Role::kInput, 7},
       {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_QDESC, Role::kInput, 4},
       {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_KVDESC, Role::kInput, 5}};
   static const std::vector<AttrRole> kRng = {{CUDNN_ATTR_OPERATION_RNG_SEED, Role::kSeed, 0},
@@ -208,10 +210,24 @@ cudnnStatus_t CheckSdpa(const OpSpec& s) {
     return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA tensors are [b, h, s, d]");
   }
   const int64_t b = q.dims[0], h = q.dims[1], sq = q.dims[2];
-  // Paged K and V are [blocks, h, block size, d] caches: their first and third dimensions are not Q's.
-  const bool paged = s.sdpa_paged;
-  if ((!paged && (k.dims[0] != b || v.dims[0] != b || v.dims[2] != k.dims[2])) || k.dims[3] != q.dims[3] ||
-      k.dims[1] <= 0 || v.dims[1] <= 0 || h % k.dims[1] != 0 || h % v.dims[1] != 0) {
+  // A paged K or V is a [blocks, h, block size, d] cache with its page table, INT32 or INT64 [b, 1, n, 1]: its first
+  // and third dimensions are not Q's, and NVIDIA's unified engine then needs both sequence lengths (cudnn-frontend's
+  // support surface: "Paged caches can only be used in combination with padding mask and variable sequence lengths
+  // for both Q and KV"; simgpu fails finalization without them).
+  const bool paged_k = s.input_set[6], paged_v = s.input_set[7];
+  for (size_t i : {size_t{6}, size_t{7}}) {
+    const TensorSpec& t = s.inputs[i];
+    if (s.input_set[i] && ((t.dtype != CUDNN_DATA_INT32 && t.dtype != CUDNN_DATA_INT64) || t.dims.size() != 4 ||
+                           t.dims[0] != b || t.dims[1] != 1 || t.dims[2] <= 0 || t.dims[3] != 1)) {
+      return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA page tables are INT32 or INT64 tensors of [b, 1, n, 1]");
+    }
+  }
+  if ((paged_k || paged_v) && (!s.input_set[4] || !s.input_set[5])) {
+    return Fail(CUDNN_STATUS_BAD_PARAM, "paged SDPA needs SEQ_LEN_QDESC and SEQ_LEN_KVDESC");
+  }
+  if ((!paged_k && k.dims[0] != b) || (!paged_v && v.dims[0] != b) ||
+      (!paged_k && !paged_v && v.dims[2] != k.dims[2]) || k.dims[2] <= 0 || v.dims[2] <= 0 ||
+      k.dims[3] != q.dims[3] || k.dims[1] <= 0 || v.dims[1] <= 0 || h % k.dims[1] != 0 || h % v.dims[1] != 0) {
     return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA Q, K and V disagree");
   }
   if (o.dims != std::vector<int64_t>{b, h, sq, v.dims[3]}) return Fail(CUDNN_STATUS_BAD_PARAM, "SDPA O shape");
@@ -338,9 +354,7 @@ cudnnStatus_t OperationDescriptor::DoSet(cudnnBackendAttributeName_t name, const
         has_desc_ = true;
         return CUDNN_STATUS_SUCCESS;
       case Role::kUnsupported:
-        spec_.unsupported = "an attribute simgpu does not execute (mask, page table or backward operand)";
-        spec_.sdpa_paged = spec_.sdpa_paged || name == CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC ||
-                           name == CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC;
+        spec_.unsupported = "an attribute simgpu does not execute (block mask or backward operand)";
         return CUDNN_STATUS_SUCCESS;
       default:
         return CUDNN_STATUS_SUCCESS;

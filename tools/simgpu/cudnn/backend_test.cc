@@ -345,6 +345,151 @@ TEST_F(CudnnBackend, FusedAttentionMatchesReferenceAndCompositeBitwise) {
   }
 }
 
+// The fused SDPA forward with page tables (cudnn-frontend's set_paged_attention_k_table / _v_table): K and V are
+// containers of blocks, each sequence's rows found through its table; the result is bitwise the unpaged fused SDPA's
+// over the same rows (and so the composite graph's with paged cache loads). Table entries past a sequence's length
+// are never read; an entry outside the container reads NaN into its sequence's rows only. Without sequence lengths,
+// or with a table of another type or shape, finalization fails.
+TEST_F(CudnnBackend, PagedFusedAttentionGathersRowsThroughThePageTables) {
+  const int64_t b = 2, h = 4, hk = 2, sq = 3, d = 8, bs = 2, n = 4, skv = n * bs, blocks = b * n + 1;
+  const cudnnDataType_t io = CUDNN_DATA_HALF;
+  const std::vector<int64_t> qd = {b, h, sq, d}, kd = {b, hk, skv, d}, cd = {blocks, hk, bs, d};
+  Tensor q(io, qd, Packed4(qd)), k(io, kd, Packed4(kd)), v(io, kd, Packed4(kd));
+  Tensor kc(io, cd, Packed4(cd)), vc(io, cd, Packed4(cd));
+  std::mt19937 rng(23);
+  for (Tensor* t : {&q, &k, &v, &kc, &vc}) t->Fill(&rng, false);
+  // Each sequence's blocks at shuffled container blocks (K's and V's tables differ); entries past sequence 1's
+  // length (3 keys: blocks 0 and 1) are garbage the kernel must not read.
+  std::vector<int32_t> kt = {5, 0, 8, 3, 2, 7, -9, 1000}, vt = {1, 6, 4, 0, 8, 3, 77, -1};
+  const std::vector<int32_t> len_q = {3, 2}, len_kv = {7, 3};
+  for (int64_t i = 0; i < b; ++i) {
+    for (int64_t j = 0; j < len_kv[static_cast<size_t>(i)]; ++j) {
+      for (int64_t hh = 0; hh < hk; ++hh) {
+        for (int64_t c = 0; c < d; ++c) {
+          const size_t from = static_cast<size_t>(((i * hk + hh) * skv + j) * d + c);
+          auto to = [&](const std::vector<int32_t>& t) {
+            return static_cast<size_t>(((t[static_cast<size_t>(i * n + j / bs)] * hk + hh) * bs + j % bs) * d + c);
+          };
+          kc.Set(to(kt), k.at(from));
+          vc.Set(to(vt), v.at(from));
+        }
+      }
+    }
+  }
+  for (Tensor* t : {&q, &k, &v, &kc, &vc}) t->Upload();
+  auto ints = [](const std::vector<int32_t>& x) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, x.size() * 4), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p, x.data(), x.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    return p;
+  };
+  void *lq = ints(len_q), *lkv = ints(len_kv);
+  const float scale = 0.3f;
+  struct Out {
+    std::vector<std::vector<unsigned char>> o;
+    std::vector<double> stats;
+  };
+  // paged: K and V from the containers through tables kt_dev / vt_dev.
+  auto run = [&](bool paged, void* kt_dev, void* vt_dev) {
+    Out out;
+    Tensor o(io, qd, Packed4(qd)), stats(CUDNN_DATA_FLOAT, {b, h, sq, 1}, {h * sq, sq, 1, 1});
+    o.Upload(), stats.Upload();
+    BackendGraph g;
+    const std::vector<int64_t>& kvd = paged ? cd : kd;
+    Desc qt = g.Tensor(1, io, qd, Packed4(qd)), ktd = g.Tensor(2, io, kvd, Packed4(kvd));
+    Desc vtd = g.Tensor(3, io, kvd, Packed4(kvd)), ot = g.Tensor(4, io, qd, Packed4(qd));
+    Desc st = g.Tensor(5, CUDNN_DATA_FLOAT, {b, h, sq, 1}, {h * sq, sq, 1, 1});
+    Desc sc = g.Tensor(6, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+    Desc lqt = g.Tensor(7, CUDNN_DATA_INT32, {b, 1, 1, 1}, {1, 1, 1, 1});
+    Desc lkvt = g.Tensor(8, CUDNN_DATA_INT32, {b, 1, 1, 1}, {1, 1, 1, 1});
+    Desc op = g.Make(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR);
+    for (const auto& [attr, t] : {std::pair{CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, qt},
+                                  {CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, ktd},
+                                  {CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, vtd},
+                                  {CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, ot},
+                                  {CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, st},
+                                  {CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, sc},
+                                  {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_QDESC, lqt},
+                                  {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_KVDESC, lkvt}}) {
+      g.SetDesc(op, attr, t);
+    }
+    if (paged) {
+      g.SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC,
+                g.Tensor(9, CUDNN_DATA_INT32, {b, 1, n, 1}, {n, n, 1, 1}));
+      g.SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC,
+                g.Tensor(10, CUDNN_DATA_INT32, {b, 1, n, 1}, {n, n, 1, 1}));
+    }
+    EXPECT_EQ(cudnnBackendFinalize(op), CUDNN_STATUS_SUCCESS);
+    g.AddOperation(op);
+    EXPECT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+    std::map<int64_t, void*> data = {{1, q.device()}, {2, paged ? kc.device() : k.device()},
+                                     {3, paged ? vc.device() : v.device()}, {4, o.device()}, {5, stats.device()},
+                                     {6, const_cast<float*>(&scale)}, {7, lq}, {8, lkv}};
+    if (paged) data[9] = kt_dev, data[10] = vt_dev;
+    EXPECT_EQ(g.Execute(handle_, data), CUDNN_STATUS_SUCCESS);
+    o.Download(), stats.Download();
+    for (size_t i = 0; i < o.size(); ++i) out.o.push_back(o.ElementBytes(i));
+    out.stats = stats.values();
+    return out;
+  };
+  auto written = [&](size_t i) {  // O's element i (or stats row i / d) lies in a query row below seq_len_q
+    const int64_t row = static_cast<int64_t>(i) / d;
+    return row % sq < len_q[static_cast<size_t>(row / (h * sq))];
+  };
+  void *ktd = ints(kt), *vtd = ints(vt);
+  const Out plain = run(false, nullptr, nullptr);
+  ASSERT_FALSE(HasFailure());
+  const Out paged = run(true, ktd, vtd);
+  ASSERT_FALSE(HasFailure());
+  int compared = 0;
+  for (size_t i = 0; i < plain.o.size(); ++i) {
+    if (!written(i)) continue;
+    ++compared;
+    EXPECT_EQ(paged.o[i], plain.o[i]) << "O element " << i;
+    const size_t row = i / static_cast<size_t>(d);
+    if (i % static_cast<size_t>(d) == 0) EXPECT_EQ(paged.stats[row], plain.stats[row]) << "stats row " << row;
+  }
+  EXPECT_EQ(compared, (3 + 2) * h * d);
+  // Sequence 0's V block 2 (keys 4 and 5) moved outside the container: its rows read NaN, sequence 1's do not.
+  std::vector<int32_t> moved = vt;
+  moved[2] = static_cast<int32_t>(blocks);
+  void* mvd = ints(moved);
+  const Out bad = run(true, ktd, mvd);
+  int nan = 0;
+  for (size_t i = 0; i < plain.o.size(); ++i) {
+    if (!written(i)) continue;
+    const bool seq0 = static_cast<int64_t>(i) / d / (h * sq) == 0;
+    const double o = Decode(io, bad.o[i].data());
+    if (seq0) nan += std::isnan(o);
+    else EXPECT_EQ(bad.o[i], plain.o[i]) << i;
+  }
+  EXPECT_EQ(nan, 3 * h * d);
+
+  // Finalization: a page table without sequence lengths, or of FLOAT, or of another batch, is BAD_PARAM.
+  BackendGraph f;
+  Desc qt = f.Tensor(1, io, qd, Packed4(qd)), ct = f.Tensor(2, io, cd, Packed4(cd));
+  Desc ot = f.Tensor(4, io, qd, Packed4(qd));
+  Desc lqt = f.Tensor(7, CUDNN_DATA_INT32, {b, 1, 1, 1}, {1, 1, 1, 1});
+  Desc good = f.Tensor(9, CUDNN_DATA_INT32, {b, 1, n, 1}, {n, n, 1, 1});
+  Desc floats = f.Tensor(10, CUDNN_DATA_FLOAT, {b, 1, n, 1}, {n, n, 1, 1});
+  Desc other_batch = f.Tensor(11, CUDNN_DATA_INT32, {b + 1, 1, n, 1}, {n, n, 1, 1});
+  for (const auto& [table, lengths] : {std::pair{good, false}, {floats, true}, {other_batch, true}}) {
+    Desc op = f.Make(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR);
+    f.SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, qt);
+    f.SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, ct);
+    f.SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, ct);
+    f.SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, ot);
+    f.SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC, table);
+    f.SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC, good);
+    if (lengths) {
+      f.SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_QDESC, lqt);
+      f.SetDesc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_KVDESC, lqt);
+    }
+    EXPECT_EQ(cudnnBackendFinalize(op), CUDNN_STATUS_BAD_PARAM);
+  }
+  for (void* p : {lq, lkv, ktd, vtd, mvd}) cudaFree(p);
+}
+
 // ---- pointwise and reduction ----
 
 TEST_F(CudnnBackend, PointwiseBroadcastAndReduction) {

@@ -131,6 +131,15 @@ std::string Unsupported(const GraphModel& m, const GraphOp& op) {
       for (int i : {op.inputs[0], op.inputs[1], op.inputs[2], op.outputs[0]}) {
         if (!FloatingData(tensor(i).dtype)) return "SDPA operand type";
       }
+      // Packed (ragged) page tables (cudnn-frontend: cuDNN 9.10.2 and later) are not implemented; a paged
+      // container is never ragged.
+      for (int table : {6, 7}) {
+        const int container = table - 5;
+        if (op.inputs[static_cast<size_t>(table)] >= 0 &&
+            (ragged(op.inputs[static_cast<size_t>(table)]) || ragged(op.inputs[static_cast<size_t>(container)]))) {
+          return "a packed SDPA page table or a ragged paged container";
+        }
+      }
       return "";
     case OpKind::kPagedCacheLoad:
       if (!FloatingData(tensor(op.inputs[0]).dtype) || tensor(op.outputs[0]).dtype != tensor(op.inputs[0]).dtype) {

@@ -161,7 +161,8 @@ void RunGraph(const GraphLaunch& launch) {
         break;
       case OpKind::kSdpa:
         RunSdpa(bound(op.inputs[0]), bound(op.inputs[1]), bound(op.inputs[2]), bound(op.inputs[3]),
-                bound(op.inputs[4]), bound(op.inputs[5]), bound(op.outputs[0]), bound(op.outputs[1]), matmul_call);
+                bound(op.inputs[4]), bound(op.inputs[5]), bound(op.outputs[0]), bound(op.outputs[1]), matmul_call,
+                bound(op.inputs[6]), bound(op.inputs[7]));
         break;
       case OpKind::kRng:
         RunRng(s.rng, s.rng_seed, bound(op.inputs[0]), bound(op.inputs[1]), bound(op.outputs[0]));

@@ -373,10 +373,32 @@ void RunPagedCacheLoad(const Bound& container, const Bound& page_table, const Bo
 }
 
 void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& seq_len_q,
-             const Bound& seq_len_kv, const Bound& o, const Bound& stats, int64_t call) {
+             const Bound& seq_len_kv, const Bound& o, const Bound& stats, int64_t call, const Bound& page_table_k,
+             const Bound& page_table_v) {
   const TensorSpec &qs = *q.spec, &ks = *k.spec, &vs = *v.spec, &os = *o.spec;
   const int64_t batch = qs.dims[0], heads = qs.dims[1], sq = qs.dims[2], d = qs.dims[3];
-  const int64_t skv = ks.dims[2], dv = vs.dims[3];
+  const bool paged_k = page_table_k.spec != nullptr, paged_v = page_table_v.spec != nullptr;
+  // The key extent (graph_kernels.h): n * block size of a paged operand, the third dimension of an unpaged one.
+  auto extent = [](const TensorSpec& x, const Bound& table) {
+    return table.spec != nullptr ? table.spec->dims[2] * x.dims[2] : x.dims[2];
+  };
+  const int64_t skv = std::min(extent(ks, page_table_k), extent(vs, page_table_v)), dv = vs.dims[3];
+  // Sequence bi's container page of key j (j below its length), -1 when the table names none inside the container.
+  std::vector<int64_t> k_pages(static_cast<size_t>(skv)), v_pages(static_cast<size_t>(skv));
+  auto pages = [&](const Bound& table, const TensorSpec& container, int64_t bi, int64_t keys, int64_t* out) {
+    const int64_t block = container.dims[2];
+    for (int64_t j = 0; j < keys; ++j) {
+      const int64_t at[4] = {bi, 0, j / block, 0};
+      const double page = Load<double>(table, Offset(table, at));
+      out[j] = page >= 0 && page < static_cast<double>(container.dims[0]) ? static_cast<int64_t>(page) : -1;
+    }
+  };
+  // The element offset of a paged operand's row j, head hh, column c (-1: outside the container).
+  auto paged_at = [](const TensorSpec& x, const int64_t* page, int64_t hh, int64_t j, int64_t c) -> int64_t {
+    if (page[j] < 0) return -1;
+    return page[j] * x.strides[0] + hh * x.strides[1] + (j % x.dims[2]) * x.strides[2] + c * x.strides[3];
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
   const int64_t k_group = heads / ks.dims[1], v_group = heads / vs.dims[1];
   const float sc = scale.spec != nullptr ? Load<float>(scale, 0) : 1.0f;
   const float lowest = std::numeric_limits<float>::lowest();
@@ -392,7 +414,10 @@ void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale,
   };
   for (int64_t bi = 0; bi < batch; ++bi) {
     const int64_t rows = length(seq_len_q, bi, sq), keys = length(seq_len_kv, bi, skv);
-    const Span qb = BatchSpan(q, bi), kb = BatchSpan(k, bi), vb = BatchSpan(v, bi), ob = BatchSpan(o, bi);
+    const Span qb = BatchSpan(q, bi), ob = BatchSpan(o, bi);
+    const Span kb = paged_k ? Span{} : BatchSpan(k, bi), vb = paged_v ? Span{} : BatchSpan(v, bi);
+    if (paged_k) pages(page_table_k, ks, bi, keys, k_pages.data());
+    if (paged_v) pages(page_table_v, vs, bi, keys, v_pages.data());
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t q0 = h * qs.strides[1], k0 = (h / k_group) * ks.strides[1], v0 = (h / v_group) * vs.strides[1];
       const int64_t o0 = h * os.strides[1];
@@ -403,7 +428,13 @@ void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale,
           if (j < keys) {
             for (int64_t c = 0; c < d; ++c) {
               const float qv = Load<float>(q, At(qb, q0 + i * qs.strides[2] + c * qs.strides[3]));
-              const float kv = Load<float>(k, At(kb, k0 + j * ks.strides[2] + c * ks.strides[3]));
+              float kv;
+              if (paged_k) {
+                const int64_t at = paged_at(ks, k_pages.data(), h / k_group, j, c);
+                kv = at >= 0 ? Load<float>(k, at) : nan;
+              } else {
+                kv = Load<float>(k, At(kb, k0 + j * ks.strides[2] + c * ks.strides[3]));
+              }
               prods[static_cast<size_t>(c)] = qv * kv;
             }
             sj = qk.Sum(prods.data()) * sc;
@@ -423,8 +454,14 @@ void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale,
         }
         for (int64_t c = 0; c < dv; ++c) {
           for (int64_t j = 0; j < skv; ++j) {
-            const int64_t at = v0 + j * vs.strides[2] + c * vs.strides[3];
-            prods[static_cast<size_t>(j)] = j < keys ? p[static_cast<size_t>(j)] * Load<float>(v, At(vb, at)) : 0.0f;
+            float vv = 0.0f;
+            if (j < keys && paged_v) {
+              const int64_t at = paged_at(vs, v_pages.data(), h / v_group, j, c);
+              vv = at >= 0 ? Load<float>(v, at) : nan;
+            } else if (j < keys) {
+              vv = Load<float>(v, At(vb, v0 + j * vs.strides[2] + c * vs.strides[3]));
+            }
+            prods[static_cast<size_t>(j)] = j < keys ? p[static_cast<size_t>(j)] * vv : 0.0f;
           }
           Store<float>(o, At(ob, o0 + i * os.strides[2] + c * os.strides[3]), pv.Sum(prods.data()));
         }

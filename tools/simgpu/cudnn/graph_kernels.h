@@ -29,6 +29,15 @@
 // the order and precision, of the composite graph cudnn-frontend builds for the same attention (with its padding
 // mask: GEMM overrides and FLOAT's lowest score outside the sequences), whose results are therefore bitwise equal
 // in every element both write.
+// Paged (PAGE_TABLE_KDESC, PAGE_TABLE_VDESC, either or both; cudnn-frontend's set_paged_attention_k_table and
+// _v_table): a paged K or V is a container [blocks, h, block size, d] and its table [b, 1, n, 1] says where each
+// sequence's rows lie, as for the paged cache load below: key j of sequence i is container row
+// (table[i, 0, j / block size, 0], head, j % block size). The keys are those below seq_len_kv[i], clamped to s_kv,
+// where s_kv is n * block size of a paged operand and the third dimension of an unpaged one (the smaller of K's and
+// V's; NVIDIA documents no key extent for the unified engine: cudnn-frontend passes no max_seq_len_kv to it,
+// "unified engine doesn't need it"). The arithmetic is the unpaged one over the gathered rows, so the result is
+// bitwise that of cudnn-frontend's composite graph with paged cache loads. Undocumented, simgpu's choices as for the
+// load: the table is read only for keys below the length, and a page outside [0, blocks) reads NaN.
 // Paged cache load (CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR: container [blocks, h, block size, d], page
 // table [b, 1, n, 1], sequence lengths [b, 1, 1, 1], y [b, h, s, d], or [b, h, d, s] when y's third dimension has
 // stride 1, as cudnn-frontend passes K^T): the cache of sequence i, row j (j < seq_len[i]) is container row
@@ -84,9 +93,10 @@ void RunReshape(const Bound& x, const Bound& y);
 // container [blocks, h, block size, d], page_table [b, 1, n, 1], seq_len [b, 1, 1, 1], y [b, h, s, d] or transposed
 // [b, h, d, s] (backend_ops.cc checked the shapes).
 void RunPagedCacheLoad(const Bound& container, const Bound& page_table, const Bound& seq_len, const Bound& y);
-// scale, stats and the sequence lengths may be absent.
+// scale, stats, the sequence lengths and the page tables may be absent.
 void RunSdpa(const Bound& q, const Bound& k, const Bound& v, const Bound& scale, const Bound& seq_len_q,
-             const Bound& seq_len_kv, const Bound& o, const Bound& stats, int64_t call);
+             const Bound& seq_len_kv, const Bound& o, const Bound& stats, int64_t call,
+             const Bound& page_table_k = {}, const Bound& page_table_v = {});
 
 }  // namespace simgpu::cudnn
 

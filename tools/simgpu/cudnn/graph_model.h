@@ -73,7 +73,8 @@ enum class OpKind { kConvForward, kConvBackwardData, kConvBackwardFilter, kPoint
 //   kPointwise          inputs {x, b?, t?}       outputs {y}
 //   kReduction          inputs {x}               outputs {y}
 //   kMatmul             inputs {a, b, m?, n?, k?} outputs {c}   (m, n, k: GEMM override tensors)
-//   kSdpa               inputs {q, k, v, scale?, seq_len_q?, seq_len_kv?} outputs {o, stats?}
+//   kSdpa               inputs {q, k, v, scale?, seq_len_q?, seq_len_kv?, page_table_k?, page_table_v?}
+//                       outputs {o, stats?}   (a page table makes its K or V a [blocks, h, block size, d] container)
 //   kRng                inputs {seed?, offset?}  outputs {y}   (no seed tensor: OpSpec::rng_seed)
 //   kReshape            inputs {x}               outputs {y}
 //   kPagedCacheLoad     inputs {container, page_table, seq_len} outputs {y}
@@ -91,7 +92,6 @@ struct OpSpec {
   bool matmul_padded = false;  // a matmul writes matmul_padding outside its M and N overrides
   double matmul_padding = 0.0;
   double alpha = 1.0, beta = 0.0, alpha2 = 1.0;
-  bool sdpa_paged = false;  // a page table is set: K and V are page caches, not [b, h, s_kv, d]
   std::string unsupported;  // an attribute simgpu accepts but cannot execute (empty: none)
 };
 
