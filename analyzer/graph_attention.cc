@@ -211,11 +211,17 @@ std::string BoundTerm(const std::vector<GraphOp>& ops, const std::vector<GraphTe
 // only rows whose softmax keeps no key past len. y [b, h, s, d], or [b, h, d, s] with stride 1 on its third
 // dimension (K^T).
 std::string ReplayPagedLoad(const Op& op, const GraphOp& g, uint64_t max_work, Tensor* out, std::vector<int64_t>* len) {
-  const auto& T = op.graph_tensors;
   const int32_t ci = g.operands[0], ti = g.operands[1], li = g.operands[2], yi = g.operands[3];
   if (ci < 0 || ti < 0 || li < 0 || yi < 0) return "a paged cache load without its operands";
-  const GraphTensor &c = T[static_cast<size_t>(ci)], &t = T[static_cast<size_t>(ti)], &l = T[static_cast<size_t>(li)],
-                    &y = T[static_cast<size_t>(yi)];
+  return GatherPaged(op, ci, ti, li, op.graph_tensors[static_cast<size_t>(yi)], max_work, out, len);
+}
+
+}  // namespace
+
+std::string GatherPaged(const Op& op, int32_t ci, int32_t ti, int32_t li, const GraphTensor& y, uint64_t max_work,
+                        Tensor* out, std::vector<int64_t>* len) {
+  const auto& T = op.graph_tensors;
+  const GraphTensor &c = T[static_cast<size_t>(ci)], &t = T[static_cast<size_t>(ti)], &l = T[static_cast<size_t>(li)];
   if (c.nb_dims != 4 || t.nb_dims != 4 || l.nb_dims != 4 || y.nb_dims != 4 || c.data_type != y.data_type)
     return "a paged cache load of another shape";
   const bool transposed = y.strides[2] == 1 && y.strides[3] != 1;
@@ -258,6 +264,8 @@ std::string ReplayPagedLoad(const Op& op, const GraphOp& g, uint64_t max_work, T
   }
   return "";
 }
+
+namespace {
 
 // The composite's two matmuls, S = Q·Kᵀ (m1) and O = P·V (m2): 0 when `op` is not a composite attention, 2 when
 // it is one with an RNG operation, else 1.

@@ -366,12 +366,12 @@ void CompareSdpaRows(const SdpaProblem& p, const std::vector<SdpaRow>& rows, Sdp
 // Shapes, types and data of an attention whose operands are graph tensors q, k, v, o, stats (stats may be -1);
 // an empty string when it was filled, else the not-checked reason.
 std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p,
-                     const GraphTensor* k_as, const Tensor* k_data, const Tensor* v_data) {
+                     const GraphTensor* k_as, const Tensor* k_data, const Tensor* v_data, const GraphTensor* v_as) {
   const auto& T = op.graph_tensors;
   for (int32_t i : {q, k, v, o})
     if (i < 0 || T[static_cast<size_t>(i)].nb_dims != 4) return "cuDNN attention operands are not [b, h, s, d]";
   const GraphTensor &tq = T[static_cast<size_t>(q)], &tk = k_as != nullptr ? *k_as : T[static_cast<size_t>(k)],
-                    &tv = T[static_cast<size_t>(v)], &to = T[static_cast<size_t>(o)];
+                    &tv = v_as != nullptr ? *v_as : T[static_cast<size_t>(v)], &to = T[static_cast<size_t>(o)];
   p->b = tq.dims[0], p->h = tq.dims[1], p->s_q = tq.dims[2], p->d = tq.dims[3];
   p->h_k = tk.dims[1], p->s_kv = tk.dims[2], p->d_v = tv.dims[3];
   if (tk.dims[0] != p->b || tk.dims[3] != p->d || tv.dims[0] != p->b || tv.dims[1] != p->h_k || tv.dims[2] != p->s_kv ||
@@ -386,8 +386,8 @@ std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, i
   p->eta_in = FormatOf(in).eta;
   p->u_out = FormatOf(out).u <= kU32 ? 0 : FormatOf(out).u;
   p->eta_out = FormatOf(out).eta;
-  if (!Dense(op, false, q, &p->q) || !Dense(op, false, k, &p->k, k_as, k_data) || !Dense(op, false, v, &p->v, nullptr, v_data) ||
-      !Dense(op, true, o, &p->o))
+  if (!Dense(op, false, q, &p->q) || !Dense(op, false, k, &p->k, k_as, k_data) ||
+      !Dense(op, false, v, &p->v, v_as, v_data) || !Dense(op, true, o, &p->o))
     return op.MissingTensorsReason();
   if (stats >= 0) {
     const GraphTensor& ts = T[static_cast<size_t>(stats)];
@@ -428,12 +428,71 @@ void ReportSdpaOutputs(int rank, const Op& op, const SdpaProblem& p, const SdpaO
 
 namespace {
 
+// The padding mask of a fused SDPA_FWD with sequence lengths lq and lkv (graph tensors [b, 1, 1, 1]): rows i >=
+// seq_len_q[b] unwritten, keys j >= seq_len_kv[b] masked (each clamped to [0, its extent]), per row; "" or why not.
+std::string SdpaPaddingMask(const Op& op, int32_t lq, int32_t lkv, SdpaProblem* p) {
+  std::vector<double> len_q, len_kv;
+  if (!Dense(op, false, lq, &len_q) || !Dense(op, false, lkv, &len_kv)) return op.MissingTensorsReason();
+  if (len_q.size() != static_cast<size_t>(p->b) || len_kv.size() != static_cast<size_t>(p->b))
+    return "cuDNN SDPA sequence lengths are not [b, 1, 1, 1]";
+  const int64_t rows = p->b * p->h * p->s_q;
+  p->unwritten.assign(static_cast<size_t>(rows), false);
+  p->mask.assign(static_cast<size_t>(rows * p->s_kv), false);
+  auto clamp = [](double v, int64_t whole) {
+    return v >= static_cast<double>(whole) ? whole : v > 0 ? static_cast<int64_t>(v) : 0;
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    const size_t bi = static_cast<size_t>(r / (p->h * p->s_q));
+    if (r % p->s_q >= clamp(len_q[bi], p->s_q)) {
+      p->unwritten[static_cast<size_t>(r)] = true;
+      continue;
+    }
+    const int64_t keys = clamp(len_kv[bi], p->s_kv);
+    for (int64_t j = 0; j < keys; ++j) p->mask[static_cast<size_t>(r * p->s_kv + j)] = true;
+  }
+  return "";
+}
+
 void CheckFusedSdpa(int rank, const Op& op, CheckReport* report, uint64_t max_work) {
   const GraphOp& g = op.graph_ops[0];
-  if (g.operands[6] >= 0 || g.operands[7] >= 0) return report->AddNotChecked("cuDNN SDPA with sequence lengths");
+  const auto& T = op.graph_tensors;
+  const int32_t lq = g.operands[6], lkv = g.operands[7];
+  const int32_t table_k = format::GraphOperand(g, 8), table_v = format::GraphOperand(g, 9);
+  // NVIDIA's unified engine applies its padding mask with both lengths (cudnn-frontend sets them together).
+  if ((lq >= 0) != (lkv >= 0)) return report->AddNotChecked("cuDNN SDPA with one sequence length");
+  // Paged K and V (Transformer Engine's KV cache): [blocks, h_k, block size, d] containers, gathered through their
+  // captured tables into [b, h_k, n * block size, d] as if captured.
+  GraphTensor as[2];
+  Tensor gathered[2];
+  const int32_t paged[2] = {table_k, table_v}, containers[2] = {g.operands[1], g.operands[2]};
+  for (int i = 0; i < 2; ++i) {
+    if (paged[i] < 0) continue;
+    if (lkv < 0) return report->AddNotChecked("cuDNN paged SDPA without sequence lengths");
+    const int32_t q = g.operands[0];
+    if (q < 0 || containers[i] < 0) return report->AddNotChecked("cuDNN attention operands are not [b, h, s, d]");
+    const GraphTensor &c = T[static_cast<size_t>(containers[i])], &t = T[static_cast<size_t>(paged[i])];
+    if (c.nb_dims != 4 || t.nb_dims != 4 || T[static_cast<size_t>(q)].nb_dims != 4)
+      return report->AddNotChecked("cuDNN paged SDPA of another shape");
+    GraphTensor& y = as[i];
+    y = c;
+    y.is_virtual = 0, y.by_value = 0, y.flags = 0, y.ptr = 0;
+    y.dims[0] = T[static_cast<size_t>(q)].dims[0], y.dims[2] = t.dims[2] * c.dims[2];
+    y.strides[3] = 1, y.strides[2] = y.dims[3], y.strides[1] = y.dims[2] * y.dims[3];
+    y.strides[0] = y.dims[1] * y.strides[1];
+    std::vector<int64_t> len;
+    const std::string why = GatherPaged(op, containers[i], paged[i], lkv, y, max_work, &gathered[i], &len);
+    if (!why.empty()) return report->AddNotChecked(absl::StrCat("cuDNN paged SDPA: ", why));
+  }
   SdpaProblem p;
-  const std::string why = FillSdpa(op, g.operands[0], g.operands[1], g.operands[2], g.operands[3], g.operands[4], &p);
+  const std::string why =
+      FillSdpa(op, g.operands[0], g.operands[1], g.operands[2], g.operands[3], g.operands[4], &p,
+               table_k >= 0 ? &as[0] : nullptr, table_k >= 0 ? &gathered[0] : nullptr,
+               table_v >= 0 ? &gathered[1] : nullptr, table_v >= 0 ? &as[1] : nullptr);
   if (!why.empty()) return report->AddNotChecked(why);
+  if (lq >= 0) {
+    const std::string no_mask = SdpaPaddingMask(op, lq, lkv, &p);
+    if (!no_mask.empty()) return report->AddNotChecked(no_mask);
+  }
   if (g.operands[5] >= 0) {
     const GraphTensor& t = op.graph_tensors[static_cast<size_t>(g.operands[5])];
     std::vector<double> v;
@@ -448,7 +507,9 @@ void CheckFusedSdpa(int rank, const Op& op, CheckReport* report, uint64_t max_wo
   }
   const uint64_t work = static_cast<uint64_t>(p.b * p.h * p.s_q * p.s_kv * (p.d + p.d_v));
   if (work > max_work) return report->AddNotChecked("replay over the work budget");
-  ReportSdpa(rank, op, p, report, "fused SDPA_FWD");
+  const bool paged_kv = table_k >= 0 || table_v >= 0;
+  ReportSdpa(rank, op, p, report,
+             paged_kv ? "fused SDPA_FWD, paged K/V" : lq >= 0 ? "fused SDPA_FWD, padded" : "fused SDPA_FWD");
 }
 
 }  // namespace

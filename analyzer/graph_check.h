@@ -4,7 +4,10 @@
 // Checked: a graph of one convolution (forward, backward data, backward filter) under conv.deterministic
 // (conv_check.h); a convolution with a pointwise prologue or epilogue (add, sub, mul, ReLU forward and backward:
 // cudnn-frontend's CSBR, dgrad + dReLU, scale-bias-ReLU + wgrad) under conv.fused (graph_conv.cc); and scaled dot-product attention forward under sdpa.forward (docs/error-models.md): the fused
-// SDPA_FWD operation (scale, optional Stats, no sequence lengths, masks or paging), and the composite graph
+// SDPA_FWD operation (scale, optional Stats; with both sequence lengths, NVIDIA's padding mask: rows past seq_len_q
+// not compared, keys past seq_len_kv masked; with page tables, K and V gathered from their captured containers
+// through the captured tables, GatherPaged, as Transformer Engine's KV-cache inference builds it), and the
+// composite graph
 // cudnn-frontend builds for it (PyTorch's cuDNN attention, Transformer Engine): Q·Kᵀ matmul, then pointwise and
 // reduction operations (scale, causal or padding mask, max, subtract, exp, sum, divide; log and add for Stats),
 // then P·V matmul (K and V may be read through paged cache loads, replayed from their captured container and page
@@ -107,7 +110,15 @@ bool Dense(const Op& op, bool after, int32_t index, std::vector<double>* out, co
            const Tensor* data = nullptr);
 std::string FillSdpa(const Op& op, int32_t q, int32_t k, int32_t v, int32_t o, int32_t stats, SdpaProblem* p,
                      const format::GraphTensor* k_as = nullptr, const Tensor* k_data = nullptr,
-                     const Tensor* v_data = nullptr);
+                     const Tensor* v_data = nullptr, const format::GraphTensor* v_as = nullptr);
+// A paged cache rebuilt from its captured container `c` [blocks, h, block size, d], page table `t` [b, 1, n, 1] and
+// sequence lengths `l` [b, 1, 1, 1] into `out` as if a tensor of entry `y` ([b, h, s, d], or [b, h, d, s] with
+// stride 1 on its third dimension: K^T) had been captured, exact (element bytes copied): row j < len[i] of sequence i
+// is container row (table[i, j / block size], head, j % block size); rows past len are +0. "" or the not-checked
+// reason (a table entry read outside the container among them). graph_attention.cc: a PAGED_CACHE_LOAD's replay, and
+// the fused SDPA_FWD's paged K and V.
+std::string GatherPaged(const Op& op, int32_t c, int32_t t, int32_t l, const format::GraphTensor& y,
+                        uint64_t max_work, Tensor* out, std::vector<int64_t>* len);
 void ReportSdpa(int rank, const Op& op, const SdpaProblem& p, CheckReport* report, const std::string& form);
 // ReportSdpa of outputs already compared (`p` names the problem: shapes, masks, terms, unwritten rows).
 void ReportSdpaOutputs(int rank, const Op& op, const SdpaProblem& p, const SdpaOutputs& s, CheckReport* report,

@@ -134,7 +134,8 @@ const std::vector<OpRoles>& RoleTable() {
       {CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, 1612, 0, 0, {{1610, 0, false}, {1611, 1, true}}},
       {CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, 0, 0, 0, {{2800, 0, false}, {2801, 1, false}, {2802, 2, false},
                                                               {2803, 3, true}, {2804, 4, true}, {2805, 5, false},
-                                                              {2809, 6, false}, {2810, 7, false}}},
+                                                              {2809, 6, false}, {2810, 7, false},
+                                                              {2807, 8, false}, {2808, 9, false}}},
       {CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, 0, 0, 0, {{2200, 0, false}, {2201, 1, true}}},
       // PAGED_CACHE_LOAD: container, page table, sequence lengths, y.
       {CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR, 0, 0, 0, {{1950, 0, false}, {1953, 1, false},

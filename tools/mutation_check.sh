@@ -362,7 +362,21 @@ mutate "shim: a paged cache load's page table not recorded" cudnn_shadow.cc \
 mutate "graph: paged attention's K replayed without its page table" graph_attention.cc \
   "      const double page = table[static_cast<size_t>(i * n + j / block)];" \
   "      const double page = static_cast<double>(i * n + j / block);" \
-  "ttrace_analyzer shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.PagedAttention"
+  "ttrace_analyzer shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.Paged"
+mutate "simgpu: fused SDPA reads paged K and V without their page tables" graph_kernels.cc \
+  "      out[j] = page >= 0 && page < static_cast<double>(container.dims[0]) ? static_cast<int64_t>(page) : -1;" \
+  "      out[j] = (bi * table.spec->dims[2] + j / block) % container.dims[0] + 0 * static_cast<int64_t>(page);" \
+  "simgpu_cudnn simgpu_cudnn_backend_test" "CudnnBackend.PagedFusedAttention"
+mutate "shim: SDPA_FWD's page tables not recorded" cudnn_shadow.cc \
+  "                                                              {2807, 8, false}, {2808, 9, false}}}," \
+  "                                                              }}," \
+  "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.PagedFused"
+mutate "graph: fused SDPA's padding mask keeps keys past seq_len_kv" graph_check.cc \
+  "    const int64_t keys = clamp(len_kv[bi], p->s_kv);" "    const int64_t keys = p->s_kv;" \
+  "ttrace_analyzer shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.PagedFused"
+mutate "graph: fused SDPA compares rows past seq_len_q" graph_check.cc \
+  "    if (r % p->s_q >= clamp(len_q[bi], p->s_q)) {" "    if (false) {" \
+  "ttrace_analyzer shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.PagedFused"
 mutate "graph: paged attention compares keys past the load's lengths" graph_attention.cc \
   "        if (p.mask[e] && j >= len[static_cast<size_t>(bh / p.h)])" "        if (false)" \
   "ttrace_analyzer shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.PagedAttention"

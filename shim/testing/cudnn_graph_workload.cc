@@ -25,7 +25,9 @@
 //   virtual tensor, copied out by a pointwise IDENTITY) and seq 13: a paged cache load into memory (PagedLoad below)
 //   with --sink instead, only seq 0: cudnn-frontend's composite attention with a sink token (SinkAttention below);
 //   with --paged, only seq 0: its paged attention, K and V through PAGED_CACHE_LOAD (PagedAttention below)
-//   cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged]
+//   with --paged-fused, only seq 0: the same attention without the causal mask as one fused SDPA_FWD with page
+//   tables (PAGE_TABLE_KDESC / _VDESC, as cudnn-frontend's unified engine and Transformer Engine's KV cache build it)
+//   cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -487,9 +489,10 @@ void Relu(cudnnHandle_t handle, uint64_t seq) {
 // containers [blocks, h_k, 2, d] (uids 2, 3: 4 blocks per sequence, 4 * b blocks, shuffled) read through page tables
 // [b, 1, 4, 1] (uids 12, 13) by two PAGED_CACHE_LOAD operations (sequence lengths: seq_len_kv, uid 9) into virtual
 // K^T [b, h_k, d, s_kv] (its third dimension's stride 1) and V [b, h_k, s_kv, d]; a table entry past a sequence's
-// length is garbage (-7), as cudnn-frontend's decode sample leaves it.
+// length is garbage (-7), as cudnn-frontend's decode sample leaves it. `fused`: one SDPA_FWD operation reads the
+// containers through the tables instead (its padding mask from both sequence lengths, no causal mask).
 void PagedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std::vector<int32_t>& seq_q,
-                    const std::vector<int32_t>& seq_kv) {
+                    const std::vector<int32_t>& seq_kv, bool fused = false) {
   const cudnnDataType_t io = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT, i32 = CUDNN_DATA_INT32;
   const int64_t bs = 2, n = (s.skv + bs - 1) / bs, blocks = n * s.b;
   Graph g(Die);
@@ -516,6 +519,24 @@ void PagedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std
   Desc lqd = g.Tensor(8, i32, {s.b, 1, 1, 1}), lkvd = g.Tensor(9, i32, {s.b, 1, 1, 1});
   Desc ckd = g.Tensor(2, io, {blocks, s.hk, bs, s.d}), cvd = g.Tensor(3, io, {blocks, s.hk, bs, s.d});
   Desc tkd = g.Tensor(12, i32, {s.b, 1, n, 1}), tvd = g.Tensor(13, i32, {s.b, 1, n, 1});
+  std::map<int64_t, void*> data = {{1, q.dev},     {2, k.dev},     {3, v.dev},   {4, o.dev},
+                                   {5, stats.dev}, {6, &scale},    {8, lq.dev},  {9, lkv.dev},
+                                   {12, tk.dev},   {13, tv.dev}};
+  if (fused) {
+    g.Finish(g.Op(CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR,
+                  {{CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, qd}, {CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, ckd},
+                   {CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, cvd}, {CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, od},
+                   {CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, sd}, {CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scd},
+                   {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_QDESC, lqd},
+                   {CUDNN_ATTR_OPERATION_SDPA_FWD_SEQ_LEN_KVDESC, lkvd},
+                   {CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_KDESC, tkd},
+                   {CUDNN_ATTR_OPERATION_SDPA_FWD_PAGE_TABLE_VDESC, tvd}}));
+    for (Buf* b : {&q, &k, &v, &lq, &lkv, &tk, &tv}) b->Dump(seq, 22);
+    CHECK(g.Execute(handle, data));
+    o.Dump(seq, 23);
+    stats.Dump(seq, 23);
+    return;
+  }
   Desc ktd = g.Strided(200, io, {s.b, s.hk, s.d, s.skv}, {s.hk * s.skv * s.d, s.skv * s.d, 1, s.d}, true);
   Desc vd = g.Strided(201, io, {s.b, s.hk, s.skv, s.d}, {s.hk * s.skv * s.d, s.skv * s.d, s.d, 1}, true);
   for (const auto& [container, table, y] : {std::tuple{ckd, tkd, ktd}, std::tuple{cvd, tvd, vd}}) {
@@ -534,9 +555,7 @@ void PagedAttention(cudnnHandle_t handle, uint64_t seq, const Attn& s, const std
   Desc s3 = PaddingMask(g, virt, s2, lqd, lkvd, ninf, sc);
   g.Matmul(Softmax(g, virt, CausalMask(g, virt, s3, ninf, sc), sd, io, sc, row), vd, od, lqd, nullptr, lkvd);
   for (Buf* b : {&q, &k, &v, &lq, &lkv, &tk, &tv}) b->Dump(seq, 22);
-  std::map<int64_t, void*> data = {{1, q.dev},     {2, k.dev},     {3, v.dev},   {4, o.dev},
-                                   {5, stats.dev}, {6, &scale},    {7, const_cast<float*>(&neg_inf)},
-                                   {8, lq.dev},    {9, lkv.dev},   {12, tk.dev}, {13, tv.dev}};
+  data[7] = const_cast<float*>(&neg_inf);
   CHECK(g.Execute(handle, data));
   o.Dump(seq, 23);
   stats.Dump(seq, 23);
@@ -578,7 +597,7 @@ void Transpose(cudnnHandle_t handle, uint64_t seq) {
 
 int main(int argc, char** argv) {
   if (argc < 3 || strcmp(argv[1], "--dump") != 0) {
-    fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged]\n");
+    fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused]\n");
     return 2;
   }
   g_dump = fopen(argv[2], "wb");
@@ -587,8 +606,8 @@ int main(int argc, char** argv) {
   CHECK(cudnnCreate(&handle));
   CHECK(cudaStreamCreate(&g_stream));
   CHECK(cudnnSetStream(handle, g_stream));
-  if (argc > 3 && strcmp(argv[3], "--paged") == 0) {
-    PagedAttention(handle, 0, Attn{3, 2, 1, 6, 7, 8}, {6, 3, 4}, {7, 5, 2});
+  if (argc > 3 && (strcmp(argv[3], "--paged") == 0 || strcmp(argv[3], "--paged-fused") == 0)) {
+    PagedAttention(handle, 0, Attn{3, 2, 1, 6, 7, 8}, {6, 3, 4}, {7, 5, 2}, strcmp(argv[3], "--paged-fused") == 0);
     CHECK(cudaStreamSynchronize(g_stream));
     CHECK(cudnnDestroy(handle));
     fclose(g_dump);
