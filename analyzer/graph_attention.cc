@@ -469,22 +469,26 @@ uint64_t BoxBytes(const Op& op, const GraphOp* m1, const GraphOp* m2, const Slic
   std::vector<const GraphOp*> order;
   bool stuck;
   Schedule(op, m1, m2, &order, &stuck, &dep);
-  uint64_t bytes = 0;
+  // Counts fit int64 (the reader refuses tensors whose dims do not: trace_model.cc Sizeable); their bytes need not
+  // fit uint64: summed wide, saturated at the end.
+  unsigned __int128 bytes = 0;
   for (const GraphOp& g : op.graph_ops) {
     if (&g == m1 || &g == m2 || g.type == kPagedLoad) continue;
     for (const int32_t i : Operands(g)) {
       if (!seen.insert(i).second) continue;
-      const uint64_t n = static_cast<uint64_t>(Count(plan.sliced ? SliceOf(T[static_cast<size_t>(i)], box) : T[static_cast<size_t>(i)]));
+      const unsigned __int128 n = static_cast<uint64_t>(Count(plan.sliced ? SliceOf(T[static_cast<size_t>(i)], box) : T[static_cast<size_t>(i)]));
       bytes += 8 * n + (dep.count(i) == 0 ? 16 * n : 0);
     }
   }
   // Paged K and V, replayed from their containers (not payloads of the op): their bytes (at most 8 an element)
   // and FP64 copies.
   for (const GraphOp& g : op.graph_ops)
-    if (g.type == kPagedLoad && g.operands[3] >= 0) bytes += 16 * static_cast<uint64_t>(Count(T[static_cast<size_t>(g.operands[3])]));
-  const uint64_t scores = static_cast<uint64_t>(box.n[0] * box.n[1] * box.n[2] * box.n[3]);
-  const uint64_t rows = static_cast<uint64_t>(plan.full[0] * plan.full[1] * plan.full[2]);
-  return bytes + 33 * scores + 40 * rows;
+    if (g.type == kPagedLoad && g.operands[3] >= 0)
+      bytes += 16 * static_cast<unsigned __int128>(Count(T[static_cast<size_t>(g.operands[3])]));
+  const unsigned __int128 scores = static_cast<uint64_t>(box.n[0] * box.n[1] * box.n[2] * box.n[3]);
+  const unsigned __int128 rows = static_cast<uint64_t>(plan.full[0] * plan.full[1] * plan.full[2]);
+  bytes += 33 * scores + 40 * rows;
+  return bytes > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 
 }  // namespace

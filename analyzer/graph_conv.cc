@@ -258,15 +258,18 @@ uint64_t ConvFusionWorkingSet(const Op& op) {
   // The (v, e) pairs of every tensor that is not a captured input (16 bytes an element: those of the inputs are
   // OpCost's own 16), the convolution's reference elements (ConvElement) and its operands' copies (values, and x's
   // bounds), the largest output's captured values.
+  // Counts fit int64 (the reader refuses tensors whose dims do not: trace_model.cc Sizeable); their bytes need not
+  // fit uint64: summed wide, saturated at the end.
+  using Wide = unsigned __int128;
   auto count = [&](int32_t i) {
-    if (i < 0 || static_cast<size_t>(i) >= T.size()) return uint64_t{0};
-    uint64_t n = 1;
+    if (i < 0 || static_cast<size_t>(i) >= T.size()) return Wide{0};
+    Wide n = 1;
     for (int d = 0; d < T[static_cast<size_t>(i)].nb_dims; ++d)
       n *= static_cast<uint64_t>(std::max<int64_t>(0, T[static_cast<size_t>(i)].dims[d]));
     return n;
   };
   std::vector<bool> seen(T.size(), false);
-  uint64_t bytes = 0, largest = 0;
+  Wide bytes = 0, largest = 0;
   for (const GraphOp& g : op.graph_ops) {
     for (int r = 0; r < 6; ++r) {
       const int32_t i = g.operands[r];
@@ -281,7 +284,8 @@ uint64_t ConvFusionWorkingSet(const Op& op) {
     for (int r = 0; r < 3; ++r)
       if (r != out) bytes += 16 * count(g.operands[r]);
   }
-  return bytes + 8 * largest;
+  bytes += 8 * largest;
+  return bytes > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(bytes);
 }
 
 bool CheckConvFusion(int rank, const Op& op, CheckReport* report, uint64_t max_work) {

@@ -64,9 +64,19 @@ std::string TensorProblem(const format::TensorRecord& m, const char* payload, ui
   return "";
 }
 
+// A graph tensor a reader can size: at most kGraphMaxDims dims, each at least 1 (cuDNN finalizes no other), and an
+// element count that fits int64 (a trace is hostile input: the checks multiply dims).
+bool Sizeable(const format::GraphTensor& t) {
+  if (t.nb_dims > format::kGraphMaxDims) return false;
+  int64_t n = 1;
+  for (int i = 0; i < t.nb_dims; ++i)
+    if (t.dims[i] < 1 || __builtin_mul_overflow(n, t.dims[i], &n)) return false;
+  return true;
+}
+
 // A BackendGraphRecord and its entries, each as long as the record says (0: the sizes before entries grew): fields
 // past an entry's length are zero (format.h; more_operands -1), longer entries' fields this reader does not know are skipped; false
-// when the payload does not hold what the counts say.
+// when the payload does not hold what the counts say or a tensor is not Sizeable.
 bool ReadGraph(const RecordView& r, Op* op) {
   op->graph = r.Body<format::BackendGraphRecord>();
   op->seq = op->graph.seq;
@@ -84,6 +94,10 @@ bool ReadGraph(const RecordView& r, Op* op) {
   const char* at = r.payload.data();
   for (format::GraphTensor& t : op->graph_tensors)
     memcpy(&t, at, std::min<uint64_t>(tensor_bytes, sizeof t)), at += tensor_bytes;
+  if (!std::all_of(op->graph_tensors.begin(), op->graph_tensors.end(), Sizeable)) {
+    op->graph_tensors.clear(), op->graph_ops.clear();
+    return false;
+  }
   for (format::GraphOp& o : op->graph_ops) {
     memcpy(&o, at, std::min<uint64_t>(op_bytes, sizeof o)), at += op_bytes;
     // Entries before more_operands have no operands past the eighth (their zero fill would name tensor 0).
@@ -340,7 +354,7 @@ absl::StatusOr<RankTrace> LoadRankTrace(const std::string& path, const LoadOptio
         if (r.type == RecordType::kBackendGraph) {
           op.kind = OpKind::kGraph;
           if (!ReadGraph(r, &op)) {
-            Warn(&t, absl::StrCat("seq ", op.graph.seq, ": cuDNN graph record entries do not match their counts"));
+            Warn(&t, absl::StrCat("seq ", op.graph.seq, ": cuDNN graph record malformed (entries that do not match their counts, or a tensor of dims no graph has)"));
             op.tensor_problem = "graph record malformed";
           }
         } else if (r.type == RecordType::kConv) {

@@ -211,6 +211,61 @@ TEST(TraceModelTest, GraphEntriesOfOtherSizesRead) {
   }
 }
 
+// A graph tensor no cuDNN graph finalizes (more than kGraphMaxDims dims, a dim below 1, dims whose element count
+// overflows int64: fuzz_trace_load's regress_graph_tensor_count_overflow.rec) makes its record malformed: no
+// entries, never a size computed from it; the same record with sizeable dims reads.
+TEST(TraceModelTest, GraphTensorsNoGraphCanHaveAreMalformed) {
+  format::GraphOp relu{};
+  relu.type = 13, relu.mode = 100, relu.compute_type = 0, relu.axis = -1;
+  for (int32_t& o : relu.operands) o = -1;
+  relu.operands[0] = relu.operands[2] = 0;
+  auto bytes = [](const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); };
+  struct Read {
+    std::string problem = "not read";
+    size_t tensors = 0, ops = 0;
+  };
+  auto load = [&](const format::GraphTensor& t) {
+    const std::string dir = testing::TempDir("graph-tensor");
+    {
+      StreamBuilder w(dir + "/rank-0.ttr", 0, 1);
+      format::BackendGraphRecord g{};
+      g.api = static_cast<uint16_t>(format::ApiId::kCudnnBackendExecute);
+      g.tensor_count = g.op_count = 1;
+      g.tensor_entry_bytes = sizeof t, g.op_entry_bytes = sizeof relu;
+      g.payload_bytes = sizeof t + sizeof relu;
+      w.Raw(static_cast<uint16_t>(format::RecordType::kBackendGraph), bytes(&g, sizeof g),
+            bytes(&t, sizeof t) + bytes(&relu, sizeof relu));
+    }
+    auto set = LoadTraceDir(dir);
+    EXPECT_TRUE(set.ok()) << set.status();
+    Read read;
+    if (!set.ok() || set->ranks[0].ops.size() != 1) return read;
+    const Op& op = set->ranks[0].ops[0];
+    read = {op.tensor_problem, op.graph_tensors.size(), op.graph_ops.size()};
+    return read;
+  };
+  format::GraphTensor t{};
+  t.uid = 7, t.nb_dims = 2, t.dims[0] = int64_t{1} << 31, t.dims[1] = int64_t{1} << 31;  // 2^62 elements: sizeable
+  const Read good = load(t);
+  EXPECT_EQ(good.problem, "");
+  EXPECT_EQ(good.tensors, 1u);
+  EXPECT_EQ(good.ops, 1u);
+  format::GraphTensor overflow = t;
+  overflow.dims[1] = int64_t{1} << 32;  // 2^63
+  format::GraphTensor zero = t;
+  zero.dims[1] = 0;
+  format::GraphTensor negative = t;
+  negative.dims[0] = negative.dims[1] = -(int64_t{1} << 31);  // a positive product of negative dims
+  format::GraphTensor too_many = t;
+  too_many.nb_dims = format::kGraphMaxDims + 1;
+  for (const format::GraphTensor& bad : {overflow, zero, negative, too_many}) {
+    const Read read = load(bad);
+    EXPECT_EQ(read.problem, "graph record malformed") << int{bad.nb_dims} << " " << bad.dims[0] << " " << bad.dims[1];
+    EXPECT_EQ(read.tensors, 0u);
+    EXPECT_EQ(read.ops, 0u);
+  }
+}
+
 TEST(TraceModelTest, DuplicateSeqAndDroppedPayloadsAreWarnings) {
   std::string dir = testing::TempDir("dups");
   {
