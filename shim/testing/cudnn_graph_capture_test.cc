@@ -93,6 +93,26 @@ const analyzer::Tensor* Captured(const analyzer::Op& op, uint8_t slot, int64_t u
   return nullptr;
 }
 
+// A one-attention-graph run: every tensor the program dumped is what the shim captured for the op, and the check
+// finds the op clean, one sdpa checked, its sdpa.forward tightness (printed as `what`) above `min_tightness` (0.6 of
+// the measured value: the bound is not looser than needed).
+void ExpectCapturedAndClean(const Traced& run, const char* what, double min_tightness) {
+  ASSERT_EQ(run.trace.ranks.size(), 1u);
+  ASSERT_EQ(run.trace.ranks[0].ops.size(), 1u);
+  const analyzer::Op& op = run.trace.ranks[0].ops[0];
+  for (const Dumped& d : run.dumped) {
+    const analyzer::Tensor* t = Captured(op, d.slot, d.uid);
+    ASSERT_NE(t, nullptr) << "uid " << d.uid;
+    EXPECT_EQ(t->data, d.bytes) << "uid " << d.uid;
+  }
+  const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
+  EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
+  ASSERT_EQ(report.summary().checked.count("sdpa"), 1u);
+  EXPECT_EQ(report.summary().checked.at("sdpa"), 1u);
+  printf("%s tightness %.3f\n", what, report.summary().tightness.at("sdpa").max_ratio);
+  EXPECT_GT(report.summary().tightness.at("sdpa").max_ratio, min_tightness);
+}
+
 // A composite attention checked in slices (one query row at a time, a few rows, the default) gives the report of
 // the whole-tensor evaluation byte for byte (graph_attention.cc).
 void ExpectSlicedIsWhole(const analyzer::Op& op) {
@@ -288,17 +308,7 @@ TEST(CudnnGraphCaptureTest, SinkAttentionRecordedAndChecked) {
   }
   EXPECT_EQ(larger, 1);
   ASSERT_EQ(run.dumped.size(), 10u);  // Q, K, V, bias, slopes, sink, two lengths; O, Stats
-  for (const Dumped& d : run.dumped) {
-    const analyzer::Tensor* t = Captured(ops[0], d.slot, d.uid);
-    ASSERT_NE(t, nullptr) << "uid " << d.uid;
-    EXPECT_EQ(t->data, d.bytes) << "uid " << d.uid;
-  }
-  const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
-  EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
-  ASSERT_EQ(report.summary().checked.count("sdpa"), 1u);
-  EXPECT_EQ(report.summary().checked.at("sdpa"), 1u);
-  printf("sink attention tightness %.3f\n", report.summary().tightness.at("sdpa").max_ratio);
-  EXPECT_GT(report.summary().tightness.at("sdpa").max_ratio, 0.46);  // 0.6 of the 0.772 measured
+  ExpectCapturedAndClean(run, "sink attention", 0.46);  // 0.6 of the 0.772 measured
   // The sink read by the check: head 3's (6.0, above every logit) lowered to 0 moves its rows' Stats and O.
   for (size_t i = 0; i < ops[0].graph_tensors.size(); ++i) {
     if (ops[0].graph_tensors[i].uid != 16) continue;
@@ -346,16 +356,7 @@ TEST(CudnnGraphCaptureTest, PagedAttentionRecordedAndChecked) {
   for (const format::GraphOp& g : ops[0].graph_ops) loads += g.type == 35;
   EXPECT_EQ(loads, 2);
   ASSERT_EQ(run.dumped.size(), 9u);  // Q, two containers, two lengths, two page tables; O, Stats
-  for (const Dumped& d : run.dumped) {
-    const analyzer::Tensor* t = Captured(ops[0], d.slot, d.uid);
-    ASSERT_NE(t, nullptr) << "uid " << d.uid;
-    EXPECT_EQ(t->data, d.bytes) << "uid " << d.uid;
-  }
-  const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
-  EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
-  ASSERT_EQ(report.summary().checked.count("sdpa"), 1u);
-  printf("paged attention tightness %.3f\n", report.summary().tightness.at("sdpa").max_ratio);
-  EXPECT_GT(report.summary().tightness.at("sdpa").max_ratio, 0.37);  // 0.6 of the 0.617 measured
+  ExpectCapturedAndClean(run, "paged attention", 0.37);  // 0.6 of the 0.617 measured
   // K's load given its own sequence lengths, batch 1's (5) lowered to 1: its rows keep keys 0..2, past what the load
   // defines, so the graph is not checked (with the lengths shared, as cudnn-frontend builds it, the matmul
   // overrides already keep such keys out).
@@ -452,16 +453,7 @@ TEST(CudnnGraphCaptureTest, PagedFusedAttentionRecordedAndChecked) {
   }
   for (int role = 10; role < format::kGraphOpMaxOperands; ++role) EXPECT_EQ(format::GraphOperand(sdpa, role), -1);
   ASSERT_EQ(run.dumped.size(), 9u);  // Q, two containers, two lengths, two page tables; O, Stats
-  for (const Dumped& d : run.dumped) {
-    const analyzer::Tensor* t = Captured(ops[0], d.slot, d.uid);
-    ASSERT_NE(t, nullptr) << "uid " << d.uid;
-    EXPECT_EQ(t->data, d.bytes) << "uid " << d.uid;
-  }
-  const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
-  EXPECT_EQ(report.verdict(), analyzer::Verdict::kClean);
-  ASSERT_EQ(report.summary().checked.count("sdpa"), 1u);
-  printf("paged fused attention tightness %.3f\n", report.summary().tightness.at("sdpa").max_ratio);
-  EXPECT_GT(report.summary().tightness.at("sdpa").max_ratio, 0.38);  // 0.6 of the 0.637 measured
+  ExpectCapturedAndClean(run, "paged fused attention", 0.38);  // 0.6 of the 0.637 measured
   const Traced bare = RunGraphs(scratch, "pfused_bare", {}, /*shim=*/false, false, false, true, true);
   ASSERT_EQ(bare.dumped.size(), run.dumped.size());
   for (size_t i = 0; i < run.dumped.size(); ++i) EXPECT_EQ(bare.dumped[i].bytes, run.dumped[i].bytes) << i;
