@@ -227,7 +227,8 @@ TEST(VerdictTest, RecordCountErrorNamesItsFrame) {
   EXPECT_NE(c.err.find("corrupt stream at frame 0 (byte 128): frame holds"), std::string::npos) << c.err;
 }
 
-// Runs the ttrace binary; returns its exit code, wall seconds and peak resident memory (MiB).
+// Runs the ttrace binary under peak_rss (peak_rss_main.cc: a forked test process would report its own resident size
+// as the child's peak); returns its exit code, wall seconds and peak resident memory (MiB).
 struct Measured {
   int rc;
   double seconds;
@@ -237,9 +238,11 @@ struct Measured {
 Measured RunBinary(const std::vector<std::string>& args, uint64_t address_space_mib = 0,
                    const std::string& err_path = "") {
   const auto start = std::chrono::steady_clock::now();
+  const std::string peak_path = testing::TempDir("peak_rss") + ".kib";
   const pid_t pid = fork();
   if (pid == 0) {
-    std::vector<char*> argv{const_cast<char*>(TTRACE_BINARY)};
+    std::vector<char*> argv{const_cast<char*>(PEAK_RSS_BINARY), const_cast<char*>(peak_path.c_str()),
+                            const_cast<char*>("--"), const_cast<char*>(TTRACE_BINARY)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     freopen("/dev/null", "w", stdout);
@@ -248,14 +251,16 @@ Measured RunBinary(const std::vector<std::string>& args, uint64_t address_space_
       const struct rlimit limit = {address_space_mib << 20, address_space_mib << 20};
       setrlimit(RLIMIT_AS, &limit);
     }
-    execv(TTRACE_BINARY, argv.data());
+    execv(PEAK_RSS_BINARY, argv.data());
     _exit(127);
   }
   int status = 0;
-  struct rusage usage {};
-  wait4(pid, &status, 0, &usage);
+  waitpid(pid, &status, 0);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), s, usage.ru_maxrss / 1024.0};
+  std::ifstream in(peak_path);
+  double kib = -1;
+  EXPECT_TRUE(in >> kib) << "peak_rss wrote no peak to " << peak_path;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), s, kib / 1024.0};
 }
 
 // One GEMM with m = n = 1, k = batch = 2^20 whose A and B are shared by every batch (stride 0): 2^40
