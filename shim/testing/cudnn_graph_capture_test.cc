@@ -9,6 +9,7 @@
 // dropout, a lone ReLU, a paged cache load) are counted as not checked, by name.
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -111,6 +112,31 @@ void ExpectCapturedAndClean(const Traced& run, const char* what, double min_tigh
   EXPECT_EQ(report.summary().checked.at("sdpa"), 1u);
   printf("%s tightness %.3f\n", what, report.summary().tightness.at("sdpa").max_ratio);
   EXPECT_GT(report.summary().tightness.at("sdpa").max_ratio, min_tightness);
+}
+
+// A paged attention's captured INT32 page table (uid `uid`, 12 blocks in the container): batch 0's first entry
+// pointed at the next block, the op checked and `moved_expect` run on its report (with the table still moved); then
+// the entry outside the container: no finding, not checked by `outside_reason`.
+void MovePageThenOutside(analyzer::Op* op, int64_t uid, const std::string& outside_reason,
+                         const std::function<void(const analyzer::CheckReport&)>& moved_expect) {
+  size_t i = 0;
+  while (i < op->graph_tensors.size() && op->graph_tensors[i].uid != uid) ++i;
+  ASSERT_LT(i, op->graph_tensors.size()) << "no tensor of uid " << uid;
+  ASSERT_EQ(op->graph_in.count(static_cast<uint32_t>(i)), 1u) << "uid " << uid << " not captured";
+  std::string& bytes = op->graph_in.at(static_cast<uint32_t>(i))->data;
+  int32_t page;
+  memcpy(&page, &bytes[0], 4);
+  page = (page + 1) % 12;
+  memcpy(&bytes[0], &page, 4);
+  analyzer::CheckReport moved;
+  analyzer::CheckGraphOp(0, *op, &moved, uint64_t{1} << 30);
+  moved_expect(moved);
+  page = 12;
+  memcpy(&bytes[0], &page, 4);
+  analyzer::CheckReport outside;
+  analyzer::CheckGraphOp(0, *op, &outside, uint64_t{1} << 30);
+  EXPECT_EQ(outside.findings().size(), 0u);
+  EXPECT_EQ(outside.summary().not_checked.count(outside_reason), 1u);
 }
 
 // A composite attention checked in slices (one query row at a time, a few rows, the default) gives the report of
@@ -409,24 +435,11 @@ TEST(CudnnGraphCaptureTest, PagedAttentionRecordedAndChecked) {
   EXPECT_EQ(fr.findings()[0].first.index, 115u);
   ExpectSlicedIsWhole(f.trace.ranks[0].ops[0]);
   // K's page table (uid 12): batch 0's first block pointed at another block, then outside the container.
-  for (size_t i = 0; i < ops[0].graph_tensors.size(); ++i) {
-    if (ops[0].graph_tensors[i].uid != 12) continue;
-    std::string& bytes = ops[0].graph_in.at(static_cast<uint32_t>(i))->data;
-    int32_t page;
-    memcpy(&page, &bytes[0], 4);
-    page = (page + 1) % 12;
-    memcpy(&bytes[0], &page, 4);
-    analyzer::CheckReport moved;
-    analyzer::CheckGraphOp(0, ops[0], &moved, uint64_t{1} << 30);
-    EXPECT_GE(moved.findings().size(), 1u);
-    ExpectSlicedIsWhole(ops[0]);
-    page = 12;
-    memcpy(&bytes[0], &page, 4);
-    analyzer::CheckReport outside;
-    analyzer::CheckGraphOp(0, ops[0], &outside, uint64_t{1} << 30);
-    EXPECT_EQ(outside.findings().size(), 0u);
-    EXPECT_EQ(outside.summary().not_checked.count("cuDNN paged attention: a page table entry outside the container"), 1u);
-  }
+  MovePageThenOutside(&ops[0], 12, "cuDNN paged attention: a page table entry outside the container",
+                      [&](const analyzer::CheckReport& moved) {
+                        EXPECT_GE(moved.findings().size(), 1u);
+                        ExpectSlicedIsWhole(ops[0]);
+                      });
 }
 
 // The fused SDPA_FWD with page tables (the workload's --paged-fused: --paged's attention without its causal mask, as
@@ -472,24 +485,11 @@ TEST(CudnnGraphCaptureTest, PagedFusedAttentionRecordedAndChecked) {
   EXPECT_EQ(fr.findings()[0].first.index, 115u);
   // V's page table (uid 13): batch 0's first block pointed at another block, then outside the container; then K's
   // table missing from the capture.
-  for (size_t i = 0; i < ops[0].graph_tensors.size(); ++i) {
-    if (ops[0].graph_tensors[i].uid != 13) continue;
-    std::string& bytes = ops[0].graph_in.at(static_cast<uint32_t>(i))->data;
-    int32_t page;
-    memcpy(&page, &bytes[0], 4);
-    page = (page + 1) % 12;
-    memcpy(&bytes[0], &page, 4);
-    analyzer::CheckReport moved;
-    analyzer::CheckGraphOp(0, ops[0], &moved, uint64_t{1} << 30);
-    ASSERT_GE(moved.findings().size(), 1u);
-    EXPECT_EQ(moved.findings()[0].check, "sdpa.replay");
-    page = 12;
-    memcpy(&bytes[0], &page, 4);
-    analyzer::CheckReport outside;
-    analyzer::CheckGraphOp(0, ops[0], &outside, uint64_t{1} << 30);
-    EXPECT_EQ(outside.findings().size(), 0u);
-    EXPECT_EQ(outside.summary().not_checked.count("cuDNN paged SDPA: a page table entry outside the container"), 1u);
-  }
+  MovePageThenOutside(&ops[0], 13, "cuDNN paged SDPA: a page table entry outside the container",
+                      [](const analyzer::CheckReport& moved) {
+                        ASSERT_GE(moved.findings().size(), 1u);
+                        EXPECT_EQ(moved.findings()[0].check, "sdpa.replay");
+                      });
   ops[0].graph_in.erase(static_cast<uint32_t>(format::GraphOperand(sdpa, 8)));
   analyzer::CheckReport missing;
   analyzer::CheckGraphOp(0, ops[0], &missing, uint64_t{1} << 30);
