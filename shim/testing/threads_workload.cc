@@ -1,7 +1,8 @@
 // shim_threads_workload: T threads, each on its own cuBLAS handle and stream, issue GEMMs concurrently (Sgemm,
 // then GemmEx BF16 with beta 0.5, alternating), each feeding its output into its chain's next B, so that any
 // disturbance of one call shows in every later result. At the end each thread prints its handle and the FNV-1a
-// hash of its final output bytes:  "thread T handle H gemms N hash X". Deterministic for a given T and N.
+// hash of its final output bytes:  "thread T handle H gemms N hash X". Deterministic for a given T and N. Every
+// handle lives until all threads are done, so the handles are distinct.
 //
 //   shim_threads_workload [--threads T] [--gemms N]
 #include <cublas_v2.h>
@@ -37,9 +38,15 @@ uint64_t Fnv1a(const void* data, size_t n) {
   return h;
 }
 
-void Run(int t, int gemms, std::string* line) {
-  cudaStream_t s;
-  cublasHandle_t h;
+struct Thread {
+  std::string line;
+  cublasHandle_t handle = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+void Run(int t, int gemms, Thread* out) {
+  cudaStream_t& s = out->stream;
+  cublasHandle_t& h = out->handle;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) Die("cudaStreamCreate");
   if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, s) != CUBLAS_STATUS_SUCCESS) Die("cublas");
   // Row counts chosen so that B (k x n) and C (m x n) swap roles through a k x n slice of C.
@@ -81,9 +88,7 @@ void Run(int t, int gemms, std::string* line) {
   snprintf(buf, sizeof buf, "thread %d handle %llu gemms %d hash %016llx\n", t,
            static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(h)), gemms,
            static_cast<unsigned long long>(hash));
-  *line = buf;
-  cublasDestroy(h);
-  cudaStreamDestroy(s);
+  out->line = buf;
 }
 
 }  // namespace
@@ -95,10 +100,17 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--gemms")) gemms = atoi(argv[i + 1]);
     else Die(argv[i]);
   }
-  std::vector<std::string> lines(threads);
+  std::vector<Thread> out(threads);
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(Run, t, gemms, &lines[t]);
+  for (int t = 0; t < threads; ++t) pool.emplace_back(Run, t, gemms, &out[t]);
   for (std::thread& t : pool) t.join();
-  for (const std::string& l : lines) fputs(l.c_str(), stdout);
+  // Handles are destroyed only once every thread is done: a thread that finished early and freed its handle
+  // could otherwise see a later thread's cublasCreate return the same address, and the handles would no longer
+  // tell the threads apart.
+  for (const Thread& t : out) {
+    fputs(t.line.c_str(), stdout);
+    cublasDestroy(t.handle);
+    cudaStreamDestroy(t.stream);
+  }
   return 0;
 }
