@@ -322,6 +322,16 @@ mutate "graph: conv.fused's working set not counted" graph_conv.cc "  return byt
 mutate "simgpu: RESHAPE reads its input contiguously" graph_kernels.cc \
   "Store<double>(y, off, Load<double>(x, off));" "Store<double>(y, off, Load<double>(x, e));" \
   "simgpu_cudnn simgpu_cudnn_backend_test" "CudnnBackend.Reshape"
+mutate "simgpu: cudaGraphExecUpdate keeps the executable's old work" core/capture.cc \
+  "  std::lock_guard<std::mutex> exec_lock(exec->mu);" \
+  "  std::lock_guard<std::mutex> exec_lock(exec->mu); works = std::const_pointer_cast<std::vector<std::function<void()>>>(exec->works);" \
+  "simgpu simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
+mutate "simgpu: cudnnBackendUpdateCudaGraph leaves the graph on the old pack" backend_api.cc \
+  "    for (GraphNode* n : nodes) SetGraphNodeWork(graph, n, work);" "    for (GraphNode* n : nodes) (void)n;" \
+  "simgpu_cudnn simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
+mutate "simgpu: a cloned child graph loses cuDNN's tags (cudnn-frontend's update refused)" core/capture.cc \
+  "    node->tag = n->tag;" "" \
+  "simgpu simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
 mutate "codec: limited code lengths one unit over the code space" float_codec.cc \
   "for (; kraft > kTableSize; --kraft) {" "for (; kraft > kTableSize + 1; --kraft) {" \
   "float_codec_test" "FloatCodecTest"

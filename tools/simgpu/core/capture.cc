@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -23,6 +25,8 @@ namespace simgpu {
 struct GraphNode {
   std::function<void()> work;
   std::vector<GraphNode*> deps;
+  const void* tag = nullptr;     // AddGraphNode's: who put the node there (kept by clones)
+  std::shared_ptr<Graph> child;  // a child graph node's embedded graph (its work is the child's nodes)
 };
 
 // Device memory a graph frees (allocated and freed inside one capture): released when the last graph, executable
@@ -38,6 +42,7 @@ struct Graph {
   std::vector<std::unique_ptr<GraphNode>> nodes;
   std::shared_ptr<GraphResources> resources = std::make_shared<GraphResources>();
   bool in_capture = false;
+  bool embedded = false;  // owned by a child graph node: live while the node is, never destroyed by the application
 };
 
 struct Capture {
@@ -76,7 +81,8 @@ struct LaunchDone {
 }  // namespace
 
 struct GraphExec {
-  std::shared_ptr<const std::vector<std::function<void()>>> works;
+  std::shared_ptr<const std::vector<std::function<void()>>> works;  // replaced whole by UpdateGraphExec
+  std::vector<std::vector<size_t>> topology;  // each node's dependencies, as positions in the graph's node list
   std::shared_ptr<GraphResources> resources;
   std::mutex mu;
   std::shared_ptr<LaunchDone> last;  // the latest launch; null before the first
@@ -137,8 +143,15 @@ void Terminate(const std::shared_ptr<Capture>& c) {
   active_captures.fetch_sub(1);
 }
 
-void DeleteGraph(Graph* graph) {
+// Forgets `graph` and the graphs embedded in it (their nodes own them).
+void Unregister(const Graph* graph) {
   State().graphs.erase(graph);
+  for (const auto& n : graph->nodes)
+    if (n->child) Unregister(n->child.get());
+}
+
+void DeleteGraph(Graph* graph) {
+  Unregister(graph);
   delete graph;
 }
 
@@ -411,7 +424,7 @@ bool LiveGraph(const Graph* graph) {
 
 cudaError_t DestroyGraph(Graph* graph) {
   std::lock_guard<std::mutex> lock(State().mu);
-  if (State().graphs.count(graph) == 0) return cudaErrorInvalidValue;
+  if (State().graphs.count(graph) == 0 || graph->embedded) return cudaErrorInvalidValue;
   if (graph->in_capture) return cudaErrorIllegalState;
   DeleteGraph(graph);
   return cudaSuccess;
@@ -429,15 +442,157 @@ std::vector<GraphNode*> GraphNodeDependencies(const GraphNode* node) {
   return node->deps;
 }
 
+namespace {
+
+// For each node of graph->nodes (a topological order): the positions of its dependencies, then, for a child graph
+// node, a marker and its embedded graph's topology, flattened (equal vectors: equal topologies).
+std::vector<std::vector<size_t>> Topology(const Graph* graph) {
+  std::unordered_map<const GraphNode*, size_t> at;
+  for (size_t i = 0; i < graph->nodes.size(); ++i) at[graph->nodes[i].get()] = i;
+  std::vector<std::vector<size_t>> topology;
+  for (const auto& n : graph->nodes) {
+    std::vector<size_t> deps;
+    for (const GraphNode* d : n->deps) deps.push_back(at.at(d));
+    if (n->child) {
+      deps.push_back(SIZE_MAX);
+      for (const std::vector<size_t>& c : Topology(n->child.get())) {
+        deps.push_back(c.size());
+        deps.insert(deps.end(), c.begin(), c.end());
+      }
+    }
+    topology.push_back(std::move(deps));
+  }
+  return topology;
+}
+
+// What a launch runs, in order: each node's work, a child graph node's embedded nodes in its place.
+void AppendWorks(const Graph* graph, std::vector<std::function<void()>>* works) {
+  for (const auto& n : graph->nodes) {
+    if (n->child) {
+      AppendWorks(n->child.get(), works);
+    } else {
+      works->push_back(n->work);
+    }
+  }
+}
+
+std::shared_ptr<Graph> Clone(const Graph* graph) {
+  auto copy = std::make_shared<Graph>();
+  copy->embedded = true;
+  std::unordered_map<const GraphNode*, GraphNode*> to;
+  for (const auto& n : graph->nodes) {
+    auto node = std::make_unique<GraphNode>();
+    node->work = n->work;
+    node->tag = n->tag;
+    for (const GraphNode* d : n->deps) node->deps.push_back(to.at(d));
+    if (n->child) node->child = Clone(n->child.get());
+    to[n.get()] = node.get();
+    copy->nodes.push_back(std::move(node));
+  }
+  return copy;
+}
+
+void Register(const Graph* graph) {
+  State().graphs.insert(graph);
+  for (const auto& n : graph->nodes)
+    if (n->child) Register(n->child.get());
+}
+
+bool HasNode(const Graph* graph, const GraphNode* node) {
+  for (const auto& n : graph->nodes)
+    if (n.get() == node) return true;
+  return false;
+}
+
+}  // namespace
+
+GraphNode* AddGraphNode(Graph* graph, std::function<void()> work, const std::vector<GraphNode*>& deps,
+                        const void* tag) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (State().graphs.count(graph) == 0 || graph->in_capture) return nullptr;
+  for (const GraphNode* d : deps)
+    if (!HasNode(graph, d)) return nullptr;
+  auto node = std::make_unique<GraphNode>();
+  node->work = std::move(work);
+  node->deps = deps;
+  node->tag = tag;
+  graph->nodes.push_back(std::move(node));
+  return graph->nodes.back().get();
+}
+
+GraphNode* AddChildGraphNode(Graph* graph, const Graph* child, const std::vector<GraphNode*>& deps) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (State().graphs.count(graph) == 0 || State().graphs.count(child) == 0 || graph == child || graph->in_capture ||
+      child->in_capture || !child->resources->owned.empty()) {
+    return nullptr;
+  }
+  for (const GraphNode* d : deps)
+    if (!HasNode(graph, d)) return nullptr;
+  auto node = std::make_unique<GraphNode>();
+  node->deps = deps;
+  node->child = Clone(child);
+  Register(node->child.get());
+  graph->nodes.push_back(std::move(node));
+  return graph->nodes.back().get();
+}
+
+Graph* ChildGraphOf(const GraphNode* node) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  for (const Graph* g : State().graphs)
+    for (const auto& n : g->nodes)
+      if (n.get() == node) return n->child.get();
+  return nullptr;
+}
+
+const void* GraphNodeTag(const GraphNode* node) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  return node->tag;
+}
+
+bool SetGraphNodeWork(Graph* graph, GraphNode* node, std::function<void()> work) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (State().graphs.count(graph) == 0 || !HasNode(graph, node)) return false;
+  node->work = std::move(work);
+  return true;
+}
+
 GraphExec* InstantiateGraph(const Graph* graph) {
   auto* exec = new GraphExec;
   std::lock_guard<std::mutex> lock(State().mu);
   auto works = std::make_shared<std::vector<std::function<void()>>>();
-  for (const auto& n : graph->nodes) works->push_back(n->work);
+  AppendWorks(graph, works.get());
   exec->works = std::move(works);
+  exec->topology = Topology(graph);
   exec->resources = graph->resources;
   State().execs.insert(exec);
   return exec;
+}
+
+cudaError_t UpdateGraphExec(GraphExec* exec, const Graph* graph, GraphNode** error_node, GraphNode** error_from) {
+  *error_node = *error_from = nullptr;
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (State().execs.count(exec) == 0 || State().graphs.count(graph) == 0) return cudaErrorInvalidValue;
+  const std::vector<std::vector<size_t>> topology = Topology(graph);
+  if (topology.size() != exec->topology.size()) return cudaErrorGraphExecUpdateFailure;
+  for (size_t i = 0; i < topology.size(); ++i) {
+    if (topology[i] == exec->topology[i]) continue;
+    *error_node = graph->nodes[i].get();
+    // The edge's other end: a dependency one side has and the other lacks.
+    const std::vector<size_t>& a = topology[i];
+    const std::vector<size_t>& b = exec->topology[i];
+    for (const std::vector<size_t>* side : {&a, &b}) {
+      const std::vector<size_t>& other = side == &a ? b : a;
+      for (size_t d : *side)
+        if (*error_from == nullptr && std::find(other.begin(), other.end(), d) == other.end())
+          *error_from = graph->nodes[d].get();
+    }
+    return cudaErrorGraphExecUpdateFailure;
+  }
+  auto works = std::make_shared<std::vector<std::function<void()>>>();
+  AppendWorks(graph, works.get());
+  std::lock_guard<std::mutex> exec_lock(exec->mu);
+  exec->works = std::move(works);
+  return cudaSuccess;
 }
 
 bool LiveGraphExec(const GraphExec* exec) {
@@ -461,7 +616,11 @@ cudaError_t LaunchGraph(GraphExec* exec, Stream* stream) {
     prev = std::move(exec->last);
     exec->last = done;
   }
-  auto works = exec->works;
+  std::shared_ptr<const std::vector<std::function<void()>>> works;
+  {
+    std::lock_guard<std::mutex> lock(exec->mu);
+    works = exec->works;
+  }
   auto resources = exec->resources;
   const size_t n = works->size();
   for (size_t i = 0; i < std::max<size_t>(n, 1); ++i) {

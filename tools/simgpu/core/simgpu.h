@@ -180,7 +180,29 @@ bool LiveGraph(const Graph* graph);         // false for a handle that is not a 
 cudaError_t DestroyGraph(Graph* graph);
 std::vector<GraphNode*> GraphNodes(const Graph* graph);  // in capture order
 std::vector<GraphNode*> GraphNodeDependencies(const GraphNode* node);
+// Adds a node that runs `work` at each launch after `deps` (nodes of `graph`), as cudaGraphAddKernelNode adds a
+// kernel node (libraries that put their work into an application's graph: cuDNN's native CUDA graph API, which
+// tags its nodes with the plan so that an update can find them, in the graph or in a clone of it). nullptr when
+// `graph` is not a live graph, a capture records into it, or a dependency is not one of its nodes.
+GraphNode* AddGraphNode(Graph* graph, std::function<void()> work, const std::vector<GraphNode*>& deps,
+                        const void* tag = nullptr);
+const void* GraphNodeTag(const GraphNode* node);
+// cudaGraphAddChildGraphNode: a node that runs a clone of `child` (its nodes, tags and embedded graphs) in its place;
+// the clone is a live graph owned by the node (ChildGraphOf, as cudaGraphChildGraphNodeGetGraph: changes to it are
+// the node's; DestroyGraph refuses it). nullptr for dead graphs, a graph in capture, a graph into itself, a child
+// that frees memory (allocation and free nodes cannot be in a child graph), or a dependency not of `graph`.
+GraphNode* AddChildGraphNode(Graph* graph, const Graph* child, const std::vector<GraphNode*>& deps);
+Graph* ChildGraphOf(const GraphNode* node);  // nullptr when `node` is not a child graph node of a live graph
+// Replaces what `node` runs (cudaGraphKernelNodeSetParams): later instantiations run the new work, executables
+// already instantiated keep theirs until cudaGraphExecUpdate. False when `node` is not a node of live `graph`.
+bool SetGraphNodeWork(Graph* graph, GraphNode* node, std::function<void()> work);
 GraphExec* InstantiateGraph(const Graph* graph);  // a snapshot: later changes to the graph do not affect it
+// cudaGraphExecUpdate: when `graph` has the topology `exec` was instantiated from (as many nodes, each depending on
+// the nodes at the same positions), every node of `exec` takes the work of its counterpart in `graph` (launches
+// already enqueued keep the old work) and the result is cudaSuccess. Otherwise nothing changes and the result is
+// cudaErrorGraphExecUpdateFailure, with *error_node (and *error_from for an edge) the first node that differs
+// (null when the node counts differ). cudaErrorInvalidValue for a dead exec or graph.
+cudaError_t UpdateGraphExec(GraphExec* exec, const Graph* graph, GraphNode** error_node, GraphNode** error_from);
 bool LiveGraphExec(const GraphExec* exec);
 void DestroyGraphExec(GraphExec* exec);     // launches already enqueued still run
 // Enqueues the graph's nodes on `stream` (which may itself be capturing: the nodes are then recorded). Returns

@@ -142,6 +142,27 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t*
   return cudaSuccess;
 }
 
+cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                       const cudaGraphNode_t* pDependencies, size_t numDependencies,
+                                       cudaGraph_t childGraph) {
+  if (pGraphNode == nullptr || (numDependencies != 0 && pDependencies == nullptr)) return Report(cudaErrorInvalidValue);
+  std::vector<simgpu::GraphNode*> deps;
+  for (size_t i = 0; i < numDependencies; ++i) deps.push_back(reinterpret_cast<simgpu::GraphNode*>(pDependencies[i]));
+  simgpu::GraphNode* node =
+      simgpu::AddChildGraphNode(simgpu::cudart::ToGraph(graph), simgpu::cudart::ToGraph(childGraph), deps);
+  if (node == nullptr) return Report(cudaErrorInvalidValue);
+  *pGraphNode = reinterpret_cast<cudaGraphNode_t>(node);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* pGraph) {
+  if (pGraph == nullptr) return Report(cudaErrorInvalidValue);
+  simgpu::Graph* child = simgpu::ChildGraphOf(reinterpret_cast<simgpu::GraphNode*>(node));
+  if (child == nullptr) return Report(cudaErrorInvalidValue);
+  *pGraph = reinterpret_cast<cudaGraph_t>(child);
+  return cudaSuccess;
+}
+
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {
   return simgpu::cudart::Instantiate(pGraphExec, graph, flags);
 }
@@ -149,6 +170,23 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
                                           unsigned long long flags) {
   return simgpu::cudart::Instantiate(pGraphExec, graph, flags);
+}
+
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
+                                cudaGraphExecUpdateResultInfo* resultInfo) {
+  if (resultInfo == nullptr || !simgpu::LiveGraphExec(simgpu::cudart::ToExec(hGraphExec)) ||
+      !simgpu::LiveGraph(simgpu::cudart::ToGraph(hGraph))) {
+    return Report(cudaErrorInvalidValue);
+  }
+  simgpu::GraphNode* node = nullptr;
+  simgpu::GraphNode* from = nullptr;
+  const cudaError_t status =
+      simgpu::UpdateGraphExec(simgpu::cudart::ToExec(hGraphExec), simgpu::cudart::ToGraph(hGraph), &node, &from);
+  // simgpu's nodes are all of one kind (stream work), so the only update it refuses is a changed topology.
+  resultInfo->result = status == cudaSuccess ? cudaGraphExecUpdateSuccess : cudaGraphExecUpdateErrorTopologyChanged;
+  resultInfo->errorNode = reinterpret_cast<cudaGraphNode_t>(node);
+  resultInfo->errorFromNode = reinterpret_cast<cudaGraphNode_t>(from);
+  return status == cudaSuccess ? cudaSuccess : Report(status);
 }
 
 cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream) {

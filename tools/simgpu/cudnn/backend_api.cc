@@ -4,7 +4,8 @@
 // unique id (CUDNN_STATUS_BAD_PARAM when one is missing), reads by-value scalars from the host at the call, takes
 // the fault-site numbers on the host in call order (one conv number per convolution operation, in the graph's
 // execution order; one attn number per execution of an attention graph), and enqueues the graph on the handle's
-// stream. Descriptor types simgpu does not implement fail to be created with CUDNN_STATUS_NOT_SUPPORTED; an
+// stream (the native CUDA graph API puts the same work into a cudaGraph_t instead: NativeGraph below).
+// Descriptor types simgpu does not implement fail to be created with CUDNN_STATUS_NOT_SUPPORTED; an
 // unknown type value with CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED, as NVIDIA's library answers.
 #include <cudnn.h>
 
@@ -24,7 +25,9 @@ namespace {
 
 std::atomic<int64_t> launches{0};
 
-cudnnStatus_t Execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan_desc, cudnnBackendDescriptor_t pack_desc) {
+// Checks the arguments and binds the pack to the plan's graph: one execution's launch, on *stream.
+cudnnStatus_t Prepare(cudnnHandle_t handle, cudnnBackendDescriptor_t plan_desc, cudnnBackendDescriptor_t pack_desc,
+                      GraphLaunch* out, Stream** out_stream) {
   if (!IsLiveHandle(handle)) return Fail(CUDNN_STATUS_BAD_PARAM, "not a live cudnnHandle_t");
   Descriptor* plan = LiveDescriptor(plan_desc);
   Descriptor* pack = LiveDescriptor(pack_desc);
@@ -35,7 +38,7 @@ cudnnStatus_t Execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan_desc, 
   if (!plan->finalized() || !pack->finalized()) {
     return Fail(CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED, "plan or variant pack not finalized");
   }
-  GraphLaunch launch;
+  GraphLaunch& launch = *out;
   launch.model = PlanModel(*plan);
   const GraphModel& m = *launch.model;
   const VariantPackData& pd = PackData(*pack);
@@ -58,6 +61,14 @@ cudnnStatus_t Execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan_desc, 
   }
   Stream* stream = HandleStream(handle);
   if (stream == nullptr) return Fail(CUDNN_STATUS_EXECUTION_FAILED, "the handle's stream is not a live stream");
+  *out_stream = stream;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// Takes the launch's fault-site numbers: after every argument check, so that a refused call takes none.
+void Number(GraphLaunch* out) {
+  GraphLaunch& launch = *out;
+  const GraphModel& m = *launch.model;
   launch.conv_calls.assign(m.ops.size(), -1);
   launch.conv_faults.resize(m.ops.size());
   for (size_t i = 0; i < m.ops.size(); ++i) {
@@ -72,7 +83,51 @@ cudnnStatus_t Execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan_desc, 
     launch.attn_faults = MatchingFaults(FaultSite::kAttention, launch.attn_call);
   }
   launch.launch = launches.fetch_add(1);
+}
+
+cudnnStatus_t Execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack) {
+  GraphLaunch launch;
+  Stream* stream = nullptr;
+  const cudnnStatus_t status = Prepare(handle, plan, pack, &launch, &stream);
+  if (status != CUDNN_STATUS_SUCCESS) return status;
+  Number(&launch);
   Enqueue(stream, [launch = std::move(launch)] { RunGraph(launch); });
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// The native CUDA graph API. Populate adds one node to the application's graph that runs the plan on the pack's
+// pointers at each launch of an executable instantiated from it, as Execute's stream work would (the host part,
+// by-value scalars and fault-site numbers included, happens at the call: a SIMGPU_FAULT matched by a populate
+// fires at every launch of that work). The node is tagged with the plan, and clones keep the tag: cudnn-frontend
+// clones the populated graph into a child graph node of the application's graph and later updates the child's
+// embedded graph (cudaGraphChildGraphNodeGetGraph), never the graph it populated. Update rebinds the nodes of a
+// graph populated with the same plan to a new pack; executables keep the work they were instantiated with until
+// cudaGraphExecUpdate, as with NVIDIA's kernel nodes. An update with another plan, or of a graph with a node this
+// plan did not populate, is refused with CUDNN_STATUS_BAD_PARAM.
+cudnnStatus_t NativeGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack,
+                          cudaGraph_t cuda_graph, bool update) {
+  GraphLaunch launch;
+  Stream* stream = nullptr;
+  const cudnnStatus_t status = Prepare(handle, plan, pack, &launch, &stream);
+  if (status != CUDNN_STATUS_SUCCESS) return status;
+  Graph* graph = reinterpret_cast<Graph*>(cuda_graph);
+  if (graph == nullptr) return Fail(CUDNN_STATUS_BAD_PARAM_NULL_POINTER, "graph is null");
+  if (!LiveGraph(graph)) return Fail(CUDNN_STATUS_BAD_PARAM, "not a live cudaGraph_t");
+  const std::vector<GraphNode*> nodes = GraphNodes(graph);
+  if (update) {
+    bool ours = !nodes.empty();
+    for (GraphNode* n : nodes) ours = ours && GraphNodeTag(n) == plan;
+    if (!ours) return Fail(CUDNN_STATUS_BAD_PARAM, "the graph was not populated with this execution plan");
+  }
+  Number(&launch);
+  auto work = [launch = std::move(launch)] { RunGraph(launch); };
+  if (update) {
+    for (GraphNode* n : nodes) SetGraphNodeWork(graph, n, work);
+    return CUDNN_STATUS_SUCCESS;
+  }
+  if (AddGraphNode(graph, std::move(work), {}, plan) == nullptr) {
+    return Fail(CUDNN_STATUS_BAD_PARAM, "the graph cannot take nodes (a capture records into it)");
+  }
   return CUDNN_STATUS_SUCCESS;
 }
 
@@ -138,12 +193,12 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
 
 cudnnStatus_t cudnnBackendPopulateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                                             cudnnBackendDescriptor_t variant_pack, cudaGraph_t graph) {
-  return Fail(CUDNN_STATUS_NOT_SUPPORTED_CUDA_GRAPH_NATIVE_API, "simgpu's engine has no native CUDA graph support");
+  return simgpu::cudnn::NativeGraph(handle, plan, variant_pack, graph, /*update=*/false);
 }
 
 cudnnStatus_t cudnnBackendUpdateCudaGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                                           cudnnBackendDescriptor_t variant_pack, cudaGraph_t graph) {
-  return Fail(CUDNN_STATUS_NOT_SUPPORTED_CUDA_GRAPH_NATIVE_API, "simgpu's engine has no native CUDA graph support");
+  return simgpu::cudnn::NativeGraph(handle, plan, variant_pack, graph, /*update=*/true);
 }
 
 }  // extern "C"

@@ -913,5 +913,161 @@ TEST_F(CudnnBackend, ExecutionStatuses) {
             CUDNN_STATUS_NOT_SUPPORTED);
 }
 
+// cuDNN's native CUDA graph API: populate puts the plan's work on a pack's pointers into an application graph; each
+// launch of an executable instantiated from it runs the work, reading its inputs at that launch; update rebinds the
+// graph to another pack of the same plan, which an executable follows after cudaGraphExecUpdate (not before).
+TEST_F(CudnnBackend, NativeCudaGraphRunsThePlanAtEachLaunchAndFollowsUpdates) {
+  BackendGraph g;
+  const std::vector<int64_t> d = {1, 1, 2, 2};
+  Desc a = g.Tensor(1, CUDNN_DATA_FLOAT, d, Packed4(d));
+  Desc b = g.Tensor(2, CUDNN_DATA_FLOAT, d, Packed4(d));
+  g.Pointwise(CUDNN_POINTWISE_EXP, a, nullptr, b);
+  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+  float* buf = nullptr;  // in1, out1, in2, out2: 4 floats each
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&buf), 16 * sizeof(float)), cudaSuccess);
+  float *in1 = buf, *out1 = buf + 4, *in2 = buf + 8, *out2 = buf + 12;
+  ASSERT_EQ(cudaMemset(buf, 0, 16 * sizeof(float)), cudaSuccess);
+  auto put = [](float* dst, float first) {
+    float h[4] = {first, first + 1, first + 2, first + 3};
+    ASSERT_EQ(cudaMemcpy(dst, h, sizeof h, cudaMemcpyHostToDevice), cudaSuccess);
+  };
+  auto expect_exp_of = [](const float* out, const float* in, const char* what) {
+    float ho[4], hi[4];
+    ASSERT_EQ(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(hi, in, sizeof hi, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(ho[i], std::exp(hi[i])) << what << " " << i;
+  };
+  auto expect_zero = [](const float* out, const char* what) {
+    float ho[4];
+    ASSERT_EQ(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(ho[i], 0.0f) << what << " " << i;
+  };
+  Desc pack1 = g.Pack({{1, in1}, {2, out1}}), pack2 = g.Pack({{1, in2}, {2, out2}});
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&graph, 0), cudaSuccess);
+  ASSERT_EQ(cudnnBackendPopulateCudaGraph(handle_, g.plan(), pack1, graph), CUDNN_STATUS_SUCCESS);
+  size_t nodes = 0;
+  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+  EXPECT_EQ(nodes, 1u);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_zero(out1, "populate runs nothing");
+
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (float first : {0.0f, 4.0f}) {  // each launch reads the input as it is then
+    put(in1, first);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    expect_exp_of(out1, in1, "launch on pack 1");
+  }
+
+  put(in2, -2.0f);
+  ASSERT_EQ(cudnnBackendUpdateCudaGraph(handle_, g.plan(), pack2, graph), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudaMemset(out1, 0, 4 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);  // the executable keeps pack 1 until it is updated
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expect_exp_of(out1, in1, "executable not updated");
+  expect_zero(out2, "executable not updated");
+  cudaGraphExecUpdateResultInfo info = {};
+  ASSERT_EQ(cudaGraphExecUpdate(exec, graph, &info), cudaSuccess);
+  EXPECT_EQ(info.result, cudaGraphExecUpdateSuccess);
+  ASSERT_EQ(cudaMemset(out1, 0, 4 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expect_exp_of(out2, in2, "executable updated");
+  expect_zero(out1, "executable updated");
+
+  // Refusals: another plan, a graph the plan did not populate, no graph, an unfinalized plan.
+  BackendGraph other;
+  Desc oa = other.Tensor(1, CUDNN_DATA_FLOAT, d, Packed4(d));
+  Desc ob = other.Tensor(2, CUDNN_DATA_FLOAT, d, Packed4(d));
+  other.Pointwise(CUDNN_POINTWISE_RELU_FWD, oa, nullptr, ob);
+  ASSERT_EQ(other.Build(handle_), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnBackendUpdateCudaGraph(handle_, other.plan(), other.Pack({{1, in1}, {2, out1}}), graph),
+            CUDNN_STATUS_BAD_PARAM);
+  cudaGraph_t empty = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&empty, 0), cudaSuccess);
+  EXPECT_EQ(cudnnBackendUpdateCudaGraph(handle_, g.plan(), pack1, empty), CUDNN_STATUS_BAD_PARAM);
+  EXPECT_EQ(cudnnBackendPopulateCudaGraph(handle_, g.plan(), pack1, nullptr), CUDNN_STATUS_BAD_PARAM_NULL_POINTER);
+  Desc unfinalized = nullptr;
+  ASSERT_EQ(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &unfinalized), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudnnBackendPopulateCudaGraph(handle_, unfinalized, pack1, empty), CUDNN_STATUS_BAD_PARAM_NOT_FINALIZED);
+  EXPECT_EQ(cudnnBackendDestroyDescriptor(unfinalized), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudaGraphGetNodes(empty, nullptr, &nodes), cudaSuccess);
+  EXPECT_EQ(nodes, 0u) << "a refused call adds no node";
+
+  // cudaGraphExecUpdate refuses a graph of another topology (two populated nodes) and changes nothing.
+  ASSERT_EQ(cudnnBackendPopulateCudaGraph(handle_, g.plan(), pack1, empty), CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudnnBackendPopulateCudaGraph(handle_, g.plan(), pack1, empty), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(cudaGraphExecUpdate(exec, empty, &info), cudaErrorGraphExecUpdateFailure);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorGraphExecUpdateFailure);
+  EXPECT_EQ(info.result, cudaGraphExecUpdateErrorTopologyChanged);
+  ASSERT_EQ(cudaMemset(out2, 0, 4 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  expect_exp_of(out2, in2, "refused update");
+
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(empty), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  EXPECT_EQ(cudaFree(buf), cudaSuccess);
+}
+
+// cudnn-frontend's way (graph.h populate_cuda_graph / update_cuda_graph): populate a scratch graph, clone it into a
+// child graph node of the application's graph, destroy the scratch graph; later update the child node's embedded
+// graph and cudaGraphExecUpdate the application's executable.
+TEST_F(CudnnBackend, NativeCudaGraphUpdatesAClonedChildGraph) {
+  BackendGraph g;
+  const std::vector<int64_t> d = {1, 1, 2, 2};
+  Desc a = g.Tensor(1, CUDNN_DATA_FLOAT, d, Packed4(d));
+  Desc b = g.Tensor(2, CUDNN_DATA_FLOAT, d, Packed4(d));
+  g.Pointwise(CUDNN_POINTWISE_RELU_FWD, a, nullptr, b);
+  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+  float* buf = nullptr;  // in1, out1, in2, out2
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&buf), 16 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(buf, 0, 16 * sizeof(float)), cudaSuccess);
+  const float in1[4] = {-1, 2, -3, 4}, in2[4] = {5, -6, 7, -8};
+  ASSERT_EQ(cudaMemcpy(buf, in1, sizeof in1, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(buf + 8, in2, sizeof in2, cudaMemcpyHostToDevice), cudaSuccess);
+  auto expect_relu = [](const float* out, const float* in, const char* what) {
+    float ho[4];
+    ASSERT_EQ(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(ho[i], in[i] > 0 ? in[i] : 0.0f) << what << " " << i;
+  };
+  cudaGraph_t scratch = nullptr, main_graph = nullptr, embedded = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&scratch, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphCreate(&main_graph, 0), cudaSuccess);
+  ASSERT_EQ(cudnnBackendPopulateCudaGraph(handle_, g.plan(), g.Pack({{1, buf}, {2, buf + 4}}), scratch),
+            CUDNN_STATUS_SUCCESS);
+  cudaGraphNode_t child = nullptr;
+  ASSERT_EQ(cudaGraphAddChildGraphNode(&child, main_graph, nullptr, 0, scratch), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(scratch), cudaSuccess);  // the node holds a clone
+  ASSERT_EQ(cudaGraphChildGraphNodeGetGraph(child, &embedded), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(embedded), cudaErrorInvalidValue) << "the node owns its graph";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, main_graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_relu(buf + 4, in1, "child graph on pack 1");
+
+  // The application's graph holds a child node, not the plan's node: refused. The embedded clone: updated.
+  Desc pack2 = g.Pack({{1, buf + 8}, {2, buf + 12}});
+  EXPECT_EQ(cudnnBackendUpdateCudaGraph(handle_, g.plan(), pack2, main_graph), CUDNN_STATUS_BAD_PARAM);
+  ASSERT_EQ(cudnnBackendUpdateCudaGraph(handle_, g.plan(), pack2, embedded), CUDNN_STATUS_SUCCESS);
+  cudaGraphExecUpdateResultInfo info = {};
+  ASSERT_EQ(cudaGraphExecUpdate(exec, main_graph, &info), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_relu(buf + 12, in2, "child graph updated to pack 2");
+
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(main_graph), cudaSuccess);
+  EXPECT_EQ(cudaGraphChildGraphNodeGetGraph(child, &embedded), cudaErrorInvalidValue) << "gone with its graph";
+  EXPECT_EQ(cudaFree(buf), cudaSuccess);
+}
+
 }  // namespace
 }  // namespace simgpu::cudnn::testing

@@ -221,6 +221,11 @@ class BackendGraph {
   }
 
   cudnnStatus_t Execute(cudnnHandle_t handle, const std::map<int64_t, void*>& data) {
+    return cudnnBackendExecute(handle, plan_, Pack(data));
+  }
+
+  // A finalized variant pack of `data` (uid -> pointer), no workspace; destroyed with the graph.
+  Desc Pack(const std::map<int64_t, void*>& data) {
     std::vector<int64_t> uids;
     std::vector<void*> pointers;
     for (const auto& [uid, ptr] : data) {
@@ -236,7 +241,7 @@ class BackendGraph {
     void* workspace = nullptr;
     Set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
     Finalize(pack);
-    return cudnnBackendExecute(handle, plan_, pack);
+    return pack;
   }
 
   int64_t configs() const { return configs_; }
