@@ -62,7 +62,8 @@ struct Traced {
 };
 
 Traced RunGraphs(const ScratchDir& scratch, const std::string& tag, std::map<std::string, std::string> env,
-           bool shim = true, bool unchecked = false, bool sink = false, bool paged = false, bool fused = false) {
+           bool shim = true, bool unchecked = false, bool sink = false, bool paged = false, bool fused = false,
+           bool native_graph = false) {
   Traced run;
   env["LD_LIBRARY_PATH"] = TTRACE_SIMGPU_LIBDIR;
   if (shim) env["LD_PRELOAD"] = TTRACE_SHIM_LIB;
@@ -74,6 +75,7 @@ Traced RunGraphs(const ScratchDir& scratch, const std::string& tag, std::map<std
   if (unchecked) argv.push_back("--unchecked");
   if (sink) argv.push_back("--sink");
   if (paged) argv.push_back(fused ? "--paged-fused" : "--paged");
+  if (native_graph) argv.push_back("--native-graph");
   run.result = RunProgram(argv, env);
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   run.dumped = ReadDumped(scratch / (tag + ".dump"));
@@ -567,6 +569,56 @@ TEST(CudnnGraphCaptureTest, GraphWithoutCheckerCountedByName) {
                     j < len[i] ? paged[1].substr(static_cast<size_t>(((page * 2 + h) * 2 + j % 2) * 3 + t) * 4, 4) : zero)
               << at;
         }
+}
+
+// cuDNN's native CUDA graph API as cudnn-frontend drives it (the workload's --native-graph: populate into a scratch
+// graph cloned into a child node of the program's graph, three launches, an update of the embedded graph,
+// cudaGraphExecUpdate, a fourth launch, then a direct execution): under the shim every launch's result is bitwise
+// the one without it, the graph's launches compute what a direct execution computes, and populate and update are
+// recorded as ops whose operands are named as not captured (their work runs at the launches); the direct execution
+// is captured and checked clean.
+TEST(CudnnGraphCaptureTest, NativeCudaGraphRecordedAndNamedNotCaptured) {
+  ScratchDir scratch;
+  const Traced plain = RunGraphs(scratch, "native_plain", {}, /*shim=*/false, false, false, false, false, true);
+  const Traced run = RunGraphs(scratch, "native", {}, /*shim=*/true, false, false, false, false, true);
+  ASSERT_EQ(plain.dumped.size(), 9u);
+  ASSERT_EQ(run.dumped.size(), plain.dumped.size());
+  std::map<std::pair<uint64_t, uint8_t>, std::string> out;
+  for (size_t i = 0; i < run.dumped.size(); ++i) {
+    EXPECT_EQ(run.dumped[i].bytes, plain.dumped[i].bytes) << "seq " << run.dumped[i].seq;
+    out[{run.dumped[i].seq, run.dumped[i].slot}] = run.dumped[i].bytes;
+  }
+  // Each launch read x1 as the program had just written it: three different results; the updated launch is the
+  // direct execution's, bitwise.
+  auto y = [&out](uint64_t seq) { return out[std::make_pair(seq, uint8_t{23})]; };
+  EXPECT_NE(y(100), y(101));
+  EXPECT_NE(y(101), y(102));
+  EXPECT_EQ(y(103), y(104));
+  EXPECT_NE(y(103), y(102));
+
+  ASSERT_EQ(run.trace.ranks.size(), 1u);
+  const auto& ops = run.trace.ranks[0].ops;
+  ASSERT_EQ(ops.size(), 3u);
+  const char* names[3] = {"cudnnBackendPopulateCudaGraph", "cudnnBackendUpdateCudaGraph", "cudnnBackendExecute"};
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(format::ApiName(ops[i].api), std::string(names[i]));
+    EXPECT_EQ(ops[i].graph.status, 0) << names[i];
+    EXPECT_TRUE(ops[i].graph_in.empty() && ops[i].graph_out.empty()) << names[i];
+    EXPECT_EQ(ops[i].missing_tensors, "tensors dropped (graph capture)") << names[i];
+  }
+  EXPECT_EQ(format::ApiName(ops[2].api), std::string(names[2]));
+  EXPECT_EQ(ops[2].graph_out.size(), 1u);
+  const size_t log_lines = [&] {
+    size_t n = 0;
+    for (size_t at = 0; (at = run.result.err.find("not captured (cuDNN native CUDA graph): recorded", at)) != std::string::npos;
+         ++at)
+      ++n;
+    return n;
+  }();
+  EXPECT_EQ(log_lines, 1u) << "one line for the first populate or update: " << run.result.err;
+  const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
+  EXPECT_EQ(report.summary().checked.count("conv"), 1u);
+  EXPECT_TRUE(report.findings().empty());
 }
 
 }  // namespace

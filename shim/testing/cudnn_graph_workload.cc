@@ -27,7 +27,8 @@
 //   with --paged, only seq 0: its paged attention, K and V through PAGED_CACHE_LOAD (PagedAttention below)
 //   with --paged-fused, only seq 0: the same attention without the causal mask as one fused SDPA_FWD with page
 //   tables (PAGE_TABLE_KDESC / _VDESC, as cudnn-frontend's unified engine and Transformer Engine's KV cache build it)
-//   cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused]
+//   with --native-graph, cuDNN's native CUDA graph API as cudnn-frontend uses it (NativeGraph below)
+//   cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused | --native-graph]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -593,11 +594,72 @@ void Transpose(cudnnHandle_t handle, uint64_t seq) {
   y.Dump(seq, 23);
 }
 
+// cuDNN's native CUDA graph API as cudnn-frontend drives it (graph.h populate_cuda_graph / update_cuda_graph): seq 0
+// populates a scratch cudaGraph_t with seq 0's convolution on (x1, w, y1), which is cloned into a child graph node
+// of the program's graph and destroyed; the program's graph is instantiated and launched 3 times, x1 refilled
+// before each (dumped as seq 100 + k: x1 before, y1 after); seq 1 updates the child's embedded graph to (x2, w,
+// y2), the executable is updated (cudaGraphExecUpdate) and launched (seq 103: x2, y2); seq 2 executes the plan
+// directly on (x2, w, y3) (seq 104: y3), which must equal the launch's y2.
+void NativeGraph(cudnnHandle_t handle) {
+  Graph g(Die);
+  Buf x1(1, 2 * 4 * 9 * 9, false), w(2, 6 * 4 * 3 * 3, false), y1(3, 2 * 6 * 5 * 5, false);
+  Buf x2(1, 2 * 4 * 9 * 9, false), y2(3, 2 * 6 * 5 * 5, false), y3(3, 2 * 6 * 5 * 5, false);
+  ConvolutionForward(g, g.Tensor(1, CUDNN_DATA_FLOAT, {2, 4, 9, 9}), g.Tensor(2, CUDNN_DATA_FLOAT, {6, 4, 3, 3}),
+                     g.Tensor(3, CUDNN_DATA_FLOAT, {2, 6, 5, 5}), /*pad=*/1, /*stride=*/2);
+  auto pack = [&g](void* x, void* wp, void* y) {
+    const int64_t uids[3] = {1, 2, 3};
+    void* ptrs[3] = {x, wp, y};
+    void* workspace = nullptr;
+    Desc p = g.Make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    g.Set(p, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids);
+    g.Set(p, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs);
+    g.Set(p, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+    CHECK(cudnnBackendFinalize(p));
+    return p;
+  };
+  cudaGraph_t scratch = nullptr, program = nullptr, embedded = nullptr;
+  CHECK(cudaGraphCreate(&scratch, 0));
+  CHECK(cudaGraphCreate(&program, 0));
+  Desc plan = nullptr;
+  CHECK(g.Run(handle, {{1, x1.dev}, {2, w.dev}, {3, y1.dev}}, [&](cudnnHandle_t h, Desc p, Desc pk) {
+    plan = p;
+    return cudnnBackendPopulateCudaGraph(h, p, pk, scratch);
+  }));
+  cudaGraphNode_t node = nullptr;
+  CHECK(cudaGraphAddChildGraphNode(&node, program, nullptr, 0, scratch));
+  CHECK(cudaGraphDestroy(scratch));
+  cudaGraphExec_t exec = nullptr;
+  CHECK(cudaGraphInstantiate(&exec, program, 0));
+  for (uint64_t k = 0; k < 3; ++k) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (size_t i = 0; i < x1.host.size() / 4; ++i) {
+      const float v = u(g_rng);
+      memcpy(&x1.host[i * 4], &v, 4);
+    }
+    CHECK(cudaMemcpy(x1.dev, x1.host.data(), x1.host.size(), cudaMemcpyHostToDevice));
+    x1.Dump(100 + k, 22);
+    CHECK(cudaGraphLaunch(exec, g_stream));
+    y1.Dump(100 + k, 23);
+  }
+  CHECK(cudaGraphChildGraphNodeGetGraph(node, &embedded));
+  CHECK(cudnnBackendUpdateCudaGraph(handle, plan, pack(x2.dev, w.dev, y2.dev), embedded));
+  cudaGraphExecUpdateResultInfo info = {};
+  CHECK(cudaGraphExecUpdate(exec, program, &info));
+  x2.Dump(103, 22);
+  CHECK(cudaGraphLaunch(exec, g_stream));
+  y2.Dump(103, 23);
+  CHECK(cudnnBackendExecute(handle, plan, pack(x2.dev, w.dev, y3.dev)));
+  y3.Dump(104, 23);
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(program));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3 || strcmp(argv[1], "--dump") != 0) {
-    fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused]\n");
+    fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused | "
+                    "--native-graph]\n");
     return 2;
   }
   g_dump = fopen(argv[2], "wb");
@@ -608,6 +670,13 @@ int main(int argc, char** argv) {
   CHECK(cudnnSetStream(handle, g_stream));
   if (argc > 3 && (strcmp(argv[3], "--paged") == 0 || strcmp(argv[3], "--paged-fused") == 0)) {
     PagedAttention(handle, 0, Attn{3, 2, 1, 6, 7, 8}, {6, 3, 4}, {7, 5, 2}, strcmp(argv[3], "--paged-fused") == 0);
+    CHECK(cudaStreamSynchronize(g_stream));
+    CHECK(cudnnDestroy(handle));
+    fclose(g_dump);
+    return 0;
+  }
+  if (argc > 3 && strcmp(argv[3], "--native-graph") == 0) {
+    NativeGraph(handle);
     CHECK(cudaStreamSynchronize(g_stream));
     CHECK(cudnnDestroy(handle));
     fclose(g_dump);
