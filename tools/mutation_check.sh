@@ -332,6 +332,10 @@ mutate "simgpu: cudnnBackendUpdateCudaGraph leaves the graph on the old pack" ba
 mutate "simgpu: a cloned child graph loses cuDNN's tags (cudnn-frontend's update refused)" core/capture.cc \
   "    node->tag = n->tag;" "" \
   "simgpu simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
+mutate "simgpu: cudaGraphExecChildGraphNodeSetParams changes nothing" core/capture.cc \
+  "  std::copy(embedded.begin(), embedded.end(), works->begin() + static_cast<std::ptrdiff_t>(exec->first_work[i]));" \
+  "" \
+  "simgpu simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
 mutate "codec: limited code lengths one unit over the code space" float_codec.cc \
   "for (; kraft > kTableSize; --kraft) {" "for (; kraft > kTableSize + 1; --kraft) {" \
   "float_codec_test" "FloatCodecTest"

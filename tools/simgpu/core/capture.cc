@@ -83,6 +83,8 @@ struct LaunchDone {
 struct GraphExec {
   std::shared_ptr<const std::vector<std::function<void()>>> works;  // replaced whole by UpdateGraphExec
   std::vector<std::vector<size_t>> topology;  // each node's dependencies, as positions in the graph's node list
+  std::vector<const GraphNode*> nodes;        // the graph's nodes at instantiation (identities, never dereferenced)
+  std::vector<size_t> first_work;             // node i's work: works[first_work[i], first_work[i + 1])
   std::shared_ptr<GraphResources> resources;
   std::mutex mu;
   std::shared_ptr<LaunchDone> last;  // the latest launch; null before the first
@@ -446,6 +448,18 @@ namespace {
 
 // For each node of graph->nodes (a topological order): the positions of its dependencies, then, for a child graph
 // node, a marker and its embedded graph's topology, flattened (equal vectors: equal topologies).
+std::vector<std::vector<size_t>> Topology(const Graph* graph);
+
+// An embedded graph's topology as the tail of its child graph node's entry.
+std::vector<size_t> Embedded(const Graph* child) {
+  std::vector<size_t> tail = {SIZE_MAX};
+  for (const std::vector<size_t>& c : Topology(child)) {
+    tail.push_back(c.size());
+    tail.insert(tail.end(), c.begin(), c.end());
+  }
+  return tail;
+}
+
 std::vector<std::vector<size_t>> Topology(const Graph* graph) {
   std::unordered_map<const GraphNode*, size_t> at;
   for (size_t i = 0; i < graph->nodes.size(); ++i) at[graph->nodes[i].get()] = i;
@@ -454,11 +468,8 @@ std::vector<std::vector<size_t>> Topology(const Graph* graph) {
     std::vector<size_t> deps;
     for (const GraphNode* d : n->deps) deps.push_back(at.at(d));
     if (n->child) {
-      deps.push_back(SIZE_MAX);
-      for (const std::vector<size_t>& c : Topology(n->child.get())) {
-        deps.push_back(c.size());
-        deps.insert(deps.end(), c.begin(), c.end());
-      }
+      const std::vector<size_t> tail = Embedded(n->child.get());
+      deps.insert(deps.end(), tail.begin(), tail.end());
     }
     topology.push_back(std::move(deps));
   }
@@ -560,7 +571,16 @@ GraphExec* InstantiateGraph(const Graph* graph) {
   auto* exec = new GraphExec;
   std::lock_guard<std::mutex> lock(State().mu);
   auto works = std::make_shared<std::vector<std::function<void()>>>();
-  AppendWorks(graph, works.get());
+  for (const auto& n : graph->nodes) {
+    exec->nodes.push_back(n.get());
+    exec->first_work.push_back(works->size());
+    if (n->child) {
+      AppendWorks(n->child.get(), works.get());
+    } else {
+      works->push_back(n->work);
+    }
+  }
+  exec->first_work.push_back(works->size());
   exec->works = std::move(works);
   exec->topology = Topology(graph);
   exec->resources = graph->resources;
@@ -593,6 +613,36 @@ cudaError_t UpdateGraphExec(GraphExec* exec, const Graph* graph, GraphNode** err
   std::lock_guard<std::mutex> exec_lock(exec->mu);
   exec->works = std::move(works);
   return cudaSuccess;
+}
+
+cudaError_t SetExecChildGraph(GraphExec* exec, const GraphNode* node, const Graph* child) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (State().execs.count(exec) == 0 || State().graphs.count(child) == 0) return cudaErrorInvalidValue;
+  size_t i = 0;
+  while (i < exec->nodes.size() && exec->nodes[i] != node) ++i;
+  if (i == exec->nodes.size()) return cudaErrorInvalidValue;
+  const std::vector<size_t>& entry = exec->topology[i];
+  const auto marker = std::find(entry.begin(), entry.end(), SIZE_MAX);
+  if (marker == entry.end()) return cudaErrorInvalidValue;  // not a child graph node
+  if (std::vector<size_t>(marker, entry.end()) != Embedded(child)) return cudaErrorGraphExecUpdateFailure;
+  std::vector<std::function<void()>> embedded;
+  AppendWorks(child, &embedded);
+  std::lock_guard<std::mutex> exec_lock(exec->mu);
+  auto works = std::make_shared<std::vector<std::function<void()>>>(*exec->works);
+  std::copy(embedded.begin(), embedded.end(), works->begin() + static_cast<std::ptrdiff_t>(exec->first_work[i]));
+  exec->works = std::move(works);
+  return cudaSuccess;
+}
+
+std::vector<GraphNode*> GraphNodeDependents(const GraphNode* node) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  std::vector<GraphNode*> dependents;
+  for (const Graph* g : State().graphs) {
+    if (!HasNode(g, node)) continue;
+    for (const auto& n : g->nodes)
+      if (std::find(n->deps.begin(), n->deps.end(), node) != n->deps.end()) dependents.push_back(n.get());
+  }
+  return dependents;
 }
 
 bool LiveGraphExec(const GraphExec* exec) {

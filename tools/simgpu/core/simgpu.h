@@ -203,6 +203,13 @@ GraphExec* InstantiateGraph(const Graph* graph);  // a snapshot: later changes t
 // cudaErrorGraphExecUpdateFailure, with *error_node (and *error_from for an edge) the first node that differs
 // (null when the node counts differ). cudaErrorInvalidValue for a dead exec or graph.
 cudaError_t UpdateGraphExec(GraphExec* exec, const Graph* graph, GraphNode** error_node, GraphNode** error_from);
+// cudaGraphExecChildGraphNodeSetParams: in `exec`, child graph node `node` (of the graph `exec` was instantiated
+// from) runs `child`'s work from the next launch on. cudaErrorInvalidValue when `node` is not a child graph node of
+// that graph or `child` is not a live graph; cudaErrorGraphExecUpdateFailure (nothing changed) when `child`'s
+// topology is not that of the node's embedded graph at instantiation.
+cudaError_t SetExecChildGraph(GraphExec* exec, const GraphNode* node, const Graph* child);
+// The nodes that depend on `node` in its graph (cudaGraphNodeGetDependentNodes), in graph order.
+std::vector<GraphNode*> GraphNodeDependents(const GraphNode* node);
 bool LiveGraphExec(const GraphExec* exec);
 void DestroyGraphExec(GraphExec* exec);     // launches already enqueued still run
 // Enqueues the graph's nodes on `stream` (which may itself be capturing: the nodes are then recorded). Returns

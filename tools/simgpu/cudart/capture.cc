@@ -30,6 +30,23 @@ cudaError_t Instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long 
   return cudaSuccess;
 }
 
+// As CUDA documents for node queries: with no array, the count; else at most *count entries (the rest NULL, their
+// edge data zero) and *count the number written. simgpu's edges carry no data (zero edge data).
+cudaError_t FillNodes(const std::vector<GraphNode*>& all, cudaGraphNode_t* nodes, cudaGraphEdgeData* edges,
+                      size_t* count) {
+  if (nodes == nullptr) {
+    *count = all.size();
+    return cudaSuccess;
+  }
+  const size_t n = *count < all.size() ? *count : all.size();
+  for (size_t i = 0; i < *count; ++i) {
+    nodes[i] = i < n ? reinterpret_cast<cudaGraphNode_t>(all[i]) : nullptr;
+    if (edges != nullptr) edges[i] = cudaGraphEdgeData{};
+  }
+  *count = n;
+  return cudaSuccess;
+}
+
 }  // namespace
 }  // namespace simgpu::cudart
 
@@ -161,6 +178,32 @@ cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* p
   if (child == nullptr) return Report(cudaErrorInvalidValue);
   *pGraph = reinterpret_cast<cudaGraph_t>(child);
   return cudaSuccess;
+}
+
+cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* pDependencies,
+                                         cudaGraphEdgeData* edgeData, size_t* pNumDependencies) {
+  if (node == nullptr || pNumDependencies == nullptr || (edgeData != nullptr && pDependencies == nullptr)) {
+    return Report(cudaErrorInvalidValue);
+  }
+  return simgpu::cudart::FillNodes(simgpu::GraphNodeDependencies(reinterpret_cast<simgpu::GraphNode*>(node)),
+                                   pDependencies, edgeData, pNumDependencies);
+}
+
+cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t* pDependentNodes,
+                                           cudaGraphEdgeData* edgeData, size_t* pNumDependentNodes) {
+  if (node == nullptr || pNumDependentNodes == nullptr || (edgeData != nullptr && pDependentNodes == nullptr)) {
+    return Report(cudaErrorInvalidValue);
+  }
+  return simgpu::cudart::FillNodes(simgpu::GraphNodeDependents(reinterpret_cast<simgpu::GraphNode*>(node)),
+                                   pDependentNodes, edgeData, pNumDependentNodes);
+}
+
+cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+                                                 cudaGraph_t childGraph) {
+  const cudaError_t status = simgpu::SetExecChildGraph(simgpu::cudart::ToExec(hGraphExec),
+                                                       reinterpret_cast<simgpu::GraphNode*>(node),
+                                                       simgpu::cudart::ToGraph(childGraph));
+  return status == cudaSuccess ? cudaSuccess : Report(status);
 }
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph, unsigned long long flags) {

@@ -1069,5 +1069,88 @@ TEST_F(CudnnBackend, NativeCudaGraphUpdatesAClonedChildGraph) {
   EXPECT_EQ(cudaFree(buf), cudaSuccess);
 }
 
+// cudnn-frontend's sample with a main graph: the frontend's graph (holding the populated graph as a child) is itself
+// cloned into the application's main graph; after update_cuda_graph (which walks the frontend's graph: its node,
+// no dependents, the embedded graph) the application hands the frontend's graph to its executable with
+// cudaGraphExecChildGraphNodeSetParams.
+TEST_F(CudnnBackend, NativeCudaGraphNestedInAMainGraph) {
+  BackendGraph g;
+  const std::vector<int64_t> d = {1, 1, 2, 2};
+  Desc a = g.Tensor(1, CUDNN_DATA_FLOAT, d, Packed4(d));
+  Desc b = g.Tensor(2, CUDNN_DATA_FLOAT, d, Packed4(d));
+  g.Pointwise(CUDNN_POINTWISE_RELU_FWD, a, nullptr, b);
+  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+  float* buf = nullptr;  // in1, out1, in2, out2
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&buf), 16 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(buf, 0, 16 * sizeof(float)), cudaSuccess);
+  const float in1[4] = {-1, 2, -3, 4}, in2[4] = {5, -6, 7, -8};
+  ASSERT_EQ(cudaMemcpy(buf, in1, sizeof in1, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(buf + 8, in2, sizeof in2, cudaMemcpyHostToDevice), cudaSuccess);
+  auto expect_relu = [](const float* out, const float* in, const char* what) {
+    float ho[4];
+    ASSERT_EQ(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(ho[i], in[i] > 0 ? in[i] : 0.0f) << what << " " << i;
+  };
+  cudaGraph_t scratch = nullptr, frontend = nullptr, main_graph = nullptr, embedded = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&scratch, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphCreate(&frontend, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphCreate(&main_graph, 0), cudaSuccess);
+  ASSERT_EQ(cudnnBackendPopulateCudaGraph(handle_, g.plan(), g.Pack({{1, buf}, {2, buf + 4}}), scratch),
+            CUDNN_STATUS_SUCCESS);
+  cudaGraphNode_t backend_node = nullptr, in_main = nullptr;
+  ASSERT_EQ(cudaGraphAddChildGraphNode(&backend_node, frontend, nullptr, 0, scratch), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(scratch), cudaSuccess);
+  ASSERT_EQ(cudaGraphAddChildGraphNode(&in_main, main_graph, nullptr, 0, frontend), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, main_graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_relu(buf + 4, in1, "nested on pack 1");
+
+  size_t n = 4;
+  cudaGraphNode_t nodes[4] = {};
+  ASSERT_EQ(cudaGraphGetNodes(frontend, nodes, &n), cudaSuccess);
+  ASSERT_EQ(n, 1u);
+  size_t dependents = 7;
+  ASSERT_EQ(cudaGraphNodeGetDependentNodes(nodes[0], nullptr, nullptr, &dependents), cudaSuccess);
+  EXPECT_EQ(dependents, 0u);
+  ASSERT_EQ(cudaGraphChildGraphNodeGetGraph(nodes[0], &embedded), cudaSuccess);
+  ASSERT_EQ(cudnnBackendUpdateCudaGraph(handle_, g.plan(), g.Pack({{1, buf + 8}, {2, buf + 12}}), embedded),
+            CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudaMemset(buf + 4, 0, 4 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);  // the main graph holds a clone made before the update
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const float zero[4] = {};
+  expect_relu(buf + 4, in1, "a clone does not follow its original");
+  expect_relu(buf + 12, zero, "a clone does not follow its original");
+  ASSERT_EQ(cudaGraphExecChildGraphNodeSetParams(exec, in_main, frontend), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_relu(buf + 12, in2, "nested, set to the updated graph");
+
+  // Refused: a graph of another topology, a node that is not a child graph node of the executable's graph.
+  cudaGraph_t two = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&two, 0), cudaSuccess);
+  cudaGraphNode_t first = nullptr, second = nullptr;
+  ASSERT_EQ(cudaGraphAddChildGraphNode(&first, two, nullptr, 0, embedded), cudaSuccess);
+  ASSERT_EQ(cudaGraphAddChildGraphNode(&second, two, &first, 1, embedded), cudaSuccess);
+  EXPECT_EQ(cudaGraphExecChildGraphNodeSetParams(exec, in_main, two), cudaErrorGraphExecUpdateFailure);
+  EXPECT_EQ(cudaGraphExecChildGraphNodeSetParams(exec, first, frontend), cudaErrorInvalidValue);
+  cudaGraphNode_t got[2] = {};
+  size_t count = 2;
+  ASSERT_EQ(cudaGraphNodeGetDependentNodes(first, got, nullptr, &count), cudaSuccess);
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(got[0], second);
+  EXPECT_EQ(got[1], nullptr);
+  count = 1;
+  ASSERT_EQ(cudaGraphNodeGetDependencies(second, got, nullptr, &count), cudaSuccess);
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(got[0], first);
+
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  for (cudaGraph_t graph : {two, main_graph, frontend}) EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaFree(buf), cudaSuccess);
+}
+
 }  // namespace
 }  // namespace simgpu::cudnn::testing
