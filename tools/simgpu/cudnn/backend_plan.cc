@@ -113,8 +113,9 @@ class Engine : public Descriptor {
       case CUDNN_ATTR_ENGINE_LAYOUT_INFO: return WriteArray(out, CUDNN_TYPE_BACKEND_DESCRIPTOR, std::vector<void*>{});
       case CUDNN_ATTR_ENGINE_NUMERICAL_NOTE:
         return WriteArray(out, CUDNN_TYPE_NUMERICAL_NOTE, std::vector<cudnnBackendNumericalNote_t>{});
-      case CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE:
-        return WriteArray(out, CUDNN_TYPE_BEHAVIOR_NOTE, std::vector<cudnnBackendBehaviorNote_t>{});
+      case CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE:  // every graph simgpu executes can be put into a CUDA graph
+        return WriteArray(out, CUDNN_TYPE_BEHAVIOR_NOTE,
+                          std::vector<cudnnBackendBehaviorNote_t>{CUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API});
       default: return Fail(CUDNN_STATUS_NOT_SUPPORTED, "attribute not readable from simgpu's engine");
     }
   }

@@ -923,6 +923,21 @@ TEST_F(CudnnBackend, NativeCudaGraphRunsThePlanAtEachLaunchAndFollowsUpdates) {
   Desc b = g.Tensor(2, CUDNN_DATA_FLOAT, d, Packed4(d));
   g.Pointwise(CUDNN_POINTWISE_EXP, a, nullptr, b);
   ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
+  // The engine says so, as cudnn-frontend's select_behavior_notes({SUPPORTS_CUDA_GRAPH_NATIVE_API}) asks.
+  Desc config = g.Make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR), engine = g.Make(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  int64_t count = 0;
+  ASSERT_EQ(cudnnBackendGetAttribute(g.plan(), CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                     1, &count, &config),
+            CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(cudnnBackendGetAttribute(config, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count,
+                                     &engine),
+            CUDNN_STATUS_SUCCESS);
+  cudnnBackendBehaviorNote_t notes[4] = {};
+  ASSERT_EQ(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE, 4, &count,
+                                     notes),
+            CUDNN_STATUS_SUCCESS);
+  ASSERT_EQ(count, 1);
+  EXPECT_EQ(notes[0], CUDNN_BEHAVIOR_NOTE_SUPPORTS_CUDA_GRAPH_NATIVE_API);
   float* buf = nullptr;  // in1, out1, in2, out2: 4 floats each
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&buf), 16 * sizeof(float)), cudaSuccess);
   float *in1 = buf, *out1 = buf + 4, *in2 = buf + 8, *out2 = buf + 12;
