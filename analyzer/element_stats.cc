@@ -49,6 +49,31 @@ bool ElementStats::AddExact(uint64_t index, double got, double ref, bool correct
   return !correct;
 }
 
+void ElementStats::Merge(const ElementStats& o) {
+  if (o.elements == 0) return;
+  if (elements == 0) {
+    *this = o;
+    return;
+  }
+  elements += o.elements;
+  violations += o.violations;
+  nonfinite_violations += o.nonfinite_violations;
+  if (o.max_abs_err > max_abs_err) max_abs_err = o.max_abs_err;
+  if (o.max_rel_err > max_rel_err) max_rel_err = o.max_rel_err;
+  if (o.worst_ratio > worst_ratio || (o.worst_ratio == worst_ratio && o.worst_index < worst_index)) {
+    worst_ratio = o.worst_ratio;
+    worst_bound = o.worst_bound;
+    worst_index = o.worst_index;
+  }
+  if (o.has_violation && (!has_violation || o.first_index < first_index)) {
+    has_violation = true;
+    first_index = o.first_index;
+    first_got = o.first_got;
+    first_ref = o.first_ref;
+    first_bound = o.first_bound;
+  }
+}
+
 void ElementStats::Record(uint64_t index, double got, double ref, double bound, double ratio, bool violation) {
   if (elements == 1 || ratio > worst_ratio) {
     worst_ratio = ratio;

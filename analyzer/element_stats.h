@@ -31,6 +31,10 @@ struct ElementStats {
   bool Add(uint64_t index, double got, double ref, double bound, bool overflow_possible);
   // Adds one element judged elsewhere (exact comparisons: integers, NaN-ordering rules); bound 0.
   bool AddExact(uint64_t index, double got, double ref, bool correct);
+  // Folds in `other`'s elements as if they had been added to this one together with its own in index order: both
+  // filled in increasing index order over disjoint indices (the worst element is the lowest index of the largest
+  // ratio, the first violation the lowest index; ratios are never NaN).
+  void Merge(const ElementStats& other);
 
  private:
   void Record(uint64_t index, double got, double ref, double bound, double ratio, bool violation);

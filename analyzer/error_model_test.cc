@@ -5,6 +5,7 @@
 #include "analyzer/error_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -232,6 +233,45 @@ const double kReduceMeasured[4][3][2] = {  // [FP32, FP16, BF16, FP64][sum, avg,
     {{0.493, 0.174}, {0.376, 0.218}, {0.602, 0.195}},
     {{0.207, 0}, {0.342, 0.166}, {0.394, 0}},
 };
+
+// ElementStats::Merge: elements split at random between two stats, each filled in index order, then merged, give
+// every field that one stats filled with all of them in index order gives. Ratios repeat (bounds from a few values,
+// errors on a grid) so that the worst element is decided by its index; violations, Inf/NaN and zero bounds included.
+TEST(ElementStatsTest, MergeIsAddingInIndexOrder) {
+  std::mt19937_64 rng(11);
+  const double kNaN = std::nan(""), kInf = HUGE_VAL;
+  for (int trial = 0; trial < 400; ++trial) {
+    ElementStats all, even, odd;
+    const int count = static_cast<int>(rng() % 40);
+    for (int x = 0; x < count; ++x) {
+      const double ref = static_cast<double>(rng() % 5) - 2;
+      double got = ref + 0.25 * static_cast<double>(rng() % 5) - 0.5;
+      const double bound = std::array<double, 4>{0, 0.25, 0.5, 1}[rng() % 4];
+      if (rng() % 25 == 0) got = rng() % 2 ? kNaN : kInf;
+      const bool overflow = rng() % 3 == 0;
+      const uint64_t index = static_cast<uint64_t>(x) * 3 + 100;
+      all.Add(index, got, ref, bound, overflow);
+      (rng() % 2 ? odd : even).Add(index, got, ref, bound, overflow);
+    }
+    ElementStats merged = even;
+    merged.Merge(odd);
+    const std::string what = "trial " + std::to_string(trial);
+    EXPECT_EQ(merged.elements, all.elements) << what;
+    EXPECT_EQ(merged.violations, all.violations) << what;
+    EXPECT_EQ(merged.nonfinite_violations, all.nonfinite_violations) << what;
+    EXPECT_EQ(merged.max_abs_err, all.max_abs_err) << what;
+    EXPECT_EQ(merged.max_rel_err, all.max_rel_err) << what;
+    EXPECT_EQ(merged.worst_ratio, all.worst_ratio) << what;
+    EXPECT_EQ(merged.worst_bound, all.worst_bound) << what;
+    EXPECT_EQ(merged.worst_index, all.worst_index) << what;
+    EXPECT_EQ(merged.has_violation, all.has_violation) << what;
+    EXPECT_EQ(merged.first_index, all.first_index) << what;
+    EXPECT_EQ(merged.first_bound, all.first_bound) << what;
+    EXPECT_EQ(merged.first_ref, all.first_ref) << what;
+    EXPECT_TRUE(merged.first_got == all.first_got || (std::isnan(merged.first_got) && std::isnan(all.first_got)))
+        << what;
+  }
+}
 
 TEST(ReduceBoundTest, NeverExceededByMeasuredErrorAndNotLooserThanMeasured) {
   std::mt19937_64 rng(11);

@@ -819,6 +819,64 @@ class Buffer {
   size_t n_ = 0, cap_ = 0;
 };
 
+// Slices computed before one pass adds them up (each pass reads and writes ref and abs_sl once: memory traffic).
+constexpr int kSlicesPerPass = 4;
+
+// The slices' FP32 sums over a panel, in slice order with one rounding per addition (as adding one slice at a time):
+// ref[x] = (..(ref[x] + t[0][x]) + t[1][x]) ..) and abs[x] likewise of |t[s][x]|; `first`: they start from t[0].
+// Eight lanes at a time (GCC vector extensions: IEEE additions lane by lane, whatever the vector unit), compiled for
+// AVX2 too and chosen at run time (the panel stays in cache: the SSE2 build's spills were most of the cost).
+typedef float F8 __attribute__((vector_size(32)));
+typedef uint32_t U8 __attribute__((vector_size(32)));
+inline __attribute__((always_inline)) void AddSlicesBody(const float* const* t, int count_slices, bool first,
+                                                         size_t count, float* ref, float* abs) {
+  const U8 no_sign = {0x7fffffffu, 0x7fffffffu, 0x7fffffffu, 0x7fffffffu,
+                      0x7fffffffu, 0x7fffffffu, 0x7fffffffu, 0x7fffffffu};
+  const int s0 = first ? 1 : 0;
+  size_t x = 0;
+  for (; x + 8 <= count; x += 8) {
+    F8 r, a, v;
+    if (first) {
+      std::memcpy(&r, t[0] + x, sizeof r);
+      a = reinterpret_cast<F8>(reinterpret_cast<U8>(r) & no_sign);
+    } else {
+      std::memcpy(&r, ref + x, sizeof r);
+      std::memcpy(&a, abs + x, sizeof a);
+    }
+    for (int sl = s0; sl < count_slices; ++sl) {
+      std::memcpy(&v, t[sl] + x, sizeof v);
+      r += v;
+      a += reinterpret_cast<F8>(reinterpret_cast<U8>(v) & no_sign);
+    }
+    std::memcpy(ref + x, &r, sizeof r);
+    std::memcpy(abs + x, &a, sizeof a);
+  }
+  for (; x < count; ++x) {
+    float r = first ? t[0][x] : ref[x], a = first ? std::fabs(t[0][x]) : abs[x];
+    for (int sl = s0; sl < count_slices; ++sl) r += t[sl][x], a += std::fabs(t[sl][x]);
+    ref[x] = r, abs[x] = a;
+  }
+}
+
+void AddSlicesDefault(const float* const* t, int count_slices, bool first, size_t count, float* ref, float* abs) {
+  AddSlicesBody(t, count_slices, first, count, ref, abs);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void AddSlicesAvx2(const float* const* t, int count_slices, bool first, size_t count,
+                                                   float* ref, float* abs) {
+  AddSlicesBody(t, count_slices, first, count, ref, abs);
+}
+#endif
+
+void AddSlices(const float* const* t, int count_slices, bool first, size_t count, float* ref, float* abs) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return AddSlicesAvx2(t, count_slices, first, count, ref, abs);
+#endif
+  AddSlicesDefault(t, count_slices, first, count, ref, abs);
+}
+
 // One batch's operands as FP32, laid out for the slices: op(A) row by row (k x m column-major: row i of op(A) is
 // at i·k), op(B) column by column (k x n); with the FP64 row sums of |op(A)| and column sums of |op(B)| (as full
 // replay's BatchView sums them), the row and column sums of squares and largest magnitudes (the bounds on P), and the
@@ -925,10 +983,15 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
   GemmVerdict verdict;
   verdict.method = GemmMethod::kFullFp32;
   double worst = 0;
+  // Decided elements go into verdict.stats as they are decided, the recomputed ones into `recomputed_stats` after
+  // their panel, each in index order; merged at the end (ElementStats::Merge: as if added together in index order).
+  ElementStats recomputed_stats;
   const size_t panel = static_cast<size_t>(m * w);
   Buffer<double> got(panel), c0(p.beta != 0 ? panel : 0);
-  Buffer<float> ref(panel), abs_sl(panel), tmp(panel), pa, abs_b;
-  std::vector<uint8_t> undecided(static_cast<size_t>(m * w));
+  Buffer<float> ref(panel), abs_sl(panel), pa, abs_b;
+  Buffer<float> tmp[kSlicesPerPass];
+  for (auto& t : tmp) t.resize(panel);
+  std::vector<uint32_t> undecided;  // the panel's undecided elements, in index order
   for (int64_t bt = 0; bt < p.batch; ++bt) {
     const ProjectionView v(p, bt);
     SliceOperands s;
@@ -939,15 +1002,18 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
       const int64_t cols = std::min(w, n - j0);
       const size_t count = static_cast<size_t>(m * cols);
       const float* b_panel = s.bc.data() + j0 * k;
-      for (int64_t g = 0; g < slices; ++g) {
-        const int64_t l0 = g * ks, len = std::min(ks, k - l0);
-        if (len <= 0) break;
-        MatMulF32(true, false, m, cols, len, s.at.data() + l0, k, b_panel + l0, k, tmp.data(), m);
-        if (g == 0) {
-          for (size_t x = 0; x < count; ++x) ref[x] = tmp[x], abs_sl[x] = std::fabs(tmp[x]);  // FP32 sums
-        } else {
-          for (size_t x = 0; x < count; ++x) ref[x] += tmp[x], abs_sl[x] += std::fabs(tmp[x]);
+      // The slices kSlicesPerPass at a time, then one pass adding them to ref and abs_sl in slice order.
+      for (int64_t g0 = 0; g0 < slices; g0 += kSlicesPerPass) {
+        const float* t[kSlicesPerPass];
+        int got_slices = 0;
+        for (int64_t g = g0; g < std::min(slices, g0 + kSlicesPerPass); ++g) {
+          const int64_t l0 = g * ks, len = std::min(ks, k - l0);
+          if (len <= 0) break;
+          MatMulF32(true, false, m, cols, len, s.at.data() + l0, k, b_panel + l0, k, tmp[got_slices].data(), m);
+          t[got_slices] = tmp[got_slices].data();
+          ++got_slices;
         }
+        AddSlices(t, got_slices, g0 == 0, count, ref.data(), abs_sl.data());
       }
       v.c_out.Decode(static_cast<uint64_t>(j0 * m), 1, count, got.data());
       if (p.beta != 0) v.c0.Decode(static_cast<uint64_t>(j0 * m), 1, count, c0.data());
@@ -968,9 +1034,13 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
         lo = std::max(lo, std::max(0.0, p32 - eta_p) * to_lo);
         return Bracket{lo, hi, p32};
       };
-      // Decide every element of the panel (again with P32 when too many stay undecided without it), then add them
-      // in index order (recomputing the undecided ones).
-      uint64_t panel_undecided = 0;
+      // One pass decides every element of the panel and adds each decided one (judged: reported with this
+      // reference and the bound at P32, or at P's lower end without it, within the intervals above of the FP64
+      // replay's numbers; below 1 by the test that decided it) to verdict.stats; the undecided ones are listed.
+      // When more than 1/32 stay undecided without P32, the panel's additions are undone and it is decided again
+      // with P32.
+      const ElementStats stats_before = verdict.stats;
+      const double worst_before = worst;
       for (int pass = 0; pass < 2; ++pass) {
         if (pass == 1 || o.fp32_p == Fp32P::kAlways) {
           if (s.abs_at.empty()) {
@@ -982,10 +1052,14 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
           for (size_t x = 0; x < static_cast<size_t>(k * cols); ++x) abs_b[x] = std::fabs(b_panel[x]);
           MatMulF32(true, false, m, cols, k, s.abs_at.data(), k, abs_b.data(), k, pa.data(), m);
           have_p32 = true;
+          verdict.stats = stats_before;
+          worst = worst_before;
         }
-        panel_undecided = 0;
+        undecided.clear();
         for (int64_t jj = 0; jj < cols; ++jj) {
-          const double sb = s.col_b[j0 + jj] * (1 - 2 * th_sums);
+          const int64_t j = j0 + jj;
+          const double sb = s.col_b[j] * (1 - 2 * th_sums);
+          const uint64_t index0 = static_cast<uint64_t>(bt) * c_size + static_cast<uint64_t>(j * m);
           for (int64_t i = 0; i < m; ++i) {
             const size_t x = static_cast<size_t>(i + jj * m);
             const Bracket pb = bracket(i, jj, x);
@@ -998,62 +1072,54 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
                                      std::max(0.0, std::fabs(r) - e)) * (1 - kMargin);
             const double d = std::fabs(got[x] - r);
             const bool pass_x = std::isfinite(got[x]) && std::isfinite(r) && (d + e) * (1 + kMargin) <= lo;
-            undecided[x] = !pass_x;
-            panel_undecided += !pass_x;
+            if (!pass_x) {
+              undecided.push_back(static_cast<uint32_t>(x));
+              continue;
+            }
+            const double b = aff.At(pb.at, s.row_a[i] + s.col_b[j], z, std::fabs(r));
+            const double b_hi = aff.At(pb.hi, s.row_a[i] + s.col_b[j], z, std::fabs(r)) * (1 + kMargin);
+            worst = std::max(worst, b_hi);
+            verdict.stats.Add(index0 + static_cast<uint64_t>(i), got[x], r, b, false);
           }
         }
-        if (have_p32 || panel_undecided * 32 <= count || o.fp32_p == Fp32P::kNever) break;
+        if (have_p32 || undecided.size() * 32 <= count || o.fp32_p == Fp32P::kNever) break;
         ++verdict.p_gemm_panels;
       }
       if (o.fp32_p == Fp32P::kAlways) ++verdict.p_gemm_panels;
-      verdict.recomputed += panel_undecided;
+      verdict.recomputed += undecided.size();
       if (verdict.recomputed > cap) {
         *fits = true;
         return FullVerdict(p, precision, o);
       }
-      for (int64_t jj = 0; jj < cols; ++jj) {
-        const int64_t j = j0 + jj;
+      for (size_t x = 0; x < count; ++x) verdict.max_abs_out = std::max(verdict.max_abs_out, std::fabs(got[x]));
+      // The undecided elements recomputed as full replay computes them: FP64 sums of exact products.
+      for (const uint32_t x : undecided) {
+        const int64_t i = static_cast<int64_t>(x) % m, j = j0 + static_cast<int64_t>(x) / m;
+        const uint64_t index = static_cast<uint64_t>(bt) * c_size + static_cast<uint64_t>(i + j * m);
+        const float* ai = s.at.data() + i * k;
         const float* bj = s.bc.data() + j * k;
-        for (int64_t i = 0; i < m; ++i) {
-          const size_t x = static_cast<size_t>(i + jj * m);
-          const uint64_t index = static_cast<uint64_t>(bt) * c_size + static_cast<uint64_t>(i + j * m);
-          const double z = p.beta != 0 ? std::fabs(c0[x]) : 0;
-          verdict.max_abs_out = std::max(verdict.max_abs_out, std::fabs(got[x]));
-          if (!undecided[x]) {
-            // Judged: reported with this reference and the bound at P32, or at P's lower end without it (within
-            // the intervals above of the FP64 replay's numbers; below 1 by the test that decided it).
-            const Bracket pb = bracket(i, jj, x);
-            const double r = p.alpha * ref[x] + p.beta * (p.beta != 0 ? c0[x] : 0);
-            const double b = aff.At(pb.at, s.row_a[i] + s.col_b[j], z, std::fabs(r));
-            const double b_hi = aff.At(pb.hi, s.row_a[i] + s.col_b[j], z, std::fabs(r)) * (1 + kMargin);
-            worst = std::max(worst, b_hi);
-            verdict.stats.Add(index, got[x], r, b, false);
-            continue;
-          }
-          // Recomputed as full replay computes it: FP64 sums of exact products.
-          const float* ai = s.at.data() + i * k;
-          double dot = 0, mag = 0;
-          for (int64_t l = 0; l < k; ++l) {
-            const double prod = static_cast<double>(ai[l]) * static_cast<double>(bj[l]);
-            dot += prod;
-            mag += std::fabs(prod);
-          }
-          GemmElementTerms t;
-          t.ref = p.alpha * dot;
-          t.abs_ab = mag;
-          t.abs_row_a = s.row_a[i];
-          t.abs_col_b = s.col_b[j];
-          if (p.beta != 0) {
-            t.ref += p.beta * c0[x];
-            t.abs_c0 = z;
-          }
-          const double b = bound.Bound(t);
-          worst = std::max(worst, b);
-          verdict.stats.Add(index, got[x], t.ref, b, bound.OverflowPossible(t));
+        double dot = 0, mag = 0;
+        for (int64_t l = 0; l < k; ++l) {
+          const double prod = static_cast<double>(ai[l]) * static_cast<double>(bj[l]);
+          dot += prod;
+          mag += std::fabs(prod);
         }
+        GemmElementTerms t;
+        t.ref = p.alpha * dot;
+        t.abs_ab = mag;
+        t.abs_row_a = s.row_a[i];
+        t.abs_col_b = s.col_b[j];
+        if (p.beta != 0) {
+          t.ref += p.beta * c0[x];
+          t.abs_c0 = std::fabs(c0[x]);
+        }
+        const double b = bound.Bound(t);
+        worst = std::max(worst, b);
+        recomputed_stats.Add(index, got[x], t.ref, b, bound.OverflowPossible(t));
       }
     }
   }
+  verdict.stats.Merge(recomputed_stats);
   // An error d on top of a clean error e exceeds the bound b when |d| > b + |e|: certain beyond 2·b.
   verdict.guaranteed = verdict.screened = 2 * worst;
   *fits = true;

@@ -181,8 +181,14 @@ mutate "gemm fp32 slices: P's upper end (Cauchy-Schwarz, max x sum) halved" anal
   "                              s.row_max[i] * s.col_b[j]}) * up;" \
   "                              s.row_max[i] * s.col_b[j]}) * up * 0.5;" "gemm_slices_test" "GemmSlices"
 mutate "gemm fp32 slices: P never computed where its bounds leave too many elements undecided" analyzer/gemm_check.cc \
-  "if (have_p32 || panel_undecided * 32 <= count || o.fp32_p == Fp32P::kNever) break;" \
-  "if (have_p32 || panel_undecided * 32 <= count || o.fp32_p != Fp32P::kAlways) break;" "gemm_slices_test" "GemmSlices"
+  "if (have_p32 || undecided.size() * 32 <= count || o.fp32_p == Fp32P::kNever) break;" \
+  "if (have_p32 || undecided.size() * 32 <= count || o.fp32_p != Fp32P::kAlways) break;" "gemm_slices_test" "GemmSlices"
+mutate "gemm fp32 slices: merged stats keep the later worst element on a tie" element_stats.cc \
+  "(o.worst_ratio == worst_ratio && o.worst_index < worst_index)" \
+  "(o.worst_ratio == worst_ratio && o.worst_index > worst_index)" "error_model_test" "ElementStats"
+mutate "gemm fp32 slices: merged stats keep the later first violation" element_stats.cc \
+  "(!has_violation || o.first_index < first_index)" "(!has_violation || o.first_index > first_index)" \
+  "error_model_test" "ElementStats"
 mutate "streaming: ops over the memory limit checked anyway" check.cc \
   "batch.push_back(Item{t.rank(), &op, OpBytes(op), cost > limit});" \
   "batch.push_back(Item{t.rank(), &op, OpBytes(op), false});" "verdict_test" "BudgetTest"
