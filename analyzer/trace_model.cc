@@ -152,13 +152,45 @@ std::string BaseName(const std::string& path) {
 
 namespace {
 
+// Elements [i0, i0 + count) of a shuffled array of n elements of E bytes (ttrace/byte_shuffle.h) into out.
+template <size_t E>
+void UnshuffleRange(const unsigned char* in, size_t n, size_t i0, size_t count, unsigned char* out) {
+  for (size_t i = 0; i < count; ++i)
+    for (size_t b = 0; b < E; ++b) out[i * E + b] = in[b * n + i0 + i];
+}
+
+// A shuffled payload of elements of e bytes unshuffled into *out (UnshuffleBytes's result, trailing bytes short of
+// an element zero), 64 KiB at a time through a buffer appended to *out: a string resized first is zero-filled, a
+// pass over every byte before they are overwritten.
+void UnshuffleInto(absl::string_view in, uint32_t e, std::string* out) {
+  out->clear();
+  out->reserve(in.size());
+  if (e != 2 && e != 4 && e != 8) {
+    out->resize(in.size());
+    format::UnshuffleBytes(in.data(), e > 0 ? in.size() / e : 0, e, out->data());
+    return;
+  }
+  const size_t n = in.size() / e;
+  constexpr size_t kChunk = 64 << 10;
+  unsigned char buf[kChunk];
+  const size_t per = kChunk / e;
+  const auto* src = reinterpret_cast<const unsigned char*>(in.data());
+  for (size_t i0 = 0; i0 < n; i0 += per) {
+    const size_t count = std::min(per, n - i0);
+    if (e == 2) UnshuffleRange<2>(src, n, i0, count, buf);
+    if (e == 4) UnshuffleRange<4>(src, n, i0, count, buf);
+    if (e == 8) UnshuffleRange<8>(src, n, i0, count, buf);
+    out->append(reinterpret_cast<const char*>(buf), count * e);
+  }
+  out->append(in.size() - n * e, '\0');
+}
+
 // A tensor record's payload into tensor->data in the kFull layout the checks read (kShuffled and kFloatCoded
 // decoded; `full_bytes` from TensorProblem); "" or why it cannot be used.
 std::string DecodePayload(const RecordView& r, uint64_t full_bytes, Tensor* tensor) {
   const uint32_t e = format::DTypeSize(tensor->meta.dtype);
   if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled)) {
-    tensor->data.resize(r.payload.size());
-    format::UnshuffleBytes(r.payload.data(), r.payload.size() / e, e, tensor->data.data());
+    UnshuffleInto(r.payload, e, &tensor->data);
   } else if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kFloatCoded)) {
     tensor->data.resize(full_bytes);
     if (const char* err = store::FloatDecode(r.payload.data(), r.payload.size(), e, tensor->data.data(), full_bytes)) {

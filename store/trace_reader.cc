@@ -106,10 +106,11 @@ absl::StatusOr<bool> TraceReader::ReadFrame() {
     return truncated("partial frame payload");
   if (Crc32c(compressed_.data(), compressed_.size()) != fh.payload_crc)
     return Corrupt("frame payload checksum mismatch");
-  frame_.resize(fh.uncompressed_size);
   if (dctx_ == nullptr && (dctx_ = ZSTD_createDCtx()) == nullptr) return absl::ResourceExhaustedError("zstd context");
+  frame_.resize(fh.uncompressed_size);
   size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(dctx_), frame_.data(), frame_.size(), compressed_.data(),
                                  compressed_.size());
+  if (ZSTD_isError(n) || n != fh.uncompressed_size) frame_.clear();  // bytes zstd may not have written
   if (ZSTD_isError(n)) return Corrupt(absl::StrCat("zstd: ", ZSTD_getErrorName(n)));
   if (n != fh.uncompressed_size) return Corrupt("decompressed size differs from the frame header");
   frame_offset_ = offset_;

@@ -92,8 +92,28 @@ class TraceReader {
   format::FileHeader header_;
   uint64_t offset_ = 0;  // file offset of the next frame
   uint64_t frame_offset_ = 0;  // file offset of the frame last read
-  std::vector<char> compressed_;
-  std::vector<char> frame_;
+  // A frame's bytes as read and as decompressed. Not zero-filled when they grow (every byte is written by fread or
+  // zstd before it is read; a frame that fails either leaves frame_ empty).
+  class Bytes {
+   public:
+    void resize(size_t n) {
+      if (n > cap_) {
+        p_.reset(new char[n]);  // default-initialized: no pass over the bytes
+        cap_ = n;
+      }
+      n_ = n;
+    }
+    void clear() { n_ = 0; }
+    char* data() { return p_.get(); }
+    const char* data() const { return p_.get(); }
+    size_t size() const { return n_; }
+
+   private:
+    std::unique_ptr<char[]> p_;
+    size_t n_ = 0, cap_ = 0;
+  };
+  Bytes compressed_;
+  Bytes frame_;
   size_t pos_ = 0;              // next record within frame_
   uint32_t frame_records_ = 0;  // records the frame header announced
   uint32_t records_seen_ = 0;   // records read from the current frame
