@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "analyzer/blas.h"
 #include "analyzer/tensor_data.h"
+#include "kernels/dtype.h"
 
 namespace ttrace::analyzer {
 
@@ -889,7 +890,46 @@ struct SliceOperands {
 
 // Reads a stored column-major rows x cols operand into `out` as its transpose (cols x rows), or as it is, checking
 // every value; blocked by 64 stored columns so both sides stay in cache.
+// BF16 and FP16 operands converted from their bits (exactly: at most 11 significant bits; an FP16 subnormal is an FP32
+// normal), so the values FitsSlices refuses are told by their exponent bits: Inf and NaN, and BF16 subnormals (FP32
+// subnormals). The largest magnitude from the bits (ordered as the values are, for finite ones); the transpose in
+// tiles of 64 x 64.
+template <bool kBf16>
+bool ReadFp32Half(const Operand& s, int64_t rows, int64_t cols, bool transpose, Buffer<float>* out, double* max) {
+  out->resize(static_cast<size_t>(rows * cols));
+  const char* in = s.op.data + s.base * 2;
+  float* o = out->data();
+  uint32_t bad = 0;
+  uint16_t mx = 0;
+  auto take = [&](size_t x) -> float {
+    uint16_t u;
+    std::memcpy(&u, in + 2 * x, 2);
+    const uint16_t mag = u & 0x7fffu;
+    if (kBf16) {
+      bad |= static_cast<uint32_t>(mag >= 0x7f80u) | static_cast<uint32_t>(mag != 0 && mag < 0x80u);
+    } else {
+      bad |= static_cast<uint32_t>(mag >= 0x7c00u);
+    }
+    mx = std::max(mx, mag);
+    return kBf16 ? kernels::Bf16ToFloat(u) : kernels::HalfToFloat(u);
+  };
+  if (!transpose) {
+    for (size_t x = 0; x < static_cast<size_t>(rows * cols); ++x) o[x] = take(x);
+  } else {
+    constexpr int64_t kTile = 64;
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+        for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
+          for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+            o[static_cast<size_t>(c + r * cols)] = take(static_cast<size_t>(r + c * rows));
+  }
+  *max = kBf16 ? kernels::Bf16ToFloat(mx) : kernels::HalfToFloat(mx);
+  return bad == 0;
+}
+
 bool ReadFp32(const Operand& s, int64_t rows, int64_t cols, bool transpose, Buffer<float>* out, double* max) {
+  if (!s.direct && s.op.dtype == DType::kBF16) return ReadFp32Half<true>(s, rows, cols, transpose, out, max);
+  if (!s.direct && s.op.dtype == DType::kF16) return ReadFp32Half<false>(s, rows, cols, transpose, out, max);
   out->resize(static_cast<size_t>(rows * cols));
   const int64_t blk = 64;
   std::vector<double> tmp(static_cast<size_t>(rows * std::min(blk, std::max<int64_t>(cols, 1))));

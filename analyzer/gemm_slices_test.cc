@@ -235,6 +235,50 @@ TEST(GemmSlicesTest, DataTheSlicesDoNotFitIsReplayedInFp64) {
   }
 }
 
+// Captured operands (the bytes CheckGemmOp passes: raw_a, raw_b, raw_c_out) are read by their own conversion (BF16,
+// FP16 bits): the verdict is the decoded operands' one, with every transpose, a batch of shared and unshared
+// operands, and a flipped output; an operand holding a BF16 subnormal, an Inf or a NaN is replayed in FP64 instead.
+TEST(GemmSlicesTest, CapturedOperandsGiveTheDecodedOperandsVerdict) {
+  std::mt19937_64 rng(31);
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    const GemmPrecision prec = Precision(dt, dt);
+    for (int shape = 0; shape < 4; ++shape) {
+      const uint8_t ta = shape & 1, tb = (shape >> 1) & 1;
+      GemmProblem p = Make(rng, 70, 45, 300, 2, dt, dt, 1, 0, ta, tb, shape == 3 && dt == DType::kBF16, shape % 3);
+      p.c_out[77] = RoundTo(dt, -3 * p.c_out[77]);
+      const std::string a = Encode(dt, p.a), b = Encode(dt, p.b), c = Encode(dt, p.c_out);
+      GemmProblem raw = p;
+      raw.raw_a = GemmOperand{dt, a.data(), p.a.size()};
+      raw.raw_b = GemmOperand{dt, b.data(), p.b.size()};
+      raw.raw_c_out = GemmOperand{dt, c.data(), p.c_out.size()};
+      const std::string what = std::string(format::FindDType(static_cast<uint8_t>(dt))->name) + " shape " +
+                               std::to_string(shape);
+      const GemmVerdict decoded = Verify(p, prec, GemmMethod::kFullFp32);
+      const GemmVerdict captured = Verify(raw, prec, GemmMethod::kFullFp32);
+      ASSERT_EQ(captured.method, GemmMethod::kFullFp32) << what;
+      EXPECT_EQ(captured.stats.violations, decoded.stats.violations) << what;
+      EXPECT_GE(captured.stats.violations, 1u) << what;
+      EXPECT_EQ(captured.stats.first_index, decoded.stats.first_index) << what;
+      EXPECT_EQ(captured.stats.worst_index, decoded.stats.worst_index) << what;
+      EXPECT_EQ(captured.stats.worst_ratio, decoded.stats.worst_ratio) << what;
+      EXPECT_EQ(captured.recomputed, decoded.recomputed) << what;
+      EXPECT_EQ(captured.guaranteed, decoded.guaranteed) << what;
+      // One value the slices do not take, in A's second batch or in B: FP64 full replay.
+      const uint16_t refused[] = {dt == DType::kBF16 ? uint16_t{0x0003} : uint16_t{0x7c00}, 0xfc00, 0x7fc1};
+      for (int r = 0; r < 3; ++r) {
+        std::string a2 = a, b2 = b;
+        std::string& bytes = r == 1 ? b2 : a2;
+        const size_t at = r == 1 ? 5 : p.a.size() - 7;
+        std::memcpy(&bytes[2 * at], &refused[r], 2);
+        GemmProblem q = raw;
+        q.raw_a.data = a2.data();
+        q.raw_b.data = b2.data();
+        EXPECT_EQ(Verify(q, prec, GemmMethod::kFullFp32).method, GemmMethod::kFull) << what << " refused " << r;
+      }
+    }
+  }
+}
+
 // auto: FP64 full replay up to projection_above, the slices above for 16-bit outputs of inputs that fit; FP32 outputs
 // and FP32 inputs keep their rules.
 TEST(GemmSlicesTest, AutoChoosesTheSlicesAboveTheFullReplayBudget) {
