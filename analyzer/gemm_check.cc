@@ -879,31 +879,29 @@ void AddSlices(const float* const* t, int count_slices, bool first, size_t count
 }
 
 // One batch's operands as FP32, laid out for the slices: op(A) row by row (k x m column-major: row i of op(A) is
-// at i·k), op(B) column by column (k x n); with the FP64 row sums of |op(A)| and column sums of |op(B)| (as full
-// replay's BatchView sums them), the row and column sums of squares and largest magnitudes (the bounds on P), and the
-// largest magnitudes overall. False when a value does not fit. |op(A)| is made only when P is computed (abs_at).
+// at i·k), and one panel of op(B)'s columns at a time (k x cols: bc, read by ReadSlicePanel); with the FP64 row sums
+// of |op(A)| and column sums of |op(B)| (as full replay's BatchView sums them), the row and column sums of squares and
+// largest magnitudes (the bounds on P), and the largest magnitudes (of A; of the panel's columns of B). False when a
+// value does not fit. |op(A)| is made only when P is computed (abs_at).
 struct SliceOperands {
   Buffer<float> at, abs_at, bc;
   std::vector<double> row_a, col_b, row_norm_a, col_norm_b, row_max, col_max;
   double max_a = 0, max_b = 0;
 };
 
-// Reads a stored column-major rows x cols operand into `out` as its transpose (cols x rows), or as it is, checking
-// every value; blocked by 64 stored columns so both sides stay in cache.
 // BF16 and FP16 operands converted from their bits (exactly: at most 11 significant bits; an FP16 subnormal is an FP32
 // normal), so the values FitsSlices refuses are told by their exponent bits: Inf and NaN, and BF16 subnormals (FP32
 // subnormals). The largest magnitude from the bits (ordered as the values are, for finite ones); the transpose in
-// tiles of 64 x 64.
+// tiles of 64 x 64. Arguments as ReadFp32's.
 template <bool kBf16>
-bool ReadFp32Half(const Operand& s, int64_t rows, int64_t cols, bool transpose, Buffer<float>* out, double* max) {
-  out->resize(static_cast<size_t>(rows * cols));
-  const char* in = s.op.data + s.base * 2;
-  float* o = out->data();
+bool ReadFp32Half(const Operand& s, int64_t first, int64_t ld, int64_t rows, int64_t cols, bool transpose, float* o,
+                  double* max) {
+  const char* in = s.op.data + (s.base + static_cast<uint64_t>(first)) * 2;
   uint32_t bad = 0;
   uint16_t mx = 0;
-  auto take = [&](size_t x) -> float {
+  auto take = [&](int64_t r, int64_t c) -> float {
     uint16_t u;
-    std::memcpy(&u, in + 2 * x, 2);
+    std::memcpy(&u, in + 2 * (r + c * ld), 2);
     const uint16_t mag = u & 0x7fffu;
     if (kBf16) {
       bad |= static_cast<uint32_t>(mag >= 0x7f80u) | static_cast<uint32_t>(mag != 0 && mag < 0x80u);
@@ -914,39 +912,36 @@ bool ReadFp32Half(const Operand& s, int64_t rows, int64_t cols, bool transpose, 
     return kBf16 ? kernels::Bf16ToFloat(u) : kernels::HalfToFloat(u);
   };
   if (!transpose) {
-    for (size_t x = 0; x < static_cast<size_t>(rows * cols); ++x) o[x] = take(x);
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t r = 0; r < rows; ++r) o[static_cast<size_t>(r + c * rows)] = take(r, c);
   } else {
     constexpr int64_t kTile = 64;
     for (int64_t c0 = 0; c0 < cols; c0 += kTile)
       for (int64_t r0 = 0; r0 < rows; r0 += kTile)
         for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
-          for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
-            o[static_cast<size_t>(c + r * cols)] = take(static_cast<size_t>(r + c * rows));
+          for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r) o[static_cast<size_t>(c + r * cols)] = take(r, c);
   }
   *max = kBf16 ? kernels::Bf16ToFloat(mx) : kernels::HalfToFloat(mx);
   return bad == 0;
 }
 
-bool ReadFp32(const Operand& s, int64_t rows, int64_t cols, bool transpose, Buffer<float>* out, double* max) {
-  if (!s.direct && s.op.dtype == DType::kBF16) return ReadFp32Half<true>(s, rows, cols, transpose, out, max);
-  if (!s.direct && s.op.dtype == DType::kF16) return ReadFp32Half<false>(s, rows, cols, transpose, out, max);
-  out->resize(static_cast<size_t>(rows * cols));
-  const int64_t blk = 64;
-  std::vector<double> tmp(static_cast<size_t>(rows * std::min(blk, std::max<int64_t>(cols, 1))));
+// Reads the rows x cols block of a stored column-major operand whose element (r, c) is at first + r + c·ld into `o`
+// as it is (rows x cols) or as its transpose (cols x rows), checking every value (FitsSlices), and its largest
+// magnitude into *max.
+bool ReadFp32(const Operand& s, int64_t first, int64_t ld, int64_t rows, int64_t cols, bool transpose, float* o,
+              double* max) {
+  if (!s.direct && s.op.dtype == DType::kBF16) return ReadFp32Half<true>(s, first, ld, rows, cols, transpose, o, max);
+  if (!s.direct && s.op.dtype == DType::kF16) return ReadFp32Half<false>(s, first, ld, rows, cols, transpose, o, max);
+  std::vector<double> tmp(static_cast<size_t>(rows));
   double mx = 0;
-  for (int64_t c0 = 0; c0 < cols; c0 += blk) {
-    const int64_t w = std::min(blk, cols - c0);
-    s.Decode(static_cast<uint64_t>(c0 * rows), 1, static_cast<uint64_t>(rows * w), tmp.data());
-    for (int64_t x = 0; x < rows * w; ++x) {
+  for (int64_t c = 0; c < cols; ++c) {
+    s.Decode(static_cast<uint64_t>(first + c * ld), 1, static_cast<uint64_t>(rows), tmp.data());
+    for (int64_t r = 0; r < rows; ++r) {
       float f;
-      if (!FitsSlices(tmp[x], &f)) return false;
-      mx = std::max(mx, std::fabs(tmp[x]));
-      if (!transpose) (*out)[static_cast<size_t>(c0 * rows + x)] = f;
-      tmp[x] = f;
+      if (!FitsSlices(tmp[r], &f)) return false;
+      mx = std::max(mx, std::fabs(tmp[r]));
+      o[static_cast<size_t>(transpose ? c + r * cols : r + c * rows)] = f;
     }
-    if (transpose)
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < w; ++c) (*out)[static_cast<size_t>(c0 + c + r * cols)] = static_cast<float>(tmp[r + c * rows]);
   }
   *max = mx;
   return true;
@@ -954,11 +949,7 @@ bool ReadFp32(const Operand& s, int64_t rows, int64_t cols, bool transpose, Buff
 
 // Sums over each of `count` vectors of length k stored back to back: Σ|x|, √(Σx²) and max|x| (FP64; each x² is
 // exact, the values having at most 12 significant bits; the sums within θ_k(2^-53) relative, the root 2^-53 more).
-void VectorSums(const float* v, int64_t count, int64_t k, std::vector<double>* abs_sum, std::vector<double>* norm,
-                std::vector<double>* max) {
-  abs_sum->assign(static_cast<size_t>(count), 0.0);
-  norm->assign(static_cast<size_t>(count), 0.0);
-  max->assign(static_cast<size_t>(count), 0.0);
+void VectorSums(const float* v, int64_t count, int64_t k, double* abs_sum, double* norm, double* max) {
   for (int64_t i = 0; i < count; ++i) {
     const float* x = v + i * k;
     double s = 0, q = 0, mx = 0;
@@ -968,18 +959,33 @@ void VectorSums(const float* v, int64_t count, int64_t k, std::vector<double>* a
       q += a * a;
       mx = std::max(mx, a);
     }
-    (*abs_sum)[i] = s, (*norm)[i] = std::sqrt(q), (*max)[i] = mx;
+    abs_sum[i] = s, norm[i] = std::sqrt(q), max[i] = mx;
   }
 }
 
+// op(A) whole, and room for op(B)'s column sums (ReadSlicePanel fills them panel by panel).
 bool ReadSliceOperands(const ProjectionView& v, SliceOperands* o) {
   const GemmProblem& p = *v.p;
   const int64_t m = p.m, n = p.n, k = p.k;
   // op(A) m x k row by row = the stored k x m when transposed, the transpose of the stored m x k otherwise.
-  if (!ReadFp32(v.a, v.ta ? k : m, v.ta ? m : k, !v.ta, &o->at, &o->max_a)) return false;
-  if (!ReadFp32(v.b, v.tb ? n : k, v.tb ? k : n, v.tb, &o->bc, &o->max_b)) return false;
-  VectorSums(o->at.data(), m, k, &o->row_a, &o->row_norm_a, &o->row_max);
-  VectorSums(o->bc.data(), n, k, &o->col_b, &o->col_norm_b, &o->col_max);
+  o->at.resize(static_cast<size_t>(m * k));
+  if (!ReadFp32(v.a, 0, v.ta ? k : m, v.ta ? k : m, v.ta ? m : k, !v.ta, o->at.data(), &o->max_a)) return false;
+  for (auto* x : {&o->row_a, &o->row_norm_a, &o->row_max}) x->resize(static_cast<size_t>(m));
+  for (auto* x : {&o->col_b, &o->col_norm_b, &o->col_max}) x->resize(static_cast<size_t>(n));
+  VectorSums(o->at.data(), m, k, o->row_a.data(), o->row_norm_a.data(), o->row_max.data());
+  return true;
+}
+
+// op(B)'s columns j0 .. j0 + cols − 1 into o->bc (k x cols), their sums into col_b etc. at j0, their largest
+// magnitude into max_b. op(B) k x n = the stored k x n (columns j0.. contiguous), or the transpose of the stored n x k
+// (its rows j0..).
+bool ReadSlicePanel(const ProjectionView& v, int64_t j0, int64_t cols, SliceOperands* o) {
+  const int64_t n = v.p->n, k = v.p->k;
+  o->bc.resize(static_cast<size_t>(k * cols));
+  const bool ok = v.tb ? ReadFp32(v.b, j0, n, cols, k, true, o->bc.data(), &o->max_b)
+                       : ReadFp32(v.b, j0 * k, k, k, cols, false, o->bc.data(), &o->max_b);
+  if (!ok) return false;
+  VectorSums(o->bc.data(), cols, k, o->col_b.data() + j0, o->col_norm_b.data() + j0, o->col_max.data() + j0);
   return true;
 }
 
@@ -1036,12 +1042,15 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
     const ProjectionView v(p, bt);
     SliceOperands s;
     if (!ReadSliceOperands(v, &s)) return {};
-    if (kd * s.max_a * s.max_b >= 0x1p126) return {};  // partial sums could overflow
-    if (precision.in_max > 0 && (s.max_a > precision.in_max || s.max_b > precision.in_max)) return {};
+    if (precision.in_max > 0 && s.max_a > precision.in_max) return {};
     for (int64_t j0 = 0; j0 < n; j0 += w) {
       const int64_t cols = std::min(w, n - j0);
       const size_t count = static_cast<size_t>(m * cols);
-      const float* b_panel = s.bc.data() + j0 * k;
+      // A panel of B that does not fit sends the whole GEMM elsewhere (what was decided so far is dropped).
+      if (!ReadSlicePanel(v, j0, cols, &s)) return {};
+      if (kd * s.max_a * s.max_b >= 0x1p126) return {};  // the panel's partial sums could overflow
+      if (precision.in_max > 0 && s.max_b > precision.in_max) return {};
+      const float* b_panel = s.bc.data();
       // The slices kSlicesPerPass at a time, then one pass adding them to ref and abs_sl in slice order.
       for (int64_t g0 = 0; g0 < slices; g0 += kSlicesPerPass) {
         const float* t[kSlicesPerPass];
@@ -1137,7 +1146,7 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
         const int64_t i = static_cast<int64_t>(x) % m, j = j0 + static_cast<int64_t>(x) / m;
         const uint64_t index = static_cast<uint64_t>(bt) * c_size + static_cast<uint64_t>(i + j * m);
         const float* ai = s.at.data() + i * k;
-        const float* bj = s.bc.data() + j * k;
+        const float* bj = s.bc.data() + (j - j0) * k;
         double dot = 0, mag = 0;
         for (int64_t l = 0; l < k; ++l) {
           const double prod = static_cast<double>(ai[l]) * static_cast<double>(bj[l]);

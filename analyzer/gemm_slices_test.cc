@@ -279,6 +279,45 @@ TEST(GemmSlicesTest, CapturedOperandsGiveTheDecodedOperandsVerdict) {
   }
 }
 
+// Outputs of more than one panel (2^20 elements: 2048 x 1100 is panels of 512, 512 and 76 columns), op(B) read a panel
+// at a time as stored or transposed, captured or decoded: full replay's findings, with wrong elements in the first
+// and last panels; a value of B the slices do not take in the last panel only sends the GEMM to FP64 replay.
+TEST(GemmSlicesTest, PanelsOfBAreReadWhereTheyLie) {
+  std::mt19937_64 rng(37);
+  const DType dt = DType::kBF16;
+  const GemmPrecision prec = Precision(dt, dt);
+  for (uint8_t tb : {0, 1}) {
+    GemmProblem p = Make(rng, 2048, 1100, 16, 1, dt, dt, 1, 0, 0, tb, false, 0);
+    // op(B)'s last 76 columns and their outputs x 64 (exact): the largest bounds lie in the last panel.
+    for (int64_t j = 1024; j < 1100; ++j) {
+      for (int64_t l = 0; l < 16; ++l) p.b[static_cast<size_t>(tb ? j + l * 1100 : l + j * 16)] *= 64;
+      for (int64_t i = 0; i < 2048; ++i) p.c_out[static_cast<size_t>(i + j * 2048)] *= 64;
+    }
+    for (size_t x : {size_t{5}, size_t{2048} * 1099 + 17, size_t{2048} * 600 + 3})
+      p.c_out[x] = RoundTo(dt, -2 * p.c_out[x] + 0.5);
+    const std::string b = Encode(dt, p.b);
+    GemmProblem raw = p;
+    raw.raw_b = GemmOperand{dt, b.data(), p.b.size()};
+    const GemmVerdict full = Verify(p, prec, GemmMethod::kFull);
+    EXPECT_EQ(full.stats.violations, 3u) << int{tb};
+    for (Fp32P path : kPaths) {
+      for (const GemmProblem* q : {&p, &raw}) {
+        const std::string what = (q == &raw ? "captured, tb " : "tb ") + std::to_string(tb) + PathName(path);
+        const GemmVerdict v = Verify(*q, prec, GemmMethod::kFullFp32, path);
+        ExpectSameFindings(full, v, what);
+        // The guaranteed level, 2 x the largest bound at P's upper end (at P32 where computed): at least full
+        // replay's and within 1.3 of it (column sums of B where they belong: the last panel's bounds are the largest).
+        EXPECT_GE(v.guaranteed, full.guaranteed * (1 - 1e-9)) << what;
+        EXPECT_LE(v.guaranteed, full.guaranteed * 1.3) << what;
+      }
+    }
+    // B's element (l = 3, j = 1090): the last panel's.
+    GemmProblem q = p;
+    q.b[static_cast<size_t>(tb ? 1090 + 3 * 1100 : 3 + 1090 * 16)] = 0x1p-130;
+    EXPECT_EQ(Verify(q, prec, GemmMethod::kFullFp32).method, GemmMethod::kFull) << int{tb};
+  }
+}
+
 // auto: FP64 full replay up to projection_above, the slices above for 16-bit outputs of inputs that fit; FP32 outputs
 // and FP32 inputs keep their rules.
 TEST(GemmSlicesTest, AutoChoosesTheSlicesAboveTheFullReplayBudget) {

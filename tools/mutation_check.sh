@@ -183,6 +183,9 @@ mutate "gemm fp32 slices: P's upper end (Cauchy-Schwarz, max x sum) halved" anal
 mutate "gemm fp32 slices: P never computed where its bounds leave too many elements undecided" analyzer/gemm_check.cc \
   "if (have_p32 || undecided.size() * 32 <= count || o.fp32_p == Fp32P::kNever) break;" \
   "if (have_p32 || undecided.size() * 32 <= count || o.fp32_p != Fp32P::kAlways) break;" "gemm_slices_test" "GemmSlices"
+mutate "gemm fp32 slices: a panel of B's column sums written at column 0" analyzer/gemm_check.cc \
+  "o->col_b.data() + j0, o->col_norm_b.data() + j0, o->col_max.data() + j0);" \
+  "o->col_b.data(), o->col_norm_b.data(), o->col_max.data());" "gemm_slices_test" "GemmSlices"
 mutate "gemm fp32 slices: merged stats keep the later worst element on a tie" element_stats.cc \
   "(o.worst_ratio == worst_ratio && o.worst_index < worst_index)" \
   "(o.worst_ratio == worst_ratio && o.worst_index > worst_index)" "error_model_test" "ElementStats"
