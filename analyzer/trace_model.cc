@@ -152,6 +152,14 @@ std::string BaseName(const std::string& path) {
 
 namespace {
 
+// *out emptied, with room for n bytes advised for huge pages (store::AdviseHugePages: a payload's bytes are written
+// once, a page fault per 4 KiB otherwise).
+void ReserveFresh(std::string* out, size_t n) {
+  out->clear();
+  out->reserve(n);
+  store::AdviseHugePages(out->data(), out->capacity());
+}
+
 // Elements [i0, i0 + count) of a shuffled array of n elements of E bytes (ttrace/byte_shuffle.h) into out.
 template <size_t E>
 void UnshuffleRange(const unsigned char* in, size_t n, size_t i0, size_t count, unsigned char* out) {
@@ -163,8 +171,7 @@ void UnshuffleRange(const unsigned char* in, size_t n, size_t i0, size_t count, 
 // an element zero), 64 KiB at a time through a buffer appended to *out: a string resized first is zero-filled, a
 // pass over every byte before they are overwritten.
 void UnshuffleInto(absl::string_view in, uint32_t e, std::string* out) {
-  out->clear();
-  out->reserve(in.size());
+  ReserveFresh(out, in.size());
   if (e != 2 && e != 4 && e != 8) {
     out->resize(in.size());
     format::UnshuffleBytes(in.data(), e > 0 ? in.size() / e : 0, e, out->data());
@@ -192,6 +199,7 @@ std::string DecodePayload(const RecordView& r, uint64_t full_bytes, Tensor* tens
   if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kShuffled)) {
     UnshuffleInto(r.payload, e, &tensor->data);
   } else if (tensor->meta.payload_kind == static_cast<uint8_t>(format::PayloadKind::kFloatCoded)) {
+    ReserveFresh(&tensor->data, full_bytes);
     tensor->data.resize(full_bytes);
     if (const char* err = store::FloatDecode(r.payload.data(), r.payload.size(), e, tensor->data.data(), full_bytes)) {
       tensor->data.clear();
@@ -199,6 +207,7 @@ std::string DecodePayload(const RecordView& r, uint64_t full_bytes, Tensor* tens
     }
     tensor->meta.payload_bytes = full_bytes;
   } else {
+    ReserveFresh(&tensor->data, r.payload.size());
     tensor->data.assign(r.payload.data(), r.payload.size());
   }
   tensor->meta.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFull);

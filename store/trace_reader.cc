@@ -3,6 +3,7 @@
 // payload checksum, decompressed size, then each record's size against what is left of the frame.
 #include "store/trace_reader.h"
 
+#include <sys/mman.h>
 #include <zstd.h>
 
 #include "absl/status/status.h"
@@ -66,6 +67,13 @@ TraceReader::TraceReader(std::string path, FILE* file, const ReaderOptions& opti
 TraceReader::~TraceReader() {
   fclose(file_);
   ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(dctx_));
+}
+
+void AdviseHugePages(void* p, size_t n) {
+  constexpr uintptr_t kHuge = uintptr_t{1} << 21;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
 absl::Status TraceReader::Corrupt(const std::string& what) const {
