@@ -180,6 +180,16 @@ cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t* p
   return cudaSuccess;
 }
 
+cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t* pRootNodes, size_t* pNumRootNodes) {
+  if (pNumRootNodes == nullptr || !simgpu::LiveGraph(simgpu::cudart::ToGraph(graph))) {
+    return Report(cudaErrorInvalidValue);
+  }
+  std::vector<simgpu::GraphNode*> roots;
+  for (simgpu::GraphNode* n : simgpu::GraphNodes(simgpu::cudart::ToGraph(graph)))
+    if (simgpu::GraphNodeDependencies(n).empty()) roots.push_back(n);
+  return simgpu::cudart::FillNodes(roots, pRootNodes, nullptr, pNumRootNodes);
+}
+
 cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* pDependencies,
                                          cudaGraphEdgeData* edgeData, size_t* pNumDependencies) {
   if (node == nullptr || pNumDependencies == nullptr || (edgeData != nullptr && pDependencies == nullptr)) {

@@ -1161,6 +1161,11 @@ TEST_F(CudnnBackend, NativeCudaGraphNestedInAMainGraph) {
   ASSERT_EQ(cudaGraphNodeGetDependencies(second, got, nullptr, &count), cudaSuccess);
   EXPECT_EQ(count, 1u);
   EXPECT_EQ(got[0], first);
+  count = 2;
+  ASSERT_EQ(cudaGraphGetRootNodes(two, got, &count), cudaSuccess);
+  EXPECT_EQ(count, 1u);
+  EXPECT_EQ(got[0], first);
+  EXPECT_EQ(got[1], nullptr);
 
   EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
   for (cudaGraph_t graph : {two, main_graph, frontend}) EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
