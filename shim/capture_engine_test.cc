@@ -607,8 +607,10 @@ TEST_F(CaptureEngineTest, ExitDoesNotWaitForeverForAHungCopy) {
   const auto t0 = std::chrono::steady_clock::now();
   engine->Shutdown();
   const auto waited = std::chrono::steady_clock::now() - t0;
+  // Bounded, not forever: the copy never completes, so an unbounded wait would hang here. The upper bound is
+  // loose on purpose: under ASan on two loaded cores the shutdown after the 300 ms wait took 3.2 s (CI, stop 24).
   EXPECT_GE(waited, std::chrono::milliseconds(250));
-  EXPECT_LT(waited, std::chrono::milliseconds(3000));
+  EXPECT_LT(waited, std::chrono::milliseconds(20000));
   EXPECT_EQ(engine->stats().dropped, 1u);
   std::vector<Read> all = ReadAll(path_);
   ASSERT_EQ(OfType(all, RecordType::kGemm).size(), 2u);
