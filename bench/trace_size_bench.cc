@@ -305,7 +305,7 @@ int main(int argc, char** argv) {
            b[0] / 1e6, b[1] / 1e6);
     if (groups_wanted) Groups(records, op_kind, &groups);
   }
-  printf("total: TTRACE_CODEC=0 %.1f MB (%llu frames), TTRACE_CODEC=1 %.1f MB (%llu frames): %+.2f%%\n",
+  printf("total: TTRACE_CODEC=0 %.2f MB (%llu frames), TTRACE_CODEC=1 %.2f MB (%llu frames): %+.2f%%\n",
          total[0] / 1e6, static_cast<unsigned long long>(frames[0]), total[1] / 1e6,
          static_cast<unsigned long long>(frames[1]), 100.0 * (double(total[1]) / double(total[0]) - 1));
   for (int codec = 0; codec < 2; ++codec)

@@ -31,11 +31,12 @@ constexpr size_t kRawBlock = 128u << 10;
 constexpr int kMinWindowLog = 10;  // zstd's smallest window
 constexpr int kMaxWindowLog = 27;  // ZSTD_WINDOWLOG_LIMIT_DEFAULT: what any decoder takes without being told
 constexpr int kMinHashLog = 17;    // levels 3 and up have at least this; level 1 has 2^13 entries for a large input
-// The trial over a coded frame: zstd's fastest level above 1 (-1), frame-wide where a payload repeats (the copies
-// may lie megabytes apart), with the level's own window and table elsewhere (smooth data repeats nearby). Measured
-// against level 1 frame-wide: whole gpt traces +0.07% (BF16) and -0.01% (FP32); smooth coded data 1.6-2.4x
-// faster, its ratio -2.5% (BF16) to +0.9% (FP32) (docs/codec.md, "The writer's trial, gated").
-constexpr int kTrialLevel = -1;
+// The trial over a coded frame: zstd level -4, frame-wide where a payload repeats (the copies may lie megabytes
+// apart), with the level's own window and table elsewhere (smooth data repeats nearby). The level is the fastest
+// whose whole gpt traces grow by at most 0.25% and whose smooth coded data loses at most 10% of its ratio against
+// level -1 (codec23's level; measured: traces +0.24% BF16, +0.06% FP32; smooth rows' ratio -1.8% to -9.3%, written
+// 4-12% faster; -5 loses 12.2% on smooth BF16) (docs/codec.md, "The trial's level").
+constexpr int kTrialLevel = -4;
 constexpr size_t kMinRepeatBytes = 256;     // smaller coded payloads are not fingerprinted: repeats save little
 constexpr size_t kSampleChunk = 32u << 10;  // the trial's sample: one chunk of this many bytes ...
 constexpr size_t kSampleEvery = 512u << 10; // ... per this many bytes of the frame
@@ -274,7 +275,7 @@ bool TraceWriter::Flush(std::string* error) {
   const size_t room = compressed_.size() - kHead;
   size_t n;
   if (precoded_bytes_ * 8 >= pending_.size() * 7) {
-    // Mostly float-coded payloads, entropy-coded already: zstd at level -1 over the whole frame still finds what the
+    // Mostly float-coded payloads, entropy-coded already: zstd at level -4 over the whole frame still finds what the
     // codec, tensor by tensor, cannot (a tensor captured twice in one frame, as a weight read by a forward and a
     // backward GEMM; smooth data); kept when it saves at least 1/32, else the frame is stored in raw blocks.
     // The trial costs about as much as coding the frame did; it runs only where a payload may repeat (frame-wide)

@@ -7,7 +7,7 @@
 // entry (the seq range of its records), so a file output writes it with one write(2) and a process killed
 // mid-run leaves a stream that reads back up to its last complete frame. A frame that is at least 7/8 float-coded
 // tensor payloads (PayloadKind::kFloatCoded, already entropy-coded) is stored in a zstd frame of raw blocks
-// instead, unless zstd at level -1 over the whole frame saves 1/32 (repeats across tensors: the codec codes each
+// instead, unless zstd at level -4 over the whole frame saves 1/32 (repeats across tensors: the codec codes each
 // alone). That trial runs only where it can pay: where a coded payload's fingerprint (its size and sampled words)
 // repeats one earlier in the frame, or where zstd over samples of the frame saves 1/16 (smooth data); elsewhere
 // the frame goes straight to raw blocks. zstd's window always spans the whole frame, so a payload repeated
