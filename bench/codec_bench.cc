@@ -409,10 +409,11 @@ std::vector<DataSet> Casts(const std::vector<DataSet>& sets) {
 }
 
 // How the float codec stored a row's planes (docs/format.md, "Payload kind 2"): for each plane (0 lowest), the
-// blocks stored raw / constant / Huffman and the plane's coded share of its raw bytes. Says which path a row takes.
+// blocks stored raw / constant / Huffman in four streams / in eight, and the plane's coded share of its raw bytes.
+// Says which path a row takes.
 void PrintPlanes(const DataSet& d) {
   constexpr int kMaxPlanes = 8;
-  size_t mode_blocks[kMaxPlanes][3] = {}, coded[kMaxPlanes] = {}, raw[kMaxPlanes] = {};
+  size_t mode_blocks[kMaxPlanes][4] = {}, coded[kMaxPlanes] = {}, raw[kMaxPlanes] = {};
   std::string out;
   size_t elem = 0;
   for (const Tensor& t : d.tensors) {
@@ -435,25 +436,26 @@ void PrintPlanes(const DataSet& d) {
         } else {
           const int lo = p[pos], hi = p[pos + 1];
           pos += 2 + (hi - lo + 2) / 2;
+          const int count = mode == 3 ? 8 : 4;
           size_t streams = 0;
-          for (int s = 0; s < 4; ++s) {
+          for (int s = 0; s < count; ++s) {
             uint32_t bytes;
             memcpy(&bytes, p + pos + 4 * s, 4);
             streams += bytes;
           }
-          pos += 16 + streams;
+          pos += 4 * count + streams;
         }
-        ++mode_blocks[plane][std::min<uint8_t>(mode, 2)];
+        ++mode_blocks[plane][std::min<uint8_t>(mode, 3)];
         coded[plane] += pos - start;
         raw[plane] += m;
       }
     }
     if (pos != size) abort();
   }
-  printf("planes of %s %s (blocks raw/constant/Huffman, coded/raw bytes):", d.name.c_str(), d.dtype.c_str());
+  printf("planes of %s %s (blocks raw/constant/Huffman/Huffman8, coded/raw bytes):", d.name.c_str(), d.dtype.c_str());
   for (size_t plane = 0; plane < elem; ++plane)
-    printf(" [%zu] %zu/%zu/%zu %.3f", plane, mode_blocks[plane][0], mode_blocks[plane][1], mode_blocks[plane][2],
-           static_cast<double>(coded[plane]) / static_cast<double>(raw[plane]));
+    printf(" [%zu] %zu/%zu/%zu/%zu %.3f", plane, mode_blocks[plane][0], mode_blocks[plane][1], mode_blocks[plane][2],
+           mode_blocks[plane][3], static_cast<double>(coded[plane]) / static_cast<double>(raw[plane]));
   printf("\n");
 }
 

@@ -24,11 +24,19 @@ constexpr int kMaxLen = 12;
 constexpr uint32_t kTableSize = 1u << kMaxLen;
 constexpr int kBlockLog2 = 16;
 constexpr int kMinBlockLog2 = 8, kMaxBlockLog2 = 24;
-constexpr int kStreams = 4;
+constexpr int kStreams = 4;        // a kHuffman plane's streams
+constexpr int kWideStreams = 8;    // a kHuffman8 plane's (codec version 2)
+constexpr int kMaxStreams = kWideStreams;
+// The encoder codes a plane in kWideStreams streams when it has at least this many symbols and fewer than 7/8 of
+// its code's 12-bit windows hold two codes (PairWindows): 16 bytes more of stream sizes, at most 0.1% of such a
+// plane. Where 7/8 or more do (exponent planes of BF16 and FP32 weights), four streams decoded two symbols a lookup
+// take fewer instructions (Gaussian BF16 82.9M against 87.6M); where fewer do (FP8, FP16, E5M2), eight chains of
+// one symbol a lookup decode faster than four of pairs or of single symbols (docs/codec.md, "Eight streams").
+constexpr size_t kWideStreamsMinSymbols = 16384;
 constexpr size_t kDecodeScratch = 4;  // planes not raw that a block decodes into scratch blocks, then composes
 constexpr size_t kPairsMinSymbols = 4 * kTableSize;  // a plane with fewer is decoded without building the pair table
 constexpr size_t kSample = 4096;  // bytes sampled to decide whether a lower plane is worth a full histogram
-enum PlaneMode : uint8_t { kRaw = 0, kConst = 1, kHuffman = 2 };
+enum PlaneMode : uint8_t { kRaw = 0, kConst = 1, kHuffman = 2, kHuffman8 = 3 };
 
 template <typename T>
 inline T Load(const uint8_t* p) {
@@ -55,11 +63,16 @@ inline uint8_t PlaneByte(const uint8_t* in, size_t i, int plane) {
   return static_cast<uint8_t>(Rotate(Load<T>(in + i * sizeof(T))) >> (8 * plane));
 }
 
-// Stream s of a plane holds elements [s * q, min(n, (s + 1) * q)), q = ceil(n / 4).
+// Stream s of a kHuffman plane (four streams) holds elements [s * q, min(n, (s + 1) * q)), q = ceil(n / 4).
 inline void StreamRange(size_t n, int s, size_t* begin, size_t* end) {
   const size_t q = (n + kStreams - 1) / kStreams;
   *begin = std::min(n, s * q);
   *end = std::min(n, *begin + q);
+}
+
+// Stream s of a kHuffman8 plane (eight streams) holds elements s, s + 8, s + 16, ...: this many.
+inline size_t WideCount(size_t n, int s) {
+  return n > static_cast<size_t>(s) ? (n - static_cast<size_t>(s) + kWideStreams - 1) / kWideStreams : 0;
 }
 
 // Huffman code lengths for the symbols with nonzero freq (at least two), at most kMaxLen: a two-queue Huffman
@@ -360,13 +373,13 @@ void MarkPresent(const uint8_t* sym, size_t n, uint8_t present[256]) {
   for (; i < n; ++i) present[sym[i]] = 1;
 }
 
-// A Huffman plane's header (mode, range, lengths, stream sizes); returns where its streams start.
-uint8_t* WriteHuffmanHeader(int lo, int hi, const uint8_t len[256], const uint32_t bytes[kStreams], uint8_t* o) {
-  *o++ = kHuffman;
+// A Huffman plane's header (mode, range, lengths, the `streams` stream sizes); returns where its streams start.
+uint8_t* WriteHuffmanHeader(int lo, int hi, const uint8_t len[256], int streams, const uint32_t bytes[], uint8_t* o) {
+  *o++ = streams == kWideStreams ? kHuffman8 : kHuffman;
   *o++ = static_cast<uint8_t>(lo);
   *o++ = static_cast<uint8_t>(hi);
   for (int a = lo; a <= hi; a += 2) *o++ = static_cast<uint8_t>(len[a] | (a + 1 <= hi ? len[a + 1] << 4 : 0));
-  for (int s = 0; s < kStreams; ++s) {
+  for (int s = 0; s < streams; ++s) {
     memcpy(o, &bytes[s], 4);
     o += 4;
   }
@@ -397,23 +410,25 @@ __attribute__((always_inline)) inline void Flush8(uint8_t*& o, uint64_t acc, uin
   bits = n & 7;
 }
 
-// Codes symbols [i, last) of two streams (sa, sb: their symbols), four symbols per stream (<= 48 bits + 7 pending)
+// Codes symbols [i, last) of two streams (symbol j of a stream at sa[j * kStep], sb[j * kStep]), four symbols per
+// stream (<= 48 bits + 7 pending)
 // between 8-byte stores; the caller has checked that every store stays inside its stream. Two streams, not four, at
 // a time: four streams' state, symbols and codes do not fit in x86-64's registers, and two independent chains
 // (a shift and an OR a symbol) already keep the core busy.
+template <size_t kStep>
 __attribute__((always_inline)) inline void EncodeTwo(const uint64_t* entry, const uint8_t* sa, const uint8_t* sb,
                                                      size_t i, size_t last, BitWriter* wa, BitWriter* wb) {
   uint64_t a0 = wa->acc, a1 = wb->acc, n0 = wa->bits, n1 = wb->bits;
   uint8_t *o0 = wa->o, *o1 = wb->o;
   for (; i < last; i += 4) {
-    PutSymbol(entry[sa[i]], a0, n0);
-    PutSymbol(entry[sb[i]], a1, n1);
-    PutSymbol(entry[sa[i + 1]], a0, n0);
-    PutSymbol(entry[sb[i + 1]], a1, n1);
-    PutSymbol(entry[sa[i + 2]], a0, n0);
-    PutSymbol(entry[sb[i + 2]], a1, n1);
-    PutSymbol(entry[sa[i + 3]], a0, n0);
-    PutSymbol(entry[sb[i + 3]], a1, n1);
+    PutSymbol(entry[sa[i * kStep]], a0, n0);
+    PutSymbol(entry[sb[i * kStep]], a1, n1);
+    PutSymbol(entry[sa[(i + 1) * kStep]], a0, n0);
+    PutSymbol(entry[sb[(i + 1) * kStep]], a1, n1);
+    PutSymbol(entry[sa[(i + 2) * kStep]], a0, n0);
+    PutSymbol(entry[sb[(i + 2) * kStep]], a1, n1);
+    PutSymbol(entry[sa[(i + 3) * kStep]], a0, n0);
+    PutSymbol(entry[sb[(i + 3) * kStep]], a1, n1);
     Flush8(o0, a0, n0);
     Flush8(o1, a1, n1);
   }
@@ -421,50 +436,65 @@ __attribute__((always_inline)) inline void EncodeTwo(const uint64_t* entry, cons
   *wb = {a1, n1, o1};
 }
 
-// Bytes of scratch a stream of a plane of n bytes may take: its symbols at kMaxLen bits, and room for the last
-// 8-byte store.
-constexpr size_t StreamRegion(size_t n) { return ((n + kStreams - 1) / kStreams * kMaxLen + 7) / 8 + 8; }
+// Bytes of scratch a stream of a plane of n bytes in S streams may take: its symbols at kMaxLen bits, and room for
+// the last 8-byte store.
+constexpr size_t StreamRegion(size_t n, int S) { return ((n + S - 1) / S * kMaxLen + 7) / 8 + 8; }
+// Scratch for a block's streams, in either count.
+constexpr size_t kStreamScratch = std::max(kStreams * StreamRegion(size_t{1} << kBlockLog2, kStreams),
+                                           kWideStreams * StreamRegion(size_t{1} << kBlockLog2, kWideStreams));
 
-// Codes a plane's n bytes into its four streams, stream s at region + s * StreamRegion(n); sets each stream's size.
-// 8-byte stores happen only while they stay inside their region, the rest byte by byte.
+// Codes a plane's n bytes into its S streams, stream s at region + s * StreamRegion(n, S); sets each stream's size.
+// Four streams hold consecutive ranges (StreamRange), eight interleave (DecodeWideBody). 8-byte stores happen only
+// while they stay inside their region, the rest byte by byte.
+template <int S>
 __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym, size_t n, const uint8_t len[256],
-                                                             uint8_t* region, uint32_t bytes[kStreams]) {
+                                                             uint8_t* region, uint32_t bytes[]) {
   uint64_t entry[256];
   {
     uint16_t code16[256];
     CanonicalCodes(len, code16);
     for (int s = 0; s < 256; ++s) entry[s] = len[s] ? static_cast<uint64_t>(code16[s]) << (64 - len[s]) | len[s] : 0;
   }
-  size_t b[kStreams], e[kStreams];
-  for (int s = 0; s < kStreams; ++s) StreamRange(n, s, &b[s], &e[s]);
-  BitWriter w[kStreams];
-  uint8_t *start[kStreams], *end[kStreams];
-  for (int s = 0; s < kStreams; ++s) {
-    w[s].o = start[s] = region + s * StreamRegion(n);
-    end[s] = start[s] + StreamRegion(n);
+  constexpr size_t kStep = S == kWideStreams ? kWideStreams : 1;
+  size_t first[S], count[S];  // stream s's symbol j is sym[first[s] + j * kStep]
+  for (int s = 0; s < S; ++s) {
+    if constexpr (S == kWideStreams) {
+      first[s] = static_cast<size_t>(s);
+      count[s] = WideCount(n, s);
+    } else {
+      size_t e;
+      StreamRange(n, s, &first[s], &e);
+      count[s] = e - first[s];
+    }
   }
-  const size_t common = e[3] - b[3];
+  BitWriter w[S];
+  uint8_t *start[S], *end[S];
+  for (int s = 0; s < S; ++s) {
+    w[s].o = start[s] = region + s * StreamRegion(n, S);
+    end[s] = start[s] + StreamRegion(n, S);
+  }
+  const size_t common = count[S - 1];
   // A round (four symbols) advances a stream by at most 6 bytes, so the rounds that keep every 8-byte store inside
   // its region are counted once per batch, not checked per round.
   auto room = [](const uint8_t* o, const uint8_t* stop) {
     return o + 8 <= stop ? static_cast<size_t>(stop - o - 8) / 6 + 1 : 0;
   };
-  size_t done[kStreams];
-  for (int s = 0; s < kStreams; s += 2) {
+  size_t done[S];
+  for (int s = 0; s < S; s += 2) {
     size_t i = 0;
     for (;;) {
       const size_t rounds = std::min({(common - i) / 4, room(w[s].o, end[s]), room(w[s + 1].o, end[s + 1])});
       if (rounds == 0) break;
-      EncodeTwo(entry, sym + b[s], sym + b[s + 1], i, i + 4 * rounds, &w[s], &w[s + 1]);
+      EncodeTwo<kStep>(entry, sym + first[s], sym + first[s + 1], i, i + 4 * rounds, &w[s], &w[s + 1]);
       i += 4 * rounds;
     }
     done[s] = done[s + 1] = i;
   }
-  for (int s = 0; s < kStreams; ++s) {
+  for (int s = 0; s < S; ++s) {
     uint64_t acc = w[s].acc, bits = w[s].bits & 63;
     uint8_t* o = w[s].o;
-    for (size_t idx = b[s] + done[s]; idx < e[s]; ++idx) {
-      PutSymbol(entry[sym[idx]], acc, bits);
+    for (size_t j = done[s]; j < count[s]; ++j) {
+      PutSymbol(entry[sym[first[s] + j * kStep]], acc, bits);
       for (bits &= 63; bits >= 8; bits -= 8) *o++ = static_cast<uint8_t>(acc >> (64 - bits));
     }
     if (bits) *o++ = static_cast<uint8_t>(acc >> (64 - bits));
@@ -475,18 +505,20 @@ __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym,
 #ifdef TTRACE_FLOAT_CODEC_SSE2
 // With BMI2 a variable shift is one instruction on any register (shlx) instead of three micro-ops through cl, which
 // also frees cl for the register allocator: the same code compiled for it, chosen at run time.
+template <int S>
 __attribute__((target("bmi2"))) void EncodeStreamsBmi2(const uint8_t* sym, size_t n, const uint8_t len[256],
-                                                       uint8_t* region, uint32_t bytes[kStreams]) {
-  EncodeStreamsBody(sym, n, len, region, bytes);
+                                                       uint8_t* region, uint32_t bytes[]) {
+  EncodeStreamsBody<S>(sym, n, len, region, bytes);
 }
 const bool kHaveBmi2 = __builtin_cpu_supports("bmi2");
 #endif
 
-void EncodeStreams(const uint8_t* sym, size_t n, const uint8_t len[256], uint8_t* region, uint32_t bytes[kStreams]) {
+template <int S>
+void EncodeStreams(const uint8_t* sym, size_t n, const uint8_t len[256], uint8_t* region, uint32_t bytes[]) {
 #ifdef TTRACE_FLOAT_CODEC_SSE2
-  if (kHaveBmi2) return EncodeStreamsBmi2(sym, n, len, region, bytes);
+  if (kHaveBmi2) return EncodeStreamsBmi2<S>(sym, n, len, region, bytes);
 #endif
-  EncodeStreamsBody(sym, n, len, region, bytes);
+  EncodeStreamsBody<S>(sym, n, len, region, bytes);
 }
 
 // How a lower plane is histogrammed, from a sample of it: not at all (stored raw: a Huffman code of the sample saves
@@ -514,13 +546,17 @@ LowerPlan PlanLower(const uint8_t* sym, size_t n) {
   return bits * 4 > count * 8 * 3 ? LowerPlan::kExact : LowerPlan::kSampled;
 }
 
+uint32_t PairWindows(const uint8_t len[256]);
+
 // Writes a plane's n bytes at `out` as the smallest of raw, constant and Huffman (raw unless `try_code`); returns
 // the bytes written, at most 1 + n. `sym` is either outside [out, out + 1 + n) or at or after out + 1 (a lower
 // plane in its raw place: a raw plane moves down, and a coded one is read before it is written over). `streams`
-// holds kStreams * StreamRegion(n) bytes. The code is built from the plane's exact range and its sampled histogram,
+// holds kStreamScratch bytes. The code is built from the plane's exact range and its sampled histogram,
 // every byte of the range the sample missed counted once (so every byte that occurs has a code); it is chosen only
-// when it comes out smaller than raw.
-size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, uint8_t* out, uint8_t* streams) {
+// when it comes out smaller than raw, in eight streams when the plane has at least `wide_min` symbols and its code
+// is too long for two symbols a lookup (kWideStreamsMinSymbols).
+size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, size_t wide_min, uint8_t* out,
+                  uint8_t* streams) {
   auto raw = [&] {
     out[0] = kRaw;
     if (out + 1 != sym) memmove(out + 1, sym, n);
@@ -566,20 +602,24 @@ size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, uint8
       }
     }
   }
-  const size_t header = 3 + static_cast<size_t>(hi - lo + 2) / 2 + 4 * kStreams;
+  const int stream_count = n >= wide_min && PairWindows(len) * 8 < kTableSize * 7 ? kWideStreams : kStreams;
+  const size_t header = 3 + static_cast<size_t>(hi - lo + 2) / 2 + 4 * stream_count;
   uint64_t bits = 0;
   for (int c = lo; c <= hi; ++c) bits += static_cast<uint64_t>(f[c]) * len[c];
   // The sample's estimate of the coded size; when it is not below raw, the code is not tried. (For an exact
   // histogram this is the exact size less the streams' padding bits.)
   if (header * 8 * count + bits * n >= (1 + n) * 8 * count) return raw();
-  uint32_t bytes[kStreams];
-  EncodeStreams(sym, n, len, streams, bytes);
+  uint32_t bytes[kMaxStreams];
+  if (stream_count == kWideStreams)
+    EncodeStreams<kWideStreams>(sym, n, len, streams, bytes);
+  else
+    EncodeStreams<kStreams>(sym, n, len, streams, bytes);
   size_t total = header;
-  for (uint32_t b : bytes) total += b;
+  for (int s = 0; s < stream_count; ++s) total += bytes[s];
   if (total >= 1 + n) return raw();
-  uint8_t* o = WriteHuffmanHeader(lo, hi, len, bytes, out);
-  for (int s = 0; s < kStreams; ++s) {
-    memcpy(o, streams + s * StreamRegion(n), bytes[s]);
+  uint8_t* o = WriteHuffmanHeader(lo, hi, len, stream_count, bytes, out);
+  for (int s = 0; s < stream_count; ++s) {
+    memcpy(o, streams + s * StreamRegion(n, stream_count), bytes[s]);
     o += bytes[s];
   }
   return total;
@@ -588,9 +628,9 @@ size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, uint8
 // The top plane is always coded if that pays; a lower plane only when a sample says it may. One split writes the
 // lower planes in place and the top plane to `scratch` (2^kBlockLog2 bytes); the planes are then written one after
 // another, each at or before its raw place (planes before q end before q's raw place, never in q + 1's), their
-// streams coded into `streams` (kStreams * StreamRegion(2^kBlockLog2) bytes) first.
+// streams coded into `streams` (kStreamScratch bytes) first.
 template <typename T>
-size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out, uint8_t* scratch, uint8_t* streams) {
+size_t EncodeBlock(const uint8_t* in, size_t n, size_t wide_min, uint8_t* out, uint8_t* scratch, uint8_t* streams) {
   constexpr int W = sizeof(T);
   uint8_t* lower[W > 1 ? W - 1 : 1];
   for (int plane = 0; plane + 1 < W; ++plane) lower[plane] = out + plane * (1 + n) + 1;
@@ -598,9 +638,10 @@ size_t EncodeBlock(const uint8_t* in, size_t n, uint8_t* out, uint8_t* scratch, 
   size_t pos = 0;
   for (int plane = 0; plane + 1 < W; ++plane) {
     const LowerPlan plan = PlanLower(lower[plane], n);
-    pos += WritePlane(lower[plane], n, plan != LowerPlan::kRaw, plan == LowerPlan::kExact, out + pos, streams);
+    pos += WritePlane(lower[plane], n, plan != LowerPlan::kRaw, plan == LowerPlan::kExact, wide_min, out + pos,
+                      streams);
   }
-  return pos + WritePlane(scratch, n, true, false, out + pos, streams);
+  return pos + WritePlane(scratch, n, true, false, wide_min, out + pos, streams);
 }
 
 // ---- decoder ----------------------------------------------------------------------------------------------------
@@ -612,7 +653,7 @@ inline uint64_t LoadTail(const uint8_t* p, size_t size, size_t at) {
   return v;
 }
 
-// Decodes one Huffman plane's symbols to dst[idx * kStride] (kStride 1: a plane of bytes; W: byte `plane` of
+// Decodes one four-stream Huffman plane's symbols to dst[idx * kStride] (kStride 1: a plane of bytes; W: byte `plane` of
 // each element of the output, for the caller to unrotate after the last plane).
 template <size_t kStride>
 __attribute__((always_inline)) inline const char* DecodeStreamsBody(const uint8_t* data, const uint32_t bytes[kStreams],
@@ -676,22 +717,103 @@ __attribute__((always_inline)) inline const char* DecodeStreamsBody(const uint8_
   return nullptr;
 }
 
-#ifdef TTRACE_FLOAT_CODEC_SSE2
+// A kHuffman8 plane's eight streams interleave the symbols: stream s holds symbols s, s + 8, s + 16, ... (that is
+// (n - s + 7) / 8 of them when s < n, none otherwise). A round decodes four symbols of every stream, 32 consecutive
+// symbols, so the outputs are one pointer and constant offsets, and the streams' positions are bit offsets from
+// the plane's first stream: the state of the eight chains (table load, shift) fits x86-64's registers.
+
 template <size_t kStride>
-__attribute__((target("bmi2"))) const char* DecodeStreamsBmi2(const uint8_t* data, const uint32_t bytes[kStreams],
-                                                              size_t n, const uint16_t table[kTableSize],
-                                                              uint8_t* dst) {
-  return DecodeStreamsBody<kStride>(data, bytes, n, table, dst);
+__attribute__((always_inline)) inline const char* DecodeWideBody(const uint8_t* data, const uint32_t bytes[], size_t n,
+                                                                 const uint16_t table[kTableSize], uint8_t* dst) {
+  constexpr int S = kWideStreams;
+  uint64_t q[S];      // bit position in `data`
+  uint64_t stop[S];   // byte where the stream ends
+  uint64_t at = 0;
+  for (int s = 0; s < S; ++s) {
+    q[s] = at * 8;
+    at += bytes[s];
+    stop[s] = at;
+  }
+  // A round reads 8 bytes at each stream's position and advances it by at most 6 (four codes of at most 12 bits):
+  // the rounds whose loads stay inside every stream are counted once per batch.
+  size_t j = 0;  // symbols decoded of every stream
+  const size_t common = WideCount(n, S - 1);
+  uint8_t* d = dst;
+  for (;;) {
+    size_t rounds = (common - j) / 4;
+    for (int s = 0; s < S; ++s) {
+      const uint64_t byte = q[s] >> 3;
+      rounds = std::min<size_t>(rounds, stop[s] >= 8 && byte <= stop[s] - 8 ? (stop[s] - 8 - byte) / 6 + 1 : 0);
+    }
+    if (rounds == 0) break;
+    uint64_t q0 = q[0], q1 = q[1], q2 = q[2], q3 = q[3], q4 = q[4], q5 = q[5], q6 = q[6], q7 = q[7];
+    // Four symbols of one stream: its lengths summed with the symbols (entries are symbol << 8 | length, four
+    // lengths stay below 256) and masked once.
+    auto four = [table, data](uint64_t& qs, uint8_t* ds) __attribute__((always_inline)) {
+      uint64_t w = Load<uint64_t>(data + (qs >> 3)) >> (qs & 7);
+      uint32_t sum = 0;
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const uint32_t t = table[w & (kTableSize - 1)];
+        w >>= t & 63;
+        ds[k * S * kStride] = static_cast<uint8_t>(t >> 8);
+        sum += t;
+      }
+      qs += sum & 0xff;
+    };
+    for (const uint8_t* end = d + rounds * 4 * S * kStride; d < end; d += 4 * S * kStride) {
+      four(q0, d);
+      four(q1, d + 1 * kStride);
+      four(q2, d + 2 * kStride);
+      four(q3, d + 3 * kStride);
+      four(q4, d + 4 * kStride);
+      four(q5, d + 5 * kStride);
+      four(q6, d + 6 * kStride);
+      four(q7, d + 7 * kStride);
+    }
+    j += 4 * rounds;
+    q[0] = q0, q[1] = q1, q[2] = q2, q[3] = q3, q[4] = q4, q[5] = q5, q[6] = q6, q[7] = q7;
+  }
+  const uint64_t first[S + 1] = {0, stop[0], stop[1], stop[2], stop[3], stop[4], stop[5], stop[6], stop[7]};
+  for (int s = 0; s < S; ++s) {
+    const uint8_t* p = data + first[s];
+    uint64_t qs = q[s] - first[s] * 8;
+    for (size_t idx = s + j * S; idx < n; idx += S) {
+      const uint16_t t = table[(LoadTail(p, bytes[s], qs >> 3) >> (qs & 7)) & (kTableSize - 1)];
+      dst[idx * kStride] = static_cast<uint8_t>(t >> 8);
+      qs += t & 15;
+      if (qs > static_cast<uint64_t>(bytes[s]) * 8) return "a Huffman stream ends inside a code";
+    }
+    if ((qs + 7) / 8 != bytes[s]) return "a Huffman stream has trailing bytes";
+  }
+  return nullptr;
+}
+
+template <size_t kStride, int S>
+__attribute__((always_inline)) inline const char* DecodeAnyBody(const uint8_t* data, const uint32_t bytes[], size_t n,
+                                                                const uint16_t table[kTableSize], uint8_t* dst) {
+  if constexpr (S == kWideStreams)
+    return DecodeWideBody<kStride>(data, bytes, n, table, dst);
+  else
+    return DecodeStreamsBody<kStride>(data, bytes, n, table, dst);
+}
+
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+template <size_t kStride, int S>
+__attribute__((target("bmi2"))) const char* DecodeStreamsBmi2(const uint8_t* data, const uint32_t bytes[], size_t n,
+                                                              const uint16_t table[kTableSize], uint8_t* dst) {
+  return DecodeAnyBody<kStride, S>(data, bytes, n, table, dst);
 }
 #endif
 
-template <size_t kStride>
-const char* DecodeStreams(const uint8_t* data, const uint32_t bytes[kStreams], size_t n,
-                          const uint16_t table[kTableSize], uint8_t* dst) {
+// A plane of S (kStreams or kWideStreams) streams.
+template <size_t kStride, int S>
+const char* DecodeStreams(const uint8_t* data, const uint32_t bytes[], size_t n, const uint16_t table[kTableSize],
+                          uint8_t* dst) {
 #ifdef TTRACE_FLOAT_CODEC_SSE2
-  if (kHaveBmi2) return DecodeStreamsBmi2<kStride>(data, bytes, n, table, dst);
+  if (kHaveBmi2) return DecodeStreamsBmi2<kStride, S>(data, bytes, n, table, dst);
 #endif
-  return DecodeStreamsBody<kStride>(data, bytes, n, table, dst);
+  return DecodeAnyBody<kStride, S>(data, bytes, n, table, dst);
 }
 
 // ---- two symbols a lookup ---------------------------------------------------------------------------------------
@@ -799,11 +921,13 @@ __attribute__((target("bmi2"))) const char* DecodePairsBmi2(const uint8_t* data,
 }
 #endif
 
-// Decodes a Huffman plane's n symbols to dst[0, n): with the pair table where at least 3/4 of the windows hold two
-// codes (`pair_windows`, PairWindows; `pair`: kTableSize entries of scratch), else one symbol a lookup. (At half,
-// FP8 E4M3 decoded 9% slower with pairs.)
-const char* DecodePlane(const uint8_t* data, const uint32_t bytes[kStreams], size_t n, const uint16_t table[kTableSize],
-                        uint32_t pair_windows, uint32_t pair[kTableSize], uint8_t* dst) {
+// Decodes a Huffman plane's n symbols to dst[0, n): a plane of four streams with the pair table where at least 3/4
+// of the windows hold two codes (`pair_windows`, PairWindows; `pair`: kTableSize entries of scratch), else one
+// symbol a lookup. (At half, FP8 E4M3 decoded 9% slower with pairs.) A plane of eight streams one symbol a lookup.
+const char* DecodePlane(const uint8_t* data, int streams, const uint32_t bytes[], size_t n,
+                        const uint16_t table[kTableSize], uint32_t pair_windows, uint32_t pair[kTableSize],
+                        uint8_t* dst) {
+  if (streams == kWideStreams) return DecodeStreams<1, kWideStreams>(data, bytes, n, table, dst);
   if (n >= kPairsMinSymbols && pair_windows * 4 >= kTableSize * 3) {
     BuildPairTable(table, pair);
 #ifdef TTRACE_FLOAT_CODEC_SSE2
@@ -811,21 +935,24 @@ const char* DecodePlane(const uint8_t* data, const uint32_t bytes[kStreams], siz
 #endif
     return DecodePairsBody(data, bytes, n, table, pair, dst);
   }
-  return DecodeStreams<1>(data, bytes, n, table, dst);
+  return DecodeStreams<1, kStreams>(data, bytes, n, table, dst);
 }
 
 // A plane's header as read: where its bytes are and, for Huffman, its decoder table.
 struct ParsedPlane {
   PlaneMode mode;
-  const uint8_t* data;  // kRaw: n bytes; kConst: the byte; kHuffman: the streams
-  uint32_t bytes[kStreams];
+  const uint8_t* data;  // kRaw: n bytes; kConst: the byte; kHuffman, kHuffman8: the streams
+  int streams;          // kHuffman: kStreams; kHuffman8: kWideStreams
+  uint32_t bytes[kMaxStreams];
   uint32_t pair_windows;  // kHuffman: PairWindows
   uint16_t table[kTableSize];
 };
 
-const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, ParsedPlane* pp) {
+// `version`: the payload's codec version (kHuffman8 planes are version 2's).
+const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, int version, ParsedPlane* pp) {
   if (size - *pos < 1) return "a block ends before its planes";
   const uint8_t mode = in[(*pos)++];
+  if (mode == kHuffman8 && version < 2) return "an eight-stream Huffman plane in a version 1 payload";
   if (mode == kRaw) {
     if (size - *pos < n) return "a raw plane runs past the end";
     pp->data = in + *pos;
@@ -833,13 +960,14 @@ const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, Pa
   } else if (mode == kConst) {
     if (size - *pos < 1) return "a constant plane runs past the end";
     pp->data = in + (*pos)++;
-  } else if (mode == kHuffman) {
+  } else if (mode == kHuffman || mode == kHuffman8) {
+    const int streams = mode == kHuffman8 ? kWideStreams : kStreams;
     if (size - *pos < 2) return "a Huffman plane header runs past the end";
     const int lo = in[*pos], hi = in[*pos + 1];
     *pos += 2;
     if (lo >= hi) return "a Huffman plane's symbol range is empty";
     const size_t table_bytes = static_cast<size_t>(hi - lo + 2) / 2;
-    if (size - *pos < table_bytes + 4 * kStreams) return "a Huffman plane header runs past the end";
+    if (size - *pos < table_bytes + 4 * static_cast<size_t>(streams)) return "a Huffman plane header runs past the end";
     uint8_t len[256] = {};
     for (size_t k = 0; k < table_bytes; ++k) {
       const uint8_t v = in[*pos + k];
@@ -856,11 +984,12 @@ const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, Pa
     if (!BuildTable(len, pp->table)) return "a Huffman code is not complete";
     pp->pair_windows = PairWindows(len);
     size_t total = 0;
-    for (int s = 0; s < kStreams; ++s) {
+    pp->streams = streams;
+    for (int s = 0; s < streams; ++s) {
       pp->bytes[s] = Load32(in + *pos + 4 * s);
       total += pp->bytes[s];
     }
-    *pos += 4 * kStreams;
+    *pos += 4 * static_cast<size_t>(streams);
     if (total > size - *pos) return "a Huffman plane runs past the end";
     if (n == 0) return "a Huffman plane of an empty block";
     pp->data = in + *pos;
@@ -877,13 +1006,13 @@ const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, Pa
 // elements from the planes. Otherwise (FP64 blocks with more than four) the Huffman planes go to their bytes of each
 // element and a pass adds the raw and constant planes and unrotates.
 template <typename T>
-const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, uint8_t* out,
+const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, int version, uint8_t* out,
                         uint8_t (*scratch)[size_t{1} << kBlockLog2], uint32_t pair[kTableSize]) {
   constexpr size_t W = sizeof(T);
   ParsedPlane planes[W];
   size_t not_raw = 0;
   for (size_t plane = 0; plane < W; ++plane) {
-    if (const char* err = ParsePlane(in, size, pos, n, &planes[plane])) return err;
+    if (const char* err = ParsePlane(in, size, pos, n, version, &planes[plane])) return err;
     not_raw += planes[plane].mode != kRaw;
   }
   if (not_raw <= kDecodeScratch && n <= (size_t{1} << kBlockLog2)) {
@@ -896,8 +1025,9 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, u
         continue;
       }
       uint8_t* buf = scratch[used++];
-      if (pp.mode == kHuffman) {
-        if (const char* err = DecodePlane(pp.data, pp.bytes, n, pp.table, pp.pair_windows, pair, buf)) return err;
+      if (pp.mode == kHuffman || pp.mode == kHuffman8) {
+        if (const char* err = DecodePlane(pp.data, pp.streams, pp.bytes, n, pp.table, pp.pair_windows, pair, buf))
+          return err;
       } else {
         memset(buf, pp.data[0], n);
       }
@@ -912,8 +1042,11 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, u
   int raws = 0;
   for (size_t plane = 0; plane < W; ++plane) {
     const ParsedPlane& pp = planes[plane];
-    if (pp.mode == kHuffman) {
-      if (const char* err = DecodeStreams<W>(pp.data, pp.bytes, n, pp.table, out + plane)) return err;
+    if (pp.mode == kHuffman || pp.mode == kHuffman8) {
+      const char* err = pp.streams == kWideStreams
+                            ? DecodeStreams<W, kWideStreams>(pp.data, pp.bytes, n, pp.table, out + plane)
+                            : DecodeStreams<W, kStreams>(pp.data, pp.bytes, n, pp.table, out + plane);
+      if (err) return err;
       keep = static_cast<T>(keep | static_cast<T>(0xff) << (8 * plane));
     } else if (pp.mode == kConst) {
       constant = static_cast<T>(constant | static_cast<T>(pp.data[0]) << (8 * plane));
@@ -932,25 +1065,25 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, u
 }
 
 template <typename T>
-size_t EncodeAll(const uint8_t* in, size_t n, uint8_t* out) {
+size_t EncodeAll(const uint8_t* in, size_t n, size_t wide_min, uint8_t* out) {
   uint8_t scratch[size_t{1} << kBlockLog2];
-  uint8_t streams[kStreams * StreamRegion(size_t{1} << kBlockLog2)];
+  uint8_t streams[kStreamScratch];
   size_t pos = kFloatCodecHeaderBytes;
   for (size_t b = 0; b < n; b += size_t{1} << kBlockLog2) {
     const size_t m = std::min(n - b, size_t{1} << kBlockLog2);
-    pos += EncodeBlock<T>(in + b * sizeof(T), m, out + pos, scratch, streams);
+    pos += EncodeBlock<T>(in + b * sizeof(T), m, wide_min, out + pos, scratch, streams);
   }
   return pos;
 }
 
 template <typename T>
-const char* DecodeAll(const uint8_t* in, size_t size, size_t n, int block_log2, uint8_t* out) {
+const char* DecodeAll(const uint8_t* in, size_t size, size_t n, int block_log2, int version, uint8_t* out) {
   uint8_t scratch[kDecodeScratch][size_t{1} << kBlockLog2];
   uint32_t pair[kTableSize];
   size_t pos = kFloatCodecHeaderBytes;
   for (size_t b = 0; b < n; b += size_t{1} << block_log2) {
     const size_t m = std::min(n - b, size_t{1} << block_log2);
-    if (const char* err = DecodeBlock<T>(in, size, &pos, m, out + b * sizeof(T), scratch, pair)) return err;
+    if (const char* err = DecodeBlock<T>(in, size, &pos, m, version, out + b * sizeof(T), scratch, pair)) return err;
   }
   return pos == size ? nullptr : "trailing bytes after the last block";
 }
@@ -966,22 +1099,34 @@ size_t FloatCodecMaxBytes(size_t n, size_t elem_bytes) {
   return kFloatCodecHeaderBytes + n * elem_bytes + blocks * elem_bytes;
 }
 
-size_t FloatEncode(const void* in_v, size_t n, size_t elem_bytes, void* out_v) {
+namespace {
+// Version 2 codes planes of at least kWideStreamsMinSymbols in eight streams; version 1 never did.
+size_t Encode(const void* in_v, size_t n, size_t elem_bytes, void* out_v, int version) {
   const auto* in = static_cast<const uint8_t*>(in_v);
   auto* out = static_cast<uint8_t*>(out_v);
+  const size_t wide_min = version >= 2 ? kWideStreamsMinSymbols : SIZE_MAX;
   memset(out, 0, kFloatCodecHeaderBytes);
-  out[0] = kFloatCodecVersion;
+  out[0] = static_cast<uint8_t>(version);
   out[1] = static_cast<uint8_t>(elem_bytes);
   out[2] = kBlockLog2;
   const uint64_t n64 = n;
   memcpy(out + 8, &n64, 8);
   switch (elem_bytes) {
-    case 1: return EncodeAll<uint8_t>(in, n, out);
-    case 2: return EncodeAll<uint16_t>(in, n, out);
-    case 4: return EncodeAll<uint32_t>(in, n, out);
-    case 8: return EncodeAll<uint64_t>(in, n, out);
+    case 1: return EncodeAll<uint8_t>(in, n, wide_min, out);
+    case 2: return EncodeAll<uint16_t>(in, n, wide_min, out);
+    case 4: return EncodeAll<uint32_t>(in, n, wide_min, out);
+    case 8: return EncodeAll<uint64_t>(in, n, wide_min, out);
   }
   return 0;
+}
+}  // namespace
+
+size_t FloatEncode(const void* in, size_t n, size_t elem_bytes, void* out) {
+  return Encode(in, n, elem_bytes, out, kFloatCodecVersion);
+}
+
+size_t FloatEncodeVersion1(const void* in, size_t n, size_t elem_bytes, void* out) {
+  return Encode(in, n, elem_bytes, out, 1);
 }
 
 uint64_t FloatCodecMaxElements(const void* in_v, size_t size, size_t elem_bytes) {
@@ -997,7 +1142,8 @@ const char* FloatDecode(const void* in_v, size_t size, size_t elem_bytes, void* 
   auto* out = static_cast<uint8_t*>(out_v);
   if (!FloatCodecSupports(elem_bytes)) return "unsupported element size";
   if (size < kFloatCodecHeaderBytes) return "shorter than its header";
-  if (in[0] != kFloatCodecVersion) return "unknown codec version";
+  const int version = in[0];
+  if (version < kFloatCodecOldestVersion || version > kFloatCodecVersion) return "unknown codec version";
   if (in[1] != elem_bytes) return "element size differs from the record's dtype";
   const int block_log2 = in[2];
   if (block_log2 < kMinBlockLog2 || block_log2 > kMaxBlockLog2) return "block size out of range";
@@ -1005,10 +1151,10 @@ const char* FloatDecode(const void* in_v, size_t size, size_t elem_bytes, void* 
   const uint64_t n = Load<uint64_t>(in + 8);
   if (out_bytes % elem_bytes || n != out_bytes / elem_bytes) return "element count differs from the record's shape";
   switch (elem_bytes) {
-    case 1: return DecodeAll<uint8_t>(in, size, n, block_log2, out);
-    case 2: return DecodeAll<uint16_t>(in, size, n, block_log2, out);
-    case 4: return DecodeAll<uint32_t>(in, size, n, block_log2, out);
-    default: return DecodeAll<uint64_t>(in, size, n, block_log2, out);
+    case 1: return DecodeAll<uint8_t>(in, size, n, block_log2, version, out);
+    case 2: return DecodeAll<uint16_t>(in, size, n, block_log2, version, out);
+    case 4: return DecodeAll<uint32_t>(in, size, n, block_log2, version, out);
+    default: return DecodeAll<uint64_t>(in, size, n, block_log2, version, out);
   }
 }
 

@@ -5,7 +5,9 @@
 // exponent (FP16: exponent and the top 3 mantissa bits; FP8: the whole value). The rotated elements of a block
 // (2^16 of them) are split into byte planes; each plane is stored raw, as one repeated byte, or canonical-Huffman
 // coded (code lengths <= 12, four interleaved bit streams): constant when it holds one value, else Huffman when the
-// code comes out smaller than raw. The code is built from the plane's exact byte range and a sampled histogram (a
+// code comes out smaller than raw (a plane of at least 16384 symbols whose code is too long to decode two symbols a
+// lookup in most 12-bit windows, FP8 and FP16: eight interleaved streams, so a decoder keeps eight table-lookup
+// chains in flight; codec version 2). The code is built from the plane's exact byte range and a sampled histogram (a
 // quarter of the block; every byte of the range the sample missed gets a code too), so it may miss the best
 // Huffman code by a little (0-0.5% of the ratio on BF16, FP16 and FP32, up to 1% on FP8: docs/codec.md). In trained
 // tensors only the exponent plane is far from uniform, and Huffman codes it within a few hundredths of a bit of its
@@ -24,7 +26,9 @@
 
 namespace ttrace::store {
 
-inline constexpr uint8_t kFloatCodecVersion = 1;
+// Version 2 (codec24) added eight-stream Huffman planes; the decoder reads versions 1 and 2, the encoder writes 2.
+inline constexpr uint8_t kFloatCodecVersion = 2;
+inline constexpr uint8_t kFloatCodecOldestVersion = 1;
 inline constexpr size_t kFloatCodecHeaderBytes = 16;
 
 // True for the element sizes the codec takes (1, 2, 4, 8 bytes).
@@ -36,6 +40,11 @@ size_t FloatCodecMaxBytes(size_t n, size_t elem_bytes);
 // Encodes n little-endian elements of elem_bytes (FloatCodecSupports) from `in` into `out` (capacity
 // FloatCodecMaxBytes(n, elem_bytes), not overlapping `in`). Returns the bytes written.
 size_t FloatEncode(const void* in, size_t n, size_t elem_bytes, void* out);
+
+// As FloatEncode, but the codec version 1 layout (four streams in every Huffman plane), byte for byte what the
+// version 1 encoder wrote: for the tests of the decoder's version 1 path and for codec_bench's comparison. The shim
+// does not call it.
+size_t FloatEncodeVersion1(const void* in, size_t n, size_t elem_bytes, void* out);
 
 // The most elements `size` coded bytes at `in` can decode to (every block costs at least 2 bytes a plane), from
 // its header's block size; 0 when the header is malformed. A reader refuses a record whose shape needs more before

@@ -22,17 +22,18 @@
 namespace ttrace::store {
 namespace {
 
-std::string Encode(const void* data, size_t n, size_t e) {
+std::string Encode(const void* data, size_t n, size_t e, int version = kFloatCodecVersion) {
   std::string out(FloatCodecMaxBytes(n, e), '\0');
-  const size_t size = FloatEncode(data, n, e, out.data());
+  const size_t size = version == 1 ? FloatEncodeVersion1(data, n, e, out.data()) : FloatEncode(data, n, e, out.data());
   EXPECT_LE(size, out.size());
   out.resize(size);
   return out;
 }
 
 template <typename T>
-void ExpectRoundTrip(const std::vector<T>& v, const std::string& what) {
-  const std::string enc = Encode(v.data(), v.size(), sizeof(T));
+void ExpectRoundTrip(const std::vector<T>& v, const std::string& what, int version = kFloatCodecVersion) {
+  const std::string enc = Encode(v.data(), v.size(), sizeof(T), version);
+  ASSERT_EQ(enc[0], version) << what;
   std::vector<T> back(v.size());
   const char* err = FloatDecode(enc.data(), enc.size(), sizeof(T), back.data(), back.size() * sizeof(T));
   ASSERT_EQ(err, nullptr) << what << ": " << err;
@@ -170,6 +171,10 @@ TEST(FloatCodecTest, ConstantAndSkewedLowerPlanesAreCoded) {
 // A plane's byte (the rotated element) as the FP8 element that holds it.
 uint8_t Fp8WithTopByte(uint8_t r) { return static_cast<uint8_t>((r >> 1) | (r << 7)); }
 
+// An FP8 element whose plane byte is a sum of two uniform bytes (191 values, ~7 bits a symbol: FP8 E4M3's
+// ~6.5): too long a code for two symbols in most windows.
+uint8_t WideCodeByte(std::mt19937& rng) { return Fp8WithTopByte(static_cast<uint8_t>(0x20 + rng() % 96 + rng() % 96)); }
+
 TEST(FloatCodecTest, BytesTheSampleMissesStillHaveCodes) {
   // The encoder builds a block's code from a sample of its bytes (a quarter). Four common bytes, and 300 rare ones
   // placed once each at random: most of them are not in the sample, and each must still have a code.
@@ -178,7 +183,8 @@ TEST(FloatCodecTest, BytesTheSampleMissesStillHaveCodes) {
   for (uint8_t& x : v) x = Fp8WithTopByte(static_cast<uint8_t>(0x70 + 2 * (rng() % 4)));
   for (int k = 0; k < 300; ++k) v[rng() % v.size()] = static_cast<uint8_t>(rng());
   const std::string enc = Encode(v.data(), v.size(), 1);
-  EXPECT_EQ(static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]), 2) << "expected a Huffman plane";
+  // (The rare bytes' long codes leave fewer than 7/8 of the windows with two codes: eight streams.)
+  EXPECT_EQ(static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]), 3) << "expected an eight-stream Huffman plane";
   ExpectRoundTrip(v, "rare bytes");
   EXPECT_GE(Ratio(v), 3.3);  // ~2.3 bits a byte: 2 for the four, the rare ones and the tables on top
 }
@@ -218,25 +224,199 @@ TEST(FloatCodecTest, ACodeThatComesOutLargerThanRawIsNotKept) {
 }
 
 TEST(FloatCodecTest, TwoSymbolsALookupRoundTripAtEveryStreamEnd) {
-  // Planes of at least 16384 symbols whose code is short (an exponent plane, smooth FP8) are decoded two symbols a
-  // lookup, the four streams advancing apart, then symbol by symbol near their ends: every remainder of the four
-  // streams, and codes short enough that nearly every lookup holds two symbols (three bytes, lengths 1, 2, 2).
+  // Four-stream planes (codec version 1's layout) of at least 16384 symbols whose code is short (an exponent plane,
+  // smooth FP8) are decoded two symbols a lookup, the four streams advancing apart, then symbol by symbol near their
+  // ends: every remainder of the four streams, and codes short enough that nearly every lookup holds two symbols
+  // (three bytes, lengths 1, 2, 2). Version 2 codes the same planes in eight streams, one symbol a lookup: the same
+  // sizes cover every remainder of those, and FP8 E4M3-like bytes (codes too long for pairs) both layouts.
   std::mt19937 rng(13);
   for (size_t n = 16384; n < 16384 + 40; ++n) {
     const std::vector<float> g = Gaussian(n, static_cast<uint32_t>(n));
     std::vector<uint16_t> bf16(n);
     for (size_t i = 0; i < n; ++i) bf16[i] = kernels::FloatToBf16(g[i]);
-    ExpectRoundTrip(bf16, "BF16 Gaussian n=" + std::to_string(n));
-    std::vector<uint8_t> three(n);
+    std::vector<uint8_t> three(n), wide(n);
     for (uint8_t& x : three) x = Fp8WithTopByte(static_cast<uint8_t>(rng() % 3));
-    ExpectRoundTrip(three, "three bytes n=" + std::to_string(n));
+    for (uint8_t& x : wide) x = WideCodeByte(rng);
+    for (int version : {1, 2}) {
+      const std::string at = " n=" + std::to_string(n) + " version " + std::to_string(version);
+      ExpectRoundTrip(bf16, "BF16 Gaussian" + at, version);
+      ExpectRoundTrip(three, "three bytes" + at, version);
+      ExpectRoundTrip(wide, "wide code" + at, version);
+    }
   }
   for (size_t n : {size_t{65535}, size_t{65536} + 16389, size_t{3} << 16}) {
     const std::vector<float> g = Gaussian(n, static_cast<uint32_t>(n));
     std::vector<uint16_t> bf16(n);
     for (size_t i = 0; i < n; ++i) bf16[i] = kernels::FloatToBf16(g[i]);
-    ExpectRoundTrip(bf16, "BF16 Gaussian n=" + std::to_string(n));
+    for (int version : {1, 2}) ExpectRoundTrip(bf16, "BF16 Gaussian n=" + std::to_string(n), version);
   }
+}
+
+// The planes' modes of a one-block payload (FP8: one plane).
+uint8_t FirstPlaneMode(const std::string& enc) { return static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]); }
+
+TEST(FloatCodecTest, EncoderCodesLargePlanesInEightStreams) {
+  // Version 2 codes a Huffman plane of at least 16384 symbols in eight streams (mode 3) unless 7/8 of its code's
+  // windows hold two codes, smaller ones in four (mode 2); FloatEncodeVersion1 never in eight, and its output
+  // carries version 1.
+  std::mt19937 rng(16);
+  {
+    // Gaussian BF16's exponents (~2.6 bits a symbol): two codes in most windows, four streams at any size.
+    const std::vector<float> g = Gaussian(1 << 16, 17);
+    std::vector<uint16_t> bf16(g.size());
+    for (size_t i = 0; i < g.size(); ++i) bf16[i] = kernels::FloatToBf16(g[i]);
+    const std::string enc = Encode(bf16.data(), bf16.size(), 2);
+    ASSERT_EQ(static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]), 0);
+    EXPECT_EQ(static_cast<uint8_t>(enc[kFloatCodecHeaderBytes + 1 + (1 << 16)]), 2);
+    // Three bytes of lengths 1, 2, 2: every window holds two codes or more.
+    std::vector<uint8_t> three(1 << 16);
+    for (uint8_t& x : three) x = Fp8WithTopByte(static_cast<uint8_t>(rng() % 3));
+    EXPECT_EQ(FirstPlaneMode(Encode(three.data(), three.size(), 1)), 2);
+  }
+  for (size_t n : {size_t{16383}, size_t{16384}}) {
+    std::vector<uint8_t> v(n);
+    for (uint8_t& x : v) x = WideCodeByte(rng);
+    const std::string v2 = Encode(v.data(), n, 1), v1 = Encode(v.data(), n, 1, 1);
+    EXPECT_EQ(v2[0], 2);
+    EXPECT_EQ(v1[0], 1);
+    EXPECT_EQ(FirstPlaneMode(v2), n >= 16384 ? 3 : 2) << n;
+    EXPECT_EQ(FirstPlaneMode(v1), 2) << n;
+    // Four more stream sizes in the header, the streams' padding: within 20 bytes of each other.
+    EXPECT_LE(v2.size(), v1.size() + (n >= 16384 ? 20 : 0)) << n;
+    EXPECT_GE(v2.size() + 1, v1.size()) << n;
+  }
+}
+
+// An FP8 payload, version 2, of one block whose plane is coded in eight streams by hand with the two-symbol code
+// {lo: 0, lo + 1: 1} (one bit a symbol): stream s holds symbols s, s + 8, ..., symbol j of a stream in bit j
+// (LSB first). Returns the payload; `want` gets the elements.
+std::string HandWideFp8(size_t n, uint32_t seed, std::vector<uint8_t>* want) {
+  constexpr uint8_t lo = 0x42;
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> sym(n);
+  for (uint8_t& x : sym) x = static_cast<uint8_t>(lo + rng() % 2);
+  want->resize(n);
+  for (size_t i = 0; i < n; ++i) (*want)[i] = Fp8WithTopByte(sym[i]);
+  std::string enc(kFloatCodecHeaderBytes, '\0');
+  enc[0] = 2, enc[1] = 1, enc[2] = 16;
+  const uint64_t count = n;
+  memcpy(enc.data() + 8, &count, 8);
+  enc += static_cast<char>(3);
+  enc += static_cast<char>(lo);
+  enc += static_cast<char>(lo + 1);
+  enc += static_cast<char>(0x11);  // both lengths 1
+  std::string streams[8];
+  for (int s = 0; s < 8; ++s) {
+    size_t j = 0;
+    for (size_t i = static_cast<size_t>(s); i < n; i += 8, ++j) {
+      if (j % 8 == 0) streams[s] += '\0';
+      streams[s].back() = static_cast<char>(streams[s].back() | (sym[i] - lo) << (j % 8));
+    }
+    const uint32_t bytes = static_cast<uint32_t>(streams[s].size());
+    enc.append(reinterpret_cast<const char*>(&bytes), 4);
+  }
+  for (const std::string& st : streams) enc += st;
+  return enc;
+}
+
+TEST(FloatCodecTest, EightStreamPlanesDecodeAtEveryStreamSplit) {
+  // The eight-stream layout at sizes around its splits (0..80 symbols: empty streams, streams one symbol apart, the
+  // fast path's 32-symbol rounds, its room checks) and around 16384 and 65536; built by hand, so the decoder's
+  // reading of the layout is checked against the specification in docs/format.md, not against the encoder.
+  std::vector<size_t> sizes;
+  for (size_t n = 0; n <= 80; ++n) sizes.push_back(n);
+  for (size_t n = 16376; n <= 16400; ++n) sizes.push_back(n);
+  for (size_t n : {size_t{65535}, size_t{65536}}) sizes.push_back(n);
+  for (size_t n : sizes) {
+    std::vector<uint8_t> want, back(n, 0xa5);
+    const std::string enc = HandWideFp8(n, static_cast<uint32_t>(n), &want);
+    const char* err = FloatDecode(enc.data(), enc.size(), 1, back.data(), n);
+    if (n == 0) {  // no elements, no block: the plane is bytes after the last block
+      EXPECT_STREQ(err, "trailing bytes after the last block");
+      continue;
+    }
+    ASSERT_EQ(err, nullptr) << n << ": " << err;
+    ASSERT_TRUE(back == want) << n;
+  }
+}
+
+TEST(FloatCodecTest, MalformedEightStreamPlanesAreRejected) {
+  std::vector<uint8_t> want(100), back(100);
+  const std::string enc = HandWideFp8(100, 3, &want);
+  ASSERT_EQ(FloatDecode(enc.data(), enc.size(), 1, back.data(), back.size()), nullptr);
+  // Version 1 has no eight-stream planes.
+  std::string v1 = enc;
+  v1[0] = 1;
+  EXPECT_STREQ(FloatDecode(v1.data(), v1.size(), 1, back.data(), back.size()),
+               "an eight-stream Huffman plane in a version 1 payload");
+  // A version past the newest.
+  std::string v3 = enc;
+  v3[0] = 3;
+  EXPECT_STREQ(FloatDecode(v3.data(), v3.size(), 1, back.data(), back.size()), "unknown codec version");
+  // A stream one byte longer (and the next one shorter): the first ends with a byte it does not use.
+  const size_t sizes = kFloatCodecHeaderBytes + 4;
+  std::string moved = enc;
+  moved[sizes] = static_cast<char>(moved[sizes] + 1);
+  moved[sizes + 4] = static_cast<char>(moved[sizes + 4] - 1);
+  EXPECT_NE(FloatDecode(moved.data(), moved.size(), 1, back.data(), back.size()), nullptr);
+  // The last stream's size one past the payload.
+  std::string past = enc;
+  past[sizes + 28] = static_cast<char>(past[sizes + 28] + 1);
+  EXPECT_STREQ(FloatDecode(past.data(), past.size(), 1, back.data(), back.size()), "a Huffman plane runs past the end");
+  // The header cut inside the eight stream sizes (only four of them: a version 1 plane's header).
+  EXPECT_STREQ(FloatDecode(enc.data(), sizes + 16, 1, back.data(), back.size()),
+               "a Huffman plane header runs past the end");
+}
+
+// Version 1 payloads written by the version 1 encoder (before codec24; store/testdata/v1_*.fc) of LegacyValues
+// (the generator they were written from, kept as it was): BF16 20000 (the top plane decoded two symbols a lookup),
+// FP8 5001, FP32 3001, FP64 1001.
+template <typename T>
+std::vector<T> LegacyValues(size_t n, uint32_t seed, int shift) {
+  std::vector<T> v(n);
+  uint64_t x = seed;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const uint64_t r = x >> 11;
+    int e = 0;  // a skewed top: the count of r's trailing ones picks the exponent
+    while (e < 20 && (r >> e & 1)) ++e;
+    const uint64_t mant = r >> 24;
+    T val = static_cast<T>((static_cast<uint64_t>(60 - e) << shift) | (mant & ((uint64_t{1} << shift) - 1)));
+    if (r >> 63 & 1) val = static_cast<T>(val | (uint64_t{1} << (8 * sizeof(T) - 1)));
+    v[i] = val;
+  }
+  return v;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::string out;
+  if (FILE* f = fopen(path.c_str(), "rb")) {
+    char buf[4096];
+    for (size_t got; (got = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, got);
+    fclose(f);
+  }
+  return out;
+}
+
+template <typename T>
+void ExpectVersionOneFile(const char* name, size_t n, uint32_t seed, int shift) {
+  const std::string enc = ReadFile(std::string(TTRACE_CODEC_TESTDATA) + "/" + name);
+  ASSERT_FALSE(enc.empty()) << name;
+  ASSERT_EQ(enc[0], 1) << name;
+  const std::vector<T> want = LegacyValues<T>(n, seed, shift);
+  std::vector<T> back(n);
+  const char* err = FloatDecode(enc.data(), enc.size(), sizeof(T), back.data(), n * sizeof(T));
+  ASSERT_EQ(err, nullptr) << name << ": " << err;
+  EXPECT_TRUE(back == want) << name;
+  EXPECT_EQ(Encode(want.data(), n, sizeof(T), 1), enc) << name << ": FloatEncodeVersion1 is not version 1's encoder";
+  ExpectRoundTrip(want, name);
+}
+
+TEST(FloatCodecTest, VersionOnePayloadsStillDecode) {
+  ExpectVersionOneFile<uint16_t>("v1_bf16_20000.fc", 20000, 1, 7);
+  ExpectVersionOneFile<uint8_t>("v1_fp8_5001.fc", 5001, 2, 3);
+  ExpectVersionOneFile<uint32_t>("v1_fp32_3001.fc", 3001, 3, 23);
+  ExpectVersionOneFile<uint64_t>("v1_fp64_1001.fc", 1001, 4, 52);
 }
 
 // Input bytes placed to end exactly at an unmapped page: a read past them faults.
@@ -317,13 +497,17 @@ TEST(FloatCodecTest, MalformedInputIsRejectedWithinBounds) {
   }
 }
 
-TEST(FloatCodecTest, MalformedInputOfTwoSymbolLookupsIsRejectedWithinBounds) {
-  // As above, on a plane large enough to be decoded two symbols a lookup (20000 BF16 elements): truncations and
-  // corrupted bytes are rejected or decoded with no read past the input or write outside the output.
+TEST(FloatCodecTest, MalformedInputOfLargePlanesIsRejectedWithinBounds) {
+  // As above, on planes large enough to be decoded two symbols a lookup (20000 BF16 elements: four streams) or in
+  // eight streams (20000 FP16 elements, version 2): truncations and corrupted bytes are rejected or decoded with no
+  // read past the input or write outside the output.
+  for (int fp16 : {0, 1}) {
   const std::vector<float> g = Gaussian(20000, 14);
   std::vector<uint16_t> bf16(g.size());
-  for (size_t i = 0; i < g.size(); ++i) bf16[i] = kernels::FloatToBf16(g[i]);
+  for (size_t i = 0; i < g.size(); ++i) bf16[i] = fp16 ? kernels::FloatToHalf(g[i]) : kernels::FloatToBf16(g[i]);
   const std::string enc = Encode(bf16.data(), bf16.size(), 2);
+  ASSERT_EQ(static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]), 0) << "expected a raw low plane";
+  ASSERT_EQ(static_cast<uint8_t>(enc[kFloatCodecHeaderBytes + 20001]), fp16 ? 3 : 2);
   const size_t out_bytes = bf16.size() * 2;
   GuardedInput in(enc.size() + 64);
   ASSERT_EQ(GuardedDecode(in, enc, 2, out_bytes), nullptr);
@@ -333,6 +517,7 @@ TEST(FloatCodecTest, MalformedInputOfTwoSymbolLookupsIsRejectedWithinBounds) {
     std::string bad = enc;
     for (int j = 0; j < 1 + t % 4; ++j) bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
     GuardedDecode(in, bad, 2, out_bytes);
+  }
   }
 }
 

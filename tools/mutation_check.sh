@@ -365,6 +365,19 @@ mutate "codec: a pair lookup always advances two symbols" float_codec.cc \
   "        ds += t >> 24;" "        ds += 2;" "float_codec_test" "FloatCodecTest"
 mutate "codec: a pair whose second code runs past the window" float_codec.cc \
   "const bool two = l1 + l2 <= kMaxLen;" "const bool two = l1 + l2 <= kMaxLen + 1;" "float_codec_test" "FloatCodecTest"
+# Stop 24: codec version 2's eight-stream planes.
+mutate "codec: an eight-stream plane accepted in a version 1 payload" float_codec.cc \
+  '  if (mode == kHuffman8 && version < 2) return "an eight-stream Huffman plane in a version 1 payload";
+' "" "float_codec_test" "FloatCodecTest"
+mutate "codec: eight-stream decoder writes stream 7 at stream 6's place" float_codec.cc \
+  "      four(q7, d + 7 * kStride);" "      four(q7, d + 6 * kStride);" "float_codec_test" "FloatCodecTest"
+mutate "codec: eight-stream tail steps by 7" float_codec.cc \
+  "    for (size_t idx = s + j * S; idx < n; idx += S) {" "    for (size_t idx = s + j * S; idx < n; idx += S - 1) {" \
+  "float_codec_test" "FloatCodecTest"
+mutate "codec: the version 1 encoder writes eight streams" float_codec.cc \
+  "version >= 2 ? kWideStreamsMinSymbols : SIZE_MAX" "kWideStreamsMinSymbols" "float_codec_test" "FloatCodecTest"
+mutate "codec: pair-friendly planes coded in eight streams" float_codec.cc \
+  "PairWindows(len) * 8 < kTableSize * 7" "PairWindows(len) * 8 < kTableSize * 9" "float_codec_test" "FloatCodecTest"
 mutate "remote output: the pipe kept after a refused splice" remote_output.cc \
   "void RemoteOutput::RefuseSplice(const char* call, int err) {
   ClosePipe();" "void RemoteOutput::RefuseSplice(const char* call, int err) {" "server_test" "Server.RefusedSplice"
