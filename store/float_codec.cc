@@ -31,7 +31,8 @@ constexpr int kMaxStreams = kWideStreams;
 // its code's 12-bit windows hold two codes (PairWindows): 16 bytes more of stream sizes, at most 0.1% of such a
 // plane. Where 7/8 or more do (exponent planes of BF16 and FP32 weights), four streams decoded two symbols a lookup
 // take fewer instructions (Gaussian BF16 82.9M against 87.6M); where fewer do (FP8, FP16, E5M2), eight chains of
-// one symbol a lookup decode faster than four of pairs or of single symbols (docs/codec.md, "Eight streams").
+// one symbol a lookup decode faster than four of pairs or of single symbols (docs/codec.md, "Eight streams"). A
+// plane whose neighbours repeat (NeighboursRepeat: smooth data) keeps four streams of consecutive elements.
 constexpr size_t kWideStreamsMinSymbols = 16384;
 constexpr size_t kDecodeScratch = 4;  // planes not raw that a block decodes into scratch blocks, then composes
 constexpr size_t kPairsMinSymbols = 4 * kTableSize;  // a plane with fewer is decoded without building the pair table
@@ -548,6 +549,19 @@ LowerPlan PlanLower(const uint8_t* sym, size_t n) {
 
 uint32_t PairWindows(const uint8_t len[256]);
 
+// Whether a plane's neighbours repeat: sampled adjacent pairs (one every kNeighbourStep symbols) are equal more than
+// twice as often as two independent draws from the plane's sampled histogram (f, over `count` symbols) would be
+// (Σ p²). That is local structure (smooth data: a random walk's neighbours share their exponent) which a
+// general-purpose compressor over the coded bytes finds only while neighbours' codes stay neighbours, so such a
+// plane keeps four streams of consecutive elements instead of eight interleaved (docs/codec.md, "Eight streams").
+constexpr size_t kNeighbourStep = 16;
+bool NeighboursRepeat(const uint8_t* sym, size_t n, const uint32_t f[256], size_t count) {
+  uint64_t equal = 0, pairs = 0, sum_sq = 0;
+  for (size_t i = 0; i + 1 < n; i += kNeighbourStep, ++pairs) equal += sym[i] == sym[i + 1];
+  for (int c = 0; c < 256; ++c) sum_sq += static_cast<uint64_t>(f[c]) * f[c];
+  return pairs > 0 && equal * count * count > 2 * pairs * sum_sq;
+}
+
 // Writes a plane's n bytes at `out` as the smallest of raw, constant and Huffman (raw unless `try_code`); returns
 // the bytes written, at most 1 + n. `sym` is either outside [out, out + 1 + n) or at or after out + 1 (a lower
 // plane in its raw place: a raw plane moves down, and a coded one is read before it is written over). `streams`
@@ -602,7 +616,9 @@ size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, size_
       }
     }
   }
-  const int stream_count = n >= wide_min && PairWindows(len) * 8 < kTableSize * 7 ? kWideStreams : kStreams;
+  const int stream_count = n >= wide_min && PairWindows(len) * 8 < kTableSize * 7 && !NeighboursRepeat(sym, n, f, count)
+                               ? kWideStreams
+                               : kStreams;
   const size_t header = 3 + static_cast<size_t>(hi - lo + 2) / 2 + 4 * stream_count;
   uint64_t bits = 0;
   for (int c = lo; c <= hi; ++c) bits += static_cast<uint64_t>(f[c]) * len[c];

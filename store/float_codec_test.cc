@@ -9,7 +9,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -287,6 +289,39 @@ TEST(FloatCodecTest, EncoderCodesLargePlanesInEightStreams) {
   }
 }
 
+TEST(FloatCodecTest, PlanesWhoseNeighboursRepeatKeepFourStreams) {
+  // Eight interleaved streams hide a plane's local repeats from a compressor over the coded bytes (the writer's zstd
+  // trial), so the encoder keeps four streams of consecutive elements where sampled neighbours are equal more than
+  // twice as often as independent draws would be (Σ p² of the plane's histogram). Model: each element repeats the
+  // one before with probability q, else is a fresh WideCodeByte, so the marginal histogram is the same and
+  // neighbours are equal at rate q + (1 - q) Σ p²; set to 1.25 Σ p² it must keep eight streams (mildly correlated
+  // data is not smooth data), at 3 Σ p² four. A threshold 2x looser (4 Σ p²) or tighter (1 Σ p²) fails one side.
+  std::mt19937 rng(25);
+  const size_t n = 1 << 16;
+  double sum_sq = 0;  // Σ p² of WideCodeByte: the sum of two uniform draws of 0..95
+  for (int v = 0; v <= 190; ++v) {
+    const double p = (96.0 - std::abs(v - 95)) / (96.0 * 96.0);
+    sum_sq += p * p;
+  }
+  for (const double times : {1.25, 3.0}) {
+    const double q = (times - 1) * sum_sq / (1 - sum_sq);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::vector<uint8_t> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = i > 0 && u(rng) < q ? v[i - 1] : WideCodeByte(rng);
+    size_t equal = 0;
+    for (size_t i = 1; i < n; ++i) equal += v[i] == v[i - 1];
+    const std::string enc = Encode(v.data(), n, 1);
+    EXPECT_EQ(FirstPlaneMode(enc), times < 2 ? 3 : 2)
+        << times << " x sum p^2 = " << sum_sq << "; neighbours equal " << double(equal) / (n - 1);
+    ExpectRoundTrip(v, "FP8 neighbours equal at " + std::to_string(times) + " x sum p^2", 2);
+  }
+  // A random walk over the plane's bytes (smooth data): four streams, also where its code is long.
+  std::vector<uint8_t> walk(n);
+  int at = 0x80;
+  for (uint8_t& x : walk) x = Fp8WithTopByte(static_cast<uint8_t>(at = std::clamp(at + static_cast<int>(rng() % 5) - 2, 0x20, 0xdf)));
+  EXPECT_EQ(FirstPlaneMode(Encode(walk.data(), n, 1)), 2);
+}
+
 // An FP8 payload, version 2, of one block whose plane is coded in eight streams by hand with the two-symbol code
 // {lo: 0, lo + 1: 1} (one bit a symbol): stream s holds symbols s, s + 8, ..., symbol j of a stream in bit j
 // (LSB first). Returns the payload; `want` gets the elements.
@@ -518,6 +553,34 @@ TEST(FloatCodecTest, MalformedInputOfLargePlanesIsRejectedWithinBounds) {
     for (int j = 0; j < 1 + t % 4; ++j) bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
     GuardedDecode(in, bad, 2, out_bytes);
   }
+  }
+}
+
+TEST(FloatCodecTest, EightStreamRoundsNeverReadPastTheirStreams) {
+  // The eight-stream decoder's fast rounds load 8 bytes at each stream's position and advance it by at most 6 (four
+  // codes of at most 12 bits), so it runs a round only while every stream has 8 bytes left at its position. A plane
+  // whose every code is 12 bits long advances exactly 6 bytes a round: one round more than the rule allows would
+  // load 2 bytes past the last stream, which here is the payload's end and the page before an unmapped one.
+  // The code: 13 symbols lo..lo + 12 of lengths 1, 2, ..., 11, 12, 12 (complete); every element is lo + 12, whose
+  // canonical code is twelve ones, so each stream is all 0xff. Sizes 8 c: every stream c symbols, 1.5 c bytes.
+  constexpr uint8_t lo = 0x30;
+  for (size_t n : {size_t{16384}, size_t{16400}, size_t{65536}}) {
+    std::string enc(kFloatCodecHeaderBytes, '\0');
+    enc[0] = 2, enc[1] = 1, enc[2] = 16;
+    const uint64_t count = n;
+    memcpy(enc.data() + 8, &count, 8);
+    enc += static_cast<char>(3);
+    enc += static_cast<char>(lo);
+    enc += static_cast<char>(lo + 12);
+    const int len[13] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 12};
+    for (int a = 0; a < 13; a += 2) enc += static_cast<char>(len[a] | (a + 1 < 13 ? len[a + 1] << 4 : 0));
+    const uint32_t bytes = static_cast<uint32_t>(n / 8 * 12 / 8);
+    for (int s = 0; s < 8; ++s) enc.append(reinterpret_cast<const char*>(&bytes), 4);
+    enc.append(8 * bytes, static_cast<char>(0xff));
+    GuardedInput in(enc.size());
+    std::vector<uint8_t> out(n);
+    ASSERT_EQ(FloatDecode(in.Place(enc), enc.size(), 1, out.data(), n), nullptr) << n;
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], Fp8WithTopByte(lo + 12)) << n << " " << i;
   }
 }
 

@@ -378,6 +378,15 @@ mutate "codec: the version 1 encoder writes eight streams" float_codec.cc \
   "version >= 2 ? kWideStreamsMinSymbols : SIZE_MAX" "kWideStreamsMinSymbols" "float_codec_test" "FloatCodecTest"
 mutate "codec: pair-friendly planes coded in eight streams" float_codec.cc \
   "PairWindows(len) * 8 < kTableSize * 7" "PairWindows(len) * 8 < kTableSize * 9" "float_codec_test" "FloatCodecTest"
+# Stop 25: the eight-stream plane's read room (guard page), the encoder's smooth-plane rule, the codec fuzzer.
+mutate "codec: the eight-stream fast loop's read room one round too generous" float_codec.cc \
+  "(stop[s] - 8 - byte) / 6 + 1 : 0);" "(stop[s] - 8 - byte) / 6 + 2 : 0);" "float_codec_test" "FloatCodecTest"
+mutate "codec: planes whose neighbours repeat coded in eight streams anyway" float_codec.cc \
+  "return pairs > 0 && equal * count * count > 2 * pairs * sum_sq;" "return false;" "float_codec_test" \
+  "FloatCodecTest"
+mutate "codec: neighbours' threshold twice too loose" float_codec.cc \
+  "equal * count * count > 2 * pairs * sum_sq" "equal * count * count > 4 * pairs * sum_sq" "float_codec_test" \
+  "FloatCodecTest"
 mutate "remote output: the pipe kept after a refused splice" remote_output.cc \
   "void RemoteOutput::RefuseSplice(const char* call, int err) {
   ClosePipe();" "void RemoteOutput::RefuseSplice(const char* call, int err) {" "server_test" "Server.RefusedSplice"

@@ -32,11 +32,11 @@ jobs="${JOBS:-$(nproc)}"
 ASAN_EXCLUDE='^BudgetTest\.(OutOfMemoryIsExitTwo|TraceFarLargerThanTheMemoryLimitIsStreamed|AttentionGraphCheckedWithinTheMemoryLimit|GraphCostCoversItsPeak)$'
 # asan-ci, a quick ASan + UBSan pass (about a third of the whole build), by binary:
 # the code that reads hostile input. The store's reader, index and codecs, the collector's session and server,
-# the golden good and corrupt streams, the analyzer's loader, CLI and strided-tensor geometry, and the three fuzz
+# the golden good and corrupt streams, the analyzer's loader, CLI and strided-tensor geometry, and the four fuzz
 # harnesses replaying their seeds.
 ASAN_CI_TESTS=(trace_store_test stream_index_test float_codec_test float_codec_scalar_test coded_frame_test
                session_test server_test golden_test trace_model_test cli_test conv_check_test graph_check_test
-               fuzz_trace_reader fuzz_trace_load fuzz_collector_session)
+               fuzz_trace_reader fuzz_trace_load fuzz_float_codec fuzz_collector_session)
 
 # The tests that run threads, by binary: the shim's (shim/CMakeLists.txt, shim/testing/CMakeLists.txt) and the
 # analyzer's check workers (check_test: the same report at 1 to 64 threads).
