@@ -17,7 +17,9 @@
 #                   written under --out (Catch2 3's SKIP becomes an exception: the sample shows as "skip" with its
 #                   reason). Plain and traced are the test case's exit status (Catch2: failed assertions; "skip":
 #                   skipped); the verdict comes with the ops recorded / cudnnBackendExecute calls without the shim
-#                   (as cudnn-frontend logs them; they must be equal), checked and not checked (by operation), and,
+#                   (as cudnn-frontend logs them; they must be equal), plus the native CUDA graph calls
+#                   (cudnnBackendPopulateCudaGraph / UpdateCudaGraph: ops too, which cudnn-frontend does not log,
+#                   counted in the trace: "4/4 = 2 executed + 2 native-graph ops"), checked and not checked (by operation), and,
 #                   for a test case that does not pass without the shim, why (cudnn-frontend's log: the status and
 #                   the descriptor simgpu refused). A graph the analyzer has no checker for makes the verdict
 #                   "incomplete", which is not a failure here; findings are. Compiling takes minutes per file (a 0.5
@@ -165,7 +167,7 @@ HDR
       local tag="${file//\//_}.$(printf '%s' "$name" | tr -c 'A-Za-z0-9_-' '_')"
       # Catch2 2's test spec: an exact name, its special characters escaped.
       local spec="$(printf '%s' "$name" | sed 's/[][,*\\"~]/\\&/g')"
-      local plain=0 traced=0 checked notc verdict ops
+      local plain=0 traced=0 checked notc verdict ops native
       if [[ -n "$skip" && "$name" =~ $skip ]]; then
         printf '%-64s %-5s %s\n' "$file: $name" yes "not run (--skip)"
         continue
@@ -184,11 +186,18 @@ HDR
       notc="$(grep -o '"not_checked": *{[^}]*}' "$out/log/$tag.json" 2>/dev/null | sed 's/"not_checked": *//' || true)"
       local why="" executes
       [ "$plain" = 0 ] || why="; without the shim: $(cfe_reason "$out/log/$tag.plain")"
-      # cudnnBackendExecute calls without the shim, as cudnn-frontend logs them: what the trace must hold.
+      # cudnnBackendExecute calls without the shim, as cudnn-frontend logs them: what the trace must hold, plus its
+      # cudnnBackendPopulateCudaGraph / UpdateCudaGraph ops (recorded as ops too; cudnn-frontend logs no line for
+      # them, so they are counted in the trace, by API name, as `ttrace dump` prints each op's record).
       executes="$(grep -c 'INFO: Executing .*\.\.\.$' "$out/log/$tag.plain" || true)"
+      native="$(for job in "$out/traces/$tag"/*/; do "$ttrace" dump "$job"; done 2>/dev/null |
+        grep -c '^ *seq=[0-9]* cudnnBackend\(Populate\|Update\)CudaGraph status=' || true)"
+      local expected="$((${executes:-0} + ${native:-0}))" shown
+      shown="$expected"
+      [ "${native:-0}" = 0 ] || shown="$expected = ${executes:-0} executed + $native native-graph"
       printf '%-64s %-5s %-5s %-6s %s\n' "$file: $name" yes "$plain" "$traced" \
-        "${verdict:-none} (${ops:-0}/${executes:-0} ops; ${checked:-{\}}; ${notc:-{\}})$why"
-      if [ "$plain" = 0 ] && { [ "$traced" != 0 ] || [ "${ops:-0}" != "${executes:-0}" ] ||
+        "${verdict:-none} (${ops:-0}/$shown ops; ${checked:-{\}}; ${notc:-{\}})$why"
+      if [ "$plain" = 0 ] && { [ "$traced" != 0 ] || [ "${ops:-0}" != "$expected" ] ||
           { [ "${ops:-0}" != 0 ] && [ "$verdict" != clean ] && [ "$verdict" != incomplete ]; }; }; then status=1; fi
     done < <(LD_LIBRARY_PATH="$simgpu" "$bin" -# --list-test-names-only "[#$(basename "$file")]" 2>/dev/null |
       sed 's/\r$//')
