@@ -9,10 +9,11 @@
 // put the plan's work for a variant pack into the application's cudaGraph_t (or rebind it), which runs at each
 // launch of that graph. They are recorded as the execution's record is (the plan's graph, the pack's pointers,
 // the vendor's status; stream 0: the work runs on whatever stream the graph is launched on), but their operands
-// are not captured: the shim's CUDA graph snapshots ride on stream capture (capture_graph.cc), and here there is
-// no capturing stream, only a graph the shim would have to edit (and Update rebinds cuDNN's nodes to new
-// pointers, which copies the shim added would not follow). Each such op gets a kPayloadDropped notice (reason
-// kGraphCapture, "not captured (cuDNN native CUDA graph)") and the first one a log line: recorded, never silent.
+// are not captured yet: the shim's CUDA graph snapshots ride on stream capture (capture_graph.cc), and here there
+// is no capturing stream, only a graph the shim has to edit, and real cuDNN's update refuses a graph holding nodes
+// it did not populate (measured; docs/design.md, "cuDNN's native CUDA graphs", has the design that works). Each
+// such op gets a kPayloadDropped notice (reason kGraphCapture, "not captured (cuDNN native CUDA graph)") and the
+// first one a log line: recorded, never silent.
 //
 // Hot path (Execute): the shadow lookups allocate nothing; the record is assembled in a per-thread buffer that
 // grows only when a thread first executes a larger graph.

@@ -4,7 +4,9 @@
 #      carried from a development machine is used);
 #   2. ctest -L gpu (kernels against their CPU twins);
 #   3. tp_mlp on the real GPU (1 rank) under libttrace.so, then `ttrace check`;
-#   4. PyTorch matmuls with and without libttrace.so: results bitwise identical, and `ttrace check` clean.
+#   4. PyTorch matmuls with and without libttrace.so: results bitwise identical, and `ttrace check` clean;
+#   5. cuDNN's native CUDA graph API with nodes it did not populate (tools/gpu/cudnn_native_graph_probe.cc, built
+#      with nvcc against pip's nvidia-cudnn): the facts the shim's design for native-graph operands rests on.
 # Logs and traces go to $OUT (default ./device-out). Exit status: number of failed steps.
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -62,6 +64,22 @@ PY
   "$B/bin/ttrace" check "$OUT/torch" --json "$OUT/torch.json" || fail "ttrace check torch"
 else
   echo "skipped: no PyTorch with CUDA"
+fi
+
+step "cuDNN native CUDA graph probe"
+inc="$(find /opt /usr/local /usr/lib /usr/include -name cudnn.h -path '*nvidia*' 2>/dev/null | head -1)"
+[ -n "$inc" ] || inc="$(find /opt /usr/local /usr/include -name cudnn.h 2>/dev/null | head -1)"
+if [ -n "$inc" ] && command -v nvcc >/dev/null; then
+  lib="$(dirname "$(find "$(dirname "$(dirname "$inc")")" -name 'libcudnn.so.9' | head -1)")"
+  if nvcc -std=c++17 -I"$ROOT" -I"$(dirname "$inc")" "$ROOT/tools/gpu/cudnn_native_graph_probe.cc" \
+       -o "$OUT/cudnn_native_graph_probe" -L"$lib" -l:libcudnn.so.9 -lcudart -Xlinker -rpath="$lib"; then
+    LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}" timeout 300 "$OUT/cudnn_native_graph_probe" ||
+      fail "cuDNN native CUDA graph probe"
+  else
+    fail "building the cuDNN native CUDA graph probe"
+  fi
+else
+  echo "skipped: no cudnn.h or no nvcc"
 fi
 
 step "done: $failed failed step(s)"

@@ -117,6 +117,7 @@ class Graph {
                                                                  {CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, n},
                                                                  {CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, k}}));
   }
+  const std::vector<Desc>& ops() const { return ops_; }  // the operations added so far, in order
   Desc Finish(Desc op) {
     Check(cudnnBackendFinalize(op));
     return op;
