@@ -102,8 +102,11 @@ cudnnStatus_t Execute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, cudnn
 // clones the populated graph into a child graph node of the application's graph and later updates the child's
 // embedded graph (cudaGraphChildGraphNodeGetGraph), never the graph it populated. Update rebinds the nodes of a
 // graph populated with the same plan to a new pack; executables keep the work they were instantiated with until
-// cudaGraphExecUpdate, as with NVIDIA's kernel nodes. An update with another plan, or of a graph with a node this
-// plan did not populate, is refused with CUDNN_STATUS_BAD_PARAM.
+// cudaGraphExecUpdate, as with NVIDIA's kernel nodes. An update of a graph with no node of this plan (another
+// plan's, an empty graph) is refused with CUDNN_STATUS_BAD_PARAM (not measured on real cuDNN); of a graph holding
+// this plan's nodes and a node the plan did not populate, with CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER, the
+// graph unchanged: what cuDNN 9.19 answered on an H200 for its convolution and matmul engines (its SDPA engine
+// answered EXECUTION_FAILED_CUDART; tools/gpu/cudnn_native_graph_probe.cc, E2 and E3).
 cudnnStatus_t NativeGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack,
                           cudaGraph_t cuda_graph, bool update) {
   GraphLaunch launch;
@@ -115,9 +118,11 @@ cudnnStatus_t NativeGraph(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, c
   if (!LiveGraph(graph)) return Fail(CUDNN_STATUS_BAD_PARAM, "not a live cudaGraph_t");
   const std::vector<GraphNode*> nodes = GraphNodes(graph);
   if (update) {
-    bool ours = !nodes.empty();
-    for (GraphNode* n : nodes) ours = ours && GraphNodeTag(n) == plan;
-    if (!ours) return Fail(CUDNN_STATUS_BAD_PARAM, "the graph was not populated with this execution plan");
+    size_t ours = 0;
+    for (GraphNode* n : nodes) ours += GraphNodeTag(n) == plan;
+    if (ours == 0) return Fail(CUDNN_STATUS_BAD_PARAM, "the graph was not populated with this execution plan");
+    if (ours != nodes.size())
+      return Fail(CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER, "the graph holds a node this plan did not populate");
   }
   Number(&launch);
   auto work = [launch = std::move(launch)] { RunGraph(launch); };

@@ -1031,27 +1031,42 @@ TEST_F(CudnnBackend, NativeCudaGraphRunsThePlanAtEachLaunchAndFollowsUpdates) {
   EXPECT_EQ(cudaFree(buf), cudaSuccess);
 }
 
+// The native-CUDA-graph tests' setup: a ReLU on [1, 1, 2, 2] FP32 and the buffers of two variant packs in one
+// allocation (in1, out1, in2, out2; outputs zeroed, kIn1 and kIn2 uploaded).
+struct ReluOnTwoPacks {
+  static constexpr float kIn1[4] = {-1, 2, -3, 4}, kIn2[4] = {5, -6, 7, -8};
+  BackendGraph g;
+  float* buf = nullptr;
+  void Build(cudnnHandle_t handle) {
+    const std::vector<int64_t> d = {1, 1, 2, 2};
+    Desc a = g.Tensor(1, CUDNN_DATA_FLOAT, d, Packed4(d));
+    Desc b = g.Tensor(2, CUDNN_DATA_FLOAT, d, Packed4(d));
+    g.Pointwise(CUDNN_POINTWISE_RELU_FWD, a, nullptr, b);
+    ASSERT_EQ(g.Build(handle), CUDNN_STATUS_SUCCESS);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&buf), 16 * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemset(buf, 0, 16 * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(buf, kIn1, sizeof kIn1, cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(buf + 8, kIn2, sizeof kIn2, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  // The device's `out` is ReLU(`in`) (host values).
+  static void Expect(const float* out, const float* in, const char* what) {
+    float ho[4];
+    ASSERT_EQ(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(ho[i], in[i] > 0 ? in[i] : 0.0f) << what << " " << i;
+  }
+};
+
 // cudnn-frontend's way (graph.h populate_cuda_graph / update_cuda_graph): populate a scratch graph, clone it into a
 // child graph node of the application's graph, destroy the scratch graph; later update the child node's embedded
 // graph and cudaGraphExecUpdate the application's executable.
 TEST_F(CudnnBackend, NativeCudaGraphUpdatesAClonedChildGraph) {
-  BackendGraph g;
-  const std::vector<int64_t> d = {1, 1, 2, 2};
-  Desc a = g.Tensor(1, CUDNN_DATA_FLOAT, d, Packed4(d));
-  Desc b = g.Tensor(2, CUDNN_DATA_FLOAT, d, Packed4(d));
-  g.Pointwise(CUDNN_POINTWISE_RELU_FWD, a, nullptr, b);
-  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
-  float* buf = nullptr;  // in1, out1, in2, out2
-  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&buf), 16 * sizeof(float)), cudaSuccess);
-  ASSERT_EQ(cudaMemset(buf, 0, 16 * sizeof(float)), cudaSuccess);
-  const float in1[4] = {-1, 2, -3, 4}, in2[4] = {5, -6, 7, -8};
-  ASSERT_EQ(cudaMemcpy(buf, in1, sizeof in1, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(buf + 8, in2, sizeof in2, cudaMemcpyHostToDevice), cudaSuccess);
-  auto expect_relu = [](const float* out, const float* in, const char* what) {
-    float ho[4];
-    ASSERT_EQ(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(ho[i], in[i] > 0 ? in[i] : 0.0f) << what << " " << i;
-  };
+  ReluOnTwoPacks r;
+  ASSERT_NO_FATAL_FAILURE(r.Build(handle_));
+  BackendGraph& g = r.g;
+  float* const buf = r.buf;  // in1, out1, in2, out2
+  const float* const in1 = ReluOnTwoPacks::kIn1;
+  const float* const in2 = ReluOnTwoPacks::kIn2;
+  const auto expect_relu = ReluOnTwoPacks::Expect;
   cudaGraph_t scratch = nullptr, main_graph = nullptr, embedded = nullptr;
   ASSERT_EQ(cudaGraphCreate(&scratch, 0), cudaSuccess);
   ASSERT_EQ(cudaGraphCreate(&main_graph, 0), cudaSuccess);
@@ -1068,9 +1083,29 @@ TEST_F(CudnnBackend, NativeCudaGraphUpdatesAClonedChildGraph) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   expect_relu(buf + 4, in1, "child graph on pack 1");
 
-  // The application's graph holds a child node, not the plan's node: refused. The embedded clone: updated.
+  // The application's graph holds a child node, not the plan's node: refused. A graph holding the plan's node and
+  // another (as cuDNN 9.19 answered on an H200: EXECUTION_FAILED_CUDA_DRIVER, nothing rebound). The embedded
+  // clone: updated.
   Desc pack2 = g.Pack({{1, buf + 8}, {2, buf + 12}});
   EXPECT_EQ(cudnnBackendUpdateCudaGraph(handle_, g.plan(), pack2, main_graph), CUDNN_STATUS_BAD_PARAM);
+  cudaGraph_t mixed = nullptr, empty = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&mixed, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphCreate(&empty, 0), cudaSuccess);
+  ASSERT_EQ(cudnnBackendPopulateCudaGraph(handle_, g.plan(), g.Pack({{1, buf}, {2, buf + 4}}), mixed),
+            CUDNN_STATUS_SUCCESS);
+  cudaGraphNode_t foreign = nullptr;
+  ASSERT_EQ(cudaGraphAddChildGraphNode(&foreign, mixed, nullptr, 0, empty), cudaSuccess);
+  EXPECT_EQ(cudnnBackendUpdateCudaGraph(handle_, g.plan(), pack2, mixed), CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER);
+  cudaGraphExec_t mixed_exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&mixed_exec, mixed, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemset(buf + 4, 0, 4 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(mixed_exec, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_relu(buf + 4, in1, "a refused update rebinds nothing");
+  const float zero[4] = {};
+  expect_relu(buf + 12, zero, "a refused update rebinds nothing");
+  EXPECT_EQ(cudaGraphExecDestroy(mixed_exec), cudaSuccess);
+  for (cudaGraph_t graph : {mixed, empty}) EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
   ASSERT_EQ(cudnnBackendUpdateCudaGraph(handle_, g.plan(), pack2, embedded), CUDNN_STATUS_SUCCESS);
   cudaGraphExecUpdateResultInfo info = {};
   ASSERT_EQ(cudaGraphExecUpdate(exec, main_graph, &info), cudaSuccess);
@@ -1089,23 +1124,13 @@ TEST_F(CudnnBackend, NativeCudaGraphUpdatesAClonedChildGraph) {
 // no dependents, the embedded graph) the application hands the frontend's graph to its executable with
 // cudaGraphExecChildGraphNodeSetParams.
 TEST_F(CudnnBackend, NativeCudaGraphNestedInAMainGraph) {
-  BackendGraph g;
-  const std::vector<int64_t> d = {1, 1, 2, 2};
-  Desc a = g.Tensor(1, CUDNN_DATA_FLOAT, d, Packed4(d));
-  Desc b = g.Tensor(2, CUDNN_DATA_FLOAT, d, Packed4(d));
-  g.Pointwise(CUDNN_POINTWISE_RELU_FWD, a, nullptr, b);
-  ASSERT_EQ(g.Build(handle_), CUDNN_STATUS_SUCCESS);
-  float* buf = nullptr;  // in1, out1, in2, out2
-  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&buf), 16 * sizeof(float)), cudaSuccess);
-  ASSERT_EQ(cudaMemset(buf, 0, 16 * sizeof(float)), cudaSuccess);
-  const float in1[4] = {-1, 2, -3, 4}, in2[4] = {5, -6, 7, -8};
-  ASSERT_EQ(cudaMemcpy(buf, in1, sizeof in1, cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(buf + 8, in2, sizeof in2, cudaMemcpyHostToDevice), cudaSuccess);
-  auto expect_relu = [](const float* out, const float* in, const char* what) {
-    float ho[4];
-    ASSERT_EQ(cudaMemcpy(ho, out, sizeof ho, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(ho[i], in[i] > 0 ? in[i] : 0.0f) << what << " " << i;
-  };
+  ReluOnTwoPacks r;
+  ASSERT_NO_FATAL_FAILURE(r.Build(handle_));
+  BackendGraph& g = r.g;
+  float* const buf = r.buf;  // in1, out1, in2, out2
+  const float* const in1 = ReluOnTwoPacks::kIn1;
+  const float* const in2 = ReluOnTwoPacks::kIn2;
+  const auto expect_relu = ReluOnTwoPacks::Expect;
   cudaGraph_t scratch = nullptr, frontend = nullptr, main_graph = nullptr, embedded = nullptr;
   ASSERT_EQ(cudaGraphCreate(&scratch, 0), cudaSuccess);
   ASSERT_EQ(cudaGraphCreate(&frontend, 0), cudaSuccess);
