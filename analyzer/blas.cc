@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 
 namespace ttrace::analyzer {
 
@@ -55,6 +56,13 @@ void MatVec(bool ta, int64_t rows, int64_t cols, const double* a, int64_t lda, c
   }
   cblas_dgemv(CblasColMajor, ta ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols), 1.0, a,
               static_cast<int>(std::max<int64_t>(1, lda)), x, 1, 0.0, y, 1);
+}
+
+std::string BlasCoreName() {
+  const char* core = openblas_get_corename();
+  std::string name = core != nullptr ? core : "unknown";
+  if (getenv("OPENBLAS_CORETYPE") != nullptr) name += " (OPENBLAS_CORETYPE)";
+  return name;
 }
 
 int SetBlasThreads(int threads) {

@@ -163,7 +163,8 @@ std::string ReportToJson(const CheckReport& report, const Divergence* divergence
     first = false;
   }
   absl::StrAppend(&out, "},\n");
-  absl::StrAppend(&out, "    \"gemm\": {", Str("model", s.gemm_model), ", \"methods\": {");
+  absl::StrAppend(&out, "    \"gemm\": {", Str("model", s.gemm_model), ", ", Str("blas_core", s.blas_core),
+                  ", \"methods\": {");
   first = true;
   for (const auto& [method, g] : s.gemm_methods) {
     absl::StrAppend(&out, first ? "" : ", ", JsonString(method), ": {", Int("ops", g.ops), ", ",

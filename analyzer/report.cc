@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analyzer/blas.h"
 
 namespace ttrace::analyzer {
 
@@ -184,6 +185,7 @@ Verdict CheckReport::verdict() const {
 }
 
 void CheckReport::Finish() {
+  if (!summary_.gemm_methods.empty() && summary_.blas_core.empty()) summary_.blas_core = BlasCoreName();
   const uint64_t not_checked = summary_.not_checked_total();
   if (not_checked > 0) {
     std::vector<std::pair<std::string, uint64_t>> reasons(summary_.not_checked.begin(), summary_.not_checked.end());
@@ -263,7 +265,9 @@ void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows) 
                                      "; replays >= ", FormatNumber(100 * g.replayed), "% of elements)"));
       }
     }
-    out << "gemm:        " << absl::StrJoin(parts, "; ") << ", bound " << s.gemm_model << "\n";
+    out << "gemm:        " << absl::StrJoin(parts, "; ") << ", bound " << s.gemm_model;
+    if (!s.blas_core.empty()) out << ", OpenBLAS kernels " << s.blas_core;
+    out << "\n";
   }
   if (s.replicas.ran) out << "replicas:    " << ReplicaText(s.replicas) << "\n";
   if (!findings.empty()) {

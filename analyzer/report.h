@@ -151,6 +151,7 @@ struct CheckSummary {
   std::map<std::string, Tightness> tightness;   // by kind
   std::map<std::string, GemmMethodSummary> gemm_methods;  // by method: "full", "projection"
   std::string gemm_model;                       // the GEMM bound's model ("gemm.deterministic"), empty: no GEMM
+  std::string blas_core;                        // OpenBLAS's kernels ("SkylakeX"; blas.h), set by Finish with GEMMs
   Tightness overall;
   std::vector<std::string> warnings;
   uint64_t warnings_suppressed = 0;

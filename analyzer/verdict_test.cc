@@ -74,6 +74,38 @@ TEST(VerdictTest, CompleteTraceIsCleanAndJsonSaysSo) {
   EXPECT_NE(json.find("\"incomplete\": []"), std::string::npos) << json;
 }
 
+// The gemm: line and the JSON name the OpenBLAS kernels the replays ran on (they set the check's speed), and say
+// when OPENBLAS_CORETYPE chose them: the user's choice is kept (Nehalem: SSE only, runs on any x86-64).
+TEST(VerdictTest, GemmLineNamesTheBlasKernelsAndWhetherTheUserChoseThem) {
+  const std::string dir = testing::TempDir("blas_core");
+  {
+    StreamBuilder w(Rank(dir, 0), 0, 1);
+    ExactGemms(w, 1);
+  }
+  auto run = [&](const std::string& env) {
+    const std::string cmd = env + " " + TTRACE_BINARY + " check " + dir + " --json " + dir + "/r.json 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    for (size_t got; p != nullptr && (got = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, got);
+    EXPECT_EQ(p != nullptr ? pclose(p) : -1, 0) << cmd << "\n" << out;
+    std::ifstream in(dir + "/r.json");
+    return std::make_pair(out, std::string((std::istreambuf_iterator<char>(in)), {}));
+  };
+  const auto [forced, forced_json] = run("env OPENBLAS_CORETYPE=Nehalem");
+  EXPECT_NE(forced.find("bound gemm.deterministic, OpenBLAS kernels Nehalem (OPENBLAS_CORETYPE)\n"),
+            std::string::npos) << forced;
+  EXPECT_NE(forced_json.find("\"blas_core\": \"Nehalem (OPENBLAS_CORETYPE)\""), std::string::npos) << forced_json;
+  const auto [own, own_json] = run("env -u OPENBLAS_CORETYPE");
+  const size_t at = own.find("bound gemm.deterministic, OpenBLAS kernels ");
+  ASSERT_NE(at, std::string::npos) << own;
+  const std::string core = own.substr(at + 43, own.find('\n', at) - at - 43);
+  EXPECT_FALSE(core.empty()) << own;
+  EXPECT_EQ(core.find("OPENBLAS_CORETYPE"), std::string::npos) << own;
+  EXPECT_NE(core, "unknown") << own;
+  EXPECT_NE(own_json.find("\"blas_core\": \"" + core + "\""), std::string::npos) << own_json;
+}
+
 TEST(VerdictTest, HeaderOnlyStreamBesideACompleteRankIsIncomplete) {
   const std::string dir = testing::TempDir("verdict");
   {

@@ -165,6 +165,12 @@ mutate "gemm projection: every panel of a decoded operand read from its first co
 mutate "gemm projection: every panel of a captured operand decoded from its first column" analyzer/gemm_check.cc \
   "      s.Decode(static_cast<uint64_t>(c0 * rows), 1, count, buf.data());" "      s.Decode(0, 1, count, buf.data());" \
   "gemm_projection_test" "GemmProjection"
+mutate "gemm kernels: OPENBLAS_CORETYPE's choice not said" blas.cc \
+  '  if (getenv("OPENBLAS_CORETYPE") != nullptr) name += " (OPENBLAS_CORETYPE)";' '' \
+  "ttrace verdict_test" "VerdictTest.GemmLineNamesTheBlasKernels"
+mutate "gemm kernels: JSON leaves blas_core empty" json.cc \
+  'Str("blas_core", s.blas_core)' 'Str("blas_core", std::string())' \
+  "ttrace verdict_test" "VerdictTest.GemmLineNamesTheBlasKernels"
 mutate "gemm fp32 slices: the reference's error dropped from the pass test" analyzer/gemm_check.cc \
   "std::isfinite(r) && (d + e) * (1 + kMargin) <= lo;" "std::isfinite(r) && d * (1 + kMargin) <= lo;" \
   "gemm_slices_test" "GemmSlices"
