@@ -340,8 +340,7 @@ mutate "simgpu: RESHAPE reads its input contiguously" graph_kernels.cc \
   "Store<double>(y, off, Load<double>(x, off));" "Store<double>(y, off, Load<double>(x, e));" \
   "simgpu_cudnn simgpu_cudnn_backend_test" "CudnnBackend.Reshape"
 mutate "simgpu: cudaGraphExecUpdate keeps the executable's old work" core/capture.cc \
-  "  std::lock_guard<std::mutex> exec_lock(exec->mu);" \
-  "  std::lock_guard<std::mutex> exec_lock(exec->mu); works = std::const_pointer_cast<std::vector<std::function<void()>>>(exec->works);" \
+  "  AppendWorks(graph, works.get());" "  *works = *exec->works;" \
   "simgpu simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
 mutate "simgpu: cudnnBackendUpdateCudaGraph leaves the graph on the old pack" backend_api.cc \
   "    for (GraphNode* n : nodes) SetGraphNodeWork(graph, n, work);" "    for (GraphNode* n : nodes) (void)n;" \
