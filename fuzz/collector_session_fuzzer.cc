@@ -35,6 +35,7 @@
 #include "collector/metrics.h"
 #include "collector/session.h"
 #include "collector/stream_store.h"
+#include "fuzz/fuzz_assert.h"
 #include "fuzz/fuzz_stream.h"
 #include "store/crc32c.h"
 #include "store/manifest.h"
@@ -48,14 +49,6 @@ namespace collector = ttrace::collector;
 namespace format = ttrace::format;
 namespace store = ttrace::store;
 namespace wire = ttrace::wire;
-
-#define FUZZ_ASSERT(cond)                                                                 \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #cond);        \
-      abort();                                                                            \
-    }                                                                                     \
-  } while (0)
 
 constexpr char kToken[] = "fuzz-token";
 constexpr uint32_t kMaxFrameBytes = 16u << 10;

@@ -14,17 +14,10 @@
 #include <cstring>
 #include <vector>
 
+#include "fuzz/fuzz_assert.h"
 #include "store/float_codec.h"
 
 namespace {
-
-#define FUZZ_ASSERT(cond)                                                          \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                     \
-    }                                                                              \
-  } while (0)
 
 constexpr uint64_t kMaxElements = uint64_t{1} << 20;
 

@@ -13,17 +13,10 @@
 #include <sys/stat.h>
 
 #include "analyzer/cli.h"
+#include "fuzz/fuzz_assert.h"
 #include "fuzz/fuzz_stream.h"
 
 namespace {
-
-#define FUZZ_ASSERT(cond)                                                                 \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #cond);        \
-      abort();                                                                            \
-    }                                                                                     \
-  } while (0)
 
 int Cli(std::initializer_list<const char*> args, std::string* err_text) {
   std::vector<const char*> argv(args);

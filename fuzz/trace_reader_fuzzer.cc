@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "fuzz/fuzz_assert.h"
 #include "fuzz/fuzz_stream.h"
 #include "store/trace_reader.h"
 #include "ttrace/format.h"
@@ -28,14 +29,6 @@ struct Outcome {
   uint32_t sum = 0;     // of every byte of every body and payload
   bool truncated = false;
 };
-
-#define FUZZ_ASSERT(cond)                                                    \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                               \
-    }                                                                        \
-  } while (0)
 
 uint32_t Touch(const RecordView& r) {
   uint32_t sum = static_cast<uint16_t>(r.type);

@@ -322,6 +322,18 @@ TEST(FloatCodecTest, PlanesWhoseNeighboursRepeatKeepFourStreams) {
   EXPECT_EQ(FirstPlaneMode(Encode(walk.data(), n, 1)), 2);
 }
 
+// The start of an FP8 payload, version 2, of one block of `count` elements whose plane is coded in eight streams
+// (mode 3) over the symbols first..last; the code lengths follow.
+std::string EightStreamFp8Start(uint64_t count, uint8_t first, uint8_t last) {
+  std::string enc(kFloatCodecHeaderBytes, '\0');
+  enc[0] = 2, enc[1] = 1, enc[2] = 16;
+  memcpy(enc.data() + 8, &count, 8);
+  enc += static_cast<char>(3);
+  enc += static_cast<char>(first);
+  enc += static_cast<char>(last);
+  return enc;
+}
+
 // An FP8 payload, version 2, of one block whose plane is coded in eight streams by hand with the two-symbol code
 // {lo: 0, lo + 1: 1} (one bit a symbol): stream s holds symbols s, s + 8, ..., symbol j of a stream in bit j
 // (LSB first). Returns the payload; `want` gets the elements.
@@ -332,13 +344,7 @@ std::string HandWideFp8(size_t n, uint32_t seed, std::vector<uint8_t>* want) {
   for (uint8_t& x : sym) x = static_cast<uint8_t>(lo + rng() % 2);
   want->resize(n);
   for (size_t i = 0; i < n; ++i) (*want)[i] = Fp8WithTopByte(sym[i]);
-  std::string enc(kFloatCodecHeaderBytes, '\0');
-  enc[0] = 2, enc[1] = 1, enc[2] = 16;
-  const uint64_t count = n;
-  memcpy(enc.data() + 8, &count, 8);
-  enc += static_cast<char>(3);
-  enc += static_cast<char>(lo);
-  enc += static_cast<char>(lo + 1);
+  std::string enc = EightStreamFp8Start(n, lo, lo + 1);
   enc += static_cast<char>(0x11);  // both lengths 1
   std::string streams[8];
   for (int s = 0; s < 8; ++s) {
@@ -565,13 +571,7 @@ TEST(FloatCodecTest, EightStreamRoundsNeverReadPastTheirStreams) {
   // canonical code is twelve ones, so each stream is all 0xff. Sizes 8 c: every stream c symbols, 1.5 c bytes.
   constexpr uint8_t lo = 0x30;
   for (size_t n : {size_t{16384}, size_t{16400}, size_t{65536}}) {
-    std::string enc(kFloatCodecHeaderBytes, '\0');
-    enc[0] = 2, enc[1] = 1, enc[2] = 16;
-    const uint64_t count = n;
-    memcpy(enc.data() + 8, &count, 8);
-    enc += static_cast<char>(3);
-    enc += static_cast<char>(lo);
-    enc += static_cast<char>(lo + 12);
+    std::string enc = EightStreamFp8Start(n, lo, lo + 12);
     const int len[13] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 12};
     for (int a = 0; a < 13; a += 2) enc += static_cast<char>(len[a] | (a + 1 < 13 ? len[a + 1] << 4 : 0));
     const uint32_t bytes = static_cast<uint32_t>(n / 8 * 12 / 8);
