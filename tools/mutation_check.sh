@@ -340,21 +340,31 @@ mutate "simgpu: RESHAPE reads its input contiguously" graph_kernels.cc \
   "Store<double>(y, off, Load<double>(x, off));" "Store<double>(y, off, Load<double>(x, e));" \
   "simgpu_cudnn simgpu_cudnn_backend_test" "CudnnBackend.Reshape"
 mutate "simgpu: cudaGraphExecUpdate keeps the executable's old work" core/capture.cc \
-  "  AppendWorks(graph, works.get());" "  *works = *exec->works;" \
+  "  if (!AppendWorks(graph, works.get())) return cudaErrorGraphExecUpdateFailure;" "  *works = *exec->works;" \
   "simgpu simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
 mutate "simgpu: cudnnBackendUpdateCudaGraph leaves the graph on the old pack" backend_api.cc \
   "    for (GraphNode* n : nodes) SetGraphNodeWork(graph, n, work);" "    for (GraphNode* n : nodes) (void)n;" \
   "simgpu_cudnn simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
 mutate "simgpu: a cloned child graph loses cuDNN's tags (cudnn-frontend's update refused)" core/capture.cc \
-  "    node->tag = n->tag;" "" \
+  "  node->tag = n.tag;" "" \
   "simgpu simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
 mutate "simgpu: cudaGraphExecChildGraphNodeSetParams changes nothing" core/capture.cc \
-  "  std::copy(embedded.begin(), embedded.end(), works->begin() + static_cast<std::ptrdiff_t>(exec->first_work[i]));" \
+  "  std::copy(embedded.begin(), embedded.end(), works->begin() + at);" \
   "" \
   "simgpu simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
 mutate "simgpu: cudnnBackendUpdateCudaGraph rebinds a graph holding a node it did not populate" backend_api.cc \
   "    if (ours != nodes.size())" "    if (false)" \
   "simgpu_cudnn simgpu_cudnn_backend_test" "CudnnBackend.NativeCudaGraph"
+mutate "simgpu: a graph launch runs nodes in creation order, not edge order" core/capture.cc \
+  "  if (!LaunchOrder(graph, &order)) return false;" \
+  "  for (size_t i = 0; i < graph->nodes.size(); ++i) order.push_back(i);" \
+  "simgpu simgpu_driver_graphs_test simgpu_cudnn_backend_test" "DriverGraphs|CudnnBackend.NativeCudaGraphWithSnapshot"
+mutate "simgpu: cuGraphKernelNodeSetParams leaves the node's kernel" core/capture.cc \
+  "  node->kernel = std::move(live);" "" \
+  "simgpu simgpu_driver_graphs_test simgpu_cudnn_backend_test" "DriverGraphs|CudnnBackend.NativeCudaGraphWithSnapshot"
+mutate "simgpu: cudaGraphDestroyNode leaves the node's edges" core/capture.cc \
+  "  for (const auto& n : graph->nodes) n->deps.erase(std::remove(n->deps.begin(), n->deps.end(), node), n->deps.end());" \
+  "" "simgpu simgpu_driver_graphs_test simgpu_cudart_graph_nodes_test" "DriverGraphs|GraphNodes"
 mutate "codec: limited code lengths one unit over the code space" float_codec.cc \
   "for (; kraft > kTableSize; --kraft) {" "for (; kraft > kTableSize + 1; --kraft) {" \
   "float_codec_test" "FloatCodecTest"

@@ -2,15 +2,19 @@
 // capture is rare and short next to the work it records, and one lock makes joins across streams, events and
 // threads simple to get right. Stream operations pay for none of it while no capture is active (an atomic count).
 //
-// A graph is a list of nodes in capture order, each a closure plus the nodes it depends on. Capture order is a
-// topological order, so a launch can run the nodes one after another on the launch stream: one valid execution
-// of the graph, the one a GPU gives when its nodes do not overlap.
+// A graph is a list of nodes in creation order, each a closure (or a kernel function) plus the nodes it depends on.
+// A launch runs the nodes one after another on the launch stream in a topological order (creation order when that
+// is one, as for captured graphs): one valid execution of the graph, the one a GPU gives when its nodes do not
+// overlap.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -22,11 +26,22 @@
 
 namespace simgpu {
 
-struct GraphNode {
+struct KernelFunction {
   std::function<void()> work;
+};
+
+struct GraphNode {
+  cudaGraphNodeType type = cudaGraphNodeTypeKernel;
+  std::function<void()> work;              // memcpy and host nodes: built from their parameters
+  std::shared_ptr<KernelFunction> kernel;  // kernel nodes
+  KernelShape shape;
+  CopyParams copy;
+  HostFunction host_fn = nullptr;
+  void* host_data = nullptr;
   std::vector<GraphNode*> deps;
-  const void* tag = nullptr;     // AddGraphNode's: who put the node there (kept by clones)
-  std::shared_ptr<Graph> child;  // a child graph node's embedded graph (its work is the child's nodes)
+  const void* tag = nullptr;           // AddGraphNode's: who put the node there (kept by clones)
+  std::shared_ptr<Graph> child;        // a child graph node's embedded graph (its work is the child's nodes)
+  const GraphNode* original = nullptr;  // in a CloneGraph clone: the node it copies (compared, never dereferenced)
 };
 
 // Device memory a graph frees (allocated and freed inside one capture): released when the last graph, executable
@@ -43,6 +58,7 @@ struct Graph {
   std::shared_ptr<GraphResources> resources = std::make_shared<GraphResources>();
   bool in_capture = false;
   bool embedded = false;  // owned by a child graph node: live while the node is, never destroyed by the application
+  const Graph* cloned_from = nullptr;  // CloneGraph's source (compared, never dereferenced)
 };
 
 struct Capture {
@@ -84,7 +100,7 @@ struct GraphExec {
   std::shared_ptr<const std::vector<std::function<void()>>> works;  // replaced whole by UpdateGraphExec
   std::vector<std::vector<size_t>> topology;  // each node's dependencies, as positions in the graph's node list
   std::vector<const GraphNode*> nodes;        // the graph's nodes at instantiation (identities, never dereferenced)
-  std::vector<size_t> first_work;             // node i's work: works[first_work[i], first_work[i + 1])
+  std::vector<std::pair<size_t, size_t>> work_range;  // node i's work: works[first, second)
   std::shared_ptr<GraphResources> resources;
   std::mutex mu;
   std::shared_ptr<LaunchDone> last;  // the latest launch; null before the first
@@ -96,7 +112,11 @@ struct CaptureState {
   std::mutex mu;
   std::vector<std::shared_ptr<Capture>> active;
   std::unordered_set<const Graph*> graphs;
+  std::unordered_map<const GraphNode*, Graph*> owner;  // every node of a live graph, embedded ones included
   std::unordered_set<const GraphExec*> execs;
+  // Kernel functions handed out, by address (expired entries swept as the table grows).
+  std::unordered_map<const KernelFunction*, std::weak_ptr<KernelFunction>> functions;
+  size_t sweep_at = 64;
   uint64_t next_id = 1;
 };
 
@@ -145,11 +165,35 @@ void Terminate(const std::shared_ptr<Capture>& c) {
   active_captures.fetch_sub(1);
 }
 
-// Forgets `graph` and the graphs embedded in it (their nodes own them).
+// Forgets `graph`, its nodes and the graphs embedded in it (their nodes own them). Caller holds the lock.
 void Unregister(const Graph* graph) {
   State().graphs.erase(graph);
-  for (const auto& n : graph->nodes)
+  for (const auto& n : graph->nodes) {
+    State().owner.erase(n.get());
     if (n->child) Unregister(n->child.get());
+  }
+}
+
+// A new kernel function running `work`. Caller holds the lock.
+std::shared_ptr<KernelFunction> NewFunction(std::function<void()> work) {
+  CaptureState& state = State();
+  auto fn = std::make_shared<KernelFunction>();
+  fn->work = std::move(work);
+  if (state.functions.size() >= state.sweep_at) {
+    for (auto it = state.functions.begin(); it != state.functions.end();)
+      it = it->second.expired() ? state.functions.erase(it) : std::next(it);
+    state.sweep_at = std::max<size_t>(64, 2 * state.functions.size());
+  }
+  state.functions[fn.get()] = fn;
+  return fn;
+}
+
+// Appends `node` to `graph` and registers it. Caller holds the lock.
+GraphNode* Append(Graph* graph, std::unique_ptr<GraphNode> node) {
+  GraphNode* n = node.get();
+  graph->nodes.push_back(std::move(node));
+  State().owner[n] = graph;
+  return n;
 }
 
 void DeleteGraph(Graph* graph) {
@@ -188,10 +232,9 @@ bool CaptureEnqueue(Stream* stream, std::function<void()>* work, cudaError_t* st
       return true;
     }
     auto node = std::make_unique<GraphNode>();
-    node->work = std::move(*work);
+    node->kernel = NewFunction(std::move(*work));
     node->deps = stream->capture_deps;
-    stream->capture_deps = {node.get()};
-    c->graph->nodes.push_back(std::move(node));
+    stream->capture_deps = {Append(c->graph, std::move(node))};
     *status = cudaSuccess;
     return true;
   }
@@ -446,7 +489,7 @@ std::vector<GraphNode*> GraphNodeDependencies(const GraphNode* node) {
 
 namespace {
 
-// For each node of graph->nodes (a topological order): the positions of its dependencies, then, for a child graph
+// For each node of graph->nodes (creation order): the positions of its dependencies, then, for a child graph
 // node, a marker and its embedded graph's topology, flattened (equal vectors: equal topologies).
 std::vector<std::vector<size_t>> Topology(const Graph* graph);
 
@@ -476,83 +519,316 @@ std::vector<std::vector<size_t>> Topology(const Graph* graph) {
   return topology;
 }
 
-// What a launch runs, in order: each node's work, a child graph node's embedded nodes in its place.
-void AppendWorks(const Graph* graph, std::vector<std::function<void()>>* works) {
-  for (const auto& n : graph->nodes) {
-    if (n->child) {
-      AppendWorks(n->child.get(), works);
-    } else {
-      works->push_back(n->work);
+// The positions of graph->nodes in launch order: each after its dependencies, ties in creation order. False when
+// the graph has a cycle.
+bool LaunchOrder(const Graph* graph, std::vector<size_t>* order) {
+  const size_t n = graph->nodes.size();
+  std::unordered_map<const GraphNode*, size_t> at;
+  for (size_t i = 0; i < n; ++i) at[graph->nodes[i].get()] = i;
+  std::vector<size_t> pending(n, 0);
+  std::vector<std::vector<size_t>> dependents(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (const GraphNode* d : graph->nodes[i]->deps) {
+      ++pending[i];
+      dependents[at.at(d)].push_back(i);
     }
   }
+  std::set<size_t> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (pending[i] == 0) ready.insert(i);
+  order->clear();
+  while (!ready.empty()) {
+    const size_t i = *ready.begin();
+    ready.erase(ready.begin());
+    order->push_back(i);
+    for (size_t j : dependents[i])
+      if (--pending[j] == 0) ready.insert(j);
+  }
+  return order->size() == n;
+}
+
+std::function<void()> NodeWork(const GraphNode& n) {
+  if (n.kernel) return [fn = n.kernel] { fn->work(); };
+  return n.work;
+}
+
+// What a launch runs, in order: each node's work, a child graph node's embedded nodes in its place. `ranges` (may
+// be null) gets each node's [first, end) in *works, by creation position. False for a graph with a cycle.
+bool AppendWorks(const Graph* graph, std::vector<std::function<void()>>* works,
+                 std::vector<std::pair<size_t, size_t>>* ranges = nullptr) {
+  std::vector<size_t> order;
+  if (!LaunchOrder(graph, &order)) return false;
+  if (ranges != nullptr) ranges->assign(graph->nodes.size(), {0, 0});
+  for (size_t i : order) {
+    const GraphNode& n = *graph->nodes[i];
+    const size_t first = works->size();
+    if (n.child) {
+      if (!AppendWorks(n.child.get(), works)) return false;
+    } else {
+      works->push_back(NodeWork(n));
+    }
+    if (ranges != nullptr) (*ranges)[i] = {first, works->size()};
+  }
+  return true;
+}
+
+// A copy of `n` without its edges and embedded graph.
+std::unique_ptr<GraphNode> CopyNode(const GraphNode& n) {
+  auto node = std::make_unique<GraphNode>();
+  node->type = n.type;
+  node->work = n.work;
+  node->kernel = n.kernel;
+  node->shape = n.shape;
+  node->copy = n.copy;
+  node->host_fn = n.host_fn;
+  node->host_data = n.host_data;
+  node->tag = n.tag;
+  return node;
+}
+
+std::shared_ptr<Graph> Clone(const Graph* graph);
+
+// Copies `from`'s nodes and edges into the empty graph `to` (registering nothing).
+void CopyNodes(const Graph* from, Graph* to, bool note_original) {
+  std::unordered_map<const GraphNode*, GraphNode*> map;
+  for (const auto& n : from->nodes) {
+    std::unique_ptr<GraphNode> node = CopyNode(*n);
+    if (n->child) node->child = Clone(n->child.get());
+    if (note_original) node->original = n.get();
+    map[n.get()] = node.get();
+    to->nodes.push_back(std::move(node));
+  }
+  // Edges last: an edge added after its nodes may point to a node created later.
+  for (size_t i = 0; i < from->nodes.size(); ++i)
+    for (const GraphNode* d : from->nodes[i]->deps) to->nodes[i]->deps.push_back(map.at(d));
 }
 
 std::shared_ptr<Graph> Clone(const Graph* graph) {
   auto copy = std::make_shared<Graph>();
   copy->embedded = true;
-  std::unordered_map<const GraphNode*, GraphNode*> to;
-  for (const auto& n : graph->nodes) {
-    auto node = std::make_unique<GraphNode>();
-    node->work = n->work;
-    node->tag = n->tag;
-    for (const GraphNode* d : n->deps) node->deps.push_back(to.at(d));
-    if (n->child) node->child = Clone(n->child.get());
-    to[n.get()] = node.get();
-    copy->nodes.push_back(std::move(node));
-  }
+  CopyNodes(graph, copy.get(), /*note_original=*/false);
   return copy;
 }
 
-void Register(const Graph* graph) {
+// Registers `graph`, its nodes and the graphs embedded in it. Caller holds the lock.
+void Register(Graph* graph) {
   State().graphs.insert(graph);
-  for (const auto& n : graph->nodes)
+  for (const auto& n : graph->nodes) {
+    State().owner[n.get()] = graph;
     if (n->child) Register(n->child.get());
+  }
 }
 
 bool HasNode(const Graph* graph, const GraphNode* node) {
-  for (const auto& n : graph->nodes)
-    if (n.get() == node) return true;
-  return false;
+  auto it = State().owner.find(node);
+  return it != State().owner.end() && it->second == graph;
+}
+
+// The live node `node` (caller holds the lock), or nullptr.
+GraphNode* Live(const GraphNode* node) {
+  return State().owner.count(node) != 0 ? const_cast<GraphNode*>(node) : nullptr;
+}
+
+bool CanAdd(const Graph* graph, const std::vector<GraphNode*>& deps) {
+  if (State().graphs.count(graph) == 0 || graph->in_capture) return false;
+  for (const GraphNode* d : deps)
+    if (!HasNode(graph, d)) return false;
+  return true;
+}
+
+void RunCopy(const CopyParams& p) {
+  const auto* src = static_cast<const unsigned char*>(p.src);
+  auto* dst = static_cast<unsigned char*>(p.dst);
+  for (size_t z = 0; z < p.depth; ++z) {
+    for (size_t y = 0; y < p.height; ++y) {
+      const size_t s = ((p.src_z + z) * p.src_ysize + p.src_y + y) * p.src_pitch + p.src_x;
+      const size_t d = ((p.dst_z + z) * p.dst_ysize + p.dst_y + y) * p.dst_pitch + p.dst_x;
+      std::memmove(dst + d, src + s, p.width);
+    }
+  }
 }
 
 }  // namespace
 
+bool ValidCopy(const CopyParams& p) {
+  if (p.src == nullptr || p.dst == nullptr || p.width == 0 || p.height == 0 || p.depth == 0) return false;
+  const bool rows = p.height > 1 || p.depth > 1;
+  if (rows && (p.src_x + p.width > p.src_pitch || p.dst_x + p.width > p.dst_pitch)) return false;
+  if (p.depth > 1 && (p.src_y + p.height > p.src_ysize || p.dst_y + p.height > p.dst_ysize)) return false;
+  return true;
+}
+
 GraphNode* AddGraphNode(Graph* graph, std::function<void()> work, const std::vector<GraphNode*>& deps,
                         const void* tag) {
   std::lock_guard<std::mutex> lock(State().mu);
-  if (State().graphs.count(graph) == 0 || graph->in_capture) return nullptr;
-  for (const GraphNode* d : deps)
-    if (!HasNode(graph, d)) return nullptr;
+  if (!CanAdd(graph, deps)) return nullptr;
   auto node = std::make_unique<GraphNode>();
-  node->work = std::move(work);
+  node->kernel = NewFunction(std::move(work));
   node->deps = deps;
   node->tag = tag;
-  graph->nodes.push_back(std::move(node));
-  return graph->nodes.back().get();
+  return Append(graph, std::move(node));
 }
 
 GraphNode* AddChildGraphNode(Graph* graph, const Graph* child, const std::vector<GraphNode*>& deps) {
   std::lock_guard<std::mutex> lock(State().mu);
-  if (State().graphs.count(graph) == 0 || State().graphs.count(child) == 0 || graph == child || graph->in_capture ||
-      child->in_capture || !child->resources->owned.empty()) {
+  if (!CanAdd(graph, deps) || State().graphs.count(child) == 0 || graph == child || child->in_capture ||
+      !child->resources->owned.empty()) {
     return nullptr;
   }
-  for (const GraphNode* d : deps)
-    if (!HasNode(graph, d)) return nullptr;
   auto node = std::make_unique<GraphNode>();
+  node->type = cudaGraphNodeTypeGraph;
   node->deps = deps;
   node->child = Clone(child);
   Register(node->child.get());
-  graph->nodes.push_back(std::move(node));
-  return graph->nodes.back().get();
+  return Append(graph, std::move(node));
+}
+
+GraphNode* AddMemcpyNode(Graph* graph, const CopyParams& copy, const std::vector<GraphNode*>& deps) {
+  if (!ValidCopy(copy)) return nullptr;
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (!CanAdd(graph, deps)) return nullptr;
+  auto node = std::make_unique<GraphNode>();
+  node->type = cudaGraphNodeTypeMemcpy;
+  node->copy = copy;
+  node->work = [copy] { RunCopy(copy); };
+  node->deps = deps;
+  return Append(graph, std::move(node));
+}
+
+GraphNode* AddHostNode(Graph* graph, HostFunction fn, void* data, const std::vector<GraphNode*>& deps) {
+  if (fn == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (!CanAdd(graph, deps)) return nullptr;
+  auto node = std::make_unique<GraphNode>();
+  node->type = cudaGraphNodeTypeHost;
+  node->host_fn = fn;
+  node->host_data = data;
+  node->work = [fn, data] { fn(data); };
+  node->deps = deps;
+  return Append(graph, std::move(node));
+}
+
+bool LiveGraphNode(const GraphNode* node) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  return Live(node) != nullptr;
+}
+
+Graph* GraphOfNode(const GraphNode* node) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  auto it = State().owner.find(node);
+  return it == State().owner.end() ? nullptr : it->second;
+}
+
+bool GraphNodeType(const GraphNode* node, cudaGraphNodeType* type) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (Live(node) == nullptr) return false;
+  *type = node->type;
+  return true;
+}
+
+bool GetCopyNode(const GraphNode* node, CopyParams* copy) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (Live(node) == nullptr || node->type != cudaGraphNodeTypeMemcpy) return false;
+  *copy = node->copy;
+  return true;
+}
+
+bool SetCopyNode(GraphNode* node, const CopyParams& copy) {
+  if (!ValidCopy(copy)) return false;
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (Live(node) == nullptr || node->type != cudaGraphNodeTypeMemcpy) return false;
+  node->copy = copy;
+  node->work = [copy] { RunCopy(copy); };
+  return true;
+}
+
+bool GetHostNode(const GraphNode* node, HostFunction* fn, void** data) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (Live(node) == nullptr || node->type != cudaGraphNodeTypeHost) return false;
+  *fn = node->host_fn;
+  *data = node->host_data;
+  return true;
+}
+
+bool SetHostNode(GraphNode* node, HostFunction fn, void* data) {
+  if (fn == nullptr) return false;
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (Live(node) == nullptr || node->type != cudaGraphNodeTypeHost) return false;
+  node->host_fn = fn;
+  node->host_data = data;
+  node->work = [fn, data] { fn(data); };
+  return true;
+}
+
+bool GetKernelNode(const GraphNode* node, KernelFunction** fn, KernelShape* shape) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (Live(node) == nullptr || node->type != cudaGraphNodeTypeKernel) return false;
+  *fn = node->kernel.get();
+  *shape = node->shape;
+  return true;
+}
+
+cudaError_t SetKernelNode(GraphNode* node, KernelFunction* fn, const KernelShape& shape) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (Live(node) == nullptr || node->type != cudaGraphNodeTypeKernel) return cudaErrorInvalidValue;
+  auto it = State().functions.find(fn);
+  std::shared_ptr<KernelFunction> live = it == State().functions.end() ? nullptr : it->second.lock();
+  if (!live) return cudaErrorInvalidDeviceFunction;
+  node->kernel = std::move(live);
+  node->shape = shape;
+  return cudaSuccess;
+}
+
+cudaError_t AddGraphDependencies(Graph* graph, const std::vector<GraphNode*>& from,
+                                 const std::vector<GraphNode*>& to) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (State().graphs.count(graph) == 0 || from.size() != to.size()) return cudaErrorInvalidValue;
+  std::set<std::pair<const GraphNode*, const GraphNode*>> adding;
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (!HasNode(graph, from[i]) || !HasNode(graph, to[i]) || from[i] == to[i]) return cudaErrorInvalidValue;
+    const std::vector<GraphNode*>& deps = to[i]->deps;
+    if (std::find(deps.begin(), deps.end(), from[i]) != deps.end() || !adding.insert({from[i], to[i]}).second)
+      return cudaErrorInvalidValue;
+  }
+  for (size_t i = 0; i < from.size(); ++i) to[i]->deps.push_back(from[i]);
+  return cudaSuccess;
+}
+
+cudaError_t DestroyGraphNode(GraphNode* node) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  auto it = State().owner.find(node);
+  if (it == State().owner.end()) return cudaErrorInvalidValue;
+  Graph* graph = it->second;
+  State().owner.erase(it);
+  if (node->child) Unregister(node->child.get());
+  for (const auto& n : graph->nodes) n->deps.erase(std::remove(n->deps.begin(), n->deps.end(), node), n->deps.end());
+  graph->nodes.erase(std::find_if(graph->nodes.begin(), graph->nodes.end(),
+                                  [node](const std::unique_ptr<GraphNode>& n) { return n.get() == node; }));
+  return cudaSuccess;
+}
+
+Graph* CloneGraph(const Graph* graph) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (State().graphs.count(graph) == 0) return nullptr;
+  auto* clone = new Graph;
+  clone->cloned_from = graph;
+  clone->resources = graph->resources;
+  CopyNodes(graph, clone, /*note_original=*/true);
+  Register(clone);
+  return clone;
+}
+
+GraphNode* FindInClone(const GraphNode* original, const Graph* clone) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (State().graphs.count(clone) == 0 || !HasNode(clone->cloned_from, original)) return nullptr;
+  for (const auto& n : clone->nodes)
+    if (n->original == original) return n.get();
+  return nullptr;
 }
 
 Graph* ChildGraphOf(const GraphNode* node) {
   std::lock_guard<std::mutex> lock(State().mu);
-  for (const Graph* g : State().graphs)
-    for (const auto& n : g->nodes)
-      if (n.get() == node) return n->child.get();
-  return nullptr;
+  return Live(node) != nullptr ? node->child.get() : nullptr;
 }
 
 const void* GraphNodeTag(const GraphNode* node) {
@@ -562,25 +838,20 @@ const void* GraphNodeTag(const GraphNode* node) {
 
 bool SetGraphNodeWork(Graph* graph, GraphNode* node, std::function<void()> work) {
   std::lock_guard<std::mutex> lock(State().mu);
-  if (State().graphs.count(graph) == 0 || !HasNode(graph, node)) return false;
-  node->work = std::move(work);
+  if (State().graphs.count(graph) == 0 || !HasNode(graph, node) || node->type != cudaGraphNodeTypeKernel)
+    return false;
+  node->kernel = NewFunction(std::move(work));
   return true;
 }
 
 GraphExec* InstantiateGraph(const Graph* graph) {
-  auto* exec = new GraphExec;
   std::lock_guard<std::mutex> lock(State().mu);
   auto works = std::make_shared<std::vector<std::function<void()>>>();
-  for (const auto& n : graph->nodes) {
-    exec->nodes.push_back(n.get());
-    exec->first_work.push_back(works->size());
-    if (n->child) {
-      AppendWorks(n->child.get(), works.get());
-    } else {
-      works->push_back(n->work);
-    }
-  }
-  exec->first_work.push_back(works->size());
+  std::vector<std::pair<size_t, size_t>> ranges;
+  if (!AppendWorks(graph, works.get(), &ranges)) return nullptr;
+  auto* exec = new GraphExec;
+  for (const auto& n : graph->nodes) exec->nodes.push_back(n.get());
+  exec->work_range = std::move(ranges);
   exec->works = std::move(works);
   exec->topology = Topology(graph);
   exec->resources = graph->resources;
@@ -603,13 +874,15 @@ cudaError_t UpdateGraphExec(GraphExec* exec, const Graph* graph, GraphNode** err
     for (const std::vector<size_t>* side : {&a, &b}) {
       const std::vector<size_t>& other = side == &a ? b : a;
       for (size_t d : *side)
-        if (*error_from == nullptr && std::find(other.begin(), other.end(), d) == other.end())
+        if (*error_from == nullptr && d < graph->nodes.size() &&
+            std::find(other.begin(), other.end(), d) == other.end())
           *error_from = graph->nodes[d].get();
     }
     return cudaErrorGraphExecUpdateFailure;
   }
+  // Equal topologies give equal launch orders (the order depends only on edges and creation positions).
   auto works = std::make_shared<std::vector<std::function<void()>>>();
-  AppendWorks(graph, works.get());
+  if (!AppendWorks(graph, works.get())) return cudaErrorGraphExecUpdateFailure;
   std::lock_guard<std::mutex> exec_lock(exec->mu);
   exec->works = std::move(works);
   return cudaSuccess;
@@ -626,10 +899,11 @@ cudaError_t SetExecChildGraph(GraphExec* exec, const GraphNode* node, const Grap
   if (marker == entry.end()) return cudaErrorInvalidValue;  // not a child graph node
   if (std::vector<size_t>(marker, entry.end()) != Embedded(child)) return cudaErrorGraphExecUpdateFailure;
   std::vector<std::function<void()>> embedded;
-  AppendWorks(child, &embedded);
+  if (!AppendWorks(child, &embedded)) return cudaErrorGraphExecUpdateFailure;
   std::lock_guard<std::mutex> exec_lock(exec->mu);
   auto works = std::make_shared<std::vector<std::function<void()>>>(*exec->works);
-  std::copy(embedded.begin(), embedded.end(), works->begin() + static_cast<std::ptrdiff_t>(exec->first_work[i]));
+  const auto at = static_cast<std::ptrdiff_t>(exec->work_range[i].first);
+  std::copy(embedded.begin(), embedded.end(), works->begin() + at);
   exec->works = std::move(works);
   return cudaSuccess;
 }
@@ -637,11 +911,10 @@ cudaError_t SetExecChildGraph(GraphExec* exec, const GraphNode* node, const Grap
 std::vector<GraphNode*> GraphNodeDependents(const GraphNode* node) {
   std::lock_guard<std::mutex> lock(State().mu);
   std::vector<GraphNode*> dependents;
-  for (const Graph* g : State().graphs) {
-    if (!HasNode(g, node)) continue;
-    for (const auto& n : g->nodes)
-      if (std::find(n->deps.begin(), n->deps.end(), node) != n->deps.end()) dependents.push_back(n.get());
-  }
+  auto it = State().owner.find(node);
+  if (it == State().owner.end()) return dependents;
+  for (const auto& n : it->second->nodes)
+    if (std::find(n->deps.begin(), n->deps.end(), node) != n->deps.end()) dependents.push_back(n.get());
   return dependents;
 }
 

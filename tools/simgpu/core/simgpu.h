@@ -122,7 +122,8 @@ unsigned EventFlags(Event* event);
 // StreamWaitEvent of such an event makes the waiting stream depend on them, pulling a stream that was not
 // capturing into the capture (a fork); EndCapture on the origin stream requires every forked stream to have
 // been joined back (an event recorded on it, waited on by the origin), else cudaErrorStreamCaptureUnjoined.
-// A launch enqueues the graph's nodes on the launch stream in capture order (a topological order of the graph);
+// A launch enqueues the graph's nodes on the launch stream one after another in a topological order (see "graph
+// nodes by kind");
 // launches of one executable graph are ordered after each other, as cudaGraphLaunch documents.
 // Refusals follow CUDA: capture on the legacy stream is unsupported; calls that would wait on a capturing stream
 // (SynchronizeStream, StreamIdle, device synchronization) and "potentially unsafe" calls (allocation, free;
@@ -178,10 +179,10 @@ bool LiveGraph(const Graph* graph);         // false for a handle that is not a 
 // Executables instantiated from it stay valid. cudaErrorInvalidValue for a handle that is not a live graph,
 // cudaErrorIllegalState while a capture records into it.
 cudaError_t DestroyGraph(Graph* graph);
-std::vector<GraphNode*> GraphNodes(const Graph* graph);  // in capture order
+std::vector<GraphNode*> GraphNodes(const Graph* graph);  // in creation (capture) order
 std::vector<GraphNode*> GraphNodeDependencies(const GraphNode* node);
-// Adds a node that runs `work` at each launch after `deps` (nodes of `graph`), as cudaGraphAddKernelNode adds a
-// kernel node (libraries that put their work into an application's graph: cuDNN's native CUDA graph API, which
+// Adds a kernel node that runs `work` at each launch after `deps` (nodes of `graph`), as cudaGraphAddKernelNode adds
+// one (libraries that put their work into an application's graph: cuDNN's native CUDA graph API, which
 // tags its nodes with the plan so that an update can find them, in the graph or in a clone of it). nullptr when
 // `graph` is not a live graph, a capture records into it, or a dependency is not one of its nodes.
 GraphNode* AddGraphNode(Graph* graph, std::function<void()> work, const std::vector<GraphNode*>& deps,
@@ -193,10 +194,74 @@ const void* GraphNodeTag(const GraphNode* node);
 // that frees memory (allocation and free nodes cannot be in a child graph), or a dependency not of `graph`.
 GraphNode* AddChildGraphNode(Graph* graph, const Graph* child, const std::vector<GraphNode*>& deps);
 Graph* ChildGraphOf(const GraphNode* node);  // nullptr when `node` is not a child graph node of a live graph
-// Replaces what `node` runs (cudaGraphKernelNodeSetParams): later instantiations run the new work, executables
-// already instantiated keep theirs until cudaGraphExecUpdate. False when `node` is not a node of live `graph`.
+// Replaces what kernel node `node` runs with a new KernelFunction (cudaGraphKernelNodeSetParams): later
+// instantiations run the new work, executables already instantiated keep theirs until cudaGraphExecUpdate. False
+// when `node` is not a kernel node of live `graph`.
 bool SetGraphNodeWork(Graph* graph, GraphNode* node, std::function<void()> work);
-GraphExec* InstantiateGraph(const Graph* graph);  // a snapshot: later changes to the graph do not affect it
+// ---- graph nodes by kind (cudaGraphAdd*Node, node parameters, clones) -------------------------------------------
+// A graph's nodes keep their creation order (GraphNodes, and what cudaGraphExecUpdate pairs by position); a launch
+// runs them in a topological order, ties broken by creation order, so edges added after the nodes
+// (AddGraphDependencies) are honored. Node kinds, as cudaGraphNodeGetType reports them:
+//   kernel  every node stream capture records (simgpu cannot tell a captured kernel from a captured copy: its
+//           stream operations are closures) and every AddGraphNode node (cuDNN's native CUDA graph nodes). Its
+//           work is a KernelFunction, which the driver hands out as the node's CUfunction
+//           (cuGraphKernelNodeGetParams) and takes back (cuGraphKernelNodeSetParams, on any kernel node): simgpu's
+//           stand-in for a kernel and its arguments. Grid, block and shared memory are kept as set, and unused.
+//   memcpy  a pitched 3D copy between linear memory (CUDA arrays are not modeled), run when the node runs.
+//   host    a host function and its argument, run on the launch stream's worker when the node runs.
+//   graph   a child graph node (AddChildGraphNode).
+// Functions taking a node return false / nullptr / cudaErrorInvalidValue for a handle that is not a live node.
+struct KernelFunction;  // CUfunction values of simgpu's kernel nodes; live while a node or executable holds one
+struct KernelShape {
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned shared_bytes = 0;
+};
+struct CopyParams {       // cudaMemcpy3DParms between pitched pointers; width in bytes
+  const void* src = nullptr;
+  size_t src_pitch = 0, src_xsize = 0, src_ysize = 0;  // ysize: rows per slice
+  size_t src_x = 0, src_y = 0, src_z = 0;
+  void* dst = nullptr;
+  size_t dst_pitch = 0, dst_xsize = 0, dst_ysize = 0;
+  size_t dst_x = 0, dst_y = 0, dst_z = 0;
+  size_t width = 0, height = 0, depth = 0;
+  cudaMemcpyKind kind = cudaMemcpyDefault;
+};
+// A copy simgpu can run: pointers present, extent non-zero, rows within the pitches and slices within ysize.
+bool ValidCopy(const CopyParams& p);
+using HostFunction = void (*)(void*);
+
+bool LiveGraphNode(const GraphNode* node);
+Graph* GraphOfNode(const GraphNode* node);  // the graph `node` belongs to; nullptr for a dead node
+bool GraphNodeType(const GraphNode* node, cudaGraphNodeType* type);
+// nullptr when the graph is dead or in a capture, a dependency is not of `graph`, or the copy is not ValidCopy.
+GraphNode* AddMemcpyNode(Graph* graph, const CopyParams& copy, const std::vector<GraphNode*>& deps);
+GraphNode* AddHostNode(Graph* graph, HostFunction fn, void* data, const std::vector<GraphNode*>& deps);
+bool GetCopyNode(const GraphNode* node, CopyParams* copy);   // false: not a live memcpy node
+bool SetCopyNode(GraphNode* node, const CopyParams& copy);   // false: not a live memcpy node, or not ValidCopy
+bool GetHostNode(const GraphNode* node, HostFunction* fn, void** data);
+bool SetHostNode(GraphNode* node, HostFunction fn, void* data);  // false: not a live host node, or fn null
+bool GetKernelNode(const GraphNode* node, KernelFunction** fn, KernelShape* shape);  // false: not a kernel node
+// The node runs `fn` from the next instantiation on. cudaErrorInvalidValue for a node that is not a live kernel
+// node, cudaErrorInvalidDeviceFunction for a function that is not a live KernelFunction (simgpu runs no device
+// code: only its own functions can be set).
+cudaError_t SetKernelNode(GraphNode* node, KernelFunction* fn, const KernelShape& shape);
+// cudaGraphAddDependencies: to[i] depends on from[i], all or nothing. cudaErrorInvalidValue when a node is not
+// of `graph`, an edge joins a node to itself, or the edge already exists (also twice in one call). A cycle is
+// refused at instantiation (InstantiateGraph).
+cudaError_t AddGraphDependencies(Graph* graph, const std::vector<GraphNode*>& from,
+                                 const std::vector<GraphNode*>& to);
+// cudaGraphDestroyNode: removes the node and its edges (a child graph node's embedded graph goes with it).
+cudaError_t DestroyGraphNode(GraphNode* node);
+// cudaGraphClone: a new graph (the caller owns it) with a copy of each node, its kind, parameters, tag and edges
+// (child graph nodes with a clone of their embedded graph). FindInClone (cudaGraphNodeFindInClone): the copy in
+// `clone` of `original`, a node of the graph `clone` was cloned from; nullptr otherwise (a node added after the
+// clone, a clone of another graph).
+Graph* CloneGraph(const Graph* graph);
+GraphNode* FindInClone(const GraphNode* original, const Graph* clone);
+// A snapshot: later changes to the graph do not affect it. nullptr when the graph (or a graph embedded in it) has
+// a cycle.
+GraphExec* InstantiateGraph(const Graph* graph);
 // cudaGraphExecUpdate: when `graph` has the topology `exec` was instantiated from (as many nodes, each depending on
 // the nodes at the same positions), every node of `exec` takes the work of its counterpart in `graph` (launches
 // already enqueued keep the old work) and the result is cudaSuccess. Otherwise nothing changes and the result is

@@ -26,9 +26,73 @@ cudaError_t Instantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long 
   if (exec == nullptr || !LiveGraph(ToGraph(graph)) || (flags & ~kKnown) != 0) return Report(cudaErrorInvalidValue);
   // Device-side graph launch needs kernels that launch graphs; simgpu runs no device code.
   if ((flags & cudaGraphInstantiateFlagDeviceLaunch) != 0) return Report(cudaErrorNotSupported);
-  *exec = reinterpret_cast<cudaGraphExec_t>(InstantiateGraph(ToGraph(graph)));
+  GraphExec* made = InstantiateGraph(ToGraph(graph));
+  if (made == nullptr) return Report(cudaErrorInvalidValue);  // a cycle (what CUDA answers: not measured)
+  *exec = reinterpret_cast<cudaGraphExec_t>(made);
   return cudaSuccess;
 }
+
+GraphNode* ToNode(cudaGraphNode_t node) { return reinterpret_cast<GraphNode*>(node); }
+
+// Dependencies as the core takes them; false when numDependencies > 0 without an array.
+bool Deps(const cudaGraphNode_t* deps, size_t n, std::vector<GraphNode*>* out) {
+  if (n != 0 && deps == nullptr) return false;
+  for (size_t i = 0; i < n; ++i) out->push_back(ToNode(deps[i]));
+  return true;
+}
+
+// cudaMemcpy3DParms between pitched pointers as the core's copy; false for CUDA arrays (not modeled) and for
+// both or neither of a pointer and an array given on one side.
+bool FromParms(const cudaMemcpy3DParms& m, CopyParams* c) {
+  if (m.srcArray != nullptr || m.dstArray != nullptr) return false;
+  c->src = m.srcPtr.ptr;
+  c->src_pitch = m.srcPtr.pitch;
+  c->src_xsize = m.srcPtr.xsize;
+  c->src_ysize = m.srcPtr.ysize;
+  c->src_x = m.srcPos.x;
+  c->src_y = m.srcPos.y;
+  c->src_z = m.srcPos.z;
+  c->dst = m.dstPtr.ptr;
+  c->dst_pitch = m.dstPtr.pitch;
+  c->dst_xsize = m.dstPtr.xsize;
+  c->dst_ysize = m.dstPtr.ysize;
+  c->dst_x = m.dstPos.x;
+  c->dst_y = m.dstPos.y;
+  c->dst_z = m.dstPos.z;
+  c->width = m.extent.width;
+  c->height = m.extent.height;
+  c->depth = m.extent.depth;
+  c->kind = m.kind;
+  return m.kind >= cudaMemcpyHostToHost && m.kind <= cudaMemcpyDefault;
+}
+
+cudaMemcpy3DParms ToParms(const CopyParams& c) {
+  cudaMemcpy3DParms m = {};
+  m.srcPtr = cudaPitchedPtr{const_cast<void*>(c.src), c.src_pitch, c.src_xsize, c.src_ysize};
+  m.srcPos = cudaPos{c.src_x, c.src_y, c.src_z};
+  m.dstPtr = cudaPitchedPtr{c.dst, c.dst_pitch, c.dst_xsize, c.dst_ysize};
+  m.dstPos = cudaPos{c.dst_x, c.dst_y, c.dst_z};
+  m.extent = cudaExtent{c.width, c.height, c.depth};
+  m.kind = c.kind;
+  return m;
+}
+
+// A 1D copy of `count` bytes as cudaGraphAddMemcpyNode1D documents it: a 3D copy of one row.
+CopyParams Copy1D(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  CopyParams c;
+  c.src = src;
+  c.src_pitch = c.src_xsize = count;
+  c.src_ysize = 1;
+  c.dst = dst;
+  c.dst_pitch = c.dst_xsize = count;
+  c.dst_ysize = 1;
+  c.width = count;
+  c.height = c.depth = 1;
+  c.kind = kind;
+  return c;
+}
+
+bool ValidKind(cudaMemcpyKind kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
 
 // As CUDA documents for node queries: with no array, the count; else at most *count entries (the rest NULL, their
 // edge data zero) and *count the number written. simgpu's edges carry no data (zero edge data).
@@ -192,7 +256,8 @@ cudaError_t cudaGraphGetRootNodes(cudaGraph_t graph, cudaGraphNode_t* pRootNodes
 
 cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* pDependencies,
                                          cudaGraphEdgeData* edgeData, size_t* pNumDependencies) {
-  if (node == nullptr || pNumDependencies == nullptr || (edgeData != nullptr && pDependencies == nullptr)) {
+  if (!simgpu::LiveGraphNode(reinterpret_cast<simgpu::GraphNode*>(node)) || pNumDependencies == nullptr ||
+      (edgeData != nullptr && pDependencies == nullptr)) {
     return Report(cudaErrorInvalidValue);
   }
   return simgpu::cudart::FillNodes(simgpu::GraphNodeDependencies(reinterpret_cast<simgpu::GraphNode*>(node)),
@@ -201,7 +266,8 @@ cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* 
 
 cudaError_t cudaGraphNodeGetDependentNodes(cudaGraphNode_t node, cudaGraphNode_t* pDependentNodes,
                                            cudaGraphEdgeData* edgeData, size_t* pNumDependentNodes) {
-  if (node == nullptr || pNumDependentNodes == nullptr || (edgeData != nullptr && pDependentNodes == nullptr)) {
+  if (!simgpu::LiveGraphNode(reinterpret_cast<simgpu::GraphNode*>(node)) || pNumDependentNodes == nullptr ||
+      (edgeData != nullptr && pDependentNodes == nullptr)) {
     return Report(cudaErrorInvalidValue);
   }
   return simgpu::cudart::FillNodes(simgpu::GraphNodeDependents(reinterpret_cast<simgpu::GraphNode*>(node)),
@@ -259,6 +325,154 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
   if (!simgpu::LiveGraphExec(simgpu::cudart::ToExec(graphExec))) return Report(cudaErrorInvalidValue);
   simgpu::DestroyGraphExec(simgpu::cudart::ToExec(graphExec));
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph, const cudaGraphNode_t* pDependencies,
+                                   size_t numDependencies, const cudaMemcpy3DParms* pCopyParams) {
+  using namespace simgpu::cudart;
+  std::vector<simgpu::GraphNode*> deps;
+  simgpu::CopyParams copy;
+  if (pGraphNode == nullptr || pCopyParams == nullptr || !Deps(pDependencies, numDependencies, &deps) ||
+      !FromParms(*pCopyParams, &copy)) {
+    return Report(cudaErrorInvalidValue);
+  }
+  simgpu::GraphNode* node = simgpu::AddMemcpyNode(ToGraph(graph), copy, deps);
+  if (node == nullptr) return Report(cudaErrorInvalidValue);
+  *pGraphNode = reinterpret_cast<cudaGraphNode_t>(node);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                     const cudaGraphNode_t* pDependencies, size_t numDependencies, void* dst,
+                                     const void* src, size_t count, cudaMemcpyKind kind) {
+  using namespace simgpu::cudart;
+  std::vector<simgpu::GraphNode*> deps;
+  if (pGraphNode == nullptr || !ValidKind(kind) || !Deps(pDependencies, numDependencies, &deps))
+    return Report(cudaErrorInvalidValue);
+  simgpu::GraphNode* node = simgpu::AddMemcpyNode(ToGraph(graph), Copy1D(dst, src, count, kind), deps);
+  if (node == nullptr) return Report(cudaErrorInvalidValue);
+  *pGraphNode = reinterpret_cast<cudaGraphNode_t>(node);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, cudaMemcpy3DParms* pNodeParams) {
+  simgpu::CopyParams copy;
+  if (pNodeParams == nullptr || !simgpu::GetCopyNode(simgpu::cudart::ToNode(node), &copy))
+    return Report(cudaErrorInvalidValue);
+  *pNodeParams = simgpu::cudart::ToParms(copy);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const cudaMemcpy3DParms* pNodeParams) {
+  simgpu::CopyParams copy;
+  if (pNodeParams == nullptr || !simgpu::cudart::FromParms(*pNodeParams, &copy) ||
+      !simgpu::SetCopyNode(simgpu::cudart::ToNode(node), copy)) {
+    return Report(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void* dst, const void* src, size_t count,
+                                           cudaMemcpyKind kind) {
+  using namespace simgpu::cudart;
+  if (!ValidKind(kind) || !simgpu::SetCopyNode(ToNode(node), Copy1D(dst, src, count, kind)))
+    return Report(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph, const cudaGraphNode_t* pDependencies,
+                                 size_t numDependencies, const cudaHostNodeParams* pNodeParams) {
+  using namespace simgpu::cudart;
+  std::vector<simgpu::GraphNode*> deps;
+  if (pGraphNode == nullptr || pNodeParams == nullptr || !Deps(pDependencies, numDependencies, &deps))
+    return Report(cudaErrorInvalidValue);
+  simgpu::GraphNode* node = simgpu::AddHostNode(ToGraph(graph), pNodeParams->fn, pNodeParams->userData, deps);
+  if (node == nullptr) return Report(cudaErrorInvalidValue);
+  *pGraphNode = reinterpret_cast<cudaGraphNode_t>(node);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node, cudaHostNodeParams* pNodeParams) {
+  simgpu::HostFunction fn = nullptr;
+  void* data = nullptr;
+  if (pNodeParams == nullptr || !simgpu::GetHostNode(simgpu::cudart::ToNode(node), &fn, &data))
+    return Report(cudaErrorInvalidValue);
+  pNodeParams->fn = fn;
+  pNodeParams->userData = data;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const cudaHostNodeParams* pNodeParams) {
+  if (pNodeParams == nullptr ||
+      !simgpu::SetHostNode(simgpu::cudart::ToNode(node), pNodeParams->fn, pNodeParams->userData)) {
+    return Report(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+
+// simgpu's kernel nodes run driver-side functions (library work, as cuDNN's are), which the runtime's getter
+// refuses on a GPU: cudaErrorInvalidDeviceFunction, measured for cuDNN's native-graph kernel nodes on an H200
+// (tools/gpu/cudnn_native_graph_probe.cc). The driver's cuGraphKernelNodeGetParams reads them.
+cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, cudaKernelNodeParams* pNodeParams) {
+  cudaGraphNodeType type;
+  if (pNodeParams == nullptr || !simgpu::GraphNodeType(simgpu::cudart::ToNode(node), &type) ||
+      type != cudaGraphNodeTypeKernel) {
+    return Report(cudaErrorInvalidValue);
+  }
+  return Report(cudaErrorInvalidDeviceFunction);
+}
+
+// simgpu keeps no kernel node attributes (every node has the defaults), so copying them checks the nodes only.
+cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t hDst, cudaGraphNode_t hSrc) {
+  cudaGraphNodeType a, b;
+  if (!simgpu::GraphNodeType(simgpu::cudart::ToNode(hDst), &a) ||
+      !simgpu::GraphNodeType(simgpu::cudart::ToNode(hSrc), &b) || a != cudaGraphNodeTypeKernel ||
+      b != cudaGraphNodeTypeKernel) {
+    return Report(cudaErrorInvalidValue);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
+                                     const cudaGraphEdgeData* edgeData, size_t numDependencies) {
+  using namespace simgpu::cudart;
+  std::vector<simgpu::GraphNode*> f, t;
+  if (!Deps(from, numDependencies, &f) || !Deps(to, numDependencies, &t)) return Report(cudaErrorInvalidValue);
+  // simgpu's edges carry no data: only default (zero) edge data can be added.
+  for (size_t i = 0; edgeData != nullptr && i < numDependencies; ++i) {
+    const cudaGraphEdgeData& e = edgeData[i];
+    if (e.from_port != 0 || e.to_port != 0 || e.type != 0) return Report(cudaErrorNotSupported);
+  }
+  const cudaError_t status = simgpu::AddGraphDependencies(ToGraph(graph), f, t);
+  return status == cudaSuccess ? cudaSuccess : Report(status);
+}
+
+cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
+  const cudaError_t status = simgpu::DestroyGraphNode(simgpu::cudart::ToNode(node));
+  return status == cudaSuccess ? cudaSuccess : Report(status);
+}
+
+cudaError_t cudaGraphClone(cudaGraph_t* pGraphClone, cudaGraph_t originalGraph) {
+  if (pGraphClone == nullptr) return Report(cudaErrorInvalidValue);
+  simgpu::Graph* clone = simgpu::CloneGraph(simgpu::cudart::ToGraph(originalGraph));
+  if (clone == nullptr) return Report(cudaErrorInvalidValue);
+  *pGraphClone = reinterpret_cast<cudaGraph_t>(clone);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphNodeFindInClone(cudaGraphNode_t* pNode, cudaGraphNode_t originalNode, cudaGraph_t clonedGraph) {
+  if (pNode == nullptr) return Report(cudaErrorInvalidValue);
+  simgpu::GraphNode* found =
+      simgpu::FindInClone(simgpu::cudart::ToNode(originalNode), simgpu::cudart::ToGraph(clonedGraph));
+  if (found == nullptr) return Report(cudaErrorInvalidValue);
+  *pNode = reinterpret_cast<cudaGraphNode_t>(found);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType* pType) {
+  if (pType == nullptr || !simgpu::GraphNodeType(simgpu::cudart::ToNode(node), pType))
+    return Report(cudaErrorInvalidValue);
   return cudaSuccess;
 }
 

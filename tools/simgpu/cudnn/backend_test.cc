@@ -2,6 +2,8 @@
 // scaled dot-product attention, as cudnn-frontend composes it (matmul, scale, causal mask from index comparisons,
 // max/sub/exp/sum/div softmax, matmul) and as the fused SDPA operation, against an FP64 reference within a
 // derived bound, and the two forms bitwise equal; pointwise and reduction operations; execution's status codes.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
@@ -1194,6 +1196,152 @@ TEST_F(CudnnBackend, NativeCudaGraphNestedInAMainGraph) {
 
   EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
   for (cudaGraph_t graph : {two, main_graph, frontend}) EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaFree(buf), cudaSuccess);
+}
+
+
+// The shim's design for capturing the operands of cuDNN's native-graph launches (docs/design.md, "cuDNN's native
+// CUDA graphs"), as tools/gpu/cudnn_native_graph_probe.cc's E5 measured it on an H200, run on simgpu: snapshot nodes
+// (a copy of the input before cuDNN's root, a copy of the output after its leaf, a host node) added to the populated
+// graph ride along into a child node and run at each launch; cuDNN's update refuses the embedded graph holding them;
+// updating a clone without them and copying the kernel node's parameters back through the driver (the runtime's
+// getter refuses cuDNN's kernels) leaves the application's graph its nodes, so cudaGraphExecChildGraphNodeSetParams
+// and cudaGraphExecUpdate both run the new pack, with the snapshot nodes retargeted.
+int host_runs = 0;
+void CountRun(void* p) { ++*static_cast<int*>(p); }
+
+TEST_F(CudnnBackend, NativeCudaGraphWithSnapshotNodesUpdatedThroughAClone) {
+  ReluOnTwoPacks r;
+  ASSERT_NO_FATAL_FAILURE(r.Build(handle_));
+  BackendGraph& g = r.g;
+  float* const buf = r.buf;  // in1, out1, in2, out2
+  float stage_in[4] = {}, stage_out[4] = {};
+  cudaGraph_t scratch = nullptr, program = nullptr, embedded = nullptr;
+  ASSERT_EQ(cudaGraphCreate(&scratch, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphCreate(&program, 0), cudaSuccess);
+  ASSERT_EQ(cudnnBackendPopulateCudaGraph(handle_, g.plan(), g.Pack({{1, buf}, {2, buf + 4}}), scratch),
+            CUDNN_STATUS_SUCCESS);
+  size_t n = 1;
+  cudaGraphNode_t root = nullptr;
+  ASSERT_EQ(cudaGraphGetRootNodes(scratch, &root, &n), cudaSuccess);
+  ASSERT_EQ(n, 1u);
+  cudaGraphNode_t in = nullptr, out = nullptr, host = nullptr;
+  ASSERT_EQ(cudaGraphAddMemcpyNode1D(&in, scratch, nullptr, 0, stage_in, buf, sizeof stage_in, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ASSERT_EQ(cudaGraphAddDependencies(scratch, &in, &root, nullptr, 1), cudaSuccess);
+  ASSERT_EQ(cudaGraphAddMemcpyNode1D(&out, scratch, &root, 1, stage_out, buf + 4, sizeof stage_out,
+                                     cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  cudaHostNodeParams hp = {CountRun, &host_runs};
+  ASSERT_EQ(cudaGraphAddHostNode(&host, scratch, &out, 1, &hp), cudaSuccess);
+  cudaGraphNode_t child = nullptr;
+  ASSERT_EQ(cudaGraphAddChildGraphNode(&child, program, nullptr, 0, scratch), cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(scratch), cudaSuccess);
+  ASSERT_EQ(cudaGraphChildGraphNodeGetGraph(child, &embedded), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, program, 0), cudaSuccess);
+  host_runs = 0;
+  ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ReluOnTwoPacks::Expect(buf + 4, ReluOnTwoPacks::kIn1, "pack 1 with snapshot nodes");
+  EXPECT_EQ(host_runs, 1);
+  EXPECT_EQ(std::vector<float>(stage_in, stage_in + 4), std::vector<float>(ReluOnTwoPacks::kIn1,
+                                                                             ReluOnTwoPacks::kIn1 + 4));
+  EXPECT_EQ(std::vector<float>(stage_out, stage_out + 4), (std::vector<float>{0, 2, 0, 4}));
+
+  // The snapshot nodes in the embedded clone, found without handles: the copies by destination, the host node by
+  // its function and argument.
+  size_t count = 0;
+  ASSERT_EQ(cudaGraphGetNodes(embedded, nullptr, &count), cudaSuccess);
+  ASSERT_EQ(count, 4u);
+  std::vector<cudaGraphNode_t> nodes(count);
+  ASSERT_EQ(cudaGraphGetNodes(embedded, nodes.data(), &count), cudaSuccess);
+  std::vector<cudaGraphNode_t> ours, cudnn;
+  cudaGraphNode_t e_in = nullptr, e_out = nullptr;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+    if (type == cudaGraphNodeTypeMemcpy) {
+      cudaMemcpy3DParms m = {};
+      ASSERT_EQ(cudaGraphMemcpyNodeGetParams(node, &m), cudaSuccess);
+      (m.dstPtr.ptr == stage_in ? e_in : e_out) = node;
+      ours.push_back(node);
+    } else if (type == cudaGraphNodeTypeHost) {
+      cudaHostNodeParams h = {};
+      ASSERT_EQ(cudaGraphHostNodeGetParams(node, &h), cudaSuccess);
+      EXPECT_EQ(h.userData, &host_runs);
+      ours.push_back(node);
+    } else {
+      EXPECT_EQ(type, cudaGraphNodeTypeKernel);
+      cudnn.push_back(node);
+    }
+  }
+  ASSERT_EQ(ours.size(), 3u);
+  ASSERT_EQ(cudnn.size(), 1u);
+  ASSERT_NE(e_in, nullptr);
+  ASSERT_NE(e_out, nullptr);
+
+  Desc pack2 = g.Pack({{1, buf + 8}, {2, buf + 12}});
+  EXPECT_EQ(cudnnBackendUpdateCudaGraph(handle_, g.plan(), pack2, embedded), CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER)
+      << "cuDNN refuses a graph holding nodes it did not populate";
+  cudaGraph_t clone = nullptr;
+  ASSERT_EQ(cudaGraphClone(&clone, embedded), cudaSuccess);
+  for (cudaGraphNode_t node : ours) {
+    cudaGraphNode_t c = nullptr;
+    ASSERT_EQ(cudaGraphNodeFindInClone(&c, node, clone), cudaSuccess);
+    ASSERT_EQ(cudaGraphDestroyNode(c), cudaSuccess);
+  }
+  ASSERT_EQ(cudnnBackendUpdateCudaGraph(handle_, g.plan(), pack2, clone), CUDNN_STATUS_SUCCESS);
+  cudaKernelNodeParams rt = {};
+  EXPECT_EQ(cudaGraphKernelNodeGetParams(cudnn[0], &rt), cudaErrorInvalidDeviceFunction)
+      << "the runtime's getter refuses cuDNN's kernels (98 on an H200)";
+  PFN_cuGraphKernelNodeGetParams_v12000 get = nullptr;
+  PFN_cuGraphKernelNodeSetParams_v12000 set = nullptr;
+  PFN_cuGraphKernelNodeCopyAttributes_v11000 copy_attributes = nullptr;
+  cudaDriverEntryPointQueryResult q;
+  ASSERT_EQ(cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", reinterpret_cast<void**>(&get), 12000, 0,
+                                             &q), cudaSuccess);
+  ASSERT_EQ(cudaGetDriverEntryPointByVersion("cuGraphKernelNodeSetParams", reinterpret_cast<void**>(&set), 12000, 0,
+                                             &q), cudaSuccess);
+  ASSERT_EQ(cudaGetDriverEntryPointByVersion("cuGraphKernelNodeCopyAttributes",
+                                             reinterpret_cast<void**>(&copy_attributes), 11000, 0, &q),
+            cudaSuccess);
+  cudaGraphNode_t c = nullptr;
+  ASSERT_EQ(cudaGraphNodeFindInClone(&c, cudnn[0], clone), cudaSuccess);
+  CUDA_KERNEL_NODE_PARAMS kp = {};
+  ASSERT_EQ(get(reinterpret_cast<CUgraphNode>(c), &kp), CUDA_SUCCESS);
+  ASSERT_EQ(set(reinterpret_cast<CUgraphNode>(cudnn[0]), &kp), CUDA_SUCCESS);
+  ASSERT_EQ(copy_attributes(reinterpret_cast<CUgraphNode>(cudnn[0]), reinterpret_cast<CUgraphNode>(c)), CUDA_SUCCESS);
+  ASSERT_EQ(cudaGraphMemcpyNodeSetParams1D(e_in, stage_in, buf + 8, sizeof stage_in, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ASSERT_EQ(cudaGraphMemcpyNodeSetParams1D(e_out, stage_out, buf + 12, sizeof stage_out, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  ASSERT_EQ(cudaGraphDestroy(clone), cudaSuccess);
+
+  // The application's way on: the executable's child node set to the embedded graph (it has its nodes), then an
+  // exec update, then a fresh instantiation: each runs pack 2 with the snapshots of pack 2's buffers.
+  ASSERT_EQ(cudaGraphExecChildGraphNodeSetParams(exec, child, embedded), cudaSuccess);
+  host_runs = 0;
+  ASSERT_EQ(cudaGraphLaunch(exec, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ReluOnTwoPacks::Expect(buf + 12, ReluOnTwoPacks::kIn2, "pack 2 after the copy back");
+  EXPECT_EQ(host_runs, 1);
+  EXPECT_EQ(std::vector<float>(stage_in, stage_in + 4), std::vector<float>(ReluOnTwoPacks::kIn2,
+                                                                             ReluOnTwoPacks::kIn2 + 4));
+  EXPECT_EQ(std::vector<float>(stage_out, stage_out + 4), (std::vector<float>{5, 0, 7, 0}));
+  cudaGraphExecUpdateResultInfo info = {};
+  ASSERT_EQ(cudaGraphExecUpdate(exec, program, &info), cudaSuccess);
+  cudaGraphExec_t fresh = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&fresh, program, 0), cudaSuccess);
+  ASSERT_EQ(cudaMemset(buf + 12, 0, 4 * sizeof(float)), cudaSuccess);
+  host_runs = 0;
+  ASSERT_EQ(cudaGraphLaunch(fresh, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  ReluOnTwoPacks::Expect(buf + 12, ReluOnTwoPacks::kIn2, "a fresh instantiation");
+  EXPECT_EQ(host_runs, 1);
+  EXPECT_EQ(cudaGraphExecDestroy(fresh), cudaSuccess);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(program), cudaSuccess);
   EXPECT_EQ(cudaFree(buf), cudaSuccess);
 }
 
