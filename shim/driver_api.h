@@ -31,7 +31,10 @@ namespace ttrace::shim {
 // (our calls run relaxed so that they never invalidate a global-mode graph capture the application has open),
 // pitched copies of thin slices of wide matrices (tensor_pack.h; without it the whole region is copied), host
 // nodes in CUDA graphs (without it, ops in graphs lose their payloads), pointer attributes (where a pointer array
-// of a batched GEMM lives; without it, pointer-array operands are not captured).
+// of a batched GEMM lives; without it, pointer-array operands are not captured), and the graph node calls that
+// snapshot nodes in cuDNN's native CUDA graphs will need (docs/design.md, "cuDNN's native CUDA graphs": memcpy and
+// host nodes, edges, clone and find-in-clone, node destruction, kernel node parameters through the driver; not used
+// yet).
 #define TTRACE_DRIVER_FUNCTIONS(X)                                                                   \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2", true)                         \
   X(MemHostAlloc, cuMemHostAlloc, 2020, "cuMemHostAlloc", true)                                      \
@@ -50,7 +53,28 @@ namespace ttrace::shim {
     "cuThreadExchangeStreamCaptureMode", false)                                                      \
   X(Memcpy2DAsync, cuMemcpy2DAsync, 3020, "cuMemcpy2DAsync_v2", false)                               \
   X(LaunchHostFunc, cuLaunchHostFunc, 10000, "cuLaunchHostFunc", false)                             \
-  X(PointerGetAttribute, cuPointerGetAttribute, 4000, "cuPointerGetAttribute", false)
+  X(PointerGetAttribute, cuPointerGetAttribute, 4000, "cuPointerGetAttribute", false)                 \
+  X(GraphGetNodes, cuGraphGetNodes, 10000, "cuGraphGetNodes", false)                                 \
+  X(GraphGetRootNodes, cuGraphGetRootNodes, 10000, "cuGraphGetRootNodes", false)                     \
+  X(GraphNodeGetDependentNodes, cuGraphNodeGetDependentNodes, 10000, "cuGraphNodeGetDependentNodes", \
+    false)                                                                                           \
+  X(GraphNodeGetType, cuGraphNodeGetType, 10000, "cuGraphNodeGetType", false)                        \
+  X(GraphAddMemcpyNode, cuGraphAddMemcpyNode, 10000, "cuGraphAddMemcpyNode", false)                  \
+  X(GraphAddHostNode, cuGraphAddHostNode, 10000, "cuGraphAddHostNode", false)                        \
+  X(GraphAddDependencies, cuGraphAddDependencies, 10000, "cuGraphAddDependencies", false)            \
+  X(GraphClone, cuGraphClone, 10000, "cuGraphClone", false)                                          \
+  X(GraphNodeFindInClone, cuGraphNodeFindInClone, 10000, "cuGraphNodeFindInClone", false)            \
+  X(GraphDestroyNode, cuGraphDestroyNode, 10000, "cuGraphDestroyNode", false)                        \
+  X(GraphDestroy, cuGraphDestroy, 10000, "cuGraphDestroy", false)                                    \
+  X(GraphMemcpyNodeGetParams, cuGraphMemcpyNodeGetParams, 10000, "cuGraphMemcpyNodeGetParams", false) \
+  X(GraphMemcpyNodeSetParams, cuGraphMemcpyNodeSetParams, 10000, "cuGraphMemcpyNodeSetParams", false) \
+  X(GraphHostNodeGetParams, cuGraphHostNodeGetParams, 10000, "cuGraphHostNodeGetParams", false)      \
+  X(GraphKernelNodeGetParams, cuGraphKernelNodeGetParams, 12000, "cuGraphKernelNodeGetParams_v2",    \
+    false)                                                                                           \
+  X(GraphKernelNodeSetParams, cuGraphKernelNodeSetParams, 12000, "cuGraphKernelNodeSetParams_v2",    \
+    false)                                                                                           \
+  X(GraphKernelNodeCopyAttributes, cuGraphKernelNodeCopyAttributes, 11000,                           \
+    "cuGraphKernelNodeCopyAttributes", false)
 
 struct DriverApi {
 #define TTRACE_DRIVER_MEMBER(member, name, version, exported, required) PFN_##name##_v##version member;

@@ -69,7 +69,12 @@ TEST(DriverApiTest, AsksEachFunctionForTheAbiItsPointerTypeDeclares) {
     EXPECT_EQ(asked.flags, CU_GET_PROC_ADDRESS_LEGACY_STREAM) << name;
   EXPECT_EQ(reinterpret_cast<void*>(api.StreamGetCtx), Sentinel("cuStreamGetCtx@9020"));
   EXPECT_EQ(reinterpret_cast<void*>(api.MemcpyDtoHAsync), Sentinel("cuMemcpyDtoHAsync@3020"));
-  EXPECT_EQ(g_asked.size(), 17u);
+  // cuDNN's native-graph kernels are read and written through the CUDA 12.0 kernel-node ABI (CUDA_KERNEL_NODE_PARAMS
+  // with its kern and ctx fields), attributes through 11.0's.
+  EXPECT_EQ(g_asked.at("cuGraphKernelNodeGetParams").version, 12000);
+  EXPECT_EQ(g_asked.at("cuGraphKernelNodeSetParams").version, 12000);
+  EXPECT_EQ(g_asked.at("cuGraphKernelNodeCopyAttributes").version, 11000);
+  EXPECT_EQ(g_asked.size(), 34u);
   EXPECT_TRUE(g_dlsym_asked.empty());
 }
 
