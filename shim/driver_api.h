@@ -33,8 +33,8 @@ namespace ttrace::shim {
 // nodes in CUDA graphs (without it, ops in graphs lose their payloads), pointer attributes (where a pointer array
 // of a batched GEMM lives; without it, pointer-array operands are not captured), and the graph node calls that
 // snapshot nodes in cuDNN's native CUDA graphs will need (docs/design.md, "cuDNN's native CUDA graphs": memcpy and
-// host nodes, edges, clone and find-in-clone, node destruction, kernel node parameters through the driver; not used
-// yet).
+// host nodes, edges, clone and find-in-clone, node destruction, memset and kernel node parameters through the
+// driver; not used yet).
 #define TTRACE_DRIVER_FUNCTIONS(X)                                                                   \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2", true)                         \
   X(MemHostAlloc, cuMemHostAlloc, 2020, "cuMemHostAlloc", true)                                      \
@@ -68,6 +68,8 @@ namespace ttrace::shim {
   X(GraphDestroy, cuGraphDestroy, 10000, "cuGraphDestroy", false)                                    \
   X(GraphMemcpyNodeGetParams, cuGraphMemcpyNodeGetParams, 10000, "cuGraphMemcpyNodeGetParams", false) \
   X(GraphMemcpyNodeSetParams, cuGraphMemcpyNodeSetParams, 10000, "cuGraphMemcpyNodeSetParams", false) \
+  X(GraphMemsetNodeGetParams, cuGraphMemsetNodeGetParams, 10000, "cuGraphMemsetNodeGetParams", false) \
+  X(GraphMemsetNodeSetParams, cuGraphMemsetNodeSetParams, 10000, "cuGraphMemsetNodeSetParams", false) \
   X(GraphHostNodeGetParams, cuGraphHostNodeGetParams, 10000, "cuGraphHostNodeGetParams", false)      \
   X(GraphKernelNodeGetParams, cuGraphKernelNodeGetParams, 12000, "cuGraphKernelNodeGetParams_v2",    \
     false)                                                                                           \

@@ -36,6 +36,7 @@ struct GraphNode {
   std::shared_ptr<KernelFunction> kernel;  // kernel nodes
   KernelShape shape;
   CopyParams copy;
+  MemsetParams memset;
   HostFunction host_fn = nullptr;
   void* host_data = nullptr;
   std::vector<GraphNode*> deps;
@@ -580,6 +581,7 @@ std::unique_ptr<GraphNode> CopyNode(const GraphNode& n) {
   node->kernel = n.kernel;
   node->shape = n.shape;
   node->copy = n.copy;
+  node->memset = n.memset;
   node->host_fn = n.host_fn;
   node->host_data = n.host_data;
   node->tag = n.tag;
@@ -648,7 +650,48 @@ void RunCopy(const CopyParams& p) {
   }
 }
 
+void RunMemset(const MemsetParams& p) {
+  auto* dst = static_cast<unsigned char*>(p.dst);
+  for (size_t y = 0; y < p.height; ++y)
+    for (size_t x = 0; x < p.width; ++x)
+      std::memcpy(dst + y * p.pitch + x * p.element_size, &p.value, p.element_size);  // little-endian: low bytes
+}
+
 }  // namespace
+
+bool ValidMemset(const MemsetParams& p) {
+  if (p.dst == nullptr || p.width == 0 || p.height == 0) return false;
+  if (p.element_size != 1 && p.element_size != 2 && p.element_size != 4) return false;
+  return p.height == 1 || p.width * p.element_size <= p.pitch;
+}
+
+GraphNode* AddMemsetNode(Graph* graph, const MemsetParams& memset, const std::vector<GraphNode*>& deps) {
+  if (!ValidMemset(memset)) return nullptr;
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (!CanAdd(graph, deps)) return nullptr;
+  auto node = std::make_unique<GraphNode>();
+  node->type = cudaGraphNodeTypeMemset;
+  node->memset = memset;
+  node->work = [memset] { RunMemset(memset); };
+  node->deps = deps;
+  return Append(graph, std::move(node));
+}
+
+bool GetMemsetNode(const GraphNode* node, MemsetParams* memset) {
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (Live(node) == nullptr || node->type != cudaGraphNodeTypeMemset) return false;
+  *memset = node->memset;
+  return true;
+}
+
+bool SetMemsetNode(GraphNode* node, const MemsetParams& memset) {
+  if (!ValidMemset(memset)) return false;
+  std::lock_guard<std::mutex> lock(State().mu);
+  if (Live(node) == nullptr || node->type != cudaGraphNodeTypeMemset) return false;
+  node->memset = memset;
+  node->work = [memset] { RunMemset(memset); };
+  return true;
+}
 
 bool ValidCopy(const CopyParams& p) {
   if (p.src == nullptr || p.dst == nullptr || p.width == 0 || p.height == 0 || p.depth == 0) return false;

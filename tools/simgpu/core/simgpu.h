@@ -208,6 +208,7 @@ bool SetGraphNodeWork(Graph* graph, GraphNode* node, std::function<void()> work)
 //           (cuGraphKernelNodeGetParams) and takes back (cuGraphKernelNodeSetParams, on any kernel node): simgpu's
 //           stand-in for a kernel and its arguments. Grid, block and shared memory are kept as set, and unused.
 //   memcpy  a pitched 3D copy between linear memory (CUDA arrays are not modeled), run when the node runs.
+//   memset  a pitched 2D fill of 1-, 2- or 4-byte elements (the value's low bytes, as cudaMemset2D takes them).
 //   host    a host function and its argument, run on the launch stream's worker when the node runs.
 //   graph   a child graph node (AddChildGraphNode).
 // Functions taking a node return false / nullptr / cudaErrorInvalidValue for a handle that is not a live node.
@@ -230,6 +231,15 @@ struct CopyParams {       // cudaMemcpy3DParms between pitched pointers; width i
 // A copy simgpu can run: pointers present, extent non-zero, rows within the pitches and slices within ysize.
 bool ValidCopy(const CopyParams& p);
 using HostFunction = void (*)(void*);
+struct MemsetParams {     // cudaMemsetParams: `height` rows of `width` elements of 1, 2 or 4 bytes, `pitch` apart
+  void* dst = nullptr;
+  size_t pitch = 0;
+  unsigned value = 0;
+  unsigned element_size = 1;
+  size_t width = 0, height = 0;
+};
+// A memset simgpu can run: dst present, element size 1, 2 or 4, extent non-zero, rows within the pitch.
+bool ValidMemset(const MemsetParams& p);
 
 bool LiveGraphNode(const GraphNode* node);
 Graph* GraphOfNode(const GraphNode* node);  // the graph `node` belongs to; nullptr for a dead node
@@ -239,6 +249,9 @@ GraphNode* AddMemcpyNode(Graph* graph, const CopyParams& copy, const std::vector
 GraphNode* AddHostNode(Graph* graph, HostFunction fn, void* data, const std::vector<GraphNode*>& deps);
 bool GetCopyNode(const GraphNode* node, CopyParams* copy);   // false: not a live memcpy node
 bool SetCopyNode(GraphNode* node, const CopyParams& copy);   // false: not a live memcpy node, or not ValidCopy
+GraphNode* AddMemsetNode(Graph* graph, const MemsetParams& memset, const std::vector<GraphNode*>& deps);
+bool GetMemsetNode(const GraphNode* node, MemsetParams* memset);  // false: not a live memset node
+bool SetMemsetNode(GraphNode* node, const MemsetParams& memset);  // false: not a live memset node, or not valid
 bool GetHostNode(const GraphNode* node, HostFunction* fn, void** data);
 bool SetHostNode(GraphNode* node, HostFunction fn, void* data);  // false: not a live host node, or fn null
 bool GetKernelNode(const GraphNode* node, KernelFunction** fn, KernelShape* shape);  // false: not a kernel node

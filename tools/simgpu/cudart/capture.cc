@@ -92,6 +92,17 @@ CopyParams Copy1D(void* dst, const void* src, size_t count, cudaMemcpyKind kind)
   return c;
 }
 
+MemsetParams FromMemset(const cudaMemsetParams& p) {
+  MemsetParams m;
+  m.dst = p.dst;
+  m.pitch = p.pitch;
+  m.value = p.value;
+  m.element_size = p.elementSize;
+  m.width = p.width;
+  m.height = p.height;
+  return m;
+}
+
 bool ValidKind(cudaMemcpyKind kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
 
 // As CUDA documents for node queries: with no array, the count; else at most *count entries (the rest NULL, their
@@ -378,6 +389,40 @@ cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void* dst, cons
   using namespace simgpu::cudart;
   if (!ValidKind(kind) || !simgpu::SetCopyNode(ToNode(node), Copy1D(dst, src, count, kind)))
     return Report(cudaErrorInvalidValue);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph, const cudaGraphNode_t* pDependencies,
+                                   size_t numDependencies, const cudaMemsetParams* pMemsetParams) {
+  using namespace simgpu::cudart;
+  std::vector<simgpu::GraphNode*> deps;
+  if (pGraphNode == nullptr || pMemsetParams == nullptr || !Deps(pDependencies, numDependencies, &deps))
+    return Report(cudaErrorInvalidValue);
+  simgpu::GraphNode* node = simgpu::AddMemsetNode(ToGraph(graph), FromMemset(*pMemsetParams), deps);
+  if (node == nullptr) return Report(cudaErrorInvalidValue);
+  *pGraphNode = reinterpret_cast<cudaGraphNode_t>(node);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, cudaMemsetParams* pNodeParams) {
+  simgpu::MemsetParams m;
+  if (pNodeParams == nullptr || !simgpu::GetMemsetNode(simgpu::cudart::ToNode(node), &m))
+    return Report(cudaErrorInvalidValue);
+  *pNodeParams = cudaMemsetParams{};
+  pNodeParams->dst = m.dst;
+  pNodeParams->pitch = m.pitch;
+  pNodeParams->value = m.value;
+  pNodeParams->elementSize = m.element_size;
+  pNodeParams->width = m.width;
+  pNodeParams->height = m.height;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const cudaMemsetParams* pNodeParams) {
+  if (pNodeParams == nullptr ||
+      !simgpu::SetMemsetNode(simgpu::cudart::ToNode(node), simgpu::cudart::FromMemset(*pNodeParams))) {
+    return Report(cudaErrorInvalidValue);
+  }
   return cudaSuccess;
 }
 

@@ -174,6 +174,42 @@ TEST_F(GraphNodes, ClonesAreIndependentAndFindTheirNodes) {
   EXPECT_EQ(cudaGraphNodeFindInClone(&found, a, clone), cudaErrorInvalidValue) << "a destroyed clone";
 }
 
+TEST_F(GraphNodes, MemsetNodeFillsAtEachLaunch) {
+  uint32_t* dev = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&dev), 8 * sizeof(uint32_t)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dev, 0, 8 * sizeof(uint32_t)), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the legacy stream's memset vs. the non-blocking launch stream
+  cudaMemsetParams p = {};
+  p.dst = dev;
+  p.value = 0xDEADBEEF;
+  p.elementSize = 4;
+  p.width = 5;
+  p.height = 1;
+  cudaGraphNode_t node = nullptr;
+  ASSERT_EQ(cudaGraphAddMemsetNode(&node, graph_, nullptr, 0, &p), cudaSuccess);
+  cudaGraphNodeType type;
+  ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+  EXPECT_EQ(type, cudaGraphNodeTypeMemset);
+  Run(graph_);
+  uint32_t host[8];
+  ASSERT_EQ(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[4], 0xDEADBEEFu);
+  EXPECT_EQ(host[5], 0u);
+  cudaMemsetParams back = {};
+  ASSERT_EQ(cudaGraphMemsetNodeGetParams(node, &back), cudaSuccess);
+  EXPECT_EQ(back.dst, static_cast<void*>(dev));
+  EXPECT_EQ(back.width, 5u);
+  back.width = 7;
+  ASSERT_EQ(cudaGraphMemsetNodeSetParams(node, &back), cudaSuccess);
+  Run(graph_);
+  ASSERT_EQ(cudaMemcpy(host, dev, sizeof host, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(host[6], 0xDEADBEEFu);
+  EXPECT_EQ(host[7], 0u);
+  back.elementSize = 8;
+  EXPECT_EQ(cudaGraphMemsetNodeSetParams(node, &back), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaFree(dev), cudaSuccess);
+}
+
 // Captured work is a kernel node; its function is library (driver-side) work, which the runtime's getter refuses
 // as it refuses cuDNN's kernels on a GPU (98, measured); the driver's getter reads it (driver_graphs_test.cc).
 TEST_F(GraphNodes, KernelNodesOfLibraryWork) {

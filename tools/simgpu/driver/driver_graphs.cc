@@ -2,7 +2,7 @@
 // driver), with the runtime's validation: executables (instantiate, launch, destroy; device-side launch is refused:
 // simgpu runs no device code), and the node calls a tool needs to edit a graph it did not build (the ttrace shim's
 // snapshot nodes in cuDNN's native CUDA graphs): memcpy and host nodes, edges, node destruction, clones, node types,
-// and kernel node parameters, whose CUfunction is the core's KernelFunction (simgpu.h, "graph nodes by kind").
+// memset nodes, and kernel node parameters, whose CUfunction is the core's KernelFunction (simgpu.h, "graph nodes by kind").
 #include <vector>
 
 #define __CUDA_API_VERSION_INTERNAL 1
@@ -116,6 +116,17 @@ CUDA_MEMCPY3D ToMemcpy3D(const simgpu::CopyParams& c) {
   m.WidthInBytes = c.width;
   m.Height = c.height;
   m.Depth = c.depth;
+  return m;
+}
+
+simgpu::MemsetParams FromMemset(const CUDA_MEMSET_NODE_PARAMS& p) {
+  simgpu::MemsetParams m;
+  m.dst = reinterpret_cast<void*>(p.dst);
+  m.pitch = p.pitch;
+  m.value = p.value;
+  m.element_size = p.elementSize;
+  m.width = p.width;
+  m.height = p.height;
   return m;
 }
 
@@ -317,6 +328,38 @@ CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D* node
   if (r != CUDA_SUCCESS) return r;
   simgpu::CopyParams copy;
   if (nodeParams == nullptr || !FromMemcpy3D(*nodeParams, &copy) || !simgpu::SetCopyNode(ToNode(hNode), copy))
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                              size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS* memsetParams, CUcontext ctx) {
+  CUresult r = simgpu::driver::Ready();
+  if (r != CUDA_SUCCESS) return r;
+  if (simgpu::driver::ContextDevice(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  std::vector<simgpu::GraphNode*> deps;
+  if (phGraphNode == nullptr || memsetParams == nullptr || !Deps(dependencies, numDependencies, &deps))
+    return CUDA_ERROR_INVALID_VALUE;
+  simgpu::GraphNode* node = simgpu::AddMemsetNode(ToGraph(hGraph), FromMemset(*memsetParams), deps);
+  if (node == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *phGraphNode = reinterpret_cast<CUgraphNode>(node);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS* nodeParams) {
+  CUresult r = simgpu::driver::Ready();
+  if (r != CUDA_SUCCESS) return r;
+  simgpu::MemsetParams m;
+  if (nodeParams == nullptr || !simgpu::GetMemsetNode(ToNode(hNode), &m)) return CUDA_ERROR_INVALID_VALUE;
+  *nodeParams = CUDA_MEMSET_NODE_PARAMS{reinterpret_cast<CUdeviceptr>(m.dst), m.pitch, m.value, m.element_size,
+                                        m.width, m.height};
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS* nodeParams) {
+  CUresult r = simgpu::driver::Ready();
+  if (r != CUDA_SUCCESS) return r;
+  if (nodeParams == nullptr || !simgpu::SetMemsetNode(ToNode(hNode), FromMemset(*nodeParams)))
     return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }

@@ -259,4 +259,58 @@ TEST_F(DriverGraphs, KernelParametersCopiedBackFromAnEditedClone) {
   EXPECT_EQ(cuGraphDestroy(other), CUDA_SUCCESS);
 }
 
+// A memset node fills a pitched block at each launch; its parameters read back as set and can be replaced.
+TEST_F(DriverGraphs, MemsetNodes) {
+  CUdeviceptr d = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&d, 64), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD8_v2(d, 0, 64), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  CUgraph graph = nullptr;
+  ASSERT_EQ(cuGraphCreate(&graph, 0), CUDA_SUCCESS);
+  // 2 rows of 3 16-bit elements, rows 16 bytes apart.
+  CUDA_MEMSET_NODE_PARAMS p = {d, 16, 0xABCD1234u, 2, 3, 2};
+  CUgraphNode node = nullptr;
+  EXPECT_EQ(cuGraphAddMemsetNode(&node, graph, nullptr, 0, &p, nullptr), CUDA_ERROR_INVALID_CONTEXT);
+  CUDA_MEMSET_NODE_PARAMS bad = p;
+  bad.elementSize = 3;
+  EXPECT_EQ(cuGraphAddMemsetNode(&node, graph, nullptr, 0, &bad, ctx_), CUDA_ERROR_INVALID_VALUE);
+  bad = p;
+  bad.width = 9;  // 18 bytes in a 16-byte pitch
+  EXPECT_EQ(cuGraphAddMemsetNode(&node, graph, nullptr, 0, &bad, ctx_), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuGraphAddMemsetNode(&node, graph, nullptr, 0, &p, ctx_), CUDA_SUCCESS);
+  CUgraphNodeType type;
+  ASSERT_EQ(cuGraphNodeGetType(node, &type), CUDA_SUCCESS);
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_MEMSET);
+  const auto* u16 = reinterpret_cast<const uint16_t*>(d);
+  EXPECT_EQ(u16[0], 0u) << "adding runs nothing";
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, graph, 0), CUDA_SUCCESS);
+  Launch(exec);
+  EXPECT_EQ((std::vector<uint16_t>(u16, u16 + 4)), (std::vector<uint16_t>{0x1234, 0x1234, 0x1234, 0}));
+  EXPECT_EQ((std::vector<uint16_t>(u16 + 8, u16 + 12)), (std::vector<uint16_t>{0x1234, 0x1234, 0x1234, 0}));
+  EXPECT_EQ(u16[16], 0u) << "two rows only";
+  CUDA_MEMSET_NODE_PARAMS back = {};
+  ASSERT_EQ(cuGraphMemsetNodeGetParams(node, &back), CUDA_SUCCESS);
+  EXPECT_EQ(back.dst, d);
+  EXPECT_EQ(back.pitch, 16u);
+  EXPECT_EQ(back.value, 0xABCD1234u);
+  EXPECT_EQ(back.elementSize, 2u);
+  EXPECT_EQ(back.width, 3u);
+  EXPECT_EQ(back.height, 2u);
+  back.value = 7;
+  back.elementSize = 1;
+  back.height = 1;
+  ASSERT_EQ(cuGraphMemsetNodeSetParams(node, &back), CUDA_SUCCESS);
+  CUgraphExecUpdateResultInfo info = {};
+  ASSERT_EQ(cuGraphExecUpdate_v2(exec, graph, &info), CUDA_SUCCESS);
+  Launch(exec);
+  const auto* u8 = reinterpret_cast<const uint8_t*>(d);
+  EXPECT_EQ((std::vector<uint8_t>(u8, u8 + 4)), (std::vector<uint8_t>{7, 7, 7, 0x12}));
+  CUDA_HOST_NODE_PARAMS hp = {};
+  EXPECT_EQ(cuGraphHostNodeGetParams(node, &hp), CUDA_ERROR_INVALID_VALUE) << "not a host node";
+  EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphDestroy(graph), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(d), CUDA_SUCCESS);
+}
+
 }  // namespace
