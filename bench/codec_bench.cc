@@ -112,20 +112,31 @@ void Unzstd(const std::string& enc, size_t n, char* out) {
 
 std::vector<Method> Methods() {
   std::vector<Method> m;
-  m.push_back({"float codec",
-               [](const Tensor& t, std::string* out) {
+  // "float codec" is the current encoder (codec version 3); "float codec v2" codec version 2's (main before
+  // codec26's delta planes), decoded by the same decoder: both in one binary, so they can be alternated under load.
+  using EncodeFn = size_t (*)(const void*, size_t, size_t, void*);
+  struct Encoder {
+    const char* name;
+    EncodeFn fn;
+  };
+  for (const Encoder& coder : {Encoder{"float codec", ttrace::store::FloatEncode},
+                               Encoder{"float codec v2", ttrace::store::FloatEncodeVersion2}}) {
+    const EncodeFn encode = coder.fn;
+    const std::string name = coder.name;
+  m.push_back({name,
+               [encode](const Tensor& t, std::string* out) {
                  const size_t n = t.bytes.size() / t.elem;
                  out->resize(ttrace::store::FloatCodecMaxBytes(n, t.elem));
-                 return ttrace::store::FloatEncode(t.bytes.data(), n, t.elem, out->data());
+                 return encode(t.bytes.data(), n, t.elem, out->data());
                },
                [](const Tensor& t, const std::string& enc, std::string* back) {
                  if (ttrace::store::FloatDecode(enc.data(), enc.size(), t.elem, back->data(), back->size())) abort();
                }});
-  m.push_back({"float codec + zstd 1",
-               [](const Tensor& t, std::string* out) {
+  m.push_back({name + " + zstd 1",
+               [encode](const Tensor& t, std::string* out) {
                  const size_t n = t.bytes.size() / t.elem;
                  scratch.resize(ttrace::store::FloatCodecMaxBytes(n, t.elem));
-                 const size_t c = ttrace::store::FloatEncode(t.bytes.data(), n, t.elem, scratch.data());
+                 const size_t c = encode(t.bytes.data(), n, t.elem, scratch.data());
                  return Zstd(scratch.data(), c, 1, out);
                },
                [](const Tensor& t, const std::string& enc, std::string* back) {
@@ -137,11 +148,11 @@ std::vector<Method> Methods() {
   // What the shim pays to store a coded tensor: the codec, then the writer (store/trace_writer.h: the record
   // copied into its frame, the frame's gated zstd trial or raw blocks, its CRC, handed to the output), one tensor a
   // frame; decoded as a reader does (the zstd frame, then the payload).
-  m.push_back({"float codec, written",
-               [](const Tensor& t, std::string* out) {
+  m.push_back({name + ", written",
+               [encode](const Tensor& t, std::string* out) {
                  const size_t n = t.bytes.size() / t.elem;
                  scratch.resize(ttrace::store::FloatCodecMaxBytes(n, t.elem));
-                 const size_t c = ttrace::store::FloatEncode(t.bytes.data(), n, t.elem, scratch.data());
+                 const size_t c = encode(t.bytes.data(), n, t.elem, scratch.data());
                  ttrace::format::TensorRecord r{};
                  r.payload_kind = static_cast<uint8_t>(ttrace::format::PayloadKind::kFloatCoded);
                  r.rows = static_cast<int64_t>(n);
@@ -163,6 +174,7 @@ std::vector<Method> Methods() {
                  if (ttrace::store::FloatDecode(scratch.data() + kAt, r - kAt, t.elem, back->data(), back->size()))
                    abort();
                }});
+  }
   for (int level : {1, 3}) {
     m.push_back({"zstd " + std::to_string(level),
                  [level](const Tensor& t, std::string* out) { return Zstd(t.bytes.data(), t.bytes.size(), level, out); },
@@ -409,11 +421,12 @@ std::vector<DataSet> Casts(const std::vector<DataSet>& sets) {
 }
 
 // How the float codec stored a row's planes (docs/format.md, "Payload kind 2"): for each plane (0 lowest), the
-// blocks stored raw / constant / Huffman in four streams / in eight, and the plane's coded share of its raw bytes.
+// blocks stored raw / constant / Huffman in four streams / in eight / of the differences (delta), and the plane's
+// coded share of its raw bytes.
 // Says which path a row takes.
 void PrintPlanes(const DataSet& d) {
   constexpr int kMaxPlanes = 8;
-  size_t mode_blocks[kMaxPlanes][4] = {}, coded[kMaxPlanes] = {}, raw[kMaxPlanes] = {};
+  size_t mode_blocks[kMaxPlanes][5] = {}, coded[kMaxPlanes] = {}, raw[kMaxPlanes] = {};
   std::string out;
   size_t elem = 0;
   for (const Tensor& t : d.tensors) {
@@ -434,6 +447,7 @@ void PrintPlanes(const DataSet& d) {
         } else if (mode == 1) {
           ++pos;
         } else {
+          if (mode == 4) ++pos;  // the delta plane's first byte
           const int lo = p[pos], hi = p[pos + 1];
           pos += 2 + (hi - lo + 2) / 2;
           const int count = mode == 3 ? 8 : 4;
@@ -445,17 +459,19 @@ void PrintPlanes(const DataSet& d) {
           }
           pos += 4 * count + streams;
         }
-        ++mode_blocks[plane][std::min<uint8_t>(mode, 3)];
+        ++mode_blocks[plane][std::min<uint8_t>(mode, 4)];
         coded[plane] += pos - start;
         raw[plane] += m;
       }
     }
     if (pos != size) abort();
   }
-  printf("planes of %s %s (blocks raw/constant/Huffman/Huffman8, coded/raw bytes):", d.name.c_str(), d.dtype.c_str());
+  printf("planes of %s %s (blocks raw/constant/Huffman/Huffman8/delta, coded/raw bytes):", d.name.c_str(),
+         d.dtype.c_str());
   for (size_t plane = 0; plane < elem; ++plane)
-    printf(" [%zu] %zu/%zu/%zu/%zu %.3f", plane, mode_blocks[plane][0], mode_blocks[plane][1], mode_blocks[plane][2],
-           mode_blocks[plane][3], static_cast<double>(coded[plane]) / static_cast<double>(raw[plane]));
+    printf(" [%zu] %zu/%zu/%zu/%zu/%zu %.3f", plane, mode_blocks[plane][0], mode_blocks[plane][1],
+           mode_blocks[plane][2], mode_blocks[plane][3], mode_blocks[plane][4],
+           static_cast<double>(coded[plane]) / static_cast<double>(raw[plane]));
   printf("\n");
 }
 

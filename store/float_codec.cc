@@ -37,7 +37,10 @@ constexpr size_t kWideStreamsMinSymbols = 16384;
 constexpr size_t kDecodeScratch = 4;  // planes not raw that a block decodes into scratch blocks, then composes
 constexpr size_t kPairsMinSymbols = 4 * kTableSize;  // a plane with fewer is decoded without building the pair table
 constexpr size_t kSample = 4096;  // bytes sampled to decide whether a lower plane is worth a full histogram
-enum PlaneMode : uint8_t { kRaw = 0, kConst = 1, kHuffman = 2, kHuffman8 = 3 };
+// kHuffmanDelta (codec version 3): a four-stream Huffman plane of the bytes' differences from their predecessors
+// (DeltaInPlace), the plane's first byte in its header: smooth data, whose neighbours differ by little.
+enum PlaneMode : uint8_t { kRaw = 0, kConst = 1, kHuffman = 2, kHuffman8 = 3, kHuffmanDelta = 4 };
+inline bool IsHuffman(uint8_t mode) { return mode == kHuffman || mode == kHuffman8 || mode == kHuffmanDelta; }
 
 template <typename T>
 inline T Load(const uint8_t* p) {
@@ -301,6 +304,54 @@ void MergePlanes(const uint8_t* const* lower, const uint8_t* top, size_t n, uint
   MergeScalar<T>(lower, top, MergeVector<T>(lower, top, n, out), n, out);
 }
 
+// ---- deltas (kHuffmanDelta planes) -------------------------------------------------------------------------------
+//
+// A delta plane holds d[i] = s[i] - s[i-1] + 0x80 (mod 256) for i >= 1 and d[0] = 0x80 (the plane's first byte is
+// stored in its header): neighbours a few units apart (smooth data: a random walk's mantissa bytes, its exponents
+// changing at carries) give differences clustered at 0x80, which a Huffman code of a narrow range codes in a bit
+// or two. Subtraction, not XOR: a carry into the byte moves it by one unit, not by a power of two. Adding 0x80 mod
+// 256 flips the top bit (XOR 0x80), so the vector code uses XOR.
+constexpr uint8_t kDeltaBias = 0x80;
+
+// s -> d in place (from the end, so each predecessor is read before it is written over).
+void DeltaInPlace(uint8_t* sym, size_t n) {
+  size_t i = n;
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+  const __m128i bias = _mm_set1_epi8(static_cast<char>(kDeltaBias));
+  while (i >= 17) {  // the bytes [i - 16, i) and their predecessors [i - 17, i - 1)
+    i -= 16;
+    const __m128i x = LoadV(sym + i), p = LoadV(sym + i - 1);
+    StoreV(sym + i, _mm_xor_si128(_mm_sub_epi8(x, p), bias));
+  }
+#endif
+  for (; i > 1; --i) sym[i - 1] = static_cast<uint8_t>(sym[i - 1] - sym[i - 2] + kDeltaBias);
+  if (n) sym[0] = kDeltaBias;
+}
+
+// d -> s in place: s[i] = s[i-1] + d[i] - 0x80 with s[-1] = first (a prefix sum; SSE2: four shifted adds a vector,
+// then the previous vector's last byte added to every byte).
+void UndeltaInPlace(uint8_t* sym, size_t n, uint8_t first) {
+  size_t i = 0;
+  uint8_t prev = first;
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+  const __m128i bias = _mm_set1_epi8(static_cast<char>(kDeltaBias));
+  __m128i carry = _mm_set1_epi8(static_cast<char>(first));
+  for (; i + 16 <= n; i += 16) {
+    __m128i x = _mm_xor_si128(LoadV(sym + i), bias);
+    x = _mm_add_epi8(x, _mm_slli_si128(x, 1));
+    x = _mm_add_epi8(x, _mm_slli_si128(x, 2));
+    x = _mm_add_epi8(x, _mm_slli_si128(x, 4));
+    x = _mm_add_epi8(x, _mm_slli_si128(x, 8));
+    x = _mm_add_epi8(x, carry);
+    StoreV(sym + i, x);
+    const __m128i hi = _mm_unpackhi_epi8(x, x);  // bytes 8..15, each twice
+    carry = _mm_shuffle_epi32(_mm_unpackhi_epi16(hi, hi), 0xff);  // byte 15 in every byte
+  }
+  if (i) prev = sym[i - 1];
+#endif
+  for (; i < n; ++i) prev = sym[i] = static_cast<uint8_t>(prev + sym[i] - kDeltaBias);
+}
+
 // ---- encoder ----------------------------------------------------------------------------------------------------
 //
 // A plane is planned from its exact byte range and a sampled histogram, then coded into a scratch region of bounded
@@ -374,9 +425,12 @@ void MarkPresent(const uint8_t* sym, size_t n, uint8_t present[256]) {
   for (; i < n; ++i) present[sym[i]] = 1;
 }
 
-// A Huffman plane's header (mode, range, lengths, the `streams` stream sizes); returns where its streams start.
-uint8_t* WriteHuffmanHeader(int lo, int hi, const uint8_t len[256], int streams, const uint32_t bytes[], uint8_t* o) {
-  *o++ = streams == kWideStreams ? kHuffman8 : kHuffman;
+// A Huffman plane's header (mode, a delta plane's first byte, range, lengths, the `streams` stream sizes); returns
+// where its streams start.
+uint8_t* WriteHuffmanHeader(bool delta, uint8_t first, int lo, int hi, const uint8_t len[256], int streams,
+                            const uint32_t bytes[], uint8_t* o) {
+  *o++ = delta ? kHuffmanDelta : streams == kWideStreams ? kHuffman8 : kHuffman;
+  if (delta) *o++ = first;
   *o++ = static_cast<uint8_t>(lo);
   *o++ = static_cast<uint8_t>(hi);
   for (int a = lo; a <= hi; a += 2) *o++ = static_cast<uint8_t>(len[a] | (a + 1 <= hi ? len[a + 1] << 4 : 0));
@@ -526,25 +580,79 @@ void EncodeStreams(const uint8_t* sym, size_t n, const uint8_t len[256], uint8_t
 // less than 1/16, or one value), exactly (a code saves less than 1/4: with so little skew, a sampled histogram's noise
 // costs a tenth of the gain), or from a sample.
 enum class LowerPlan { kRaw, kExact, kSampled };
-LowerPlan PlanLower(const uint8_t* sym, size_t n) {
-  uint32_t f[256] = {};
-  const size_t step = std::max<size_t>(1, n / kSample);
-  size_t count = 0;
-  for (size_t i = 0; i < n; i += step, ++count) ++f[sym[i]];
-  int used = 0;
-  double entropy_bits = 0;  // no prefix code beats it: when it alone misses the 1/16, skip the code's build
-  for (uint32_t x : f) {
-    used += x != 0;
-    if (x) entropy_bits -= x * std::log2(static_cast<double>(x) / static_cast<double>(count));
+struct Plan {
+  LowerPlan lower;
+  bool delta;  // code the plane's differences (kHuffmanDelta)
+};
+
+// Shannon entropy, in bits, of `count` symbols with the histogram f.
+double EntropyBits(const uint32_t f[256], size_t count) {
+  double sum = 0;
+  for (int c = 0; c < 256; ++c)
+    if (f[c]) sum += f[c] * std::log2(static_cast<double>(f[c]));
+  return static_cast<double>(count) * std::log2(static_cast<double>(count)) - sum;
+}
+
+// A sample of a plane: the histogram of the `count` bytes 0, step, 2 step, ... (f), and of the `dcount`
+// differences from their predecessors (fd, as DeltaInPlace writes them) of bytes dstep, 2 dstep, ... (dstep a
+// multiple of step), and how many of those differences lie within +-8.
+struct PlaneSample {
+  uint32_t f[256], fd[256];
+  size_t count, dcount, small;
+};
+void SamplePlane(const uint8_t* sym, size_t n, size_t step, size_t dstep, PlaneSample* ps) {
+  memset(ps, 0, sizeof *ps);
+  for (size_t i = 0; i < n; i += step, ++ps->count) ++ps->f[sym[i]];
+  for (size_t i = dstep; i < n; i += dstep, ++ps->dcount) {
+    const uint8_t d = static_cast<uint8_t>(sym[i] - sym[i - 1] + kDeltaBias);
+    ++ps->fd[d];
+    ps->small += static_cast<uint8_t>(d - kDeltaBias + 8) <= 16;
   }
-  if (used < 2) return LowerPlan::kSampled;
-  if (entropy_bits * 16 > static_cast<double>(count) * 8 * 15 * (1 + 1e-9)) return LowerPlan::kRaw;
+}
+
+// Whether the sampled differences' entropy is at most 7/8 of the bytes' (hv): a delta plane then codes smaller
+// by more than what its prefix sum costs the decoder. The entropy of the differences is computed only when at
+// least a quarter of them are small (+-8): smooth data's are; a plane of independent bytes spread wider has few.
+// hv and hd are per sampled byte.
+bool DeltaPays(const PlaneSample& ps, double hv, double* hd) {
+  if (ps.dcount == 0 || ps.small * 4 < ps.dcount) return false;
+  *hd = EntropyBits(ps.fd, ps.dcount) / static_cast<double>(ps.dcount);
+  return *hd * 8 < hv * 7;
+}
+
+// The top plane (always coded when that pays): a smaller sample decides only whether its differences code smaller.
+constexpr size_t kTopDeltaSample = 1024;
+bool PlanTopDelta(const uint8_t* sym, size_t n) {
+  if (n < 2) return false;
+  PlaneSample ps;
+  const size_t step = std::max<size_t>(1, n / kTopDeltaSample);
+  SamplePlane(sym, n, step, step, &ps);
+  double hd;
+  return DeltaPays(ps, EntropyBits(ps.f, ps.count) / static_cast<double>(ps.count), &hd);
+}
+
+Plan PlanLower(const uint8_t* sym, size_t n, bool allow_delta) {
+  if (n < 2) return {LowerPlan::kSampled, false};
+  // The differences from a quarter of the bytes sampled (kTopDeltaSample of a block): enough to see a gain of 1/8.
+  PlaneSample ps;
+  const size_t step = std::max<size_t>(1, n / kSample);
+  SamplePlane(sym, n, step, allow_delta ? 4 * step : n, &ps);
+  int used = 0;
+  for (uint32_t x : ps.f) used += x != 0;
+  if (used < 2) return {LowerPlan::kSampled, false};
+  // No prefix code beats the entropy: when it alone misses the 1/16, skip the code's build.
+  double entropy_bits = EntropyBits(ps.f, ps.count), hd = 0;
+  const bool delta = allow_delta && DeltaPays(ps, entropy_bits / static_cast<double>(ps.count), &hd);
+  const uint32_t* f = delta ? ps.fd : ps.f;
+  const size_t count = delta ? ps.dcount : ps.count;
+  if (delta) entropy_bits = hd * static_cast<double>(count);
+  if (entropy_bits * 16 > static_cast<double>(count) * 8 * 15 * (1 + 1e-9)) return {LowerPlan::kRaw, false};
   uint8_t len[256];
   BuildLengths(f, len);
   uint64_t bits = 0;
   for (int s = 0; s < 256; ++s) bits += static_cast<uint64_t>(f[s]) * len[s];
-  if (bits * 16 > count * 8 * 15) return LowerPlan::kRaw;
-  return bits * 4 > count * 8 * 3 ? LowerPlan::kExact : LowerPlan::kSampled;
+  if (bits * 16 > count * 8 * 15) return {LowerPlan::kRaw, false};
+  return {bits * 4 > count * 8 * 3 ? LowerPlan::kExact : LowerPlan::kSampled, delta};
 }
 
 uint32_t PairWindows(const uint8_t len[256]);
@@ -568,10 +676,15 @@ bool NeighboursRepeat(const uint8_t* sym, size_t n, const uint32_t f[256], size_
 // holds kStreamScratch bytes. The code is built from the plane's exact range and its sampled histogram,
 // every byte of the range the sample missed counted once (so every byte that occurs has a code); it is chosen only
 // when it comes out smaller than raw, in eight streams when the plane has at least `wide_min` symbols and its code
-// is too long for two symbols a lookup (kWideStreamsMinSymbols).
-size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, size_t wide_min, uint8_t* out,
+// is too long for two symbols a lookup (kWideStreamsMinSymbols). With `delta` the code is of the plane's
+// differences (kHuffmanDelta, four streams; DeltaInPlace rewrites `sym`, and UndeltaInPlace restores it when the
+// plane is stored raw after all).
+size_t WritePlane(uint8_t* sym, size_t n, bool try_code, bool exact, size_t wide_min, bool delta, uint8_t* out,
                   uint8_t* streams) {
+  const uint8_t first = n ? sym[0] : 0;
+  bool in_delta = false;
   auto raw = [&] {
+    if (in_delta) UndeltaInPlace(sym, n, first);
     out[0] = kRaw;
     if (out + 1 != sym) memmove(out + 1, sym, n);
     return 1 + n;
@@ -583,6 +696,11 @@ size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, size_
     out[0] = kConst;
     out[1] = static_cast<uint8_t>(lo);
     return 2;
+  }
+  if (delta) {  // not constant, so its differences are not all 0x80 either
+    DeltaInPlace(sym, n);
+    in_delta = true;
+    ByteRange(sym, n, &lo, &hi);
   }
   uint32_t f[256];
   const size_t count = SampleHistogram(sym, n, exact, f);
@@ -616,10 +734,11 @@ size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, size_
       }
     }
   }
-  const int stream_count = n >= wide_min && PairWindows(len) * 8 < kTableSize * 7 && !NeighboursRepeat(sym, n, f, count)
+  const int stream_count = !delta && n >= wide_min && PairWindows(len) * 8 < kTableSize * 7 &&
+                                   !NeighboursRepeat(sym, n, f, count)
                                ? kWideStreams
                                : kStreams;
-  const size_t header = 3 + static_cast<size_t>(hi - lo + 2) / 2 + 4 * stream_count;
+  const size_t header = 3 + (delta ? 1 : 0) + static_cast<size_t>(hi - lo + 2) / 2 + 4 * stream_count;
   uint64_t bits = 0;
   for (int c = lo; c <= hi; ++c) bits += static_cast<uint64_t>(f[c]) * len[c];
   // The sample's estimate of the coded size; when it is not below raw, the code is not tried. (For an exact
@@ -633,7 +752,7 @@ size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, size_
   size_t total = header;
   for (int s = 0; s < stream_count; ++s) total += bytes[s];
   if (total >= 1 + n) return raw();
-  uint8_t* o = WriteHuffmanHeader(lo, hi, len, stream_count, bytes, out);
+  uint8_t* o = WriteHuffmanHeader(delta, first, lo, hi, len, stream_count, bytes, out);
   for (int s = 0; s < stream_count; ++s) {
     memcpy(o, streams + s * StreamRegion(n, stream_count), bytes[s]);
     o += bytes[s];
@@ -645,19 +764,27 @@ size_t WritePlane(const uint8_t* sym, size_t n, bool try_code, bool exact, size_
 // lower planes in place and the top plane to `scratch` (2^kBlockLog2 bytes); the planes are then written one after
 // another, each at or before its raw place (planes before q end before q's raw place, never in q + 1's), their
 // streams coded into `streams` (kStreamScratch bytes) first.
+// What a codec version's encoder may write: eight-stream planes (version 2) of at least wide_min symbols, delta
+// planes (version 3).
+struct EncodeOptions {
+  size_t wide_min;
+  bool delta;
+};
+
 template <typename T>
-size_t EncodeBlock(const uint8_t* in, size_t n, size_t wide_min, uint8_t* out, uint8_t* scratch, uint8_t* streams) {
+size_t EncodeBlock(const uint8_t* in, size_t n, EncodeOptions opt, uint8_t* out, uint8_t* scratch, uint8_t* streams) {
   constexpr int W = sizeof(T);
   uint8_t* lower[W > 1 ? W - 1 : 1];
   for (int plane = 0; plane + 1 < W; ++plane) lower[plane] = out + plane * (1 + n) + 1;
   SplitPlanes<T>(in, n, lower, scratch);
   size_t pos = 0;
   for (int plane = 0; plane + 1 < W; ++plane) {
-    const LowerPlan plan = PlanLower(lower[plane], n);
-    pos += WritePlane(lower[plane], n, plan != LowerPlan::kRaw, plan == LowerPlan::kExact, wide_min, out + pos,
-                      streams);
+    const Plan plan = PlanLower(lower[plane], n, opt.delta);
+    pos += WritePlane(lower[plane], n, plan.lower != LowerPlan::kRaw, plan.lower == LowerPlan::kExact, opt.wide_min,
+                      plan.delta, out + pos, streams);
   }
-  return pos + WritePlane(scratch, n, true, false, wide_min, out + pos, streams);
+  const bool top_delta = opt.delta && PlanTopDelta(scratch, n);
+  return pos + WritePlane(scratch, n, true, false, opt.wide_min, top_delta, out + pos, streams);
 }
 
 // ---- decoder ----------------------------------------------------------------------------------------------------
@@ -958,17 +1085,19 @@ const char* DecodePlane(const uint8_t* data, int streams, const uint32_t bytes[]
 struct ParsedPlane {
   PlaneMode mode;
   const uint8_t* data;  // kRaw: n bytes; kConst: the byte; kHuffman, kHuffman8: the streams
-  int streams;          // kHuffman: kStreams; kHuffman8: kWideStreams
+  int streams;          // kHuffman, kHuffmanDelta: kStreams; kHuffman8: kWideStreams
+  uint8_t first;        // kHuffmanDelta: the plane's first byte
   uint32_t bytes[kMaxStreams];
   uint32_t pair_windows;  // kHuffman: PairWindows
   uint16_t table[kTableSize];
 };
 
-// `version`: the payload's codec version (kHuffman8 planes are version 2's).
+// `version`: the payload's codec version (kHuffman8 planes are version 2's, kHuffmanDelta version 3's).
 const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, int version, ParsedPlane* pp) {
   if (size - *pos < 1) return "a block ends before its planes";
   const uint8_t mode = in[(*pos)++];
   if (mode == kHuffman8 && version < 2) return "an eight-stream Huffman plane in a version 1 payload";
+  if (mode == kHuffmanDelta && version < 3) return "a delta Huffman plane in a version 1 or 2 payload";
   if (mode == kRaw) {
     if (size - *pos < n) return "a raw plane runs past the end";
     pp->data = in + *pos;
@@ -976,8 +1105,13 @@ const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, in
   } else if (mode == kConst) {
     if (size - *pos < 1) return "a constant plane runs past the end";
     pp->data = in + (*pos)++;
-  } else if (mode == kHuffman || mode == kHuffman8) {
+  } else if (IsHuffman(mode)) {
     const int streams = mode == kHuffman8 ? kWideStreams : kStreams;
+    pp->first = 0;
+    if (mode == kHuffmanDelta) {
+      if (size - *pos < 1) return "a Huffman plane header runs past the end";
+      pp->first = in[(*pos)++];
+    }
     if (size - *pos < 2) return "a Huffman plane header runs past the end";
     const int lo = in[*pos], hi = in[*pos + 1];
     *pos += 2;
@@ -1041,9 +1175,10 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, i
         continue;
       }
       uint8_t* buf = scratch[used++];
-      if (pp.mode == kHuffman || pp.mode == kHuffman8) {
+      if (IsHuffman(pp.mode)) {
         if (const char* err = DecodePlane(pp.data, pp.streams, pp.bytes, n, pp.table, pp.pair_windows, pair, buf))
           return err;
+        if (pp.mode == kHuffmanDelta) UndeltaInPlace(buf, n, pp.first);
       } else {
         memset(buf, pp.data[0], n);
       }
@@ -1058,11 +1193,16 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, i
   int raws = 0;
   for (size_t plane = 0; plane < W; ++plane) {
     const ParsedPlane& pp = planes[plane];
-    if (pp.mode == kHuffman || pp.mode == kHuffman8) {
+    if (IsHuffman(pp.mode)) {
       const char* err = pp.streams == kWideStreams
                             ? DecodeStreams<W, kWideStreams>(pp.data, pp.bytes, n, pp.table, out + plane)
                             : DecodeStreams<W, kStreams>(pp.data, pp.bytes, n, pp.table, out + plane);
       if (err) return err;
+      if (pp.mode == kHuffmanDelta) {  // the prefix sum along the plane's bytes of the elements
+        uint8_t prev = pp.first;
+        for (size_t i = 0; i < n; ++i)
+          prev = out[i * W + plane] = static_cast<uint8_t>(prev + out[i * W + plane] - kDeltaBias);
+      }
       keep = static_cast<T>(keep | static_cast<T>(0xff) << (8 * plane));
     } else if (pp.mode == kConst) {
       constant = static_cast<T>(constant | static_cast<T>(pp.data[0]) << (8 * plane));
@@ -1081,13 +1221,13 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, i
 }
 
 template <typename T>
-size_t EncodeAll(const uint8_t* in, size_t n, size_t wide_min, uint8_t* out) {
+size_t EncodeAll(const uint8_t* in, size_t n, EncodeOptions opt, uint8_t* out) {
   uint8_t scratch[size_t{1} << kBlockLog2];
   uint8_t streams[kStreamScratch];
   size_t pos = kFloatCodecHeaderBytes;
   for (size_t b = 0; b < n; b += size_t{1} << kBlockLog2) {
     const size_t m = std::min(n - b, size_t{1} << kBlockLog2);
-    pos += EncodeBlock<T>(in + b * sizeof(T), m, wide_min, out + pos, scratch, streams);
+    pos += EncodeBlock<T>(in + b * sizeof(T), m, opt, out + pos, scratch, streams);
   }
   return pos;
 }
@@ -1116,11 +1256,12 @@ size_t FloatCodecMaxBytes(size_t n, size_t elem_bytes) {
 }
 
 namespace {
-// Version 2 codes planes of at least kWideStreamsMinSymbols in eight streams; version 1 never did.
+// Version 2 codes planes of at least kWideStreamsMinSymbols in eight streams; version 1 never did. Version 3 codes
+// delta planes.
 size_t Encode(const void* in_v, size_t n, size_t elem_bytes, void* out_v, int version) {
   const auto* in = static_cast<const uint8_t*>(in_v);
   auto* out = static_cast<uint8_t*>(out_v);
-  const size_t wide_min = version >= 2 ? kWideStreamsMinSymbols : SIZE_MAX;
+  const EncodeOptions opt{version >= 2 ? kWideStreamsMinSymbols : SIZE_MAX, version >= 3};
   memset(out, 0, kFloatCodecHeaderBytes);
   out[0] = static_cast<uint8_t>(version);
   out[1] = static_cast<uint8_t>(elem_bytes);
@@ -1128,10 +1269,10 @@ size_t Encode(const void* in_v, size_t n, size_t elem_bytes, void* out_v, int ve
   const uint64_t n64 = n;
   memcpy(out + 8, &n64, 8);
   switch (elem_bytes) {
-    case 1: return EncodeAll<uint8_t>(in, n, wide_min, out);
-    case 2: return EncodeAll<uint16_t>(in, n, wide_min, out);
-    case 4: return EncodeAll<uint32_t>(in, n, wide_min, out);
-    case 8: return EncodeAll<uint64_t>(in, n, wide_min, out);
+    case 1: return EncodeAll<uint8_t>(in, n, opt, out);
+    case 2: return EncodeAll<uint16_t>(in, n, opt, out);
+    case 4: return EncodeAll<uint32_t>(in, n, opt, out);
+    case 8: return EncodeAll<uint64_t>(in, n, opt, out);
   }
   return 0;
 }
@@ -1143,6 +1284,10 @@ size_t FloatEncode(const void* in, size_t n, size_t elem_bytes, void* out) {
 
 size_t FloatEncodeVersion1(const void* in, size_t n, size_t elem_bytes, void* out) {
   return Encode(in, n, elem_bytes, out, 1);
+}
+
+size_t FloatEncodeVersion2(const void* in, size_t n, size_t elem_bytes, void* out) {
+  return Encode(in, n, elem_bytes, out, 2);
 }
 
 uint64_t FloatCodecMaxElements(const void* in_v, size_t size, size_t elem_bytes) {

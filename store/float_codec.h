@@ -8,12 +8,15 @@
 // code comes out smaller than raw (a plane of at least 16384 symbols whose code is too long to decode two symbols a
 // lookup in most 12-bit windows, FP8 and FP16: eight interleaved streams, so a decoder keeps eight table-lookup
 // chains in flight; codec version 2; except where sampled neighbours repeat, smooth data, whose four streams of
-// consecutive elements keep the local repeats the writer's zstd trial finds). The code is built from the plane's exact byte range and a sampled histogram (a
-// quarter of the block; every byte of the range the sample missed gets a code too), so it may miss the best
-// Huffman code by a little (0-0.5% of the ratio on BF16, FP16 and FP32, up to 1% on FP8: docs/codec.md). In trained
-// tensors only the exponent plane is far from uniform, and Huffman codes it within a few hundredths of a bit of its
-// entropy; the mantissa planes stay raw unless a sample says coding them saves at least 1/16 (smooth or quantized
-// data, FP32 holding BF16 values).
+// consecutive elements keep the local repeats the writer's zstd trial finds). Since codec version 3 a plane whose
+// sampled differences between neighbouring bytes have at most 7/8 of the entropy of its bytes (smooth data: a
+// random walk's mantissa bytes) is coded as those differences, four streams, the decoder summing them back. The
+// code is built from the plane's exact byte range and a sampled histogram (a quarter of the block; every byte of
+// the range the sample missed gets a code too), so it may miss the best Huffman code by a little (0-0.5% of the
+// ratio on BF16, FP16 and FP32, up to 1% on FP8: docs/codec.md). In trained tensors only the exponent plane is far
+// from uniform, and Huffman codes it within a few hundredths of a bit of its entropy; the mantissa planes stay raw
+// unless a sample says coding them (or their differences) saves at least 1/16 (smooth or quantized data, FP32
+// holding BF16 values).
 //
 // Pure functions over bytes: the shim's drain encodes (FloatEncode allocates nothing and cannot fail; it uses a
 // 64 KiB and a 96 KiB scratch block on the stack, FloatDecode four of 64 KiB, a 16 KiB table and up to 8 KiB more
@@ -27,8 +30,9 @@
 
 namespace ttrace::store {
 
-// Version 2 (codec24) added eight-stream Huffman planes; the decoder reads versions 1 and 2, the encoder writes 2.
-inline constexpr uint8_t kFloatCodecVersion = 2;
+// Version 2 (codec24) added eight-stream Huffman planes, version 3 (codec26) delta planes (the Huffman-coded
+// differences of a plane's neighbouring bytes: smooth data); the decoder reads versions 1 to 3, the encoder writes 3.
+inline constexpr uint8_t kFloatCodecVersion = 3;
 inline constexpr uint8_t kFloatCodecOldestVersion = 1;
 inline constexpr size_t kFloatCodecHeaderBytes = 16;
 
@@ -46,6 +50,10 @@ size_t FloatEncode(const void* in, size_t n, size_t elem_bytes, void* out);
 // version 1 encoder wrote: for the tests of the decoder's version 1 path and for codec_bench's comparison. The shim
 // does not call it.
 size_t FloatEncodeVersion1(const void* in, size_t n, size_t elem_bytes, void* out);
+
+// As FloatEncode, but the codec version 2 layout (no delta planes), byte for byte what the version 2 encoder wrote
+// (codec_bench compares the two; the tests read its payloads). The shim does not call it.
+size_t FloatEncodeVersion2(const void* in, size_t n, size_t elem_bytes, void* out);
 
 // The most elements `size` coded bytes at `in` can decode to (every block costs at least 2 bytes a plane), from
 // its header's block size; 0 when the header is malformed. A reader refuses a record whose shape needs more before

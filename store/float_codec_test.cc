@@ -26,10 +26,18 @@ namespace {
 
 std::string Encode(const void* data, size_t n, size_t e, int version = kFloatCodecVersion) {
   std::string out(FloatCodecMaxBytes(n, e), '\0');
-  const size_t size = version == 1 ? FloatEncodeVersion1(data, n, e, out.data()) : FloatEncode(data, n, e, out.data());
+  const size_t size = version == 1   ? FloatEncodeVersion1(data, n, e, out.data())
+                      : version == 2 ? FloatEncodeVersion2(data, n, e, out.data())
+                                     : FloatEncode(data, n, e, out.data());
   EXPECT_LE(size, out.size());
   out.resize(size);
   return out;
+}
+
+uint32_t Load32At(const uint8_t* p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
 }
 
 template <typename T>
@@ -239,7 +247,7 @@ TEST(FloatCodecTest, TwoSymbolsALookupRoundTripAtEveryStreamEnd) {
     std::vector<uint8_t> three(n), wide(n);
     for (uint8_t& x : three) x = Fp8WithTopByte(static_cast<uint8_t>(rng() % 3));
     for (uint8_t& x : wide) x = WideCodeByte(rng);
-    for (int version : {1, 2}) {
+    for (int version : {1, 2, 3}) {
       const std::string at = " n=" + std::to_string(n) + " version " + std::to_string(version);
       ExpectRoundTrip(bf16, "BF16 Gaussian" + at, version);
       ExpectRoundTrip(three, "three bytes" + at, version);
@@ -250,7 +258,7 @@ TEST(FloatCodecTest, TwoSymbolsALookupRoundTripAtEveryStreamEnd) {
     const std::vector<float> g = Gaussian(n, static_cast<uint32_t>(n));
     std::vector<uint16_t> bf16(n);
     for (size_t i = 0; i < n; ++i) bf16[i] = kernels::FloatToBf16(g[i]);
-    for (int version : {1, 2}) ExpectRoundTrip(bf16, "BF16 Gaussian n=" + std::to_string(n), version);
+    for (int version : {1, 2, 3}) ExpectRoundTrip(bf16, "BF16 Gaussian n=" + std::to_string(n), version);
   }
 }
 
@@ -278,10 +286,12 @@ TEST(FloatCodecTest, EncoderCodesLargePlanesInEightStreams) {
   for (size_t n : {size_t{16383}, size_t{16384}}) {
     std::vector<uint8_t> v(n);
     for (uint8_t& x : v) x = WideCodeByte(rng);
-    const std::string v2 = Encode(v.data(), n, 1), v1 = Encode(v.data(), n, 1, 1);
+    const std::string v2 = Encode(v.data(), n, 1, 2), v1 = Encode(v.data(), n, 1, 1), v3 = Encode(v.data(), n, 1);
     EXPECT_EQ(v2[0], 2);
     EXPECT_EQ(v1[0], 1);
+    EXPECT_EQ(v3[0], 3);
     EXPECT_EQ(FirstPlaneMode(v2), n >= 16384 ? 3 : 2) << n;
+    EXPECT_EQ(v3.substr(1), v2.substr(1)) << n << ": no delta plane here, so version 3 writes version 2's planes";
     EXPECT_EQ(FirstPlaneMode(v1), 2) << n;
     // Four more stream sizes in the header, the streams' padding: within 20 bytes of each other.
     EXPECT_LE(v2.size(), v1.size() + (n >= 16384 ? 20 : 0)) << n;
@@ -315,11 +325,13 @@ TEST(FloatCodecTest, PlanesWhoseNeighboursRepeatKeepFourStreams) {
         << times << " x sum p^2 = " << sum_sq << "; neighbours equal " << double(equal) / (n - 1);
     ExpectRoundTrip(v, "FP8 neighbours equal at " + std::to_string(times) + " x sum p^2", 2);
   }
-  // A random walk over the plane's bytes (smooth data): four streams, also where its code is long.
+  // A random walk over the plane's bytes (smooth data): four streams, also where its code is long (version 2);
+  // version 3 codes its differences (mode 4, four streams).
   std::vector<uint8_t> walk(n);
   int at = 0x80;
   for (uint8_t& x : walk) x = Fp8WithTopByte(static_cast<uint8_t>(at = std::clamp(at + static_cast<int>(rng() % 5) - 2, 0x20, 0xdf)));
-  EXPECT_EQ(FirstPlaneMode(Encode(walk.data(), n, 1)), 2);
+  EXPECT_EQ(FirstPlaneMode(Encode(walk.data(), n, 1, 2)), 2);
+  EXPECT_EQ(FirstPlaneMode(Encode(walk.data(), n, 1)), 4);
 }
 
 // The start of an FP8 payload, version 2, of one block of `count` elements whose plane is coded in eight streams
@@ -391,9 +403,9 @@ TEST(FloatCodecTest, MalformedEightStreamPlanesAreRejected) {
   EXPECT_STREQ(FloatDecode(v1.data(), v1.size(), 1, back.data(), back.size()),
                "an eight-stream Huffman plane in a version 1 payload");
   // A version past the newest.
-  std::string v3 = enc;
-  v3[0] = 3;
-  EXPECT_STREQ(FloatDecode(v3.data(), v3.size(), 1, back.data(), back.size()), "unknown codec version");
+  std::string v4 = enc;
+  v4[0] = 4;
+  EXPECT_STREQ(FloatDecode(v4.data(), v4.size(), 1, back.data(), back.size()), "unknown codec version");
   // A stream one byte longer (and the next one shorter): the first ends with a byte it does not use.
   const size_t sizes = kFloatCodecHeaderBytes + 4;
   std::string moved = enc;
@@ -520,8 +532,9 @@ TEST(FloatCodecTest, MalformedInputIsRejectedWithinBounds) {
       bad[k] ^= static_cast<char>(bit);
       const char* err = GuardedDecode(in, bad, 2, out_bytes);
       rejected += err != nullptr;
-      // (Byte 2 is the block size's log2: 16 -> 17 still holds these 3000 elements in one block.)
-      if (k < kFloatCodecHeaderBytes && !(k == 2 && bit == 0x01)) {
+      // (Byte 2 is the block size's log2: 16 -> 17 still holds these 3000 elements in one block. Byte 0, the version,
+      // 3 -> 2: a payload without delta planes is a valid version 2 payload.)
+      if (k < kFloatCodecHeaderBytes && !(k == 2 && bit == 0x01) && !(k == 0 && bit == 0x01)) {
         EXPECT_NE(err, nullptr) << "header byte " << k;
       }
     }
@@ -627,6 +640,263 @@ TEST(FloatCodecTest, AnIncompleteHuffmanCodeIsRejected) {
   ASSERT_EQ(static_cast<uint8_t>(enc[lengths]), 0x11);
   enc[lengths] = 0x21;
   EXPECT_STREQ(FloatDecode(enc.data(), enc.size(), 1, back.data(), back.size()), "a Huffman code is not complete");
+}
+
+
+// ---- delta planes (codec version 3) -------------------------------------------------------------------------------
+
+// The mode of every plane of every block of a payload of n elements of e bytes (block after block, plane 0 first),
+// read by the layout of docs/format.md.
+std::vector<uint8_t> PlaneModes(const std::string& enc, size_t n, size_t e) {
+  std::vector<uint8_t> modes;
+  const auto* p = reinterpret_cast<const uint8_t*>(enc.data());
+  const size_t block = size_t{1} << p[2];
+  size_t pos = kFloatCodecHeaderBytes;
+  for (size_t b = 0; b < n; b += block) {
+    const size_t m = std::min(block, n - b);
+    for (size_t plane = 0; plane < e; ++plane) {
+      const uint8_t mode = p[pos++];
+      modes.push_back(mode);
+      if (mode == 0) {
+        pos += m;
+      } else if (mode == 1) {
+        ++pos;
+      } else {
+        if (mode == 4) ++pos;
+        const int lo = p[pos], hi = p[pos + 1];
+        pos += 2 + static_cast<size_t>(hi - lo + 2) / 2;
+        const int streams = mode == 3 ? 8 : 4;
+        size_t bytes = 0;
+        for (int s = 0; s < streams; ++s) bytes += Load32At(p + pos + 4 * s);
+        pos += 4 * static_cast<size_t>(streams) + bytes;
+      }
+    }
+  }
+  EXPECT_EQ(pos, enc.size());
+  return modes;
+}
+
+// A random walk (codec_bench's "smooth" row: activations): n steps N(0, step) from `start`.
+std::vector<float> Walk(size_t n, uint32_t seed, float start, float step) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, step);
+  std::vector<float> v(n);
+  float x = start;
+  for (float& y : v) y = x += d(rng);
+  return v;
+}
+
+TEST(FloatCodecTest, SmoothPlanesAreCodedAsDifferences) {
+  // A random walk rounded to BF16 (steps 0.01 at ~20, where BF16's unit is 0.125: ~94% of neighbours equal) or FP16
+  // (unit 0.0156: neighbours a unit or two apart): the low plane's differences cluster at 0, so version 3 codes it
+  // as differences (mode 4) in every block, where version 2 coded its values or stored it raw; the top plane
+  // (BF16: the exponent, constant between powers of two; FP16: carries move it by one) is constant or coded as
+  // differences. FP32 (units of 2^-19 at ~20: the walk's steps span ~2^13 of them): the two low planes are noise
+  // (plane 0 holds the sign bit, always 0 here: 7 bits of noise, coded as values) and are not coded as
+  // differences; plane 2 is, the top one too or is constant.
+  const size_t n = size_t{1} << 18;
+  const std::vector<float> w = Walk(n, 30, 20.0f, 0.01f);
+  std::vector<uint16_t> bf16(n), fp16(n);
+  std::vector<uint32_t> fp32(n);
+  for (size_t i = 0; i < n; ++i) {
+    bf16[i] = kernels::FloatToBf16(w[i]);
+    fp16[i] = kernels::FloatToHalf(w[i]);
+    memcpy(&fp32[i], &w[i], 4);
+  }
+  auto expect_modes = [](const std::vector<uint8_t>& modes, size_t e, const char* what) {
+    for (size_t k = 0; k < modes.size(); ++k) {
+      const size_t plane = k % e;
+      if (plane + 1 == e)
+        EXPECT_TRUE(modes[k] == 4 || modes[k] == 1) << what << " top plane, block " << k / e << ": " << int{modes[k]};
+      else if (plane + 2 < e)
+        EXPECT_NE(modes[k], 4) << what << " plane " << plane << ", block " << k / e;
+      else
+        EXPECT_EQ(modes[k], 4) << what << " plane " << plane << ", block " << k / e;
+    }
+  };
+  expect_modes(PlaneModes(Encode(bf16.data(), n, 2), n, 2), 2, "BF16");
+  expect_modes(PlaneModes(Encode(fp16.data(), n, 2), n, 2), 2, "FP16");
+  expect_modes(PlaneModes(Encode(fp32.data(), n, 4), n, 4), 4, "FP32");
+  ExpectRoundTrip(bf16, "smooth BF16");
+  ExpectRoundTrip(fp16, "smooth FP16");
+  ExpectRoundTrip(fp32, "smooth FP32");
+  const double bf16_v2 = static_cast<double>(n * 2) / static_cast<double>(Encode(bf16.data(), n, 2, 2).size());
+  const double fp16_v2 = static_cast<double>(n * 2) / static_cast<double>(Encode(fp16.data(), n, 2, 2).size());
+  const double fp32_v2 = static_cast<double>(n * 4) / static_cast<double>(Encode(fp32.data(), n, 4, 2).size());
+  RecordProperty("ratios", std::to_string(Ratio(bf16)) + " " + std::to_string(bf16_v2) + " " + std::to_string(Ratio(fp16)) +
+                               " " + std::to_string(fp16_v2) + " " + std::to_string(Ratio(fp32)) + " " + std::to_string(fp32_v2));
+  // A Huffman code takes at least a bit a symbol: BF16 with a constant top plane at most 16x. ~94% of the BF16 low
+  // plane's differences are 0 (1 bit), the rest +-1 unit (3 bits or so): ~1.1 bits a low plane byte.
+  EXPECT_GE(Ratio(bf16), 2.5 * bf16_v2);
+  EXPECT_LE(Ratio(bf16), 16.0);
+  EXPECT_GE(Ratio(fp16), 1.5 * fp16_v2);
+  EXPECT_GE(Ratio(fp32), 1.1 * fp32_v2);
+  // Independent values (Gaussian weights) have no plane coded as differences.
+  const std::vector<float> g = Gaussian(n, 31);
+  std::vector<uint16_t> gb(n);
+  for (size_t i = 0; i < n; ++i) gb[i] = kernels::FloatToBf16(g[i]);
+  const std::string genc = Encode(gb.data(), n, 2);
+  for (uint8_t mode : PlaneModes(genc, n, 2)) EXPECT_NE(mode, 4) << "Gaussian BF16";
+  EXPECT_EQ(genc.substr(1), Encode(gb.data(), n, 2, 2).substr(1)) << "Gaussian BF16: version 3 writes version 2's planes";
+}
+
+TEST(FloatCodecTest, DifferencesAreCodedWhereTheirEntropyIsAtMostSevenEighths) {
+  // The rule: a plane is coded as differences when the sampled differences' entropy is at most 7/8 of its bytes'.
+  // Model: a walk on K plane bytes lo..lo + K - 1, wrapping, steps -1, 0, +1 equally likely. The bytes are uniform
+  // (log2 K bits); the differences are 0, +-1 and, at a wrap, -+(K - 1): K = 8: 1.94 against 3 bits (0.65: coded
+  // as differences); K = 3: 2.2 against 1.58 (1.39: not). A rule 2x looser (7/4) takes K = 3, one 2x tighter (7/16)
+  // misses K = 8.
+  std::mt19937 rng(32);
+  const size_t n = size_t{1} << 16;
+  for (int k : {3, 8}) {
+    std::vector<uint8_t> v(n);
+    int at = 0;
+    for (uint8_t& x : v) {
+      at = (at + k + static_cast<int>(rng() % 3) - 1) % k;
+      x = Fp8WithTopByte(static_cast<uint8_t>(0x40 + at));
+    }
+    EXPECT_EQ(FirstPlaneMode(Encode(v.data(), n, 1)), k == 8 ? 4 : 2) << "K = " << k;
+    ExpectRoundTrip(v, "walk on " + std::to_string(k) + " bytes");
+    if (k == 8) EXPECT_LT(Encode(v.data(), n, 1).size(), Encode(v.data(), n, 1, 2).size() * 3 / 4);
+  }
+}
+
+TEST(FloatCodecTest, DeltaPlanesRoundTripAtEveryBoundary) {
+  // Smooth data of every element size at sizes around the prefix sum's 16-byte vectors, the pair decoder's and the
+  // four streams' ends, and blocks; walks that cross zero (the sign bit flips in plane 0) and wrap plane bytes.
+  std::vector<size_t> sizes;
+  for (size_t n = 0; n <= 70; ++n) sizes.push_back(n);
+  for (size_t n : {16383, 16384, 16385, 16399, 65535, 65536, 65537, 65536 + 17, 200003}) sizes.push_back(n);
+  for (size_t n : sizes) {
+    const std::vector<float> w = Walk(n, static_cast<uint32_t>(n), n % 2 ? 0.05f : 3.0f, n % 3 ? 0.01f : 0.001f);
+    std::vector<uint16_t> bf16(n), fp16(n);
+    std::vector<uint32_t> fp32(n);
+    std::vector<uint64_t> fp64(n);
+    std::vector<uint8_t> e4m3(n);
+    for (size_t i = 0; i < n; ++i) {
+      bf16[i] = kernels::FloatToBf16(w[i]);
+      fp16[i] = kernels::FloatToHalf(w[i]);
+      memcpy(&fp32[i], &w[i], 4);
+      const double d = w[i];
+      memcpy(&fp64[i], &d, 8);
+      e4m3[i] = kernels::FloatToE4M3(w[i] * 20);
+    }
+    const std::string at = " n=" + std::to_string(n);
+    ExpectRoundTrip(bf16, "smooth BF16" + at);
+    ExpectRoundTrip(fp16, "smooth FP16" + at);
+    ExpectRoundTrip(fp32, "smooth FP32" + at);
+    ExpectRoundTrip(fp64, "smooth FP64" + at);
+    ExpectRoundTrip(e4m3, "smooth E4M3" + at);
+  }
+  // Every plane of FP64 elements counting up by 0x0101...01 codes as differences: eight planes not raw, which the
+  // decoder composes in the output (its general path), not in four scratch planes.
+  for (size_t n : {size_t{100}, size_t{65536 + 5}}) {
+    std::vector<uint64_t> ramp(n);
+    for (size_t i = 0; i < n; ++i) ramp[i] = 0x0101010101010101ull * (i + 7);
+    const std::string enc = Encode(ramp.data(), n, 8);
+    const std::vector<uint8_t> modes = PlaneModes(enc, n, 8);
+    EXPECT_EQ(std::count(modes.begin(), modes.begin() + 8, 4), 8) << n;
+    ExpectRoundTrip(ramp, "FP64 ramp n=" + std::to_string(n));
+  }
+}
+
+// An FP8 payload, version 3, of one block of 2^block_log2 or more elements (n) whose plane is coded by hand as
+// differences (mode 4) with the two-symbol code {0x80: 0, 0x81: 1} over four streams of consecutive elements:
+// plane byte i is first + (the number of ones among bits 0..i) mod 256. `want` gets the elements.
+std::string HandDeltaFp8(size_t n, int block_log2, uint8_t first, uint32_t seed, std::vector<uint8_t>* want) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> bit(n);
+  for (uint8_t& b : bit) b = static_cast<uint8_t>(rng() % 4 == 0);
+  want->resize(n);
+  uint8_t s = first;
+  for (size_t i = 0; i < n; ++i) (*want)[i] = Fp8WithTopByte(s = static_cast<uint8_t>(s + bit[i]));
+  std::string enc(kFloatCodecHeaderBytes, '\0');
+  enc[0] = 3, enc[1] = 1, enc[2] = static_cast<char>(block_log2);
+  const uint64_t count = n;
+  memcpy(enc.data() + 8, &count, 8);
+  enc += static_cast<char>(4);
+  enc += static_cast<char>(first);
+  enc += static_cast<char>(0x80);
+  enc += static_cast<char>(0x81);
+  enc += static_cast<char>(0x11);  // both lengths 1
+  const size_t q = (n + 3) / 4;
+  std::string streams[4];
+  for (size_t s4 = 0; s4 < 4; ++s4) {
+    for (size_t i = std::min(n, s4 * q), j = 0; i < std::min(n, (s4 + 1) * q); ++i, ++j) {
+      if (j % 8 == 0) streams[s4] += '\0';
+      streams[s4].back() = static_cast<char>(streams[s4].back() | bit[i] << (j % 8));
+    }
+    const uint32_t bytes = static_cast<uint32_t>(streams[s4].size());
+    enc.append(reinterpret_cast<const char*>(&bytes), 4);
+  }
+  for (const std::string& st : streams) enc += st;
+  return enc;
+}
+
+TEST(FloatCodecTest, HandMadeDeltaPlanesDecode) {
+  // Built by hand from docs/format.md's mode 4, so the decoder is checked against the specification, not against
+  // the encoder: sizes around the prefix sum's vectors and the four streams' splits, a block past the decoder's
+  // scratch size (2^17: its general path), and a first byte near 0xff so the sums wrap.
+  std::vector<size_t> sizes;
+  for (size_t n = 1; n <= 70; ++n) sizes.push_back(n);
+  for (size_t n : {16384, 16401, 65536}) sizes.push_back(n);
+  for (size_t n : sizes) {
+    std::vector<uint8_t> want, back(n, 0xa5);
+    const std::string enc = HandDeltaFp8(n, 16, 0xf9, static_cast<uint32_t>(n), &want);
+    const char* err = FloatDecode(enc.data(), enc.size(), 1, back.data(), n);
+    ASSERT_EQ(err, nullptr) << n << ": " << err;
+    ASSERT_TRUE(back == want) << n;
+  }
+  std::vector<uint8_t> want, back(70001);
+  const std::string big = HandDeltaFp8(70001, 17, 0x10, 5, &want);
+  ASSERT_EQ(FloatDecode(big.data(), big.size(), 1, back.data(), back.size()), nullptr);
+  EXPECT_TRUE(back == want);
+}
+
+TEST(FloatCodecTest, MalformedDeltaPlanesAreRejected) {
+  std::vector<uint8_t> want, back(100);
+  const std::string enc = HandDeltaFp8(100, 16, 0x33, 3, &want);
+  ASSERT_EQ(FloatDecode(enc.data(), enc.size(), 1, back.data(), back.size()), nullptr);
+  for (char version : {1, 2}) {
+    std::string old = enc;
+    old[0] = version;
+    EXPECT_STREQ(FloatDecode(old.data(), old.size(), 1, back.data(), back.size()),
+                 "a delta Huffman plane in a version 1 or 2 payload");
+  }
+  // Cut after the mode byte, after the first byte, inside the stream sizes.
+  for (size_t cut : {size_t{1}, size_t{2}, size_t{6}})
+    EXPECT_STREQ(FloatDecode(enc.data(), kFloatCodecHeaderBytes + cut, 1, back.data(), back.size()),
+                 "a Huffman plane header runs past the end")
+        << cut;
+  // A stream one byte longer and the next one shorter.
+  const size_t sizes = kFloatCodecHeaderBytes + 5;
+  std::string moved = enc;
+  moved[sizes] = static_cast<char>(moved[sizes] + 1);
+  moved[sizes + 4] = static_cast<char>(moved[sizes + 4] - 1);
+  EXPECT_NE(FloatDecode(moved.data(), moved.size(), 1, back.data(), back.size()), nullptr);
+  // Lengths {1, 2}: not a complete code.
+  std::string incomplete = enc;
+  incomplete[kFloatCodecHeaderBytes + 4] = 0x21;
+  EXPECT_STREQ(FloatDecode(incomplete.data(), incomplete.size(), 1, back.data(), back.size()),
+               "a Huffman code is not complete");
+  // Smooth BF16 (both planes mode 4) truncated and corrupted anywhere: rejected or decoded, within bounds.
+  for (size_t n : {size_t{3000}, size_t{20000}}) {
+    const std::vector<float> w = Walk(n, 33, 20.0f, 0.01f);
+    std::vector<uint16_t> bf16(n);
+    for (size_t i = 0; i < n; ++i) bf16[i] = kernels::FloatToBf16(w[i]);
+    const std::string smooth = Encode(bf16.data(), n, 2);
+    ASSERT_EQ(PlaneModes(smooth, n, 2)[0], 4);
+    GuardedInput in(smooth.size() + 64);
+    ASSERT_EQ(GuardedDecode(in, smooth, 2, n * 2), nullptr);
+    std::mt19937 rng(34);
+    for (size_t k = 0; k < smooth.size(); k += std::max<size_t>(1, smooth.size() / 500))
+      EXPECT_NE(GuardedDecode(in, smooth.substr(0, k), 2, n * 2), nullptr) << k;
+    for (int t = 0; t < 3000; ++t) {
+      std::string bad = smooth;
+      for (int j = 0; j < 1 + t % 4; ++j) bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
+      GuardedDecode(in, bad, 2, n * 2);
+    }
+  }
 }
 
 }  // namespace
