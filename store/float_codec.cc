@@ -593,26 +593,27 @@ double EntropyBits(const uint32_t f[256], size_t count) {
   return static_cast<double>(count) * std::log2(static_cast<double>(count)) - sum;
 }
 
-// A sample of a plane: the histogram of the `count` bytes 0, step, 2 step, ... (f), and of the `dcount`
-// differences from their predecessors (fd, as DeltaInPlace writes them) of bytes dstep, 2 dstep, ... (dstep a
-// multiple of step), and how many of those differences lie within +-8.
+// A sample of a plane: the histogram of the `count` bytes 0, step, 2 step, ... (f); the `dcount` differences from
+// their predecessors (as DeltaInPlace writes them) of bytes dstep, 2 dstep, ..., how many of them lie within +-16
+// (`small`), and, only when that is at least a quarter of them (DeltaPays needs them then), their histogram (fd).
 struct PlaneSample {
   uint32_t f[256], fd[256];
   size_t count, dcount, small;
 };
 void SamplePlane(const uint8_t* sym, size_t n, size_t step, size_t dstep, PlaneSample* ps) {
-  memset(ps, 0, sizeof *ps);
+  memset(ps->f, 0, sizeof ps->f);
+  ps->count = ps->dcount = ps->small = 0;
   for (size_t i = 0; i < n; i += step, ++ps->count) ++ps->f[sym[i]];
-  for (size_t i = dstep; i < n; i += dstep, ++ps->dcount) {
-    const uint8_t d = static_cast<uint8_t>(sym[i] - sym[i - 1] + kDeltaBias);
-    ++ps->fd[d];
-    ps->small += static_cast<uint8_t>(d - kDeltaBias + 8) <= 16;
-  }
+  for (size_t i = dstep; i < n; i += dstep, ++ps->dcount)
+    ps->small += static_cast<uint8_t>(sym[i] - sym[i - 1] + 16) <= 32;
+  if (ps->small * 4 < ps->dcount) return;
+  memset(ps->fd, 0, sizeof ps->fd);
+  for (size_t i = dstep; i < n; i += dstep) ++ps->fd[static_cast<uint8_t>(sym[i] - sym[i - 1] + kDeltaBias)];
 }
 
 // Whether the sampled differences' entropy is at most 7/8 of the bytes' (hv): a delta plane then codes smaller
 // by more than what its prefix sum costs the decoder. The entropy of the differences is computed only when at
-// least a quarter of them are small (+-8): smooth data's are; a plane of independent bytes spread wider has few.
+// least a quarter of them are small (+-16): smooth data's are; a plane of independent uniform bytes has 13% such.
 // hv and hd are per sampled byte.
 bool DeltaPays(const PlaneSample& ps, double hv, double* hd) {
   if (ps.dcount == 0 || ps.small * 4 < ps.dcount) return false;
@@ -621,7 +622,7 @@ bool DeltaPays(const PlaneSample& ps, double hv, double* hd) {
 }
 
 // The top plane (always coded when that pays): a smaller sample decides only whether its differences code smaller.
-constexpr size_t kTopDeltaSample = 1024;
+constexpr size_t kTopDeltaSample = 512;
 bool PlanTopDelta(const uint8_t* sym, size_t n) {
   if (n < 2) return false;
   PlaneSample ps;
@@ -633,10 +634,10 @@ bool PlanTopDelta(const uint8_t* sym, size_t n) {
 
 Plan PlanLower(const uint8_t* sym, size_t n, bool allow_delta) {
   if (n < 2) return {LowerPlan::kSampled, false};
-  // The differences from a quarter of the bytes sampled (kTopDeltaSample of a block): enough to see a gain of 1/8.
+  // The differences at an eighth of the bytes sampled (kTopDeltaSample of a block): enough to see a gain of 1/8.
   PlaneSample ps;
   const size_t step = std::max<size_t>(1, n / kSample);
-  SamplePlane(sym, n, step, allow_delta ? 4 * step : n, &ps);
+  SamplePlane(sym, n, step, allow_delta ? 8 * step : n, &ps);
   int used = 0;
   for (uint32_t x : ps.f) used += x != 0;
   if (used < 2) return {LowerPlan::kSampled, false};

@@ -405,6 +405,20 @@ mutate "codec: planes whose neighbours repeat coded in eight streams anyway" flo
 mutate "codec: neighbours' threshold twice too loose" float_codec.cc \
   "equal * count * count > 2 * pairs * sum_sq" "equal * count * count > 4 * pairs * sum_sq" "float_codec_test" \
   "FloatCodecTest"
+# Stop 25 (codec26): codec version 3's delta planes.
+mutate "codec: a delta plane accepted in a version 2 payload" float_codec.cc \
+  '  if (mode == kHuffmanDelta && version < 3) return "a delta Huffman plane in a version 1 or 2 payload";
+' "" "float_codec_test" "FloatCodecTest"
+mutate "codec: the delta rule twice too loose" float_codec.cc \
+  "return *hd * 8 < hv * 7;" "return *hd * 4 < hv * 7;" "float_codec_test" "FloatCodecTest"
+mutate "codec: the delta rule twice too tight" float_codec.cc \
+  "return *hd * 8 < hv * 7;" "return *hd * 16 < hv * 7;" "float_codec_test" "FloatCodecTest"
+mutate "codec: the prefix sum drops the previous vector's last byte" float_codec.cc \
+  "    x = _mm_add_epi8(x, carry);" "" "float_codec_test" "FloatCodecTest"
+mutate "codec: the general path's prefix sum starts from 0, not the plane's first byte" float_codec.cc \
+  "        uint8_t prev = pp.first;" "        uint8_t prev = 0;" "float_codec_test" "FloatCodecTest"
+mutate "codec: a delta plane's header written without its first byte" float_codec.cc \
+  "  if (delta) *o++ = first;" "" "float_codec_test" "FloatCodecTest"
 mutate "remote output: the pipe kept after a refused splice" remote_output.cc \
   "void RemoteOutput::RefuseSplice(const char* call, int err) {
   ClosePipe();" "void RemoteOutput::RefuseSplice(const char* call, int err) {" "server_test" "Server.RefusedSplice"
