@@ -11,7 +11,8 @@
 //    The rewrite closes a frame every 4 MiB only; the shim also closes one every TTRACE_FLUSH_MS, so a live run's
 //    frames, and with them which repeats share a frame, differ, and its totals by a few percent.
 //
-// Usage: trace_size_bench DIR [--groups]
+// Usage: trace_size_bench DIR [--groups] [--codec-version 2]
+// --codec-version 2 codes with the version 2 encoder (FloatEncodeVersion2: no delta planes), to compare with it.
 #include <dirent.h>
 #include <time.h>
 
@@ -36,6 +37,9 @@ namespace {
 
 namespace format = ttrace::format;
 namespace store = ttrace::store;
+
+// The float encoder (--codec-version 2: the version 2 one).
+size_t (*g_encode)(const void*, size_t, size_t, void*) = store::FloatEncode;
 
 struct Record {
   format::RecordType type;
@@ -198,7 +202,7 @@ uint64_t Rewrite(const std::vector<Record>& records, bool codec, uint64_t* frame
     const size_t n = r.payload.size() / r.elem;
     if (codec && r.is_float && store::FloatCodecSupports(r.elem)) {
       buf.resize(store::FloatCodecMaxBytes(n, r.elem));
-      buf.resize(store::FloatEncode(r.payload.data(), n, r.elem, buf.data()));
+      buf.resize(g_encode(r.payload.data(), n, r.elem, buf.data()));
       t.payload_kind = static_cast<uint8_t>(format::PayloadKind::kFloatCoded);
     } else if (r.elem > 1) {
       buf.resize(r.payload.size());
@@ -253,7 +257,7 @@ void Groups(const std::vector<Record>& records, const std::map<uint64_t, std::st
     const size_t n = r.elem ? r.payload.size() / r.elem : 0;
     if (r.is_float && store::FloatCodecSupports(r.elem)) {
       buf.resize(store::FloatCodecMaxBytes(n, r.elem));
-      g.coded += store::FloatEncode(r.payload.data(), n, r.elem, buf.data());
+      g.coded += g_encode(r.payload.data(), n, r.elem, buf.data());
     } else {
       g.coded += r.payload.size();
     }
@@ -280,11 +284,16 @@ void Groups(const std::vector<Record>& records, const std::map<uint64_t, std::st
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: trace_size_bench DIR [--groups]\n");
+    fprintf(stderr, "usage: trace_size_bench DIR [--groups] [--codec-version 2]\n");
     return 2;
   }
   const std::string dir = argv[1];
-  const bool groups_wanted = argc > 2 && std::string(argv[2]) == "--groups";
+  bool groups_wanted = false;
+  for (int i = 2; i < argc; ++i) {
+    if (std::string(argv[i]) == "--groups") groups_wanted = true;
+    if (std::string(argv[i]) == "--codec-version" && i + 1 < argc && std::string(argv[++i]) == "2")
+      g_encode = store::FloatEncodeVersion2;
+  }
   std::vector<std::string> files;
   if (DIR* dp = opendir(dir.c_str())) {
     while (dirent* e = readdir(dp)) {
