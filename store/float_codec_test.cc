@@ -472,6 +472,36 @@ TEST(FloatCodecTest, VersionOnePayloadsStillDecode) {
   ExpectVersionOneFile<uint64_t>("v1_fp64_1001.fc", 1001, 4, 52);
 }
 
+// The fuzz seeds of versions 2 and 3 (fuzz/corpus/float_codec/: version 2 written by codec25's encoder, main's
+// before codec version 3) decode, and their elements coded again by that version's encoder give the same bytes:
+// FloatEncodeVersion2 is the version 2 encoder (what codec_bench's "float codec v2" and trace_size_bench
+// --codec-version 2 compare with), and version 3 writes what its seeds hold.
+std::vector<uint8_t> PlaneModes(const std::string& enc, size_t n, size_t e);
+
+TEST(FloatCodecTest, CorpusSeedsReencodeByteForByte) {
+  int seen[4] = {};
+  for (const char* name : {"v2_fp16_gaussian_20003.fc", "v2_fp8_gaussian_16391.fc", "v2_fp8_gaussian_20000.fc",
+                           "v2_fp8_smooth_20000.fc", "v3_bf16_smooth_20000.fc", "v3_fp16_smooth_20003.fc",
+                           "v3_fp32_smooth_3001.fc", "v3_fp8_walk_5000.fc"}) {
+    const std::string enc = ReadFile(std::string(TTRACE_CODEC_CORPUS) + "/" + name);
+    ASSERT_GE(enc.size(), kFloatCodecHeaderBytes) << name;
+    const size_t e = static_cast<uint8_t>(enc[1]);
+    uint64_t n;
+    memcpy(&n, enc.data() + 8, 8);
+    std::vector<uint8_t> elems(n * e);
+    ASSERT_EQ(FloatDecode(enc.data(), enc.size(), e, elems.data(), elems.size()), nullptr) << name;
+    const int version = enc[0];
+    ++seen[version];
+    EXPECT_EQ(Encode(elems.data(), n, e, version), enc) << name;
+    if (version == 3) {
+      const std::vector<uint8_t> modes = PlaneModes(enc, n, e);
+      EXPECT_NE(std::find(modes.begin(), modes.end(), 4), modes.end()) << name << ": no delta plane";
+    }
+  }
+  EXPECT_EQ(seen[2], 4);
+  EXPECT_EQ(seen[3], 4);
+}
+
 // Input bytes placed to end exactly at an unmapped page: a read past them faults.
 class GuardedInput {
  public:

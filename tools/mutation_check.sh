@@ -419,6 +419,8 @@ mutate "codec: the general path's prefix sum starts from 0, not the plane's firs
   "        uint8_t prev = pp.first;" "        uint8_t prev = 0;" "float_codec_test" "FloatCodecTest"
 mutate "codec: a delta plane's header written without its first byte" float_codec.cc \
   "  if (delta) *o++ = first;" "" "float_codec_test" "FloatCodecTest"
+mutate "codec: the version 2 encoder writes delta planes" float_codec.cc \
+  "SIZE_MAX, version >= 3};" "SIZE_MAX, version >= 2};" "float_codec_test" "FloatCodecTest"
 mutate "remote output: the pipe kept after a refused splice" remote_output.cc \
   "void RemoteOutput::RefuseSplice(const char* call, int err) {
   ClosePipe();" "void RemoteOutput::RefuseSplice(const char* call, int err) {" "server_test" "Server.RefusedSplice"
