@@ -156,6 +156,32 @@ class CaptureEngine {
   Stats stats() const;
   std::string sink_name() const { return sink_name_; }
 
+  // cuDNN's native CUDA graphs (capture_native_graph.cc; docs/design.md, "cuDNN's native CUDA graphs"): an op whose
+  // work a vendor put into the application's graph, with snapshot nodes the shim added to it.
+  struct NativeGraphOp;
+  // The nodes of `graph` (false when the driver lacks the graph node calls or they fail).
+  bool NativeGraphNodes(CUgraph graph, std::vector<CUgraphNode>* nodes);
+  // After a successful populate of op `seq` (its record published: `record`, the first `header_bytes` of it its
+  // body): the vendor's nodes are those of `graph` not in `before`; adds a copy of each input spec (`inputs` of
+  // `specs`) into pinned staging before the vendor's roots, of each output after its leaves, and a host node after
+  // them that hands each launch to the drain as a new op. On success a kGraphCaptured notice makes op `seq` the
+  // template; on failure the graph is left as populated and *why says what failed.
+  bool CaptureNativePopulate(uint64_t seq, CUgraph graph, const std::vector<CUgraphNode>& before,
+                             const std::vector<TensorSpec>& specs, size_t inputs, format::RecordType type,
+                             const std::string& record, size_t header_bytes, std::string* why);
+  // The vendor's update of `graph` (`real`, returning the vendor's status, 0 for success; the result is returned).
+  // When `graph` holds snapshot nodes: the update runs on a clone without them and the vendor's node parameters are
+  // copied back, the copies retargeted to `specs` (same order and sizes as at populate); *op is then the op whose
+  // nodes they are (for NativeTemplate). Otherwise *op is null and *why says why the update is not captured: no
+  // snapshot nodes (the update ran on `graph` as is), the vendor's update failed on the clone (`graph` untouched),
+  // or a step of the shim's failed (its nodes removed from `graph`, the update run on it).
+  int UpdateNativeGraph(CUgraph graph, const std::vector<TensorSpec>& specs, const std::function<int(CUgraph)>& real,
+                        NativeGraphOp** op, std::string* why);
+  // Op `seq` (an update's published record) becomes `op`'s template for the launches from now on (a kGraphCaptured
+  // notice).
+  void NativeTemplate(NativeGraphOp* op, uint64_t seq, format::RecordType type, const std::string& record,
+                      size_t header_bytes);
+
  private:
   using Clock = std::chrono::steady_clock;
   struct GraphOp;
@@ -199,6 +225,15 @@ class CaptureEngine {
   void NoteGraphRecord(uint64_t seq, format::RecordType type, const std::string& body);  // with mu_ held
   static void GraphHostFn(void* tensor);
   void Launched(GraphTensor* tensor);
+  // Queues one launch's staged copy of a tensor under `seq` (graph_bytes bounds the backlog). mu_ not held.
+  void QueueLaunched(uint64_t seq, const TensorSpec& spec, const StagingPlan& plan, const char* staging,
+                     bool first);
+  // capture_native_graph.cc
+  static void NativeHostFn(void* op);
+  void NativeLaunched(NativeGraphOp* op);
+  // Adds `op`'s copy and host nodes to `graph` (see CaptureNativePopulate); removes what it added on failure.
+  CUresult AddNativeNodes(NativeGraphOp* op, CUgraph graph, const std::vector<CUgraphNode>& vendor,
+                          const std::vector<CUgraphNode>& before, std::string* why);
   bool ReserveGraphBytes(size_t bytes);
   CUstreamCaptureStatus StreamCapture(CUstream stream);
   CUevent AcquireEvent(CUcontext ctx);
@@ -288,6 +323,7 @@ class CaptureEngine {
   uint64_t tensors_pushed_ = 0, tensors_done_ = 0;
   std::vector<std::pair<CUcontext, CUevent>> event_pool_;
   std::map<uint64_t, GraphOp*> graph_ops_;  // capture-time seq -> template; never freed (graphs may outlive us)
+  std::vector<NativeGraphOp*> native_ops_;  // under mu_; never freed (graphs and their clones may outlive us)
   std::atomic<size_t> graph_bytes_used_{0};
   uint64_t flush_requested_ = 0, flush_done_ = 0;
   uint64_t flush_target_ticket_ = 0, flush_target_tensors_ = 0;

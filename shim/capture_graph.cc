@@ -143,26 +143,31 @@ void CaptureEngine::Launched(GraphTensor* t) {
     seq = op->launch_seq;
   }
   if (seq == kNoSeq) return;
-  if (!ReserveGraphBytes(t->plan.staging_bytes)) {
+  QueueLaunched(seq, t->spec, t->plan, t->staging, t->first);
+}
+
+void CaptureEngine::QueueLaunched(uint64_t seq, const TensorSpec& spec, const StagingPlan& plan, const char* staging,
+                                  bool first) {
+  if (!ReserveGraphBytes(plan.staging_bytes)) {
     Drop(seq, format::DropReason::kGraphCapture,
          "launched CUDA graph data waiting for the drain exceeds TTRACE_GRAPH_MB");
     return;
   }
-  auto owned = std::make_shared<std::vector<char>>(t->staging, t->staging + t->plan.staging_bytes);
+  auto owned = std::make_shared<std::vector<char>>(staging, staging + plan.staging_bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) {
-      graph_bytes_used_ -= t->plan.staging_bytes;
+      graph_bytes_used_ -= plan.staging_bytes;
       return;
     }
     TensorItem& item = tensors_.push_back();
     item.seq = seq;
-    item.spec = t->spec;
-    item.plan = t->plan;
+    item.spec = spec;
+    item.plan = plan;
     item.state = CopyState::kReady;
     item.owned = std::move(owned);
     ++tensors_pushed_;
-    if (t->first) ++stats_.graph_launches;
+    if (first) ++stats_.graph_launches;
   }
   work_cv_.notify_one();
 }

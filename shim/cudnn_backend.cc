@@ -8,18 +8,21 @@
 // cudnnBackendPopulateCudaGraph / cudnnBackendUpdateCudaGraph (cuDNN's native CUDA graph API) run nothing: they
 // put the plan's work for a variant pack into the application's cudaGraph_t (or rebind it), which runs at each
 // launch of that graph. They are recorded as the execution's record is (the plan's graph, the pack's pointers,
-// the vendor's status; stream 0: the work runs on whatever stream the graph is launched on), but their operands
-// are not captured yet: the shim's CUDA graph snapshots ride on stream capture (capture_graph.cc), and here there
-// is no capturing stream, only a graph the shim has to edit, and real cuDNN's update refuses a graph holding nodes
-// it did not populate (measured; docs/design.md, "cuDNN's native CUDA graphs", has the design that works). Each
-// such op gets a kPayloadDropped notice (reason kGraphCapture, "not captured (cuDNN native CUDA graph)") and the
-// first one a log line: recorded, never silent.
+// the vendor's status; stream 0: the work runs on whatever stream the graph is launched on), and become the
+// templates of the graph's launches (kGraphCaptured): the shim adds snapshot nodes of the same tensors an execution
+// captures to the graph, and each launch is an op with a new seq, the template's record and that launch's data
+// (capture_native_graph.cc has how, and how an update is run so that cuDNN never sees the shim's nodes). An op
+// that cannot be captured that way (TTRACE_GRAPH_MB, a driver without the graph node calls, an update whose graph
+// holds no snapshot nodes, a failed step) gets a kPayloadDropped notice (reason kGraphCapture, "not captured (cuDNN
+// native CUDA graph): why") and the first one a log line: recorded, never silent; its status is cuDNN's.
 //
 // Hot path (Execute): the shadow lookups allocate nothing; the record is assembled in a per-thread buffer that
 // grows only when a thread first executes a larger graph.
+#include <cuda.h>
 #include <cudnn.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "shim/capture_engine.h"
@@ -148,7 +151,34 @@ cudnnStatus_t TraceExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, 
   return status;
 }
 
-// cudnnBackendPopulateCudaGraph / cudnnBackendUpdateCudaGraph: the record, no operands (see the top).
+// The graph's captured tensors for `pack` (inputs, then outputs; *inputs counts the former), as TraceExecute
+// captures them. False, with the reason, when one cannot be captured.
+bool NativeSpecs(const cudnn::PlanGraph* g, const format::BackendGraphRecord* r, std::vector<TensorSpec>* specs,
+                 size_t* inputs, std::string* why) {
+  specs->clear();
+  if (g == nullptr || (r->flags & format::kGraphPackUnknown) != 0) {
+    *why = "the plan's graph or the variant pack is unknown";
+    return false;
+  }
+  const auto* tensors = reinterpret_cast<const GraphTensor*>(r + 1);
+  for (int written = 0; written < 2; ++written) {
+    if (written == 1) *inputs = specs->size();
+    for (uint32_t i = 0; i < r->tensor_count; ++i) {
+      const GraphTensor& t = tensors[i];
+      if (!(written == 1 ? g->written[i] : g->read[i]) || t.is_virtual || t.by_value || t.ptr == 0) continue;
+      specs->push_back(GraphSpec(written == 1 ? format::TensorSlot::kGraphOut : format::TensorSlot::kGraphIn, i, t));
+      if (specs->back().dtype == DType::kInvalid) {
+        *why = "a graph tensor's type has no ttrace dtype";
+        return false;
+      }
+    }
+  }
+  if (specs->empty()) *why = "the graph has no tensors to capture";
+  return !specs->empty();
+}
+
+// cudnnBackendPopulateCudaGraph / cudnnBackendUpdateCudaGraph (see the top): the record, and snapshot nodes in the
+// application's graph (capture_native_graph.cc) whose launches are ops with new seqs.
 cudnnStatus_t TraceNativeGraph(format::ApiId api, cudnnHandle_t handle, cudnnBackendDescriptor_t plan,
                                cudnnBackendDescriptor_t pack_desc, cudaGraph_t graph,
                                cudnnStatus_t (*real)(cudnnHandle_t, cudnnBackendDescriptor_t,
@@ -169,16 +199,45 @@ cudnnStatus_t TraceNativeGraph(format::ApiId api, cudnnHandle_t handle, cudnnBac
   r->plan = reinterpret_cast<uint64_t>(plan);
   r->variant_pack = reinterpret_cast<uint64_t>(pack_desc);
   r->workspace = reinterpret_cast<uint64_t>(pack.workspace);
-  const cudnnStatus_t status = real(handle, plan, pack_desc, graph);
+  const bool populate = api == format::ApiId::kCudnnBackendPopulateCudaGraph;
+  const CUgraph cu_graph = reinterpret_cast<CUgraph>(graph);
+  std::vector<TensorSpec> specs;
+  size_t inputs = 0;
+  std::string why;
+  bool capture = engine->capturing_tensors() && NativeSpecs(g.get(), r, &specs, &inputs, &why);
+  std::vector<CUgraphNode> before;
+  if (capture && populate && !engine->NativeGraphNodes(cu_graph, &before)) {
+    capture = false;
+    why = "cannot list the graph's nodes (the driver lacks the graph node calls)";
+  }
+  cudnnStatus_t status;
+  CaptureEngine::NativeGraphOp* updated = nullptr;
+  if (capture && !populate) {
+    status = static_cast<cudnnStatus_t>(engine->UpdateNativeGraph(
+        cu_graph, specs,
+        [&](CUgraph target) {
+          return static_cast<int>(real(handle, plan, pack_desc, reinterpret_cast<cudaGraph_t>(target)));
+        },
+        &updated, &why));
+    capture = updated != nullptr;
+  } else {
+    status = real(handle, plan, pack_desc, graph);
+  }
   r->status = status;
+  const uint64_t seq = r->seq;
+  const std::string record(reinterpret_cast<const char*>(r), sizeof *r + r->payload_bytes);
   engine->Publish(slot, format::RecordType::kBackendGraph, r, sizeof *r, r + 1, r->payload_bytes);
-  if (engine->capturing_tensors() && status == CUDNN_STATUS_SUCCESS) {
-    TTRACE_LOG_ONCE("%s (op %llu): not captured (cuDNN native CUDA graph): recorded, but its operands are not "
+  if (!engine->capturing_tensors() || status != CUDNN_STATUS_SUCCESS) return status;
+  if (capture && populate)
+    capture = engine->CaptureNativePopulate(seq, cu_graph, before, specs, inputs, format::RecordType::kBackendGraph,
+                                            record, sizeof(format::BackendGraphRecord), &why);
+  else if (capture)
+    engine->NativeTemplate(updated, seq, format::RecordType::kBackendGraph, record, sizeof(format::BackendGraphRecord));
+  if (!capture) {
+    TTRACE_LOG_ONCE("%s (op %llu): not captured (cuDNN native CUDA graph): %s; recorded, but its operands are not "
                     "captured at the graph's launches",
-                    format::ApiName(static_cast<uint16_t>(api)), static_cast<unsigned long long>(r->seq));
-    engine->Drop(r->seq, format::DropReason::kGraphCapture,
-                 "not captured (cuDNN native CUDA graph): the op's work runs at each launch of the application's "
-                 "cudaGraph_t, whose operands the shim does not snapshot");
+                    format::ApiName(static_cast<uint16_t>(api)), static_cast<unsigned long long>(seq), why.c_str());
+    engine->Drop(seq, format::DropReason::kGraphCapture, "not captured (cuDNN native CUDA graph): " + why);
   }
   return status;
 }

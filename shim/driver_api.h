@@ -31,10 +31,10 @@ namespace ttrace::shim {
 // (our calls run relaxed so that they never invalidate a global-mode graph capture the application has open),
 // pitched copies of thin slices of wide matrices (tensor_pack.h; without it the whole region is copied), host
 // nodes in CUDA graphs (without it, ops in graphs lose their payloads), pointer attributes (where a pointer array
-// of a batched GEMM lives; without it, pointer-array operands are not captured), and the graph node calls that
-// snapshot nodes in cuDNN's native CUDA graphs will need (docs/design.md, "cuDNN's native CUDA graphs": memcpy and
-// host nodes, edges, clone and find-in-clone, node destruction, memset and kernel node parameters through the
-// driver; not used yet).
+// of a batched GEMM lives; without it, pointer-array operands are not captured), and the graph node calls of the
+// snapshot nodes in cuDNN's native CUDA graphs (capture_native_graph.cc; docs/design.md, "cuDNN's native CUDA
+// graphs": memcpy and host nodes, edges, clone and find-in-clone, node destruction, memset and kernel node
+// parameters through the driver; without any one of them, native-graph ops are not captured).
 #define TTRACE_DRIVER_FUNCTIONS(X)                                                                   \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2", true)                         \
   X(MemHostAlloc, cuMemHostAlloc, 2020, "cuMemHostAlloc", true)                                      \

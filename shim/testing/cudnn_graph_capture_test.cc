@@ -6,7 +6,8 @@
 // captured equals the program's data, results are bitwise those of a run without the shim, the trace checks clean
 // under several SIMGPU_ACCUM orders (a leaky, clipped ReLU epilogue too, and judged as a plain ReLU it is a false
 // alarm), a conv or attn fault is found at its op, and graphs without a checker (RNG
-// dropout, a lone ReLU, a paged cache load) are counted as not checked, by name.
+// dropout, a lone ReLU, a paged cache load) are counted as not checked, by name. cuDNN's native CUDA graph API
+// (populate / update into the program's cudaGraph_t): each launch is an op with that launch's data.
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -571,53 +572,176 @@ TEST(CudnnGraphCaptureTest, GraphWithoutCheckerCountedByName) {
         }
 }
 
+// Counts `needle` in `haystack`.
+size_t Occurrences(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = 0; (at = haystack.find(needle, at)) != std::string::npos; ++at) ++n;
+  return n;
+}
+
+// The workload's --native-graph runs, by dumped seq: 100-102 launches of the populated graph, 103 a launch after an
+// update cuDNN refused, 104-106 launches after the update (child node set, exec update, fresh instantiation), 107
+// the direct execution. Outputs (slot 23) by seq.
+std::map<uint64_t, std::string> NativeOutputs(const Traced& run) {
+  std::map<uint64_t, std::string> y;
+  for (const Dumped& d : run.dumped)
+    if (d.slot == 23) y[d.seq] = d.bytes;
+  return y;
+}
+
+// The plain run's status line for cuDNN's refused update.
+std::string BadUpdateLine(const Traced& run) {
+  const size_t at = run.result.out.find("bad update status ");
+  return at == std::string::npos ? "" : run.result.out.substr(at, run.result.out.find('\n', at) - at);
+}
+
+// The workload's printed lines starting with `label`.
+std::string GraphLines(const Traced& run, const std::string& label) {
+  std::string lines;
+  std::istringstream in(run.result.out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(label + ":", 0) == 0) lines += line + "\n";
+  return lines;
+}
+
 // cuDNN's native CUDA graph API as cudnn-frontend drives it (the workload's --native-graph: populate into a scratch
-// graph cloned into a child node of the program's graph, three launches, an update of the embedded graph,
-// cudaGraphExecUpdate, a fourth launch, then a direct execution): under the shim every launch's result is bitwise
-// the one without it, the graph's launches compute what a direct execution computes, and populate and update are
-// recorded as ops whose operands are named as not captured (their work runs at the launches); the direct execution
-// is captured and checked clean.
-TEST(CudnnGraphCaptureTest, NativeCudaGraphRecordedAndNamedNotCaptured) {
+// graph cloned into a child node of the program's graph, launches, an update cuDNN refuses, the update of the
+// embedded graph to a new pack, launches through cudaGraphExecChildGraphNodeSetParams, cudaGraphExecUpdate and a
+// fresh instantiation, then a direct execution): under the shim every result is bitwise the one without it and the
+// refused update's status is cuDNN's; populate and update are the templates of the graph's launches, and each launch
+// is an op whose captured tensors are that launch's data (each launch's x differs; after the update, the new pack's
+// buffers), checked clean as the direct execution is.
+TEST(CudnnGraphCaptureTest, NativeCudaGraphLaunchesCaptured) {
   ScratchDir scratch;
   const Traced plain = RunGraphs(scratch, "native_plain", {}, /*shim=*/false, false, false, false, false, true);
   const Traced run = RunGraphs(scratch, "native", {}, /*shim=*/true, false, false, false, false, true);
-  ASSERT_EQ(plain.dumped.size(), 9u);
+  ASSERT_EQ(plain.dumped.size(), 15u);
   ASSERT_EQ(run.dumped.size(), plain.dumped.size());
-  std::map<std::pair<uint64_t, uint8_t>, std::string> out;
-  for (size_t i = 0; i < run.dumped.size(); ++i) {
+  for (size_t i = 0; i < run.dumped.size(); ++i)
     EXPECT_EQ(run.dumped[i].bytes, plain.dumped[i].bytes) << "seq " << run.dumped[i].seq;
-    out[{run.dumped[i].seq, run.dumped[i].slot}] = run.dumped[i].bytes;
-  }
-  // Each launch read x1 as the program had just written it: three different results; the updated launch is the
-  // direct execution's, bitwise.
-  auto y = [&out](uint64_t seq) { return out[std::make_pair(seq, uint8_t{23})]; };
-  EXPECT_NE(y(100), y(101));
-  EXPECT_NE(y(101), y(102));
-  EXPECT_EQ(y(103), y(104));
-  EXPECT_NE(y(103), y(102));
+  ASSERT_NE(BadUpdateLine(plain), "");
+  EXPECT_EQ(BadUpdateLine(run), BadUpdateLine(plain)) << "the refused update's status is cuDNN's";
+  // Each launch read x as the program had just written it: different results; the last launch is the direct
+  // execution's, bitwise.
+  const std::map<uint64_t, std::string> y = NativeOutputs(run);
+  for (uint64_t k = 100; k < 106; ++k) EXPECT_NE(y.at(k), y.at(k + 1)) << k;
+  EXPECT_EQ(y.at(106), y.at(107));
 
   ASSERT_EQ(run.trace.ranks.size(), 1u);
+  const analyzer::RankTrace& t = run.trace.ranks[0];
+  EXPECT_EQ(t.graph_templates, 2u) << "the populate and the update that succeeded";
+  const auto& ops = t.ops;
+  // Launches 100-102, the refused update, launch 103, launches 104-106, the execution.
+  ASSERT_EQ(ops.size(), 9u);
+  const uint64_t dumped_seq[9] = {100, 101, 102, 0, 103, 104, 105, 106, 107};
+  const char* api[9] = {"cudnnBackendPopulateCudaGraph", "cudnnBackendPopulateCudaGraph",
+                        "cudnnBackendPopulateCudaGraph", "cudnnBackendUpdateCudaGraph",
+                        "cudnnBackendPopulateCudaGraph", "cudnnBackendUpdateCudaGraph",
+                        "cudnnBackendUpdateCudaGraph",   "cudnnBackendUpdateCudaGraph",
+                        "cudnnBackendExecute"};
+  std::string w;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const analyzer::Op& op = ops[i];
+    EXPECT_EQ(format::ApiName(op.api), std::string(api[i])) << i;
+    if (i == 3) {
+      EXPECT_NE(op.graph.status, 0) << "the refused update";
+      EXPECT_TRUE(op.graph_in.empty() && op.graph_out.empty());
+      continue;
+    }
+    EXPECT_EQ(op.graph.status, 0) << i;
+    EXPECT_EQ(op.missing_tensors, "") << i;
+    for (const Dumped& d : run.dumped) {
+      if (d.seq != dumped_seq[i]) continue;
+      const analyzer::Tensor* captured = Captured(op, d.slot, d.uid);
+      ASSERT_NE(captured, nullptr) << "launch " << d.seq << " uid " << d.uid << " slot " << int{d.slot};
+      EXPECT_EQ(captured->data, d.bytes) << "launch " << d.seq << " uid " << d.uid << " slot " << int{d.slot};
+    }
+    const analyzer::Tensor* wt = Captured(op, 22, 2);
+    ASSERT_NE(wt, nullptr) << i;
+    if (w.empty()) w = wt->data;
+    EXPECT_EQ(wt->data, w) << "w, " << i;
+    EXPECT_EQ(op.graph_in.size(), 2u) << i;
+    EXPECT_EQ(op.graph_out.size(), 1u) << i;
+  }
+  EXPECT_EQ(Occurrences(run.result.err, "not captured (cuDNN native CUDA graph)"), 0u) << run.result.err;
+  // The graphs as the program sees them: the snapshot copies of the inputs before cuDNN's node, of the output after
+  // it, the host node last; after the update, the copies read the new pack.
+  EXPECT_EQ(GraphLines(plain, "populated"), "populated: kernel after -\n");
+  EXPECT_EQ(GraphLines(run, "populated"),
+            "populated: copy(w) after -\n"
+            "populated: copy(x1) after -\n"
+            "populated: copy(y1) after kernel\n"
+            "populated: host after copy(y1)\n"
+            "populated: kernel after copy(w),copy(x1)\n");
+  EXPECT_EQ(GraphLines(run, "updated"),
+            "updated: copy(w) after -\n"
+            "updated: copy(x2) after -\n"
+            "updated: copy(y2) after kernel\n"
+            "updated: host after copy(y2)\n"
+            "updated: kernel after copy(w),copy(x2)\n");
+  const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
+  ASSERT_EQ(report.summary().checked.count("conv"), 1u);
+  EXPECT_EQ(report.summary().checked.at("conv"), 8u) << "seven launches and the execution";
+  EXPECT_TRUE(report.findings().empty());
+}
+
+// A fault in the graph's work is found at the launches that ran it: simgpu numbers a convolution's fault site when
+// the work is populated (call 0: launches 100-103) or updated (call 1: launches 104-106), as cuDNN's host part runs
+// then; the direct execution is call 2.
+TEST(CudnnGraphCaptureTest, NativeCudaGraphFaultFoundAtItsLaunches) {
+  ScratchDir scratch;
+  struct Case {
+    const char* fault;
+    std::vector<size_t> ops;  // indices into the trace's ops (see NativeCudaGraphLaunchesCaptured)
+  };
+  for (const Case& c : {Case{"conv:rank=0:call=0:elem=17:bit=30", {0, 1, 2, 4}},
+                        Case{"conv:rank=0:call=1:elem=17:bit=30", {5, 6, 7}},
+                        Case{"conv:rank=0:call=2:elem=17:bit=30", {8}}}) {
+    const Traced run = RunGraphs(scratch, std::string("nf") + c.fault[15], {{"SIMGPU_FAULT", c.fault}}, true, false,
+                                 false, false, false, true);
+    ASSERT_EQ(run.trace.ranks.size(), 1u);
+    const auto& ops = run.trace.ranks[0].ops;
+    ASSERT_EQ(ops.size(), 9u);
+    const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
+    ASSERT_EQ(report.findings().size(), c.ops.size()) << c.fault;
+    for (size_t i = 0; i < c.ops.size(); ++i) {
+      const analyzer::Finding& f = report.findings()[i];
+      EXPECT_EQ(f.check, "conv.replay") << c.fault;
+      EXPECT_EQ(f.seq, ops[c.ops[i]].seq) << c.fault;
+      EXPECT_EQ(f.first.index, 17u) << f.message;
+    }
+  }
+}
+
+// TTRACE_GRAPH_MB=0: the snapshot staging does not fit, so populate and update are recorded as ops named not captured
+// (said once), the launches are not ops, and the program's results and the refused update's status are unchanged.
+TEST(CudnnGraphCaptureTest, NativeCudaGraphOverTheGraphBudgetNotCaptured) {
+  ScratchDir scratch;
+  const Traced plain = RunGraphs(scratch, "nb_plain", {}, /*shim=*/false, false, false, false, false, true);
+  const Traced run = RunGraphs(scratch, "nb", {{"TTRACE_GRAPH_MB", "0"}}, true, false, false, false, false, true);
+  ASSERT_EQ(run.dumped.size(), plain.dumped.size());
+  for (size_t i = 0; i < run.dumped.size(); ++i)
+    EXPECT_EQ(run.dumped[i].bytes, plain.dumped[i].bytes) << "seq " << run.dumped[i].seq;
+  EXPECT_EQ(BadUpdateLine(run), BadUpdateLine(plain));
+  ASSERT_EQ(run.trace.ranks.size(), 1u);
   const auto& ops = run.trace.ranks[0].ops;
-  ASSERT_EQ(ops.size(), 3u);
-  const char* names[3] = {"cudnnBackendPopulateCudaGraph", "cudnnBackendUpdateCudaGraph", "cudnnBackendExecute"};
-  for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(format::ApiName(ops[i].api), std::string(names[i]));
+  EXPECT_EQ(run.trace.ranks[0].graph_templates, 0u);
+  ASSERT_EQ(ops.size(), 4u);
+  const char* names[4] = {"cudnnBackendPopulateCudaGraph", "cudnnBackendUpdateCudaGraph",
+                          "cudnnBackendUpdateCudaGraph", "cudnnBackendExecute"};
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(format::ApiName(ops[i].api), std::string(names[i]));
+  for (size_t i : {0, 2}) {
     EXPECT_EQ(ops[i].graph.status, 0) << names[i];
     EXPECT_TRUE(ops[i].graph_in.empty() && ops[i].graph_out.empty()) << names[i];
     EXPECT_EQ(ops[i].missing_tensors, "tensors dropped (graph capture)") << names[i];
   }
-  EXPECT_EQ(format::ApiName(ops[2].api), std::string(names[2]));
-  EXPECT_EQ(ops[2].graph_out.size(), 1u);
-  const size_t log_lines = [&] {
-    size_t n = 0;
-    for (size_t at = 0; (at = run.result.err.find("not captured (cuDNN native CUDA graph): recorded", at)) != std::string::npos;
-         ++at)
-      ++n;
-    return n;
-  }();
-  EXPECT_EQ(log_lines, 1u) << "one line for the first populate or update: " << run.result.err;
+  EXPECT_EQ(ops[3].graph_out.size(), 1u);
+  EXPECT_EQ(Occurrences(run.result.err, "not captured (cuDNN native CUDA graph): CUDA graph staging would exceed "
+                                        "TTRACE_GRAPH_MB; recorded"),
+            1u)
+      << "one line, for the populate: " << run.result.err;
   const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
-  EXPECT_EQ(report.summary().checked.count("conv"), 1u);
+  EXPECT_EQ(report.summary().checked.at("conv"), 1u);
   EXPECT_TRUE(report.findings().empty());
 }
 

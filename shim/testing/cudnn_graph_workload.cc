@@ -33,6 +33,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -594,12 +595,51 @@ void Transpose(cudnnHandle_t handle, uint64_t seq) {
   y.Dump(seq, 23);
 }
 
-// cuDNN's native CUDA graph API as cudnn-frontend drives it (graph.h populate_cuda_graph / update_cuda_graph): seq 0
-// populates a scratch cudaGraph_t with seq 0's convolution on (x1, w, y1), which is cloned into a child graph node
-// of the program's graph and destroyed; the program's graph is instantiated and launched 3 times, x1 refilled
-// before each (dumped as seq 100 + k: x1 before, y1 after); seq 1 updates the child's embedded graph to (x2, w,
-// y2), the executable is updated (cudaGraphExecUpdate) and launched (seq 103: x2, y2); seq 2 executes the plan
-// directly on (x2, w, y3) (seq 104: y3), which must equal the launch's y2.
+// Prints `graph`'s nodes as the program sees them, one line each, sorted: "<label>: <node> after <nodes>", a node
+// being "kernel", "host", "copy(NAME)" (a copy from the buffer `names` calls NAME) or "other".
+void PrintGraph(const char* label, cudaGraph_t graph, const std::map<const void*, std::string>& names) {
+  size_t n = 0;
+  CHECK(cudaGraphGetNodes(graph, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  CHECK(cudaGraphGetNodes(graph, nodes.data(), &n));
+  auto name = [&names](cudaGraphNode_t node) -> std::string {
+    cudaGraphNodeType type;
+    CHECK(cudaGraphNodeGetType(node, &type));
+    if (type == cudaGraphNodeTypeKernel) return "kernel";
+    if (type == cudaGraphNodeTypeHost) return "host";
+    if (type != cudaGraphNodeTypeMemcpy) return "other";
+    cudaMemcpy3DParms m = {};
+    CHECK(cudaGraphMemcpyNodeGetParams(node, &m));
+    auto it = names.find(m.srcPtr.ptr);
+    return "copy(" + (it == names.end() ? std::string("?") : it->second) + ")";
+  };
+  std::vector<std::string> lines;
+  for (cudaGraphNode_t node : nodes) {
+    size_t d = 0;
+    CHECK(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &d));
+    std::vector<cudaGraphNode_t> deps(d);
+    if (d > 0) CHECK(cudaGraphNodeGetDependencies(node, deps.data(), nullptr, &d));
+    std::vector<std::string> after;
+    for (cudaGraphNode_t dep : deps) after.push_back(name(dep));
+    std::sort(after.begin(), after.end());
+    std::string line = std::string(label) + ": " + name(node) + " after";
+    for (size_t i = 0; i < after.size(); ++i) line += (i == 0 ? " " : ",") + after[i];
+    lines.push_back(after.empty() ? line + " -" : line);
+  }
+  std::sort(lines.begin(), lines.end());
+  for (const std::string& line : lines) printf("%s\n", line.c_str());
+}
+
+// cuDNN's native CUDA graph API as cudnn-frontend drives it (graph.h populate_cuda_graph / update_cuda_graph): a
+// scratch cudaGraph_t is populated with the convolution on (x1, w, y1), cloned into a child graph node of the
+// program's graph and destroyed; the program's graph is instantiated and launched 3 times, x1 refilled before each
+// (dumped as seq 100 + k: x1 before, y1 after); an update of the child's embedded graph with another plan of the same
+// graph, which cuDNN refuses (its status printed: "bad update status N"), and a launch (seq 103: x1, y1: the graph
+// still on the first pack); the update to (x2, w, y2), then launches with x2 refilled before each, each in its own way
+// to the new work: the executable's child node set to the embedded graph (cudaGraphExecChildGraphNodeSetParams,
+// cudnn-frontend's samples; seq 104), cudaGraphExecUpdate (seq 105), a fresh instantiation (seq 106); last the plan
+// executed directly on (x2, w, y3) (seq 107: y3), which must equal launch 106's y2. The populated and the updated
+// graphs' nodes and edges are printed (PrintGraph).
 void NativeGraph(cudnnHandle_t handle) {
   Graph g(Die);
   Buf x1(1, 2 * 4 * 9 * 9, false), w(2, 6 * 4 * 3 * 3, false), y1(3, 2 * 6 * 5 * 5, false);
@@ -617,6 +657,14 @@ void NativeGraph(cudnnHandle_t handle) {
     CHECK(cudnnBackendFinalize(p));
     return p;
   };
+  auto refill = [](Buf& x) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (size_t i = 0; i < x.host.size() / 4; ++i) {
+      const float v = u(g_rng);
+      memcpy(&x.host[i * 4], &v, 4);
+    }
+    CHECK(cudaMemcpy(x.dev, x.host.data(), x.host.size(), cudaMemcpyHostToDevice));
+  };
   cudaGraph_t scratch = nullptr, program = nullptr, embedded = nullptr;
   CHECK(cudaGraphCreate(&scratch, 0));
   CHECK(cudaGraphCreate(&program, 0));
@@ -625,31 +673,48 @@ void NativeGraph(cudnnHandle_t handle) {
     plan = p;
     return cudnnBackendPopulateCudaGraph(h, p, pk, scratch);
   }));
+  const std::map<const void*, std::string> names = {{x1.dev, "x1"}, {w.dev, "w"}, {y1.dev, "y1"},
+                                                    {x2.dev, "x2"}, {y2.dev, "y2"}};
+  PrintGraph("populated", scratch, names);
   cudaGraphNode_t node = nullptr;
   CHECK(cudaGraphAddChildGraphNode(&node, program, nullptr, 0, scratch));
   CHECK(cudaGraphDestroy(scratch));
   cudaGraphExec_t exec = nullptr;
   CHECK(cudaGraphInstantiate(&exec, program, 0));
   for (uint64_t k = 0; k < 3; ++k) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    for (size_t i = 0; i < x1.host.size() / 4; ++i) {
-      const float v = u(g_rng);
-      memcpy(&x1.host[i * 4], &v, 4);
-    }
-    CHECK(cudaMemcpy(x1.dev, x1.host.data(), x1.host.size(), cudaMemcpyHostToDevice));
+    refill(x1);
     x1.Dump(100 + k, 22);
     CHECK(cudaGraphLaunch(exec, g_stream));
     y1.Dump(100 + k, 23);
   }
   CHECK(cudaGraphChildGraphNodeGetGraph(node, &embedded));
-  CHECK(cudnnBackendUpdateCudaGraph(handle, plan, pack(x2.dev, w.dev, y2.dev), embedded));
-  cudaGraphExecUpdateResultInfo info = {};
-  CHECK(cudaGraphExecUpdate(exec, program, &info));
-  x2.Dump(103, 22);
+  const cudnnStatus_t bad = g.Run(handle, {{1, x2.dev}, {2, w.dev}, {3, y2.dev}}, [&](cudnnHandle_t h, Desc p, Desc pk) {
+    return cudnnBackendUpdateCudaGraph(h, p, pk, embedded);
+  });
+  if (bad == CUDNN_STATUS_SUCCESS) Die("an update with another plan succeeded", 0);
+  printf("bad update status %d\n", static_cast<int>(bad));
+  refill(x1);
+  x1.Dump(103, 22);
   CHECK(cudaGraphLaunch(exec, g_stream));
-  y2.Dump(103, 23);
+  y1.Dump(103, 23);
+  CHECK(cudnnBackendUpdateCudaGraph(handle, plan, pack(x2.dev, w.dev, y2.dev), embedded));
+  PrintGraph("updated", embedded, names);
+  cudaGraphExec_t fresh = nullptr;
+  for (uint64_t k = 0; k < 3; ++k) {
+    if (k == 0) CHECK(cudaGraphExecChildGraphNodeSetParams(exec, node, embedded));
+    if (k == 1) {
+      cudaGraphExecUpdateResultInfo info = {};
+      CHECK(cudaGraphExecUpdate(exec, program, &info));
+    }
+    if (k == 2) CHECK(cudaGraphInstantiate(&fresh, program, 0));
+    refill(x2);
+    x2.Dump(104 + k, 22);
+    CHECK(cudaGraphLaunch(k == 2 ? fresh : exec, g_stream));
+    y2.Dump(104 + k, 23);
+  }
   CHECK(cudnnBackendExecute(handle, plan, pack(x2.dev, w.dev, y3.dev)));
-  y3.Dump(104, 23);
+  y3.Dump(107, 23);
+  CHECK(cudaGraphExecDestroy(fresh));
   CHECK(cudaGraphExecDestroy(exec));
   CHECK(cudaGraphDestroy(program));
 }
