@@ -294,6 +294,28 @@ mutate "shim: pointer-array batches read from the wrong array" cublas_intercepto
   "slot == TensorSlot::kA ? c.a_array : slot == TensorSlot::kB ? c.b_array : c.c_array;" \
   "slot == TensorSlot::kA ? c.b_array : slot == TensorSlot::kB ? c.a_array : c.c_array;" \
   "ttrace_shim shim_batched_capture_test" "BatchedCapture"
+# cuDNN's native CUDA graphs (capture_native_graph.cc).
+mutate "shim: native-graph input snapshots not before cuDNN's roots" capture_native_graph.cc \
+  "d->GraphAddDependencies(graph, from.data(), roots.data(), roots.size())" \
+  "d->GraphAddDependencies(graph, from.data(), roots.data(), 0)" \
+  "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.NativeCudaGraph"
+mutate "shim: native-graph output snapshots not after cuDNN's leaves" capture_native_graph.cc \
+  "const std::vector<CUgraphNode>& deps = input ? root_deps : leaves;" \
+  "const std::vector<CUgraphNode>& deps = root_deps;" \
+  "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.NativeCudaGraph"
+mutate "shim: cuDNN's node parameters not copied back after its update of the clone" capture_native_graph.cc \
+  "const auto [done, r] = set(params.size(), 0);" "const auto [done, r] = set(0, 0);" \
+  "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.NativeCudaGraph"
+mutate "shim: native-graph snapshot copies not retargeted after an update" capture_native_graph.cc \
+  "const auto [moved, r2] = retarget(copies.size(), true);" "const auto [moved, r2] = retarget(0, true);" \
+  "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.NativeCudaGraph"
+mutate "shim: a native-graph update does not become the launches' template" capture_native_graph.cc \
+  "    op->record = record;" "" \
+  "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.NativeCudaGraph"
+mutate "shim: cuDNN's refused update of the clone retried on the graph without the snapshots" \
+  capture_native_graph.cc $'    *why = "cuDNN\'s update failed (the graph is as it was)";\n    return status;' \
+  $'    return without_us("refused");' \
+  "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.NativeCudaGraph"
 mutate "shim: pointer arrays snapshotted inside a CUDA graph capture" capture_engine.cc \
   "} else if (spec.ptr_array != nullptr) {" "} else if (false) {" \
   "ttrace_shim shim_capture_engine_test" "CaptureEngine"
