@@ -203,23 +203,24 @@ cudnnStatus_t TraceNativeGraph(format::ApiId api, cudnnHandle_t handle, cudnnBac
   const CUgraph cu_graph = reinterpret_cast<CUgraph>(graph);
   std::vector<TensorSpec> specs;
   size_t inputs = 0;
-  std::string why;
+  std::string why, unused;
   bool capture = engine->capturing_tensors() && NativeSpecs(g.get(), r, &specs, &inputs, &why);
   std::vector<CUgraphNode> before;
   if (capture && populate && !engine->NativeGraphNodes(cu_graph, &before)) {
     capture = false;
     why = "cannot list the graph's nodes (the driver lacks the graph node calls)";
   }
+  if (!capture) specs.clear();
   cudnnStatus_t status;
   CaptureEngine::NativeGraphOp* updated = nullptr;
-  if (capture && !populate) {
+  if (!populate) {  // also when not capturing: the graph may hold snapshot nodes, which cuDNN must not see
     status = static_cast<cudnnStatus_t>(engine->UpdateNativeGraph(
         cu_graph, specs,
         [&](CUgraph target) {
           return static_cast<int>(real(handle, plan, pack_desc, reinterpret_cast<cudaGraph_t>(target)));
         },
-        &updated, &why));
-    capture = updated != nullptr;
+        &updated, capture ? &why : &unused));
+    capture = capture && updated != nullptr;
   } else {
     status = real(handle, plan, pack_desc, graph);
   }
