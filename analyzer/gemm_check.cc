@@ -31,6 +31,7 @@
 #include <sys/mman.h>
 
 #include "absl/strings/str_cat.h"
+#include "analyzer/bf16_slices.h"
 #include "analyzer/blas.h"
 #include "analyzer/tensor_data.h"
 #include "kernels/dtype.h"
@@ -758,6 +759,8 @@ GemmVerdict FullVerdict(const GemmProblem& problem, const GemmPrecision& precisi
 // bound increases with both): then full replay passes it too. Every other element (and every non-finite one) is
 // recomputed in FP64 from the same operands (two dot products of length k) and judged by GemmBound::Bound, as
 // full replay judges it. Elements are visited in index order, so the first violation is full replay's.
+// The slices run on OpenBLAS's SGEMM or, where the CPU has AVX512-BF16 and the values are BF16 numbers, on
+// vdpbf16ps (bf16_slices.h: the same model, its sums formed in the same slice order; SliceKernel).
 
 constexpr double kU32 = 0x1p-24, kEta32 = 0x1p-126;
 // Slices of k the reference is summed over (G): its error is θ_{k/G}(2^-24)·P, while the lower end of P they give
@@ -1038,31 +1041,78 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
   Buffer<float> tmp[kSlicesPerPass];
   for (auto& t : tmp) t.resize(panel);
   std::vector<uint32_t> undecided;  // the panel's undecided elements, in index order
+  // The slices by vdpbf16ps where the CPU has it and the values are BF16 numbers (SliceKernel), else by SGEMM.
+  const bool try_dot = o.slice_kernel != SliceKernel::kSgemm && Bf16DotAvailable();
+  Bf16Packed packed_a, packed_b;
   for (int64_t bt = 0; bt < p.batch; ++bt) {
     const ProjectionView v(p, bt);
     SliceOperands s;
-    if (!ReadSliceOperands(v, &s)) return {};
+    for (auto* x : {&s.row_a, &s.row_norm_a, &s.row_max}) x->resize(static_cast<size_t>(m));
+    for (auto* x : {&s.col_b, &s.col_norm_b, &s.col_max}) x->resize(static_cast<size_t>(n));
+    // op(A) in FP32 (s.at), read when the SGEMM slices, P32 or a recomputed element need it: captured BF16 operands
+    // are packed for the kernel from their bits (their sums and checks from the packed values: PackedSums, the same
+    // numbers as VectorSums of the FP32 copy).
+    bool have_at = false;
+    auto need_at = [&] {  // false when a value does not fit
+      if (have_at) return true;
+      have_at = true;
+      return ReadSliceOperands(v, &s);
+    };
+    bool dot_a = false;
+    if (try_dot && !v.a.direct && v.a.op.dtype == DType::kBF16) {
+      PackBf16Stored(v.a.op.data, v.a.base, m, k, v.ta ? k : 1, v.ta ? 1 : m, ks, kBf16RowBlock, &packed_a);
+      if (!PackedSums(packed_a, kBf16RowBlock, s.row_a.data(), s.row_norm_a.data(), s.row_max.data(), &s.max_a))
+        return {};
+      dot_a = true;
+    } else {
+      if (!need_at()) return {};
+      dot_a = try_dot && PackBf16(s.at.data(), m, k, k, ks, kBf16RowBlock, &packed_a);
+    }
     if (precision.in_max > 0 && s.max_a > precision.in_max) return {};
     for (int64_t j0 = 0; j0 < n; j0 += w) {
       const int64_t cols = std::min(w, n - j0);
       const size_t count = static_cast<size_t>(m * cols);
+      // op(B)'s panel in FP32 (s.bc), read where needed as op(A)'s.
+      bool have_bc = false;
+      auto need_bc = [&] {
+        if (have_bc) return true;
+        have_bc = true;
+        return ReadSlicePanel(v, j0, cols, &s);
+      };
       // A panel of B that does not fit sends the whole GEMM elsewhere (what was decided so far is dropped).
-      if (!ReadSlicePanel(v, j0, cols, &s)) return {};
+      bool dot = false;
+      if (dot_a && !v.b.direct && v.b.op.dtype == DType::kBF16) {
+        PackBf16Stored(v.b.op.data, v.b.base + static_cast<uint64_t>(v.tb ? j0 : j0 * k), cols, k, v.tb ? 1 : k,
+                       v.tb ? n : 1, ks, kBf16ColBlock, &packed_b);
+        if (!PackedSums(packed_b, kBf16ColBlock, s.col_b.data() + j0, s.col_norm_b.data() + j0,
+                        s.col_max.data() + j0, &s.max_b))
+          return {};
+        dot = true;
+      } else {
+        if (!need_bc()) return {};
+        dot = dot_a && PackBf16(s.bc.data(), cols, k, k, ks, kBf16ColBlock, &packed_b);
+      }
       if (kd * s.max_a * s.max_b >= 0x1p126) return {};  // the panel's partial sums could overflow
       if (precision.in_max > 0 && s.max_b > precision.in_max) return {};
-      const float* b_panel = s.bc.data();
-      // The slices kSlicesPerPass at a time, then one pass adding them to ref and abs_sl in slice order.
-      for (int64_t g0 = 0; g0 < slices; g0 += kSlicesPerPass) {
-        const float* t[kSlicesPerPass];
-        int got_slices = 0;
-        for (int64_t g = g0; g < std::min(slices, g0 + kSlicesPerPass); ++g) {
-          const int64_t l0 = g * ks, len = std::min(ks, k - l0);
-          if (len <= 0) break;
-          MatMulF32(true, false, m, cols, len, s.at.data() + l0, k, b_panel + l0, k, tmp[got_slices].data(), m);
-          t[got_slices] = tmp[got_slices].data();
-          ++got_slices;
+      if (dot) {
+        Bf16Slices(packed_a, packed_b, ref.data(), abs_sl.data(), m);
+        ++verdict.bf16_dot_panels;
+      } else {
+        if (!need_at()) return {};
+        const float* b_panel = s.bc.data();
+        // The slices kSlicesPerPass at a time, then one pass adding them to ref and abs_sl in slice order.
+        for (int64_t g0 = 0; g0 < slices; g0 += kSlicesPerPass) {
+          const float* t[kSlicesPerPass];
+          int got_slices = 0;
+          for (int64_t g = g0; g < std::min(slices, g0 + kSlicesPerPass); ++g) {
+            const int64_t l0 = g * ks, len = std::min(ks, k - l0);
+            if (len <= 0) break;
+            MatMulF32(true, false, m, cols, len, s.at.data() + l0, k, b_panel + l0, k, tmp[got_slices].data(), m);
+            t[got_slices] = tmp[got_slices].data();
+            ++got_slices;
+          }
+          AddSlices(t, got_slices, g0 == 0, count, ref.data(), abs_sl.data());
         }
-        AddSlices(t, got_slices, g0 == 0, count, ref.data(), abs_sl.data());
       }
       v.c_out.Decode(static_cast<uint64_t>(j0 * m), 1, count, got.data());
       if (p.beta != 0) v.c0.Decode(static_cast<uint64_t>(j0 * m), 1, count, c0.data());
@@ -1092,6 +1142,8 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
       const double worst_before = worst;
       for (int pass = 0; pass < 2; ++pass) {
         if (pass == 1 || o.fp32_p == Fp32P::kAlways) {
+          if (!need_at() || !need_bc()) return {};
+          const float* b_panel = s.bc.data();
           if (s.abs_at.empty()) {
             s.abs_at.resize(s.at.size());
             for (size_t x = 0; x < s.at.size(); ++x) s.abs_at[x] = std::fabs(s.at[x]);
@@ -1142,6 +1194,7 @@ GemmVerdict Fp32SlicesVerdict(const GemmProblem& p, const GemmPrecision& precisi
       }
       for (size_t x = 0; x < count; ++x) verdict.max_abs_out = std::max(verdict.max_abs_out, std::fabs(got[x]));
       // The undecided elements recomputed as full replay computes them: FP64 sums of exact products.
+      if (!undecided.empty() && (!need_at() || !need_bc())) return {};
       for (const uint32_t x : undecided) {
         const int64_t i = static_cast<int64_t>(x) % m, j = j0 + static_cast<int64_t>(x) / m;
         const uint64_t index = static_cast<uint64_t>(bt) * c_size + static_cast<uint64_t>(i + j * m);

@@ -81,6 +81,12 @@ bool Fp32SlicesFit(format::DType a, format::DType b);
 // of decided elements are not).
 enum class Fp32P : uint8_t { kWhereNeeded, kAlways, kNever };
 
+// What computes the FP32 slices: kAuto the AVX512-BF16 kernel (analyzer/bf16_slices.h: vdpbf16ps, twice the
+// multiply-adds of an FMA per instruction, no packing per slice) where the CPU has it and every value of op(A) and of
+// the panel of op(B) is a BF16 number (BF16, FP8 operands), else OpenBLAS's SGEMM; kSgemm always SGEMM; kBf16Dot the
+// kernel wherever the values allow it (tests force each: the same verdicts, sums within the same model).
+enum class SliceKernel : uint8_t { kAuto, kSgemm, kBf16Dot };
+
 struct GemmCheckOptions {
   GemmMethod method = GemmMethod::kAuto;
   BoundKind bound = BoundKind::kDeterministic;
@@ -101,6 +107,7 @@ struct GemmCheckOptions {
                                             // times the typical (median / 0.6745) one
   uint64_t seed = 0x74747261636521;         // fixed: the same trace gives the same report
   Fp32P fp32_p = Fp32P::kWhereNeeded;      // kFullFp32: when P = |op(A)|·|op(B)| is computed (Fp32P)
+  SliceKernel slice_kernel = SliceKernel::kAuto;  // kFullFp32: what computes the slices (SliceKernel)
 };
 
 // What VerifyGemm did and found for one GEMM.
@@ -118,6 +125,7 @@ struct GemmVerdict {
   double max_abs_out = 0;                 // max |Ĉ|, to state the sensitivity relative to the output
   uint64_t recomputed = 0;                // kFullFp32: elements not decided from the FP32 slices, recomputed in FP64
   uint64_t p_gemm_panels = 0;             // kFullFp32: panels where P = |op(A)|·|op(B)| was computed (an SGEMM)
+  uint64_t bf16_dot_panels = 0;           // kFullFp32: panels whose slices the vdpbf16ps kernel computed
 };
 
 // Verifies `p` by `options.method` (kAuto chooses by size); a problem whose inputs hold Inf or NaN is always

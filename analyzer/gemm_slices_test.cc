@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/bf16_slices.h"
 #include "analyzer/gemm_check.h"
 #include "analyzer/tensor_data.h"
 #include "analyzer/test_util.h"
@@ -78,17 +79,33 @@ GemmProblem Make(std::mt19937_64& rng, int64_t m, int64_t n, int64_t k, int64_t 
   return p;
 }
 
-GemmVerdict Verify(const GemmProblem& p, const GemmPrecision& prec, GemmMethod method,
-                   Fp32P fp32_p = Fp32P::kWhereNeeded) {
+// How the slices run: P computed (kAlways) or bounded only (kNever); the slices by SGEMM or by the vdpbf16ps kernel
+// (where the CPU has it: Ways() lists the kernel's ways only then).
+struct Way {
+  Fp32P fp32_p = Fp32P::kWhereNeeded;
+  SliceKernel kernel = SliceKernel::kAuto;
+};
+
+GemmVerdict Verify(const GemmProblem& p, const GemmPrecision& prec, GemmMethod method, Way way = {}) {
   GemmCheckOptions o;
   o.method = method;
-  o.fp32_p = fp32_p;
+  o.fp32_p = way.fp32_p;
+  o.slice_kernel = way.kernel;
   return VerifyGemm(p, prec, o);
 }
 
-// The two ways the slices bracket P: computed (kAlways), bounded only (kNever).
-constexpr Fp32P kPaths[] = {Fp32P::kAlways, Fp32P::kNever};
-std::string PathName(Fp32P path) { return path == Fp32P::kAlways ? " P computed" : " P bounded"; }
+std::vector<Way> Ways() {
+  std::vector<Way> ways;
+  for (SliceKernel kernel : {SliceKernel::kSgemm, SliceKernel::kBf16Dot}) {
+    if (kernel == SliceKernel::kBf16Dot && !Bf16DotAvailable()) continue;
+    for (Fp32P path : {Fp32P::kAlways, Fp32P::kNever}) ways.push_back({path, kernel});
+  }
+  return ways;
+}
+std::string PathName(Way way) {
+  return std::string(way.fp32_p == Fp32P::kAlways ? " P computed" : " P bounded") +
+         (way.kernel == SliceKernel::kBf16Dot ? " vdpbf16ps" : " SGEMM");
+}
 
 void ExpectSameFindings(const GemmVerdict& full, const GemmVerdict& slices, const std::string& what) {
   EXPECT_EQ(full.method, GemmMethod::kFull) << what;
@@ -102,6 +119,13 @@ void ExpectSameFindings(const GemmVerdict& full, const GemmVerdict& slices, cons
     EXPECT_NEAR(slices.stats.first_ref, full.stats.first_ref, 1e-12 * (1 + std::fabs(full.stats.first_ref))) << what;
     EXPECT_NEAR(slices.stats.first_bound, full.stats.first_bound, 1e-12 * full.stats.first_bound) << what;
   }
+}
+
+// The kernel a way forces ran: SGEMM computes no panel by vdpbf16ps; the kernel computes every panel of BF16 data.
+void ExpectKernel(const GemmVerdict& v, Way way, DType dt, const std::string& what) {
+  if (v.method != GemmMethod::kFullFp32) return;
+  if (way.kernel == SliceKernel::kSgemm) EXPECT_EQ(v.bf16_dot_panels, 0u) << what;
+  if (way.kernel == SliceKernel::kBf16Dot && dt == DType::kBF16) EXPECT_GT(v.bf16_dot_panels, 0u) << what;
 }
 
 // Each of 48 elements set to ref ± f·bound (FP64 full replay's numbers) for f just below and just above 1, on both
@@ -130,8 +154,11 @@ TEST(GemmSlicesTest, ElementsAtTheirBoundAreJudgedAsFullReplayJudgesThem) {
           const GemmVerdict full = Verify(q, prec, GemmMethod::kFull);
           const std::string what = std::string(format::FindDType(static_cast<uint8_t>(dt))->name) +
                                    " k=" + std::to_string(k) + (spread ? " spread" : "") + " f=" + std::to_string(f);
-          for (Fp32P path : kPaths)
-            ExpectSameFindings(full, Verify(q, prec, GemmMethod::kFullFp32, path), what + PathName(path));
+          for (const Way& path : Ways()) {
+            const GemmVerdict v = Verify(q, prec, GemmMethod::kFullFp32, path);
+            ExpectSameFindings(full, v, what + PathName(path));
+            ExpectKernel(v, path, dt, what + PathName(path));
+          }
           // 48 of 480 elements at their bound: beyond 1/32 undecided by P's bounds alone, so P is computed.
           const GemmVerdict where_needed = Verify(q, prec, GemmMethod::kFullFp32);
           ExpectSameFindings(full, where_needed, what);
@@ -166,8 +193,11 @@ TEST(GemmSlicesTest, BitFlipsAreFoundExactlyAsFullReplayFindsThem) {
         testing::FlipBit(&bytes, dt, 0, bit);
         q.c_out[x] = DecodeAll(dt, bytes)[0];
         const GemmVerdict full = Verify(q, prec, GemmMethod::kFull);
-        for (Fp32P path : kPaths)
-          ExpectSameFindings(full, Verify(q, prec, GemmMethod::kFullFp32, path), "bit " + std::to_string(bit) + PathName(path));
+        for (const Way& path : Ways()) {
+          const GemmVerdict v = Verify(q, prec, GemmMethod::kFullFp32, path);
+          ExpectSameFindings(full, v, "bit " + std::to_string(bit) + PathName(path));
+          ExpectKernel(v, path, dt, "bit " + std::to_string(bit) + PathName(path));
+        }
         found += full.stats.violations > 0;
       }
     }
@@ -190,15 +220,16 @@ TEST(GemmSlicesTest, CleanGemmsAreCleanAndTheirTightnessIsFullReplays) {
         const GemmVerdict full = Verify(p, prec, GemmMethod::kFull);
         const std::string what = "order " + std::to_string(order) + " k=" + std::to_string(k);
         EXPECT_GT(full.stats.worst_ratio, 0.1) << what;  // the comparisons below are meaningful
-        for (Fp32P path : kPaths) {
+        for (const Way& path : Ways()) {
           const GemmVerdict slices = Verify(p, prec, GemmMethod::kFullFp32, path);
           const std::string at = what + PathName(path);
           ExpectSameFindings(full, slices, at);
+          ExpectKernel(slices, path, dt, at);
           EXPECT_EQ(slices.stats.violations, 0u) << at;
           EXPECT_EQ(Verify(p, prec, GemmMethod::kFullFp32).p_gemm_panels, 0u) << what << ": P not needed";
           EXPECT_LT(slices.recomputed, slices.stats.elements / 100 + 1) << at;
           EXPECT_NEAR(slices.stats.max_abs_err, full.stats.max_abs_err, 1e-3 * full.stats.max_abs_err) << at;
-          if (path == Fp32P::kAlways) {
+          if (path.fp32_p == Fp32P::kAlways) {
             EXPECT_NEAR(slices.stats.worst_ratio, full.stats.worst_ratio, 1e-3 * full.stats.worst_ratio) << at;
             EXPECT_NEAR(slices.guaranteed, full.guaranteed, 1e-3 * full.guaranteed) << at;
           } else {
@@ -253,16 +284,23 @@ TEST(GemmSlicesTest, CapturedOperandsGiveTheDecodedOperandsVerdict) {
       raw.raw_c_out = GemmOperand{dt, c.data(), p.c_out.size()};
       const std::string what = std::string(format::FindDType(static_cast<uint8_t>(dt))->name) + " shape " +
                                std::to_string(shape);
-      const GemmVerdict decoded = Verify(p, prec, GemmMethod::kFullFp32);
-      const GemmVerdict captured = Verify(raw, prec, GemmMethod::kFullFp32);
-      ASSERT_EQ(captured.method, GemmMethod::kFullFp32) << what;
-      EXPECT_EQ(captured.stats.violations, decoded.stats.violations) << what;
-      EXPECT_GE(captured.stats.violations, 1u) << what;
-      EXPECT_EQ(captured.stats.first_index, decoded.stats.first_index) << what;
-      EXPECT_EQ(captured.stats.worst_index, decoded.stats.worst_index) << what;
-      EXPECT_EQ(captured.stats.worst_ratio, decoded.stats.worst_ratio) << what;
-      EXPECT_EQ(captured.recomputed, decoded.recomputed) << what;
-      EXPECT_EQ(captured.guaranteed, decoded.guaranteed) << what;
+      for (const Way& way : Ways()) {
+        if (way.fp32_p != Fp32P::kNever) continue;
+        const Way each{Fp32P::kWhereNeeded, way.kernel};
+        const std::string how = what + PathName(each);
+        const GemmVerdict decoded = Verify(p, prec, GemmMethod::kFullFp32, each);
+        const GemmVerdict captured = Verify(raw, prec, GemmMethod::kFullFp32, each);
+        ASSERT_EQ(captured.method, GemmMethod::kFullFp32) << how;
+        ExpectKernel(captured, each, dt, how);
+        EXPECT_EQ(captured.bf16_dot_panels, decoded.bf16_dot_panels) << how;
+        EXPECT_EQ(captured.stats.violations, decoded.stats.violations) << how;
+        EXPECT_GE(captured.stats.violations, 1u) << how;
+        EXPECT_EQ(captured.stats.first_index, decoded.stats.first_index) << how;
+        EXPECT_EQ(captured.stats.worst_index, decoded.stats.worst_index) << how;
+        EXPECT_EQ(captured.stats.worst_ratio, decoded.stats.worst_ratio) << how;
+        EXPECT_EQ(captured.recomputed, decoded.recomputed) << how;
+        EXPECT_EQ(captured.guaranteed, decoded.guaranteed) << how;
+      }
       // One value the slices do not take, in A's second batch or in B: FP64 full replay.
       const uint16_t refused[] = {dt == DType::kBF16 ? uint16_t{0x0003} : uint16_t{0x7c00}, 0xfc00, 0x7fc1};
       for (int r = 0; r < 3; ++r) {
@@ -273,7 +311,9 @@ TEST(GemmSlicesTest, CapturedOperandsGiveTheDecodedOperandsVerdict) {
         GemmProblem q = raw;
         q.raw_a.data = a2.data();
         q.raw_b.data = b2.data();
-        EXPECT_EQ(Verify(q, prec, GemmMethod::kFullFp32).method, GemmMethod::kFull) << what << " refused " << r;
+        for (SliceKernel kernel : {SliceKernel::kSgemm, SliceKernel::kBf16Dot})
+          EXPECT_EQ(Verify(q, prec, GemmMethod::kFullFp32, {Fp32P::kWhereNeeded, kernel}).method, GemmMethod::kFull)
+              << what << " refused " << r << " kernel " << static_cast<int>(kernel);
       }
     }
   }
@@ -300,11 +340,12 @@ TEST(GemmSlicesTest, PanelsOfBAreReadWhereTheyLie) {
     raw.raw_b = GemmOperand{dt, b.data(), p.b.size()};
     const GemmVerdict full = Verify(p, prec, GemmMethod::kFull);
     EXPECT_EQ(full.stats.violations, 3u) << int{tb};
-    for (Fp32P path : kPaths) {
+    for (const Way& path : Ways()) {
       for (const GemmProblem* q : {&p, &raw}) {
         const std::string what = (q == &raw ? "captured, tb " : "tb ") + std::to_string(tb) + PathName(path);
         const GemmVerdict v = Verify(*q, prec, GemmMethod::kFullFp32, path);
         ExpectSameFindings(full, v, what);
+        ExpectKernel(v, path, dt, what);
         // The guaranteed level, 2 x the largest bound at P's upper end (at P32 where computed): at least full
         // replay's and within 1.3 of it (column sums of B where they belong: the last panel's bounds are the largest).
         EXPECT_GE(v.guaranteed, full.guaranteed * (1 - 1e-9)) << what;
@@ -316,6 +357,36 @@ TEST(GemmSlicesTest, PanelsOfBAreReadWhereTheyLie) {
     q.b[static_cast<size_t>(tb ? 1090 + 3 * 1100 : 3 + 1090 * 16)] = 0x1p-130;
     EXPECT_EQ(Verify(q, prec, GemmMethod::kFullFp32).method, GemmMethod::kFull) << int{tb};
   }
+}
+
+// The kernel runs panel by panel where the values are BF16 numbers: a BF16 GEMM whose op(B) holds, in its last panel's
+// column 1090, values of 12 significant bits (each ±(1 + 2^-8 + 2^-9 + 2^-10 + 2^-11): truncated to BF16 they would
+// move that column's outputs by 0.73%, beyond their bound) computes that panel by SGEMM and the two others by
+// vdpbf16ps, with full replay's findings; auto takes the kernel where the CPU has it, SGEMM forced never does.
+TEST(GemmSlicesTest, TheKernelRunsWhereTheValuesAreBf16Numbers) {
+  std::mt19937_64 rng(41);
+  const DType dt = DType::kBF16;
+  const GemmPrecision prec = Precision(dt, dt);
+  const int64_t m = 2048, n = 1100, k = 16, j = 1090;
+  GemmProblem p = Make(rng, m, n, k, 1, dt, dt, 1, 0, 0, 0, false, 0);
+  const double wide = 1 + 0x1p-8 + 0x1p-9 + 0x1p-10 + 0x1p-11;
+  for (int64_t l = 0; l < k; ++l) p.b[static_cast<size_t>(l + j * k)] = rng() % 2 ? wide : -wide;
+  for (int64_t i = 0; i < m; ++i) {
+    float acc = 0;
+    for (int64_t l = 0; l < k; ++l)
+      acc += static_cast<float>(p.a[static_cast<size_t>(i + l * m)]) * static_cast<float>(p.b[static_cast<size_t>(l + j * k)]);
+    p.c_out[static_cast<size_t>(i + j * m)] = RoundTo(dt, acc);
+  }
+  for (size_t x : {size_t{9}, static_cast<size_t>(m * j + 100), static_cast<size_t>(m * 1099 + 5)})
+    p.c_out[x] = RoundTo(dt, -2 * p.c_out[x] + 0.5);
+  const GemmVerdict full = Verify(p, prec, GemmMethod::kFull);
+  EXPECT_EQ(full.stats.violations, 3u);
+  for (const Way& way : Ways()) {
+    const GemmVerdict v = Verify(p, prec, GemmMethod::kFullFp32, way);
+    ExpectSameFindings(full, v, PathName(way));
+    EXPECT_EQ(v.bf16_dot_panels, way.kernel == SliceKernel::kBf16Dot ? 2u : 0u) << PathName(way);
+  }
+  EXPECT_EQ(Verify(p, prec, GemmMethod::kFullFp32).bf16_dot_panels, Bf16DotAvailable() ? 2u : 0u);
 }
 
 // auto: FP64 full replay up to projection_above, the slices above for 16-bit outputs of inputs that fit; FP32 outputs

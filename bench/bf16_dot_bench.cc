@@ -1,16 +1,17 @@
-// BF16 dot products on the CPU (AVX512-BF16 vdpbf16ps), measured as a candidate for the FP32 slices of the 16-bit
-// GEMM check (analyzer/gemm_check.cc, docs/error-models.md "Overheads cut"): not used by the analyzer. Usage:
+// BF16 dot products on the CPU (AVX512-BF16 vdpbf16ps), as the FP32 slices of the 16-bit GEMM check use them
+// (analyzer/bf16_slices.h, docs/error-models.md "The slices by vdpbf16ps"). Usage:
 //   bf16_dot_bench semantics [LANES]   vdpbf16ps against its documented order (Intel SDM: per FP32 lane,
 //       acc = (acc + a[2i+1]·b[2i+1]) + a[2i]·b[2i], each addition rounded to nearest even, the BF16 products exact),
 //       on random normal-range lanes; counts also the lanes matching other orders. Exit 1 when a lane differs from the
 //       documented order (then the slices' θ_{k_s}(2^-24) model would not be known to hold).
-//   bf16_dot_bench slices M N K       ref = Σ_g ŝ_g and abs = Σ_g |ŝ_g| over G = 32 slices of k (the check's FP32
-//       slices) by a plain vdpbf16ps kernel (32 x 12 register tile, op(A) packed by pairs of k) and by OpenBLAS SGEMM
-//       slices (what the check runs), CPU seconds each; 2,000 elements of the kernel's result compared bit for bit
-//       with the documented order summed in FP32. M a multiple of 32, N of 12, K of 64.
+//   bf16_dot_bench slices M N K       ref = Σ_g ŝ_g and abs = Σ_g |ŝ_g| over the check's G = 2·∛k slices of k, by
+//       the analyzer's kernel (Bf16Slices: op(A) packed once, op(B) per panel of 2^20 / M columns) and by OpenBLAS
+//       SGEMM slices plus their sums (what the check runs without it), CPU seconds each; 2,000 elements of the
+//       kernel's result compared bit for bit with the documented order summed in FP32.
 // Exit 2 when the CPU has no AVX512-BF16.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/bf16_slices.h"
 #include "analyzer/blas.h"
 
 namespace {
@@ -74,69 +76,34 @@ int Semantics(long lanes) {
   return documented == n ? 0 : 1;
 }
 
-constexpr int kMr = 32, kNr = 12;
-
-// One 32 x 12 tile of ref and abs (column-major, ld ldc) over all k in slices of ks: ap = op(A)'s 32 rows packed as
-// [pair of k][32 rows][2], b = op(B)'s 12 columns (column j at j·k).
-TTRACE_BF16_TARGET void Tile(const uint16_t* ap, const uint16_t* b, int k, int ks, float* ref, float* abs, int ldc) {
-  __m512 lo[kNr], hi[kNr];
-  const __m512 no_sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-  for (int g0 = 0; g0 < k; g0 += ks) {
-    for (int j = 0; j < kNr; ++j) lo[j] = hi[j] = _mm512_setzero_ps();
-    for (int p = g0 / 2; p < (g0 + ks) / 2; ++p) {
-      const __m512bh a0 = (__m512bh)_mm512_loadu_si512(ap + p * 64);
-      const __m512bh a1 = (__m512bh)_mm512_loadu_si512(ap + p * 64 + 32);
-#pragma GCC unroll 12
-      for (int j = 0; j < kNr; ++j) {
-        float w;
-        std::memcpy(&w, b + static_cast<size_t>(j) * k + 2 * p, 4);
-        const __m512bh bb = (__m512bh)_mm512_castps_si512(_mm512_set1_ps(w));
-        lo[j] = _mm512_dpbf16_ps(lo[j], a0, bb);
-        hi[j] = _mm512_dpbf16_ps(hi[j], a1, bb);
-      }
-    }
-    for (int j = 0; j < kNr; ++j) {
-      float* r = ref + static_cast<size_t>(j) * ldc;
-      float* s = abs + static_cast<size_t>(j) * ldc;
-      const __m512 alo = _mm512_and_ps(lo[j], no_sign), ahi = _mm512_and_ps(hi[j], no_sign);
-      if (g0 != 0) {
-        lo[j] = _mm512_add_ps(_mm512_loadu_ps(r), lo[j]);
-        hi[j] = _mm512_add_ps(_mm512_loadu_ps(r + 16), hi[j]);
-      }
-      _mm512_storeu_ps(r, lo[j]);
-      _mm512_storeu_ps(r + 16, hi[j]);
-      _mm512_storeu_ps(s, g0 != 0 ? _mm512_add_ps(_mm512_loadu_ps(s), alo) : alo);
-      _mm512_storeu_ps(s + 16, g0 != 0 ? _mm512_add_ps(_mm512_loadu_ps(s + 16), ahi) : ahi);
-    }
-  }
-}
-
+// The analyzer's kernel (analyzer/bf16_slices.h) on m x n x k uniform BF16 data in panels of 2^20 / m columns (as
+// the check runs it), against OpenBLAS SGEMM slices plus their sums (what the check runs without it).
 int Slices(int m, int n, int k) {
-  constexpr int kSlices = 32;
-  const int ks = k / kSlices;
+  const int slices = static_cast<int>(std::clamp<long>(std::lround(2 * std::cbrt(static_cast<double>(k))), 4, 64));
+  const int ks = (k + slices - 1) / slices;
+  const int w = std::clamp((1 << 20) / m, 1, n);
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<uint16_t> at(static_cast<size_t>(m) * k), bc(static_cast<size_t>(k) * n);  // op(A) by rows, op(B) by cols
-  for (auto* v : {&at, &bc})
+  std::vector<float> af(static_cast<size_t>(m) * k), bf(static_cast<size_t>(k) * n);  // op(A) by rows, op(B) by cols
+  for (auto* v : {&af, &bf})
     for (auto& x : *v) {
       const float f = u(rng);
       uint32_t bits;
       std::memcpy(&bits, &f, 4);
-      x = static_cast<uint16_t>(bits >> 16);
+      bits &= 0xffff0000u;
+      std::memcpy(&x, &bits, 4);
     }
-  const double t0 = Cpu();
-  std::vector<uint16_t> ap(at.size());
-  for (int i0 = 0; i0 < m; i0 += kMr)
-    for (int p = 0; p < k / 2; ++p)
-      for (int r = 0; r < kMr; ++r)
-        for (int h = 0; h < 2; ++h)
-          ap[static_cast<size_t>(i0) * k + static_cast<size_t>(p) * 64 + r * 2 + h] =
-              at[static_cast<size_t>(i0 + r) * k + 2 * p + h];
   std::vector<float> ref(static_cast<size_t>(m) * n), abs(ref.size());
-  for (int j0 = 0; j0 < n; j0 += kNr)
-    for (int i0 = 0; i0 < m; i0 += kMr)
-      Tile(ap.data() + static_cast<size_t>(i0) * k, bc.data() + static_cast<size_t>(j0) * k, k, ks,
-           ref.data() + static_cast<size_t>(j0) * m + i0, abs.data() + static_cast<size_t>(j0) * m + i0, m);
+  const double t0 = Cpu();
+  ttrace::analyzer::Bf16Packed pa, pb;
+  if (!ttrace::analyzer::PackBf16(af.data(), m, k, k, ks, ttrace::analyzer::kBf16RowBlock, &pa)) return 1;
+  for (int j0 = 0; j0 < n; j0 += w) {
+    const int cols = std::min(w, n - j0);
+    if (!ttrace::analyzer::PackBf16(bf.data() + static_cast<size_t>(j0) * k, cols, k, k, ks,
+                                    ttrace::analyzer::kBf16ColBlock, &pb))
+      return 1;
+    ttrace::analyzer::Bf16Slices(pa, pb, ref.data() + static_cast<size_t>(j0) * m, abs.data() + static_cast<size_t>(j0) * m, m);
+  }
   const double t_dot = Cpu() - t0;
   int differ = 0;
   for (int t = 0; t < 2000; ++t) {
@@ -144,31 +111,30 @@ int Slices(int m, int n, int k) {
     float r = 0, s = 0;
     for (int g0 = 0; g0 < k; g0 += ks) {
       float acc = 0;
-      for (int l = g0; l < g0 + ks; l += 2) {
-        acc = acc + Bf(at[i * k + l + 1]) * Bf(bc[j * k + l + 1]);
-        acc = acc + Bf(at[i * k + l]) * Bf(bc[j * k + l]);
+      const int end = std::min(k, g0 + ks);
+      for (int l = g0; l < end; l += 2) {
+        if (l + 1 < end) acc = acc + af[i * k + l + 1] * bf[j * k + l + 1];
+        acc = acc + af[i * k + l] * bf[j * k + l];
       }
       r = g0 == 0 ? acc : r + acc;
       s = g0 == 0 ? std::fabs(acc) : s + std::fabs(acc);
     }
     differ += std::memcmp(&r, &ref[j * m + i], 4) != 0 || std::memcmp(&s, &abs[j * m + i], 4) != 0;
   }
-  std::vector<float> af(at.size()), bf(bc.size()), tmp(static_cast<size_t>(m) * 256), r2(tmp.size()), a2(tmp.size());
-  for (size_t x = 0; x < af.size(); ++x) af[x] = Bf(at[x]);
-  for (size_t x = 0; x < bf.size(); ++x) bf[x] = Bf(bc[x]);
+  std::vector<float> tmp(static_cast<size_t>(m) * w), r2(tmp.size()), a2(tmp.size());
   const double t1 = Cpu();
-  for (int j0 = 0; j0 < n; j0 += 256) {
-    const int w = std::min(256, n - j0);
-    for (int g = 0; g < kSlices; ++g) {
-      ttrace::analyzer::MatMulF32(true, false, m, w, ks, af.data() + g * ks, k, bf.data() + static_cast<size_t>(j0) * k + g * ks,
-                                  k, tmp.data(), m);
-      for (size_t x = 0; x < static_cast<size_t>(m) * w; ++x)
+  for (int j0 = 0; j0 < n; j0 += w) {
+    const int cols = std::min(w, n - j0);
+    for (int g = 0; g * ks < k; ++g) {
+      ttrace::analyzer::MatMulF32(true, false, m, cols, std::min(ks, k - g * ks), af.data() + g * ks, k,
+                                  bf.data() + static_cast<size_t>(j0) * k + g * ks, k, tmp.data(), m);
+      for (size_t x = 0; x < static_cast<size_t>(m) * cols; ++x)
         r2[x] = g ? r2[x] + tmp[x] : tmp[x], a2[x] = g ? a2[x] + std::fabs(tmp[x]) : std::fabs(tmp[x]);
     }
   }
   const double t_sgemm = Cpu() - t1;
-  printf("%dx%dx%d, %d slices: vdpbf16ps kernel %.3f CPU s (packing included; %d of 2000 elements differ from the "
-         "documented order), SGEMM slices %.3f CPU s\n", m, n, k, kSlices, t_dot, differ, t_sgemm);
+  printf("%dx%dx%d, %d slices of %d: vdpbf16ps kernel %.3f CPU s (packing included; %d of 2000 elements differ from "
+         "the documented order), SGEMM slices %.3f CPU s\n", m, n, k, (k + ks - 1) / ks, ks, t_dot, differ, t_sgemm);
   return differ == 0 ? 0 : 1;
 }
 
@@ -183,8 +149,8 @@ int main(int argc, char** argv) {
   if (mode == "semantics") return Semantics(argc > 2 ? atol(argv[2]) : 1600000);
   if (mode == "slices" && argc > 4) {
     const int m = atoi(argv[2]), n = atoi(argv[3]), k = atoi(argv[4]);
-    if (m > 0 && n > 0 && k > 0 && m % kMr == 0 && n % kNr == 0 && k % 64 == 0) return Slices(m, n, k);
+    if (m > 0 && n > 0 && k > 0) return Slices(m, n, k);
   }
-  fprintf(stderr, "usage: bf16_dot_bench semantics [LANES] | slices M N K (M %% 32, N %% 12, K %% 64 zero)\n");
+  fprintf(stderr, "usage: bf16_dot_bench semantics [LANES] | slices M N K\n");
   return 2;
 }

@@ -3,8 +3,9 @@
 //   gemm_validation_bench validate [GEMMS] [SEED]   random GEMMs computed as devices compute them, judged under
 //       gemm.deterministic and gemm.probabilistic: false positives (exit 1 on any under the deterministic bound, or
 //       over the probabilistic bound's stated rate) and the tightness table (median, p99, max of clean err/bound).
-//       GEMMs of 16-bit inputs are also judged by full replay in FP32 slices with P bounded only: exit 1 on a false
-//       positive or a verdict unlike full replay's.
+//       GEMMs of 16-bit inputs are also judged by full replay in FP32 slices with P bounded only, the slices by SGEMM
+//       and by the vdpbf16ps kernel (where the CPU has it; BF16 inputs): exit 1 on a false positive or a verdict
+//       unlike full replay's.
 //   gemm_validation_bench detect N [TRIALS] [K] [f32|bf16]  detection rate by bit position: single-bit flips of one output
 //       element of an N x N x N GEMM (FP32 and BF16): full replay, projection and the default (auto) side by side.
 // Shapes: m, n in 1..8, k log-uniform in 1..16384 (plus the detection sizes); dtypes FP32, BF16 -> FP32, FP16 ->
@@ -130,9 +131,11 @@ int Validate(int gemms, uint64_t seed) {
   // Full replay in FP32 slices with P only bounded (16-bit inputs): false positives, GEMMs whose violation count
   // differs from FP64 full replay's (the method's claim: the same verdicts), elements recomputed in FP64, and the
   // largest reported err/bound (at P's lower end).
-  uint64_t slices_gemms[std::size(kTypes)] = {}, slices_fp[std::size(kTypes)] = {}, slices_diff[std::size(kTypes)] = {},
-           slices_recomputed[std::size(kTypes)] = {};
-  double slices_max[std::size(kTypes)] = {};
+  // [dtypes][0: the slices by SGEMM, 1: by the vdpbf16ps kernel where the CPU has it and the values are BF16]
+  uint64_t slices_gemms[std::size(kTypes)][2] = {}, slices_fp[std::size(kTypes)][2] = {},
+           slices_diff[std::size(kTypes)][2] = {}, slices_recomputed[std::size(kTypes)][2] = {},
+           slices_dot[std::size(kTypes)][2] = {};
+  double slices_max[std::size(kTypes)][2] = {};
   const auto start = std::chrono::steady_clock::now();
   for (int g = 0; g < gemms; ++g) {
     const size_t ti = static_cast<size_t>(g) % std::size(kTypes);
@@ -155,15 +158,20 @@ int Validate(int gemms, uint64_t seed) {
         if (k >= 1024) large_k[ti][b].push_back(s.worst_ratio);
       }
       if (b == 0 && t.in != DType::kF32) {
-        GemmCheckOptions o;
-        o.method = GemmMethod::kFullFp32;
-        o.fp32_p = ttrace::analyzer::Fp32P::kNever;
-        const auto v = ttrace::analyzer::VerifyGemm(p, Precision(t), o);
-        ++slices_gemms[ti];
-        slices_fp[ti] += v.stats.violations;
-        slices_diff[ti] += v.stats.violations != s.violations || v.method != GemmMethod::kFullFp32;
-        slices_recomputed[ti] += v.recomputed;
-        if (std::isfinite(v.stats.worst_ratio)) slices_max[ti] = std::max(slices_max[ti], v.stats.worst_ratio);
+        for (int kr = 0; kr < 2; ++kr) {
+          GemmCheckOptions o;
+          o.method = GemmMethod::kFullFp32;
+          o.fp32_p = ttrace::analyzer::Fp32P::kNever;
+          o.slice_kernel = kr == 0 ? ttrace::analyzer::SliceKernel::kSgemm : ttrace::analyzer::SliceKernel::kBf16Dot;
+          const auto v = ttrace::analyzer::VerifyGemm(p, Precision(t), o);
+          ++slices_gemms[ti][kr];
+          slices_fp[ti][kr] += v.stats.violations;
+          slices_diff[ti][kr] += v.stats.violations != s.violations || v.method != GemmMethod::kFullFp32;
+          slices_recomputed[ti][kr] += v.recomputed;
+          slices_dot[ti][kr] += v.bf16_dot_panels > 0;
+          if (std::isfinite(v.stats.worst_ratio))
+            slices_max[ti][kr] = std::max(slices_max[ti][kr], v.stats.worst_ratio);
+        }
       }
     }
   }
@@ -186,16 +194,21 @@ int Validate(int gemms, uint64_t seed) {
       // false positive in fewer than 2^30 elements is beyond that rate at any reasonable confidence.
       if (b == 0 ? false_pos[ti][b] > 0 : false_pos[ti][b] > 1) rc = 1;
     }
-  printf("\nfull replay in FP32 slices, P bounded only (deterministic bound):\n"
-         "| dtypes | GEMMs | elements | false positives | verdicts unlike full replay's | recomputed | max reported err/bound |\n"
-         "|---|---|---|---|---|---|---|\n");
+  printf("\nfull replay in FP32 slices, P bounded only (deterministic bound); slices by SGEMM, or by the vdpbf16ps "
+         "kernel where the CPU has it and the values are BF16 numbers (GEMMs it ran):\n"
+         "| dtypes | slices | GEMMs | on vdpbf16ps | elements | false positives | verdicts unlike full replay's | "
+         "recomputed | max reported err/bound |\n"
+         "|---|---|---|---|---|---|---|---|---|\n");
   for (size_t ti = 0; ti < std::size(kTypes); ++ti) {
-    if (slices_gemms[ti] == 0) continue;
-    printf("| %s | %llu | %llu | %llu | %llu | %llu | %.3g |\n", kTypes[ti].name,
-           static_cast<unsigned long long>(slices_gemms[ti]), static_cast<unsigned long long>(elements[ti]),
-           static_cast<unsigned long long>(slices_fp[ti]), static_cast<unsigned long long>(slices_diff[ti]),
-           static_cast<unsigned long long>(slices_recomputed[ti]), slices_max[ti]);
-    if (slices_fp[ti] > 0 || slices_diff[ti] > 0) rc = 1;
+    for (int kr = 0; kr < 2; ++kr) {
+      if (slices_gemms[ti][kr] == 0) continue;
+      printf("| %s | %s | %llu | %llu | %llu | %llu | %llu | %llu | %.3g |\n", kTypes[ti].name,
+             kr == 0 ? "SGEMM" : "vdpbf16ps", static_cast<unsigned long long>(slices_gemms[ti][kr]),
+             static_cast<unsigned long long>(slices_dot[ti][kr]), static_cast<unsigned long long>(elements[ti]),
+             static_cast<unsigned long long>(slices_fp[ti][kr]), static_cast<unsigned long long>(slices_diff[ti][kr]),
+             static_cast<unsigned long long>(slices_recomputed[ti][kr]), slices_max[ti][kr]);
+      if (slices_fp[ti][kr] > 0 || slices_diff[ti][kr] > 0) rc = 1;
+    }
   }
   return rc;
 }

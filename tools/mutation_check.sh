@@ -192,6 +192,20 @@ mutate "gemm fp32 slices: P never computed where its bounds leave too many eleme
 mutate "gemm fp32 slices: a panel of B's column sums written at column 0" analyzer/gemm_check.cc \
   "o->col_b.data() + j0, o->col_norm_b.data() + j0, o->col_max.data() + j0);" \
   "o->col_b.data(), o->col_norm_b.data(), o->col_max.data());" "gemm_slices_test" "GemmSlices"
+mutate "bf16 slices: values that are not BF16 numbers packed (truncated)" bf16_slices.cc \
+  "    if ((low_bits & 0x0000ffff0000ffffu) != 0) return false;" "    if (false) return false;" \
+  "bf16_slices_test gemm_slices_test" "Bf16Slices|GemmSlices"
+mutate "bf16 slices: a slice of odd length loses its last term" bf16_slices.cc \
+  "          w[r] = even >> 16;" "          w[r] = 0;" "bf16_slices_test gemm_slices_test" "Bf16Slices|GemmSlices"
+mutate "bf16 slices: a slice's |sum| taken without its sign cleared" bf16_slices.cc \
+  "const __m512 alo = _mm512_and_ps(lo[j], no_sign), ahi" "const __m512 alo = lo[j], ahi" \
+  "bf16_slices_test gemm_slices_test" "Bf16Slices|GemmSlices"
+mutate "gemm fp32 slices: the vdpbf16ps kernel never chosen" analyzer/gemm_check.cc \
+  "const bool try_dot = o.slice_kernel != SliceKernel::kSgemm && Bf16DotAvailable();" "const bool try_dot = false;" \
+  "gemm_slices_test" "GemmSlices"
+mutate "gemm fp32 slices: a panel of B that is not BF16 run on the kernel anyway" analyzer/gemm_check.cc \
+  "if (dot_a && PackBf16(b_panel, cols, k, k, ks, kBf16ColBlock, &packed_b)) {" \
+  "if (dot_a && (PackBf16(b_panel, cols, k, k, ks, kBf16ColBlock, &packed_b) || true)) {" "gemm_slices_test" "GemmSlices"
 mutate "gemm fp32 slices: merged stats keep the later worst element on a tie" element_stats.cc \
   "(o.worst_ratio == worst_ratio && o.worst_index < worst_index)" \
   "(o.worst_ratio == worst_ratio && o.worst_index > worst_index)" "error_model_test" "ElementStats"
