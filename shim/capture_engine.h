@@ -222,7 +222,9 @@ class CaptureEngine {
                             std::string* why);
   // capture_graph.cc
   void CaptureInGraph(uint64_t seq, CUstream stream, const TensorSpec& spec, const StagingPlan& plan);
-  void NoteGraphRecord(uint64_t seq, format::RecordType type, const std::string& body);  // with mu_ held
+  // The template's record: its body, then its payload (a cuDNN graph's tensors and operations). With mu_ held.
+  void NoteGraphRecord(uint64_t seq, format::RecordType type, const void* body, size_t body_bytes, const void* payload,
+                       size_t payload_bytes);
   static void GraphHostFn(void* tensor);
   void Launched(GraphTensor* tensor);
   // Queues one launch's staged copy of a tensor under `seq` (graph_bytes bounds the backlog). mu_ not held.

@@ -21,7 +21,8 @@ namespace ttrace::shim {
 struct CaptureEngine::GraphOp {
   uint64_t template_seq = 0;
   format::RecordType type = format::RecordType::kGemm;
-  std::string body;             // the template record; empty until Publish
+  std::string body;             // the template record (its body, then its payload); empty until Publish
+  size_t body_bytes = 0;         // the record's body in `body`
   uint64_t launch_seq = kNoSeq;  // seq of the launch now running (set by the op's first host node)
   bool has_node = false;         // a host node of this op was added to the graph
 };
@@ -102,11 +103,14 @@ void CaptureEngine::CaptureInGraph(uint64_t seq, CUstream stream, const TensorSp
          "adding the snapshot to the CUDA graph failed: " + CudaErrorText(driver_, e));
 }
 
-void CaptureEngine::NoteGraphRecord(uint64_t seq, format::RecordType type, const std::string& body) {
+void CaptureEngine::NoteGraphRecord(uint64_t seq, format::RecordType type, const void* body, size_t body_bytes,
+                                    const void* payload, size_t payload_bytes) {
   auto it = graph_ops_.find(seq);
   if (it == graph_ops_.end() || !it->second->body.empty()) return;
   it->second->type = type;
-  it->second->body = body;
+  it->second->body.assign(static_cast<const char*>(body), body_bytes);
+  if (payload_bytes > 0) it->second->body.append(static_cast<const char*>(payload), payload_bytes);
+  it->second->body_bytes = body_bytes;
 }
 
 void CaptureEngine::GraphHostFn(void* tensor) {
@@ -121,11 +125,13 @@ void CaptureEngine::Launched(GraphTensor* t) {
   GraphOp* op = t->op;
   std::string record;
   format::RecordType type;
+  size_t body_bytes;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stop_ || op->body.size() < sizeof(uint64_t)) return;
+    if (stop_ || op->body_bytes < sizeof(uint64_t)) return;
     record = op->body;
     type = op->type;
+    body_bytes = op->body_bytes;
   }
   uint64_t seq;
   if (t->first) {
@@ -136,7 +142,7 @@ void CaptureEngine::Launched(GraphTensor* t) {
       op->launch_seq = seq;
     }
     memcpy(record.data(), &seq, sizeof seq);  // every op record starts with its seq (format.h)
-    Publish(slot, type, record.data(), record.size());
+    Publish(slot, type, record.data(), body_bytes, record.data() + body_bytes, record.size() - body_bytes);
     Notice(format::NoticeCode::kGraphReplay, seq, op->template_seq, "a launch of a CUDA graph node");
   } else {
     std::lock_guard<std::mutex> lock(mu_);

@@ -65,7 +65,7 @@ void CaptureEngine::PublishRecord(const Slot& slot, format::RecordType type, con
                                   const void* payload, size_t payload_bytes) {
   if (has_graph_ops_.load(std::memory_order_acquire) && slot.seq != kNoSeq) {
     std::lock_guard<std::mutex> lock(mu_);
-    NoteGraphRecord(slot.seq, type, std::string(static_cast<const char*>(body), body_bytes));
+    NoteGraphRecord(slot.seq, type, body, body_bytes, payload, payload_bytes);
   }
   RecordBuffer* buffer = ThreadBuffer();
   if (buffer != nullptr) {

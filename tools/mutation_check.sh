@@ -308,6 +308,10 @@ mutate "shim: pointer-array batches read from the wrong array" cublas_intercepto
   "slot == TensorSlot::kA ? c.a_array : slot == TensorSlot::kB ? c.b_array : c.c_array;" \
   "slot == TensorSlot::kA ? c.b_array : slot == TensorSlot::kB ? c.a_array : c.c_array;" \
   "ttrace_shim shim_batched_capture_test" "BatchedCapture"
+mutate "shim: a stream-captured graph launch's record without its payload" capture_graph.cc \
+  "    Publish(slot, type, record.data(), body_bytes, record.data() + body_bytes, record.size() - body_bytes);" \
+  "    Publish(slot, type, record.data(), body_bytes);" \
+  "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.StreamCaptured"
 # cuDNN's native CUDA graphs (capture_native_graph.cc).
 mutate "shim: native-graph input snapshots not before cuDNN's roots" capture_native_graph.cc \
   "d->GraphAddDependencies(graph, from.data(), roots.data(), roots.size())" \

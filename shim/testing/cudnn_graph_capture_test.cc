@@ -64,7 +64,7 @@ struct Traced {
 
 Traced RunGraphs(const ScratchDir& scratch, const std::string& tag, std::map<std::string, std::string> env,
            bool shim = true, bool unchecked = false, bool sink = false, bool paged = false, bool fused = false,
-           bool native_graph = false) {
+           bool native_graph = false, bool stream_graph = false) {
   Traced run;
   env["LD_LIBRARY_PATH"] = TTRACE_SIMGPU_LIBDIR;
   if (shim) env["LD_PRELOAD"] = TTRACE_SHIM_LIB;
@@ -77,6 +77,7 @@ Traced RunGraphs(const ScratchDir& scratch, const std::string& tag, std::map<std
   if (sink) argv.push_back("--sink");
   if (paged) argv.push_back(fused ? "--paged-fused" : "--paged");
   if (native_graph) argv.push_back("--native-graph");
+  if (stream_graph) argv.push_back("--stream-graph");
   run.result = RunProgram(argv, env);
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   run.dumped = ReadDumped(scratch / (tag + ".dump"));
@@ -742,6 +743,43 @@ TEST(CudnnGraphCaptureTest, NativeCudaGraphOverTheGraphBudgetNotCaptured) {
       << "one line, for the populate: " << run.result.err;
   const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
   EXPECT_EQ(report.summary().checked.at("conv"), 1u);
+  EXPECT_TRUE(report.findings().empty());
+}
+
+// A graph execution captured on a capturing stream (stream capture, not the native API; the workload's
+// --stream-graph): the execution is the template, each of the 3 launches an op whose record carries the graph (its
+// tensors and operations) and whose captured x, w and y are that launch's; checked clean, results unchanged.
+TEST(CudnnGraphCaptureTest, StreamCapturedExecutionLaunchesCaptured) {
+  ScratchDir scratch;
+  const Traced plain = RunGraphs(scratch, "sg_plain", {}, /*shim=*/false, false, false, false, false, false, true);
+  const Traced run = RunGraphs(scratch, "sg", {}, /*shim=*/true, false, false, false, false, false, true);
+  ASSERT_EQ(plain.dumped.size(), 6u);
+  ASSERT_EQ(run.dumped.size(), plain.dumped.size());
+  for (size_t i = 0; i < run.dumped.size(); ++i)
+    EXPECT_EQ(run.dumped[i].bytes, plain.dumped[i].bytes) << "seq " << run.dumped[i].seq;
+  ASSERT_EQ(run.trace.ranks.size(), 1u);
+  EXPECT_EQ(run.trace.ranks[0].graph_templates, 1u);
+  const auto& ops = run.trace.ranks[0].ops;
+  ASSERT_EQ(ops.size(), 3u);
+  std::string w;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(format::ApiName(ops[i].api), std::string("cudnnBackendExecute"));
+    ASSERT_EQ(ops[i].graph_tensors.size(), 3u) << i;
+    EXPECT_EQ(ops[i].graph_ops.size(), 1u) << i;
+    for (const Dumped& d : run.dumped) {
+      if (d.seq != 200 + i) continue;
+      const analyzer::Tensor* captured = Captured(ops[i], d.slot, d.uid);
+      ASSERT_NE(captured, nullptr) << "launch " << i << " uid " << d.uid;
+      EXPECT_EQ(captured->data, d.bytes) << "launch " << i << " uid " << d.uid;
+    }
+    const analyzer::Tensor* wt = Captured(ops[i], 22, 2);
+    ASSERT_NE(wt, nullptr) << i;
+    if (w.empty()) w = wt->data;
+    EXPECT_EQ(wt->data, w) << i;
+  }
+  const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
+  ASSERT_EQ(report.summary().checked.count("conv"), 1u);
+  EXPECT_EQ(report.summary().checked.at("conv"), 3u);
   EXPECT_TRUE(report.findings().empty());
 }
 

@@ -28,7 +28,9 @@
 //   with --paged-fused, only seq 0: the same attention without the causal mask as one fused SDPA_FWD with page
 //   tables (PAGE_TABLE_KDESC / _VDESC, as cudnn-frontend's unified engine and Transformer Engine's KV cache build it)
 //   with --native-graph, cuDNN's native CUDA graph API as cudnn-frontend uses it (NativeGraph below)
-//   cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused | --native-graph]
+//   with --stream-graph, a convolution graph executed on a capturing stream, the graph launched (StreamGraph below)
+//   cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused | --native-graph |
+//                                     --stream-graph]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -719,12 +721,40 @@ void NativeGraph(cudnnHandle_t handle) {
   CHECK(cudaGraphDestroy(program));
 }
 
+// The convolution executed while the stream captures a CUDA graph (stream capture, not the native API), the graph
+// launched 3 times with x refilled before each (dumped as seq 200 + k: x before, y after).
+void StreamGraph(cudnnHandle_t handle) {
+  Graph g(Die);
+  Buf x(1, 2 * 4 * 9 * 9, false), w(2, 6 * 4 * 3 * 3, false), y(3, 2 * 6 * 5 * 5, false);
+  ConvolutionForward(g, g.Tensor(1, CUDNN_DATA_FLOAT, {2, 4, 9, 9}), g.Tensor(2, CUDNN_DATA_FLOAT, {6, 4, 3, 3}),
+                     g.Tensor(3, CUDNN_DATA_FLOAT, {2, 6, 5, 5}), /*pad=*/1, /*stride=*/2);
+  cudaGraph_t graph = nullptr;
+  CHECK(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal));
+  CHECK(g.Execute(handle, {{1, x.dev}, {2, w.dev}, {3, y.dev}}));
+  CHECK(cudaStreamEndCapture(g_stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (uint64_t k = 0; k < 3; ++k) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (size_t i = 0; i < x.host.size() / 4; ++i) {
+      const float v = u(g_rng);
+      memcpy(&x.host[i * 4], &v, 4);
+    }
+    CHECK(cudaMemcpy(x.dev, x.host.data(), x.host.size(), cudaMemcpyHostToDevice));
+    x.Dump(200 + k, 22);
+    CHECK(cudaGraphLaunch(exec, g_stream));
+    y.Dump(200 + k, 23);
+  }
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3 || strcmp(argv[1], "--dump") != 0) {
     fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused | "
-                    "--native-graph]\n");
+                    "--native-graph | --stream-graph]\n");
     return 2;
   }
   g_dump = fopen(argv[2], "wb");
@@ -740,8 +770,9 @@ int main(int argc, char** argv) {
     fclose(g_dump);
     return 0;
   }
-  if (argc > 3 && strcmp(argv[3], "--native-graph") == 0) {
-    NativeGraph(handle);
+  if (argc > 3 && (strcmp(argv[3], "--native-graph") == 0 || strcmp(argv[3], "--stream-graph") == 0)) {
+    if (strcmp(argv[3], "--native-graph") == 0) NativeGraph(handle);
+    if (strcmp(argv[3], "--stream-graph") == 0) StreamGraph(handle);
     CHECK(cudaStreamSynchronize(g_stream));
     CHECK(cudnnDestroy(handle));
     fclose(g_dump);
