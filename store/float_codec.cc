@@ -13,7 +13,7 @@
 #include <cstring>
 
 #if defined(__SSE2__) && !defined(TTRACE_FLOAT_CODEC_SCALAR)
-#include <emmintrin.h>
+#include <immintrin.h>
 #define TTRACE_FLOAT_CODEC_SSE2 1
 #endif
 
@@ -35,7 +35,7 @@ constexpr int kMaxStreams = kWideStreams;
 // plane whose neighbours repeat (NeighboursRepeat: smooth data) keeps four streams of consecutive elements.
 constexpr size_t kWideStreamsMinSymbols = 16384;
 constexpr size_t kDecodeScratch = 4;  // planes not raw that a block decodes into scratch blocks, then composes
-constexpr size_t kPairsMinSymbols = 4 * kTableSize;  // a plane with fewer is decoded without building the pair table
+constexpr size_t kPairsMinSymbols = 4 * kTableSize;  // a plane with fewer is decoded without the multi-symbol table
 constexpr size_t kSample = 4096;  // bytes sampled to decide whether a lower plane is worth a full histogram
 // kHuffmanDelta (codec version 3): a four-stream Huffman plane of the bytes' differences from their predecessors
 // (DeltaInPlace), the plane's first byte in its header: smooth data, whose neighbours differ by little.
@@ -158,21 +158,6 @@ void CanonicalCodes(const uint8_t len[256], uint16_t code[256]) {
   }
 }
 
-// Decoder table: entry = symbol << 8 | len for every kMaxLen-bit window. False unless the lengths form a
-// complete code of at least two symbols (then every window decodes).
-bool BuildTable(const uint8_t len[256], uint16_t table[kTableSize]) {
-  uint32_t kraft = 0;
-  int used = 0;
-  for (int s = 0; s < 256; ++s)
-    if (len[s]) kraft += kTableSize >> len[s], ++used;
-  if (used < 2 || kraft != kTableSize) return false;
-  uint16_t code[256];
-  CanonicalCodes(len, code);
-  for (int s = 0; s < 256; ++s)
-    if (len[s])
-      for (uint32_t i = code[s]; i < kTableSize; i += 1u << len[s]) table[i] = static_cast<uint16_t>(s << 8 | len[s]);
-  return true;
-}
 
 // ---- planes -----------------------------------------------------------------------------------------------------
 //
@@ -328,14 +313,41 @@ void DeltaInPlace(uint8_t* sym, size_t n) {
   if (n) sym[0] = kDeltaBias;
 }
 
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+// UndeltaInPlace's bytes [0, returned) with AVX2 (32 bytes a step: the four shifted adds work within each 16-byte
+// lane, then the low lane's last byte is added to the high lane, and the previous vector's last byte to both): half
+// of SSE2's instructions a byte, chosen at run time. `*prev` is the last byte summed.
+__attribute__((target("avx2"))) size_t UndeltaAvx2(uint8_t* sym, size_t n, uint8_t* prev) {
+  const __m256i bias = _mm256_set1_epi8(static_cast<char>(kDeltaBias)), last = _mm256_set1_epi8(15);
+  __m256i carry = _mm256_set1_epi8(static_cast<char>(*prev));
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i x = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(sym + i)), bias);
+    x = _mm256_add_epi8(x, _mm256_slli_si256(x, 1));
+    x = _mm256_add_epi8(x, _mm256_slli_si256(x, 2));
+    x = _mm256_add_epi8(x, _mm256_slli_si256(x, 4));
+    x = _mm256_add_epi8(x, _mm256_slli_si256(x, 8));
+    const __m256i lane_last = _mm256_shuffle_epi8(x, last);  // each lane's byte 15 in all its bytes
+    x = _mm256_add_epi8(x, _mm256_permute2x128_si256(lane_last, lane_last, 0x08));  // low lane's to the high lane
+    x = _mm256_add_epi8(x, carry);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(sym + i), x);
+    carry = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(x, last), 0xff);  // byte 31 in every byte
+  }
+  if (i) *prev = sym[i - 1];
+  return i;
+}
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+#endif
+
 // d -> s in place: s[i] = s[i-1] + d[i] - 0x80 with s[-1] = first (a prefix sum; SSE2: four shifted adds a vector,
-// then the previous vector's last byte added to every byte).
+// then the previous vector's last byte added to every byte; AVX2 where the CPU has it).
 void UndeltaInPlace(uint8_t* sym, size_t n, uint8_t first) {
   size_t i = 0;
   uint8_t prev = first;
 #ifdef TTRACE_FLOAT_CODEC_SSE2
+  if (kHaveAvx2) i = UndeltaAvx2(sym, n, &prev);
   const __m128i bias = _mm_set1_epi8(static_cast<char>(kDeltaBias));
-  __m128i carry = _mm_set1_epi8(static_cast<char>(first));
+  __m128i carry = _mm_set1_epi8(static_cast<char>(prev));
   for (; i + 16 <= n; i += 16) {
     __m128i x = _mm_xor_si128(LoadV(sym + i), bias);
     x = _mm_add_epi8(x, _mm_slli_si128(x, 1));
@@ -974,18 +986,15 @@ const char* DecodeStreams(const uint8_t* data, const uint32_t bytes[], size_t n,
   return DecodeAnyBody<kStride, S>(data, bytes, n, table, dst);
 }
 
-// ---- two symbols a lookup ---------------------------------------------------------------------------------------
+// ---- up to three symbols a lookup -------------------------------------------------------------------------------
 //
 // A plane's decoding is bound by one chain a stream: window, table load, shift by the length, next table load. Where
-// most codes are short (an exponent plane: ~2.5 bits a symbol), one kMaxLen-bit window holds two whole codes most
-// of the time, and a table of pairs decodes both with one step of that chain.
+// most codes are short (an exponent plane: ~2.5 bits a symbol; a smooth plane's differences: ~1), one kMaxLen-bit
+// window holds two or three whole codes most of the time, and a table of them decodes them with one step of that
+// chain (codec27: up to three; codec25's table held two).
 
-// For every kMaxLen-bit window, the one or two symbols whose codes lie whole in it (from `table`, a complete code):
-// bits 0-4 the bits they take, 8-15 the first symbol, 16-23 the second, 24-25 how many. Returns how many windows
-// hold two: as each window has the probability the code implies, twos / kTableSize is about the share of lookups
-// that decode two symbols.
-// How many kMaxLen-bit windows hold two whole codes, from the lengths of a complete code (what BuildPairTable
-// counts, without building it): the windows that start with a code of length l are count[l] * 2^(kMaxLen - l), and
+// How many kMaxLen-bit windows hold two whole codes, from the lengths of a complete code (what decides whether a
+// plane is decoded with the multi-symbol table, without building it): the windows that start with a code of length l are count[l] * 2^(kMaxLen - l), and
 // the bits after it start with a code no longer than kMaxLen - l in a share of them of sum over l2 <= kMaxLen - l
 // of count[l2] * 2^-l2.
 uint32_t PairWindows(const uint8_t len[256]) {
@@ -997,27 +1006,96 @@ uint32_t PairWindows(const uint8_t len[256]) {
   return static_cast<uint32_t>(windows >> kMaxLen);
 }
 
-uint32_t BuildPairTable(const uint16_t table[kTableSize], uint32_t pair[kTableSize]) {
-  uint32_t twos = 0;
-  for (uint32_t x = 0; x < kTableSize; ++x) {
-    const uint32_t t1 = table[x], l1 = t1 & 15;
-    const uint32_t t2 = table[x >> l1], l2 = t2 & 15;  // the bits above the window read as zeros: only valid when
-    const bool two = l1 + l2 <= kMaxLen;                // the second code lies whole in the window
-    twos += two;
-    pair[x] = two ? (l1 + l2) | (t1 >> 8) << 8 | (t2 >> 8) << 16 | 2u << 24 : l1 | (t1 >> 8) << 8 | 1u << 24;
+// A complete code's symbols by code length, shortest first (canonical order), with their LSB-first codes: what
+// BuildMultiTable walks.
+struct CodeList {
+  int n = 0;
+  uint8_t sym[256], len[256];
+  uint16_t code[256];
+  // fit[L]: the L-bit windows, read first bit highest, below fit[L] start with a code of at most L bits (a canonical
+  // code's codes, left-aligned, increase with their length): sum over l <= L of count[l] * 2^(L - l).
+  uint16_t fit[kMaxLen + 1];
+};
+
+// Decoder table: entry = symbol << 8 | len for every kMaxLen-bit window, and the code's symbols by length (`codes`).
+// False unless the lengths form a complete code of at least two symbols (then every window decodes).
+bool BuildTable(const uint8_t len[256], uint16_t table[kTableSize], CodeList* codes) {
+  uint32_t kraft = 0, count[kMaxLen + 1] = {};
+  int used = 0;
+  for (int s = 0; s < 256; ++s)
+    if (len[s]) kraft += kTableSize >> len[s], ++used, ++count[len[s]];
+  if (used < 2 || kraft != kTableSize) return false;
+  uint16_t code[256];
+  CanonicalCodes(len, code);
+  uint32_t at[kMaxLen + 1] = {};
+  for (int l = 2; l <= kMaxLen; ++l) at[l] = at[l - 1] + count[l - 1];
+  codes->fit[0] = 0;
+  for (int l = 1; l <= kMaxLen; ++l) codes->fit[l] = static_cast<uint16_t>(2 * codes->fit[l - 1] + count[l]);
+  for (int s = 0; s < 256; ++s) {
+    if (!len[s]) continue;
+    for (uint32_t i = code[s]; i < kTableSize; i += 1u << len[s]) table[i] = static_cast<uint16_t>(s << 8 | len[s]);
+    const uint32_t k = at[len[s]]++;
+    codes->sym[k] = static_cast<uint8_t>(s);
+    codes->len[k] = len[s];
+    codes->code[k] = code[s];
   }
-  return twos;
+  codes->n = used;
+  return true;
 }
 
-// DecodeStreamsBody<1> with the pair table: each stream's output advances by one or two symbols a lookup, so the
-// streams advance apart. A lookup stores its two symbol bytes with one 16-bit store (the second one past the
-// symbols when it decoded one, written again by the next lookup); a round (four lookups a stream: at most 8 symbols
-// and 48 bits, 6 bytes) runs only while every stream has at least 8 symbols left (its lookups then decode none
-// past the stream's last, and a lookup that decoded one symbol had at least one more left to write over), and while
-// every stream's 8-byte loads stay inside it. The rest symbol by symbol.
-__attribute__((always_inline)) inline const char* DecodePairsBody(const uint8_t* data, const uint32_t bytes[kStreams],
+// For every kMaxLen-bit window, the one to three symbols whose codes lie whole in it (`table`, the single-symbol
+// table of the complete code `codes`): bits 0-3 the bits they take, 8-15, 16-23, 24-31 the symbols, 32-63 how many
+// (bits 4-7 zero, so a shift by the entry shifts by the bits; a 32 KiB table, but the windows a skewed code's data
+// hits are few). Built by the codes' structure, not window by window (codec25's pair table: ~21 instructions a
+// window, 11% of smooth FP16's decode): every window starting with code c1 (length l1) is c1 | y << l1 for
+// y < 2^(kMaxLen - l1); for every second code c2 that fits (l1 + l2 <= kMaxLen) the windows c1 | c2 << l1 | z <<
+// (l1 + l2) get two or three symbols, the third read from table[z] (z's bits above the window read as zeros: the
+// third counts only when its code fits in what is left; not looked up where even the shortest code does not), and
+// the windows whose second code does not fit get c1 alone: in a canonical code the (kMaxLen - l1)-bit continuations
+// read first bit highest from fit[kMaxLen - l1] on, bit-reversed. Every window is written once, each block (a
+// window left from the last block's code would decode its symbols).
+__attribute__((always_inline)) inline void BuildMultiTable(const uint16_t table[kTableSize], const CodeList& codes,
+                                                           uint64_t multi[kTableSize]) {
+  constexpr uint64_t kOne = uint64_t{1} << 32;  // the count's unit
+  const uint32_t shortest = codes.len[0];
+  for (int i = 0; i < codes.n; ++i) {
+    const uint32_t l1 = codes.len[i], c1 = codes.code[i];
+    const uint64_t one = kOne | l1 | static_cast<uint64_t>(codes.sym[i]) << 8;
+    for (int j = 0; j < codes.n && l1 + codes.len[j] <= kMaxLen; ++j) {
+      const uint32_t l12 = l1 + codes.len[j];
+      const uint64_t two = (one + kOne + codes.len[j]) | static_cast<uint64_t>(codes.sym[j]) << 16;
+      const uint32_t left = kMaxLen - l12, step = 1u << l12, end = kTableSize >> l12;
+      uint64_t* m = multi + (c1 | static_cast<uint32_t>(codes.code[j]) << l1);
+      if (left < shortest) {  // no third code fits
+        for (uint32_t z = 0; z < end; ++z, m += step) *m = two;
+        continue;
+      }
+      for (uint32_t z = 0; z < end; ++z, m += step) {
+        const uint32_t t3 = table[z], l3 = t3 & 15;
+        *m = two + ((0 - static_cast<uint64_t>(l3 <= left)) & (kOne + l3 + (static_cast<uint64_t>(t3 & 0xff00) << 16)));
+      }
+    }
+    // The windows whose second code does not fit: c1 followed by the (kMaxLen - l1)-bit windows v (first bit
+    // highest) from fit[kMaxLen - l1] on, bit-reversed.
+    const uint32_t left = kMaxLen - l1;
+    for (uint32_t v = codes.fit[left]; v < (1u << left); ++v) {
+      const uint32_t x = v << l1;  // v's bits at the top of the 12, reversed to the bottom
+      multi[c1 | (kReverse8[x & 0xff] << 4 | kReverse8[x >> 8] >> 4) << l1] = one;
+    }
+  }
+}
+
+// DecodeStreamsBody<1> with the multi-symbol table: each stream's output advances by one to three symbols a lookup,
+// so the streams advance apart. A lookup stores its three symbol bytes and one more with one 32-bit store (those
+// past the symbols it decoded are written again by the next lookup); a round (four lookups a stream: at most 12
+// symbols and 48 bits, 6 bytes) runs only while every stream has at least 13 symbols left a round (the last
+// lookup's store ends at most 9 + 4 symbols past the round's start: none is written past the stream's last), and
+// while every stream's 8-byte loads stay inside it. The rest symbol by symbol.
+__attribute__((always_inline)) inline const char* DecodeMultiBody(const uint8_t* data, const uint32_t bytes[kStreams],
                                                                   size_t n, const uint16_t table[kTableSize],
-                                                                  const uint32_t pair[kTableSize], uint8_t* dst) {
+                                                                  const CodeList& codes, uint64_t multi[kTableSize],
+                                                                  uint8_t* dst) {
+  BuildMultiTable(table, codes, multi);
   size_t b[kStreams], e[kStreams];
   const uint8_t* p[kStreams];
   for (int s = 0; s < kStreams; ++s) {
@@ -1025,39 +1103,48 @@ __attribute__((always_inline)) inline const char* DecodePairsBody(const uint8_t*
     p[s] = data;
     data += bytes[s];
   }
-  const uint8_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
-  uint64_t q0 = 0, q1 = 0, q2 = 0, q3 = 0;  // bits consumed
+  // Bit positions from the first stream's start (one base pointer: the four streams' state stays in registers).
+  const uint8_t* const base = p[0];
+  const uint64_t start1 = p[1] - base, start2 = p[2] - base, start3 = p[3] - base;
+  uint64_t q0 = 0, q1 = start1 * 8, q2 = start2 * 8, q3 = start3 * 8;
   uint8_t *d0 = dst + b[0], *d1 = dst + b[1], *d2 = dst + b[2], *d3 = dst + b[3];
   uint8_t *const e0 = dst + e[0], *const e1 = dst + e[1], *const e2 = dst + e[2], *const e3 = dst + e[3];
-  auto room = [](uint64_t q, uint32_t size) -> size_t {
-    return size >= 8 && (q >> 3) <= size - 8 ? static_cast<size_t>((size - 8 - (q >> 3)) / 6 + 1) : 0;
+  auto room = [](uint64_t q, uint64_t start, uint32_t size) -> size_t {
+    const uint64_t at = (q >> 3) - start;
+    return size >= 8 && at <= size - 8 ? static_cast<size_t>((size - 8 - at) / 6 + 1) : 0;
   };
-  auto left = [](const uint8_t* d, const uint8_t* end) -> size_t {
-    return static_cast<size_t>(end - d) / 8;
+  auto left = [](const uint8_t* d, const uint8_t* end) -> size_t {  // rounds r with 12 r + 1 <= end - d
+    return d < end ? static_cast<size_t>(end - d - 1) / 12 : 0;
   };
   for (;;) {
-    const size_t rounds = std::min({left(d0, e0), left(d1, e1), left(d2, e2), left(d3, e3), room(q0, bytes[0]),
-                                    room(q1, bytes[1]), room(q2, bytes[2]), room(q3, bytes[3])});
+    const size_t rounds = std::min({left(d0, e0), left(d1, e1), left(d2, e2), left(d3, e3), room(q0, 0, bytes[0]),
+                                    room(q1, start1, bytes[1]), room(q2, start2, bytes[2]), room(q3, start3, bytes[3])});
     if (rounds == 0) break;
-    auto four = [pair](const uint8_t* ps, uint64_t& qs, uint8_t*& ds) __attribute__((always_inline)) {
-      uint64_t w = Load<uint64_t>(ps + (qs >> 3)) >> (qs & 7);
+    // The shifts by 8 and 32 by counts the compiler does not see as constants: with BMI2, one non-destructive shrx
+    // each instead of a copy and a shift.
+    uint64_t k8 = 8, k32 = 32;
+    asm("" : "+r"(k8), "+r"(k32));
+    auto four = [multi, base, k8, k32](uint64_t& qs, uint8_t*& ds) __attribute__((always_inline)) {
+      uint64_t w = Load<uint64_t>(base + (qs >> 3)) >> (qs & 7);
+      uint64_t sum = 0;
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
-        const uint32_t t = pair[w & (kTableSize - 1)];
-        w >>= t & 63;  // bits 5-7 of an entry are zero: the shift count is the length
-        Store<uint16_t>(ds, static_cast<uint16_t>(t >> 8));
-        ds += t >> 24;
-        qs += t & 31;
+        const uint64_t t = multi[w & (kTableSize - 1)];
+        w >>= t & 63;  // bits 4-7 of an entry are zero: the shift count is the length
+        Store<uint32_t>(ds, static_cast<uint32_t>(t >> k8));
+        ds += t >> k32;
+        sum += t;
       }
+      qs += sum & 0xff;  // four lengths, at most 48
     };
     for (size_t r = 0; r < rounds; ++r) {
-      four(p0, q0, d0);
-      four(p1, q1, d1);
-      four(p2, q2, d2);
-      four(p3, q3, d3);
+      four(q0, d0);
+      four(q1, d1);
+      four(q2, d2);
+      four(q3, d3);
     }
   }
-  uint64_t q[kStreams] = {q0, q1, q2, q3};
+  uint64_t q[kStreams] = {q0, q1 - start1 * 8, q2 - start2 * 8, q3 - start3 * 8};
   const uint8_t* d[kStreams] = {d0, d1, d2, d3};
   for (int s = 0; s < kStreams; ++s) {
     for (size_t idx = static_cast<size_t>(d[s] - dst); idx < e[s]; ++idx) {
@@ -1072,26 +1159,27 @@ __attribute__((always_inline)) inline const char* DecodePairsBody(const uint8_t*
 }
 
 #ifdef TTRACE_FLOAT_CODEC_SSE2
-__attribute__((target("bmi2"))) const char* DecodePairsBmi2(const uint8_t* data, const uint32_t bytes[kStreams],
+__attribute__((target("bmi2"))) const char* DecodeMultiBmi2(const uint8_t* data, const uint32_t bytes[kStreams],
                                                             size_t n, const uint16_t table[kTableSize],
-                                                            const uint32_t pair[kTableSize], uint8_t* dst) {
-  return DecodePairsBody(data, bytes, n, table, pair, dst);
+                                                            const CodeList& codes, uint64_t multi[kTableSize],
+                                                            uint8_t* dst) {
+  return DecodeMultiBody(data, bytes, n, table, codes, multi, dst);
 }
 #endif
 
-// Decodes a Huffman plane's n symbols to dst[0, n): a plane of four streams with the pair table where at least 3/4
-// of the windows hold two codes (`pair_windows`, PairWindows; `pair`: kTableSize entries of scratch), else one
-// symbol a lookup. (At half, FP8 E4M3 decoded 9% slower with pairs.) A plane of eight streams one symbol a lookup.
+// Decodes a Huffman plane's n symbols to dst[0, n): a plane of four streams with the multi-symbol table where at
+// least 3/4 of the windows hold two codes (`pair_windows`, PairWindows; `multi`: kTableSize entries of scratch),
+// else one symbol a lookup. (At half, FP8 E4M3 decoded 9% slower with codec25's pairs.) A plane of eight streams one
+// symbol a lookup.
 const char* DecodePlane(const uint8_t* data, int streams, const uint32_t bytes[], size_t n,
-                        const uint16_t table[kTableSize], uint32_t pair_windows, uint32_t pair[kTableSize],
-                        uint8_t* dst) {
+                        const uint16_t table[kTableSize], const CodeList& codes, uint32_t pair_windows,
+                        uint64_t multi[kTableSize], uint8_t* dst) {
   if (streams == kWideStreams) return DecodeStreams<1, kWideStreams>(data, bytes, n, table, dst);
   if (n >= kPairsMinSymbols && pair_windows * 4 >= kTableSize * 3) {
-    BuildPairTable(table, pair);
 #ifdef TTRACE_FLOAT_CODEC_SSE2
-    if (kHaveBmi2) return DecodePairsBmi2(data, bytes, n, table, pair, dst);
+    if (kHaveBmi2) return DecodeMultiBmi2(data, bytes, n, table, codes, multi, dst);
 #endif
-    return DecodePairsBody(data, bytes, n, table, pair, dst);
+    return DecodeMultiBody(data, bytes, n, table, codes, multi, dst);
   }
   return DecodeStreams<1, kStreams>(data, bytes, n, table, dst);
 }
@@ -1105,6 +1193,7 @@ struct ParsedPlane {
   uint32_t bytes[kMaxStreams];
   uint32_t pair_windows;  // kHuffman: PairWindows
   uint16_t table[kTableSize];
+  CodeList codes;
 };
 
 // `version`: the payload's codec version (kHuffman8 planes are version 2's, kHuffmanDelta version 3's).
@@ -1146,7 +1235,7 @@ const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, in
     *pos += table_bytes;
     for (int s = 0; s < 256; ++s)
       if (len[s] > kMaxLen) return "a Huffman code length exceeds 12";
-    if (!BuildTable(len, pp->table)) return "a Huffman code is not complete";
+    if (!BuildTable(len, pp->table, &pp->codes)) return "a Huffman code is not complete";
     pp->pair_windows = PairWindows(len);
     size_t total = 0;
     pp->streams = streams;
@@ -1172,7 +1261,7 @@ const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, in
 // element and a pass adds the raw and constant planes and unrotates.
 template <typename T>
 const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, int version, uint8_t* out,
-                        uint8_t (*scratch)[size_t{1} << kBlockLog2], uint32_t pair[kTableSize]) {
+                        uint8_t (*scratch)[size_t{1} << kBlockLog2], uint64_t multi[kTableSize]) {
   constexpr size_t W = sizeof(T);
   ParsedPlane planes[W];
   size_t not_raw = 0;
@@ -1191,7 +1280,7 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, i
       }
       uint8_t* buf = scratch[used++];
       if (IsHuffman(pp.mode)) {
-        if (const char* err = DecodePlane(pp.data, pp.streams, pp.bytes, n, pp.table, pp.pair_windows, pair, buf))
+        if (const char* err = DecodePlane(pp.data, pp.streams, pp.bytes, n, pp.table, pp.codes, pp.pair_windows, multi, buf))
           return err;
         if (pp.mode == kHuffmanDelta) UndeltaInPlace(buf, n, pp.first);
       } else {
@@ -1250,11 +1339,11 @@ size_t EncodeAll(const uint8_t* in, size_t n, EncodeOptions opt, uint8_t* out) {
 template <typename T>
 const char* DecodeAll(const uint8_t* in, size_t size, size_t n, int block_log2, int version, uint8_t* out) {
   uint8_t scratch[kDecodeScratch][size_t{1} << kBlockLog2];
-  uint32_t pair[kTableSize];
+  uint64_t multi[kTableSize];
   size_t pos = kFloatCodecHeaderBytes;
   for (size_t b = 0; b < n; b += size_t{1} << block_log2) {
     const size_t m = std::min(n - b, size_t{1} << block_log2);
-    if (const char* err = DecodeBlock<T>(in, size, &pos, m, version, out + b * sizeof(T), scratch, pair)) return err;
+    if (const char* err = DecodeBlock<T>(in, size, &pos, m, version, out + b * sizeof(T), scratch, multi)) return err;
   }
   return pos == size ? nullptr : "trailing bytes after the last block";
 }

@@ -19,7 +19,7 @@
 // holding BF16 values).
 //
 // Pure functions over bytes: the shim's drain encodes (FloatEncode allocates nothing and cannot fail; it uses a
-// 64 KiB and a 96 KiB scratch block on the stack, FloatDecode four of 64 KiB, a 16 KiB table and up to 8 KiB more
+// 64 KiB and a 96 KiB scratch block on the stack, FloatDecode four of 64 KiB, a 32 KiB table and up to 9 KiB more
 // per element byte), the reader decodes. FloatDecode treats its input as hostile: it rejects any malformed payload
 // with a reason and never reads or writes outside the two buffers it is given. Thread-safe (no state).
 #ifndef TTRACE_STORE_FLOAT_CODEC_H_

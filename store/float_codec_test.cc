@@ -262,6 +262,54 @@ TEST(FloatCodecTest, TwoSymbolsALookupRoundTripAtEveryStreamEnd) {
   }
 }
 
+TEST(FloatCodecTest, ThreeSymbolsALookupRoundTripAtEveryStreamEnd) {
+  // A plane whose code is mostly one 1-bit code (a byte in nine of ten) is decoded up to three symbols a lookup, each
+  // lookup storing four bytes: a round (four lookups a stream) runs only while every stream has at least 13 symbols
+  // left a round. Stream lengths ceil(n / 4) over every remainder of 12 and more (one round more, or a store one byte
+  // further, writes over the next stream's first symbols, or past the block's scratch at 2^16), in FP8 and in both
+  // planes of FP16 (a constant walk: delta planes).
+  std::mt19937 rng(27);
+  for (size_t n = 16384; n < 16384 + 100; ++n) {
+    std::vector<uint8_t> fp8(n);
+    for (uint8_t& x : fp8) x = Fp8WithTopByte(static_cast<uint8_t>(rng() % 10 ? 7 : rng() % 6));
+    std::vector<uint16_t> fp16(n);
+    uint16_t at = 0x3c00;
+    for (uint16_t& x : fp16) x = at = static_cast<uint16_t>(at + (rng() % 10 ? 0 : rng() % 5 - 2));
+    const std::string where = " n=" + std::to_string(n);
+    for (int version : {1, 3}) ExpectRoundTrip(fp8, "FP8 one byte in nine of ten" + where, version);
+    ExpectRoundTrip(fp16, "FP16 walk" + where);
+  }
+  for (size_t n : {size_t{65536}, size_t{65536} * 2 - 1}) {
+    std::vector<uint8_t> fp8(n);
+    for (uint8_t& x : fp8) x = Fp8WithTopByte(static_cast<uint8_t>(rng() % 10 ? 7 : rng() % 6));
+    ExpectRoundTrip(fp8, "FP8 one byte in nine of ten n=" + std::to_string(n));
+  }
+}
+
+// Each plane's mode byte, block after block (defined below).
+std::vector<uint8_t> PlaneModes(const std::string& enc, size_t n, size_t e);
+
+TEST(FloatCodecTest, EveryWindowOfTheMultiSymbolTableIsRebuiltForEachBlock) {
+  // The multi-symbol table is built for each block's code over the last one's: a window whose second code does not
+  // fit (an 8-bit code followed by another: one window in 16 here) must get its one symbol again, else it decodes
+  // with the first block's entry (a block of 16 equally likely bytes: three 4-bit codes a window). Both blocks'
+  // planes are four-stream Huffman planes decoded several symbols a lookup.
+  std::mt19937 rng(28);
+  const size_t block = size_t{1} << 16;
+  std::vector<uint8_t> v(2 * block);
+  for (size_t i = 0; i < block; ++i) v[i] = Fp8WithTopByte(static_cast<uint8_t>(0x40 + rng() % 16));
+  for (size_t i = block; i < 2 * block; ++i) {
+    const uint32_t r = rng() % 4;  // 0x80 half the time, 0x81 a quarter, 64 bytes sharing the last quarter
+    v[i] = Fp8WithTopByte(static_cast<uint8_t>(r < 2 ? 0x80 : r == 2 ? 0x81 : 0x90 + rng() % 64));
+  }
+  const std::string enc = Encode(v.data(), v.size(), 1);
+  const std::vector<uint8_t> modes = PlaneModes(enc, v.size(), 1);
+  ASSERT_EQ(modes.size(), 2u);
+  EXPECT_EQ(modes[0], 2);
+  EXPECT_EQ(modes[1], 2);
+  ExpectRoundTrip(v, "16 bytes, then 2 + 64");
+}
+
 // The planes' modes of a one-block payload (FP8: one plane).
 uint8_t FirstPlaneMode(const std::string& enc) { return static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]); }
 
@@ -476,8 +524,6 @@ TEST(FloatCodecTest, VersionOnePayloadsStillDecode) {
 // before codec version 3) decode, and their elements coded again by that version's encoder give the same bytes:
 // FloatEncodeVersion2 is the version 2 encoder (what codec_bench's "float codec v2" and trace_size_bench
 // --codec-version 2 compare with), and version 3 writes what its seeds hold.
-std::vector<uint8_t> PlaneModes(const std::string& enc, size_t n, size_t e);
-
 TEST(FloatCodecTest, CorpusSeedsReencodeByteForByte) {
   int seen[4] = {};
   for (const char* name : {"v2_fp16_gaussian_20003.fc", "v2_fp8_gaussian_16391.fc", "v2_fp8_gaussian_20000.fc",

@@ -419,10 +419,23 @@ mutate "codec: a code larger than raw kept" float_codec.cc \
 " "" "float_codec_test" "FloatCodecTest"
 mutate "codec: the plane's range misses a lane's maximum" float_codec.cc \
   "_mm_max_epu8(mc, md)" "_mm_max_epu8(mc, mc)" "float_codec_test" "FloatCodecTest"
-mutate "codec: a pair lookup always advances two symbols" float_codec.cc \
-  "        ds += t >> 24;" "        ds += 2;" "float_codec_test" "FloatCodecTest"
-mutate "codec: a pair whose second code runs past the window" float_codec.cc \
-  "const bool two = l1 + l2 <= kMaxLen;" "const bool two = l1 + l2 <= kMaxLen + 1;" "float_codec_test" "FloatCodecTest"
+# Stop 26 (codec27): the pair table became a multi-symbol table (up to three symbols a lookup).
+mutate "codec: a multi-symbol lookup always advances three symbols" float_codec.cc \
+  "        ds += t >> k32;" "        ds += 3;" "float_codec_test" "FloatCodecTest"
+mutate "codec: a third symbol whose code runs past the window" float_codec.cc \
+  "(0 - static_cast<uint64_t>(l3 <= left))" "(0 - static_cast<uint64_t>(l3 <= left + 1))" "float_codec_test" \
+  "FloatCodecTest"
+mutate "codec: a multi-symbol window whose second code does not fit left from the last block" float_codec.cc \
+  "for (uint32_t v = codes.fit[left]; v < (1u << left); ++v) {" \
+  "for (uint32_t v = codes.fit[left] + 1; v < (1u << left); ++v) {" "float_codec_test" "FloatCodecTest"
+mutate "codec: the windows whose second code does not fit not bit-reversed" float_codec.cc \
+  "multi[c1 | (kReverse8[x & 0xff] << 4 | kReverse8[x >> 8] >> 4) << l1] = one;" "multi[c1 | v << l1] = one;" \
+  "float_codec_test" "FloatCodecTest"
+mutate "codec: the AVX2 prefix sum drops the previous vector's last byte" float_codec.cc \
+  "    x = _mm256_add_epi8(x, carry);" "" "float_codec_test" "FloatCodecTest"
+mutate "codec: the AVX2 prefix sum drops the low lane's sum in the high lane" float_codec.cc \
+  "    x = _mm256_add_epi8(x, _mm256_permute2x128_si256(lane_last, lane_last, 0x08));" "" "float_codec_test" \
+  "FloatCodecTest"
 # Stop 24: codec version 2's eight-stream planes.
 mutate "codec: an eight-stream plane accepted in a version 1 payload" float_codec.cc \
   '  if (mode == kHuffman8 && version < 2) return "an eight-stream Huffman plane in a version 1 payload";
