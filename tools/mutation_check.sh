@@ -204,8 +204,15 @@ mutate "gemm fp32 slices: the vdpbf16ps kernel never chosen" analyzer/gemm_check
   "const bool try_dot = o.slice_kernel != SliceKernel::kSgemm && Bf16DotAvailable();" "const bool try_dot = false;" \
   "gemm_slices_test" "GemmSlices"
 mutate "gemm fp32 slices: a panel of B that is not BF16 run on the kernel anyway" analyzer/gemm_check.cc \
-  "if (dot_a && PackBf16(b_panel, cols, k, k, ks, kBf16ColBlock, &packed_b)) {" \
-  "if (dot_a && (PackBf16(b_panel, cols, k, k, ks, kBf16ColBlock, &packed_b) || true)) {" "gemm_slices_test" "GemmSlices"
+  "dot = dot_a && PackBf16(s.bc.data(), cols, k, k, ks, kBf16ColBlock, &packed_b);" \
+  "dot = dot_a && (PackBf16(s.bc.data(), cols, k, k, ks, kBf16ColBlock, &packed_b) || true);" "gemm_slices_test" \
+  "GemmSlices"
+mutate "gemm fp32 slices: captured op(A) packed with its transpose's steps" analyzer/gemm_check.cc \
+  "PackBf16Stored(v.a.op.data, v.a.base, m, k, v.ta ? k : 1, v.ta ? 1 : m," \
+  "PackBf16Stored(v.a.op.data, v.a.base, m, k, v.ta ? 1 : k, v.ta ? m : 1," "gemm_slices_test" "GemmSlices"
+mutate "gemm fp32 slices: a captured panel of B's packed sums written at column 0" analyzer/gemm_check.cc \
+  "PackedSums(packed_b, kBf16ColBlock, s.col_b.data() + j0, s.col_norm_b.data() + j0," \
+  "PackedSums(packed_b, kBf16ColBlock, s.col_b.data(), s.col_norm_b.data()," "gemm_slices_test" "GemmSlices"
 mutate "gemm fp32 slices: merged stats keep the later worst element on a tie" element_stats.cc \
   "(o.worst_ratio == worst_ratio && o.worst_index < worst_index)" \
   "(o.worst_ratio == worst_ratio && o.worst_index > worst_index)" "error_model_test" "ElementStats"
