@@ -95,6 +95,7 @@ EngineConfig EngineConfigFromOptions(const Options& options);
 class CaptureEngine {
  public:
   static constexpr uint64_t kNoSeq = UINT64_MAX;
+  static constexpr size_t kNativeScratchBytes = 4096;  // what a neutralised native-graph snapshot copy reads, at most
   struct Slot {
     uint64_t ticket;
     uint64_t seq;  // kNoSeq for set-up calls
@@ -171,10 +172,12 @@ class CaptureEngine {
                              const std::string& record, size_t header_bytes, std::string* why);
   // The vendor's update of `graph` (`real`, returning the vendor's status, 0 for success; the result is returned).
   // When `graph` holds snapshot nodes: the update runs on a clone without them and the vendor's node parameters are
-  // copied back, the copies retargeted to `specs` (same order and sizes as at populate); *op is then the op whose
-  // nodes they are (for NativeTemplate). Otherwise *op is null and *why says why the update is not captured: no
-  // snapshot nodes (the update ran on `graph` as is), the vendor's update failed on the clone (`graph` untouched),
-  // or a step of the shim's failed (its nodes removed from `graph`, the update run on it).
+  // copied back, the copies retargeted to `specs` (same order and sizes as at populate; `specs` may be given while
+  // tensors are not captured); *op is then the op whose nodes they are (for NativeTemplate). Otherwise *op is null
+  // and *why says why the update is not captured: no snapshot nodes (the update ran on `graph` as is), the vendor's
+  // update failed on the clone (`graph` untouched), `specs` unknown (empty) or not the populate's (the nodes kept,
+  // the copies neutralised: they read the device scratch, the launches publish nothing), or a driver call of the
+  // shim's failed (its nodes removed from `graph`, the update run on it: the one case that changes its topology).
   int UpdateNativeGraph(CUgraph graph, const std::vector<TensorSpec>& specs, const std::function<int(CUgraph)>& real,
                         NativeGraphOp** op, std::string* why);
   // Op `seq` (an update's published record) becomes `op`'s template for the launches from now on (a kGraphCaptured
@@ -233,6 +236,9 @@ class CaptureEngine {
   // capture_native_graph.cc
   static void NativeHostFn(void* op);
   void NativeLaunched(NativeGraphOp* op);
+  // The current context's device scratch that neutralised snapshot copies read (kNativeScratchBytes, allocated once
+  // per context, never freed); false when it cannot be allocated (*why says why).
+  bool NativeScratch(CUdeviceptr* scratch, std::string* why);
   // Adds `op`'s copy and host nodes to `graph` (see CaptureNativePopulate); removes what it added on failure.
   CUresult AddNativeNodes(NativeGraphOp* op, CUgraph graph, const std::vector<CUgraphNode>& vendor,
                           const std::vector<CUgraphNode>& before, std::string* why);
@@ -326,6 +332,7 @@ class CaptureEngine {
   std::vector<std::pair<CUcontext, CUevent>> event_pool_;
   std::map<uint64_t, GraphOp*> graph_ops_;  // capture-time seq -> template; never freed (graphs may outlive us)
   std::vector<NativeGraphOp*> native_ops_;  // under mu_; never freed (graphs and their clones may outlive us)
+  std::vector<std::pair<CUcontext, CUdeviceptr>> native_scratch_;  // under mu_; never freed (as native_ops_)
   std::atomic<size_t> graph_bytes_used_{0};
   uint64_t flush_requested_ = 0, flush_done_ = 0;
   uint64_t flush_target_ticket_ = 0, flush_target_tensors_ = 0;

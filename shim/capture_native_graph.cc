@@ -17,11 +17,21 @@
 //   by their own calls): the application's graph keeps its nodes, and our copies are pointed at the new pack.
 //   Everything that can be checked is checked before anything in the application's graph changes; a set that
 //   fails restores what was set.
+// - Once our nodes are in a graph they stay (same nodes, same order), whether or not the update is captured: an
+//   executable the application instantiated from the graph refuses a changed topology (910 from
+//   cudaGraphExecChildGraphNodeSetParams / cudaGraphExecUpdate). The update's tensors known and of the populate's
+//   sizes: the copies are retargeted, also while tensor capture is off (its launches then publish nothing).
+//   Otherwise (plan or pack unknown, other sizes, nodes of another op): the copies are neutralised, 1D copies of at
+//   most kNativeScratchBytes from a device scratch of ours (one per context, never freed) into the same staging, so
+//   they never read an old pack the application may free; the op is named not captured and its launches publish
+//   nothing until an update is captured again.
 // - The application never sees the shim: populate and update return the vendor's status. A populate whose nodes
 //   cannot be added leaves the graph exactly as populated (the op not captured). An update: when the vendor's update
 //   of the clone fails, its status is returned and the graph is untouched (the vendor would fail the same way
-//   without our nodes); when one of our own steps fails, our nodes are removed from the graph and the vendor's update
-//   runs on it, which is what the application would have got without the shim (its op then not captured).
+//   without our nodes); when a driver call of ours fails (cloning, finding our nodes in the clone, copying the
+//   vendor's parameters back, retargeting or neutralising the copies, allocating the scratch), our nodes are removed
+//   from the graph and the vendor's update runs on it, which is what the application would have got without the shim
+//   (its op then not captured). This is the one remaining case that changes the application's graph's topology.
 // - Launches of one graph (and of its executables) share the op's staging: as for stream capture, concurrent
 //   launches of them would race on it. An executable made before an update and launched after it stages the old
 //   pack's data under the update's record.
@@ -104,6 +114,31 @@ bool Contains(const std::vector<CUgraphNode>& sorted, CUgraphNode node) {
 }
 
 }  // namespace
+
+bool CaptureEngine::NativeScratch(CUdeviceptr* scratch, std::string* why) {
+  CUcontext ctx = nullptr;
+  CUresult e = driver_->CtxGetCurrent(&ctx);
+  if (e != CUDA_SUCCESS || ctx == nullptr) {
+    *why = "no current context for the device scratch";
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [c, p] : native_scratch_)
+    if (c == ctx) {
+      *scratch = p;
+      return true;
+    }
+  if (driver_->MemAlloc == nullptr) {
+    *why = "the driver lacks cuMemAlloc for the device scratch";
+    return false;
+  }
+  if ((e = driver_->MemAlloc(scratch, kNativeScratchBytes)) != CUDA_SUCCESS) {
+    *why = "allocating the device scratch failed: " + CudaErrorText(driver_, e);
+    return false;
+  }
+  native_scratch_.emplace_back(ctx, *scratch);
+  return true;
+}
 
 bool CaptureEngine::NativeGraphNodes(CUgraph graph, std::vector<CUgraphNode>* nodes) {
   nodes->clear();
@@ -374,14 +409,15 @@ int CaptureEngine::UpdateNativeGraph(CUgraph graph, const std::vector<TensorSpec
       in_op |= dst >= t.staging && dst < t.staging + t.plan.staging_bytes;
     if (!in_op) foreign = true;
   }
-  // Our own steps failed: our nodes out, the vendor's update on the application's graph, as without the shim.
+  // A driver call of ours failed: our nodes out, the vendor's update on the application's graph, as without the shim.
   auto without_us = [&](const std::string& what) {
     *why = what;
     for (CUgraphNode n : ours) d->GraphDestroyNode(n);
     return real(graph);
   };
   // The new pack's copies: the same tensors, sizes and copies as at populate. What cannot be captured is known
-  // now, but acted on only when cuDNN's update of the clone succeeded (else the graph stays as it is).
+  // now, but acted on only when cuDNN's update of the clone succeeded (else the graph stays as it is): our nodes
+  // stay, and our copies are neutralised (they read the device scratch) instead of retargeted.
   std::string problem;
   std::vector<StagingPlan> plans(specs.size());
   bool same = op != nullptr && specs.size() == op->tensors.size();
@@ -414,9 +450,11 @@ int CaptureEngine::UpdateNativeGraph(CUgraph graph, const std::vector<TensorSpec
     *why = "cuDNN's update failed (the graph is as it was)";
     return status;
   }
-  if (!problem.empty()) {
+  CUdeviceptr scratch = 0;
+  std::string no_scratch;
+  if (!problem.empty() && !NativeScratch(&scratch, &no_scratch)) {
     destroy_clone();
-    return without_us(problem);
+    return without_us(problem + "; and " + no_scratch);
   }
   // The vendor's nodes' parameters: the new ones from the clone, the current ones (to restore) from a second clone
   // of the application's graph, which keeps them (kernel arguments included) alive until the end.
@@ -483,13 +521,19 @@ int CaptureEngine::UpdateNativeGraph(CUgraph graph, const std::vector<TensorSpec
     }
     return std::make_pair(n, CUDA_SUCCESS);
   };
-  // Our copies, pointed at the new pack.
+  // Our copies, pointed at the new pack (1D copies of the populate's size) or, when it cannot be captured,
+  // neutralised: 1D copies of at most kNativeScratchBytes from the device scratch into the same staging, which
+  // read nothing the application may free (a copy left on the old pack could fault its context once it is freed).
   auto retarget = [&](size_t n, bool to_new) {
     for (size_t i = 0; i < n; ++i) {
       CUDA_MEMCPY3D m = copies[i].params;
-      if (to_new)
-        m.srcDevice = reinterpret_cast<CUdeviceptr>(CopySource(specs[copies[i].tensor], plans[copies[i].tensor],
-                                                               copies[i].copy));
+      if (to_new && problem.empty()) {
+        const StagingPlan& plan = plans[copies[i].tensor];
+        m = CopyParams(CopySource(specs[copies[i].tensor], plan, copies[i].copy), m.dstHost, plan.copy_bytes);
+      } else if (to_new) {
+        m = CopyParams(reinterpret_cast<const void*>(scratch), m.dstHost,
+                       std::min<size_t>(m.WidthInBytes, kNativeScratchBytes));
+      }
       const CUresult r = d->GraphMemcpyNodeSetParams(copies[i].node, &m);
       if (r != CUDA_SUCCESS) return std::make_pair(i, r);
     }
@@ -505,13 +549,22 @@ int CaptureEngine::UpdateNativeGraph(CUgraph graph, const std::vector<TensorSpec
       if (r2 != CUDA_SUCCESS) {
         retarget(moved + 1 < copies.size() ? moved + 1 : copies.size(), false);
         set(params.size(), 1);
-        failed = "retargeting the snapshot copies failed: " + CudaErrorText(d, r2);
+        failed = (problem.empty() ? "retargeting" : "neutralising") + std::string(" the snapshot copies failed: ") +
+                 CudaErrorText(d, r2);
       }
     }
   }
   destroy_clone();
   d->GraphDestroy(backup);
   if (!failed.empty()) return without_us(failed);
+  if (!problem.empty()) {  // the launches publish nothing until an update is captured again (NativeTemplate)
+    *why = problem;
+    if (op != nullptr) {
+      std::lock_guard<std::mutex> lock(mu_);
+      op->record.clear();
+    }
+    return status;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < specs.size(); ++i) op->tensors[i].spec = specs[i];

@@ -204,13 +204,16 @@ cudnnStatus_t TraceNativeGraph(format::ApiId api, cudnnHandle_t handle, cudnnBac
   std::vector<TensorSpec> specs;
   size_t inputs = 0;
   std::string why, unused;
-  bool capture = engine->capturing_tensors() && NativeSpecs(g.get(), r, &specs, &inputs, &why);
+  // An update's specs are wanted also while tensors are not captured: a graph holding snapshot nodes keeps them,
+  // its copies on the new pack (or neutralised without specs), whether or not its launches are captured.
+  const bool known = NativeSpecs(g.get(), r, &specs, &inputs, &why);
+  bool capture = engine->capturing_tensors() && known;
   std::vector<CUgraphNode> before;
   if (capture && populate && !engine->NativeGraphNodes(cu_graph, &before)) {
     capture = false;
     why = "cannot list the graph's nodes (the driver lacks the graph node calls)";
   }
-  if (!capture) specs.clear();
+  if (!known || (populate && !capture)) specs.clear();
   cudnnStatus_t status;
   CaptureEngine::NativeGraphOp* updated = nullptr;
   if (!populate) {  // also when not capturing: the graph may hold snapshot nodes, which cuDNN must not see

@@ -34,7 +34,8 @@ namespace ttrace::shim {
 // of a batched GEMM lives; without it, pointer-array operands are not captured), and the graph node calls of the
 // snapshot nodes in cuDNN's native CUDA graphs (capture_native_graph.cc; docs/design.md, "cuDNN's native CUDA
 // graphs": memcpy and host nodes, edges, clone and find-in-clone, node destruction, memset and kernel node
-// parameters through the driver; without any one of them, native-graph ops are not captured).
+// parameters through the driver; without any one of them, native-graph ops are not captured; and a device
+// allocation, the scratch that snapshot copies read once their op's operands are unknown).
 #define TTRACE_DRIVER_FUNCTIONS(X)                                                                   \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync, 3020, "cuMemcpyDtoHAsync_v2", true)                         \
   X(MemHostAlloc, cuMemHostAlloc, 2020, "cuMemHostAlloc", true)                                      \
@@ -76,7 +77,8 @@ namespace ttrace::shim {
   X(GraphKernelNodeSetParams, cuGraphKernelNodeSetParams, 12000, "cuGraphKernelNodeSetParams_v2",    \
     false)                                                                                           \
   X(GraphKernelNodeCopyAttributes, cuGraphKernelNodeCopyAttributes, 11000,                           \
-    "cuGraphKernelNodeCopyAttributes", false)
+    "cuGraphKernelNodeCopyAttributes", false)                                                        \
+  X(MemAlloc, cuMemAlloc, 3020, "cuMemAlloc_v2", false)
 
 struct DriverApi {
 #define TTRACE_DRIVER_MEMBER(member, name, version, exported, required) PFN_##name##_v##version member;

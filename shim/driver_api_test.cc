@@ -74,7 +74,8 @@ TEST(DriverApiTest, AsksEachFunctionForTheAbiItsPointerTypeDeclares) {
   EXPECT_EQ(g_asked.at("cuGraphKernelNodeGetParams").version, 12000);
   EXPECT_EQ(g_asked.at("cuGraphKernelNodeSetParams").version, 12000);
   EXPECT_EQ(g_asked.at("cuGraphKernelNodeCopyAttributes").version, 11000);
-  EXPECT_EQ(g_asked.size(), 36u);
+  EXPECT_EQ(g_asked.at("cuMemAlloc").version, 3020);
+  EXPECT_EQ(g_asked.size(), 37u);
   EXPECT_TRUE(g_dlsym_asked.empty());
 }
 

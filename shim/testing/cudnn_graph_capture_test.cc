@@ -64,7 +64,7 @@ struct Traced {
 
 Traced RunGraphs(const ScratchDir& scratch, const std::string& tag, std::map<std::string, std::string> env,
            bool shim = true, bool unchecked = false, bool sink = false, bool paged = false, bool fused = false,
-           bool native_graph = false, bool stream_graph = false) {
+           bool native_graph = false, bool stream_graph = false, const std::string& mode = "") {
   Traced run;
   env["LD_LIBRARY_PATH"] = TTRACE_SIMGPU_LIBDIR;
   if (shim) env["LD_PRELOAD"] = TTRACE_SHIM_LIB;
@@ -78,6 +78,7 @@ Traced RunGraphs(const ScratchDir& scratch, const std::string& tag, std::map<std
   if (paged) argv.push_back(fused ? "--paged-fused" : "--paged");
   if (native_graph) argv.push_back("--native-graph");
   if (stream_graph) argv.push_back("--stream-graph");
+  if (!mode.empty()) argv.push_back(mode);
   run.result = RunProgram(argv, env);
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   run.dumped = ReadDumped(scratch / (tag + ".dump"));
@@ -744,6 +745,53 @@ TEST(CudnnGraphCaptureTest, NativeCudaGraphOverTheGraphBudgetNotCaptured) {
   const analyzer::CheckReport report = analyzer::RunChecks(run.trace);
   EXPECT_EQ(report.summary().checked.at("conv"), 1u);
   EXPECT_TRUE(report.findings().empty());
+}
+
+// Tensor capture stops between the populate and the update (the workload's --native-graph-execute: a direct
+// execution after launch 103 is the shim's first stream capture, and its pinned ring of TTRACE_BUFFER_MB cannot be
+// allocated, so tensor capture is disabled, said once): the update keeps the snapshot nodes in the application's
+// graph, retargeted to the new pack, so the executable instantiated from the populated graph still takes the updated
+// graph (cudaGraphExecChildGraphNodeSetParams and cudaGraphExecUpdate, which refuse a changed topology) and every
+// result is bitwise the one without the shim; the launches after the stop are not ops.
+TEST(CudnnGraphCaptureTest, NativeCudaGraphUpdatedAfterCaptureStopped) {
+  ScratchDir scratch;
+  std::map<std::string, std::string> env = {{"TTRACE_BUFFER_MB", "2147483647"}};  // 2^31 - 1 MiB: never pinned
+  for (const char* sanitizer : {"ASAN_OPTIONS", "TSAN_OPTIONS"})  // the failed allocation must return null
+    if (const char* v = getenv(sanitizer)) env[sanitizer] = std::string(v) + ":allocator_may_return_null=1";
+  const Traced plain = RunGraphs(scratch, "ns_plain", {}, /*shim=*/false, false, false, false, false, false, false,
+                                 "--native-graph-execute");
+  const Traced run = RunGraphs(scratch, "ns", env, /*shim=*/true, false, false, false, false, false, false,
+                               "--native-graph-execute");
+  ASSERT_EQ(plain.dumped.size(), 16u);
+  ASSERT_EQ(run.dumped.size(), plain.dumped.size()) << run.result.err;
+  for (size_t i = 0; i < run.dumped.size(); ++i)
+    EXPECT_EQ(run.dumped[i].bytes, plain.dumped[i].bytes) << "seq " << run.dumped[i].seq;
+  EXPECT_EQ(BadUpdateLine(run), BadUpdateLine(plain));
+  const std::map<uint64_t, std::string> y = NativeOutputs(run);
+  EXPECT_EQ(y.at(99), y.at(103)) << "the direct execution on launch 103's x1";
+  EXPECT_EQ(y.at(106), y.at(107));
+  EXPECT_EQ(Occurrences(run.result.err, "tensor capture disabled: cannot allocate the"), 1u) << run.result.err;
+  // The program's graph after the update: the snapshot nodes are still there, their copies on the new pack.
+  EXPECT_EQ(GraphLines(run, "updated"),
+            "updated: copy(w) after -\n"
+            "updated: copy(x2) after -\n"
+            "updated: copy(y2) after kernel\n"
+            "updated: host after copy(y2)\n"
+            "updated: kernel after copy(w),copy(x2)\n");
+  ASSERT_EQ(run.trace.ranks.size(), 1u);
+  const auto& ops = run.trace.ranks[0].ops;
+  // Launches 100-102, the refused update, launch 103 (captured), then records only: the execution, the update, the
+  // last execution.
+  EXPECT_EQ(run.trace.ranks[0].graph_templates, 1u) << "the populate";
+  ASSERT_EQ(ops.size(), 8u);
+  const char* api[8] = {"cudnnBackendPopulateCudaGraph", "cudnnBackendPopulateCudaGraph",
+                        "cudnnBackendPopulateCudaGraph", "cudnnBackendUpdateCudaGraph",
+                        "cudnnBackendPopulateCudaGraph", "cudnnBackendExecute",
+                        "cudnnBackendUpdateCudaGraph",   "cudnnBackendExecute"};
+  for (size_t i = 0; i < ops.size(); ++i) EXPECT_EQ(format::ApiName(ops[i].api), std::string(api[i])) << i;
+  EXPECT_EQ(ops[4].graph_out.size(), 1u) << "launch 103, before the stop";
+  for (size_t i : {5, 6, 7}) EXPECT_TRUE(ops[i].graph_in.empty() && ops[i].graph_out.empty()) << i;
+  EXPECT_EQ(ops[6].graph.status, 0);
 }
 
 // A graph execution captured on a capturing stream (stream capture, not the native API; the workload's

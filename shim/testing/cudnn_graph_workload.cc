@@ -27,10 +27,11 @@
 //   with --paged, only seq 0: its paged attention, K and V through PAGED_CACHE_LOAD (PagedAttention below)
 //   with --paged-fused, only seq 0: the same attention without the causal mask as one fused SDPA_FWD with page
 //   tables (PAGE_TABLE_KDESC / _VDESC, as cudnn-frontend's unified engine and Transformer Engine's KV cache build it)
-//   with --native-graph, cuDNN's native CUDA graph API as cudnn-frontend uses it (NativeGraph below)
+//   with --native-graph, cuDNN's native CUDA graph API as cudnn-frontend uses it (NativeGraph below); with
+//   --native-graph-execute, the same with a direct execution between the graph's launches and its update
 //   with --stream-graph, a convolution graph executed on a capturing stream, the graph launched (StreamGraph below)
 //   cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused | --native-graph |
-//                                     --stream-graph]
+//                                     --native-graph-execute | --stream-graph]
 // Dump: per tensor, u64 seq, u8 slot (22 before, 23 after), i64 uid, u64 bytes, the bytes (all tensors packed).
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -641,8 +642,9 @@ void PrintGraph(const char* label, cudaGraph_t graph, const std::map<const void*
 // to the new work: the executable's child node set to the embedded graph (cudaGraphExecChildGraphNodeSetParams,
 // cudnn-frontend's samples; seq 104), cudaGraphExecUpdate (seq 105), a fresh instantiation (seq 106); last the plan
 // executed directly on (x2, w, y3) (seq 107: y3), which must equal launch 106's y2. The populated and the updated
-// graphs' nodes and edges are printed (PrintGraph).
-void NativeGraph(cudnnHandle_t handle) {
+// graphs' nodes and edges are printed (PrintGraph). With `execute_before_update` (--native-graph-execute), the plan is
+// also executed directly on (x1, w, y3) between launch 103 and the update (seq 99: y3).
+void NativeGraph(cudnnHandle_t handle, bool execute_before_update) {
   Graph g(Die);
   Buf x1(1, 2 * 4 * 9 * 9, false), w(2, 6 * 4 * 3 * 3, false), y1(3, 2 * 6 * 5 * 5, false);
   Buf x2(1, 2 * 4 * 9 * 9, false), y2(3, 2 * 6 * 5 * 5, false), y3(3, 2 * 6 * 5 * 5, false);
@@ -699,6 +701,10 @@ void NativeGraph(cudnnHandle_t handle) {
   x1.Dump(103, 22);
   CHECK(cudaGraphLaunch(exec, g_stream));
   y1.Dump(103, 23);
+  if (execute_before_update) {
+    CHECK(cudnnBackendExecute(handle, plan, pack(x1.dev, w.dev, y3.dev)));
+    y3.Dump(99, 23);
+  }
   CHECK(cudnnBackendUpdateCudaGraph(handle, plan, pack(x2.dev, w.dev, y2.dev), embedded));
   PrintGraph("updated", embedded, names);
   cudaGraphExec_t fresh = nullptr;
@@ -754,7 +760,7 @@ void StreamGraph(cudnnHandle_t handle) {
 int main(int argc, char** argv) {
   if (argc < 3 || strcmp(argv[1], "--dump") != 0) {
     fprintf(stderr, "usage: cudnn_graph_workload --dump FILE [--unchecked | --sink | --paged | --paged-fused | "
-                    "--native-graph | --stream-graph]\n");
+                    "--native-graph | --native-graph-execute | --stream-graph]\n");
     return 2;
   }
   g_dump = fopen(argv[2], "wb");
@@ -770,8 +776,9 @@ int main(int argc, char** argv) {
     fclose(g_dump);
     return 0;
   }
-  if (argc > 3 && (strcmp(argv[3], "--native-graph") == 0 || strcmp(argv[3], "--stream-graph") == 0)) {
-    if (strcmp(argv[3], "--native-graph") == 0) NativeGraph(handle);
+  if (argc > 3 && (strncmp(argv[3], "--native-graph", 14) == 0 || strcmp(argv[3], "--stream-graph") == 0)) {
+    if (strcmp(argv[3], "--native-graph") == 0) NativeGraph(handle, false);
+    if (strcmp(argv[3], "--native-graph-execute") == 0) NativeGraph(handle, true);
     if (strcmp(argv[3], "--stream-graph") == 0) StreamGraph(handle);
     CHECK(cudaStreamSynchronize(g_stream));
     CHECK(cudnnDestroy(handle));
