@@ -2,8 +2,10 @@
 // store's TraceReader.
 #include "shim/capture_engine.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <condition_variable>
@@ -844,6 +846,166 @@ TEST_F(CaptureEngineTest, SinkFailureIsReportedOnce) {
   EXPECT_NE(why.find("disk full"), std::string::npos);
   EXPECT_TRUE(engine.stats().sink_failed);
   EXPECT_FALSE(engine.capturing_tensors());
+}
+
+// A native-graph update whose tensors the shim does not know (the plan or pack unknown to the shadow, other sizes),
+// on simgpu's driver: the snapshot nodes stay in the graph (same nodes, so the executable made from it takes it),
+// the vendor's new parameters are copied back, and the copies are neutralised: they read at most
+// kNativeScratchBytes of the shim's device scratch, not the old pack, which the program may then free; the launches
+// publish nothing. A later update with known tensors of the populate's sizes points the copies at its pack again,
+// at full size, and the launches are captured again.
+TEST_F(CaptureEngineTest, NativeGraphUpdateWithUnknownTensorsNeutralisesTheCopies) {
+  ASSERT_NE(dlopen(TTRACE_SIMGPU_LIBDIR "/libcuda.so.1", RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
+  const DriverApi* d = ProcessDriver(nullptr);
+  ASSERT_NE(d, nullptr);
+  auto sym = [](const char* name) {
+    void* f = dlsym(RTLD_DEFAULT, name);
+    EXPECT_NE(f, nullptr) << name;
+    return f;
+  };
+  auto init = reinterpret_cast<CUresult (*)(unsigned)>(sym("cuInit"));
+  auto retain = reinterpret_cast<CUresult (*)(CUcontext*, CUdevice)>(sym("cuDevicePrimaryCtxRetain"));
+  auto htod = reinterpret_cast<CUresult (*)(CUdeviceptr, const void*, size_t)>(sym("cuMemcpyHtoD_v2"));
+  auto dtoh = reinterpret_cast<CUresult (*)(void*, CUdeviceptr, size_t)>(sym("cuMemcpyDtoH_v2"));
+  auto mem_free = reinterpret_cast<CUresult (*)(CUdeviceptr)>(sym("cuMemFree_v2"));
+  auto create = reinterpret_cast<CUresult (*)(CUgraph*, unsigned)>(sym("cuGraphCreate"));
+  auto instantiate = reinterpret_cast<CUresult (*)(CUgraphExec*, CUgraph, unsigned long long)>(
+      sym("cuGraphInstantiateWithFlags"));
+  auto launch = reinterpret_cast<CUresult (*)(CUgraphExec, CUstream)>(sym("cuGraphLaunch"));
+  auto sync = reinterpret_cast<CUresult (*)(CUstream)>(sym("cuStreamSynchronize"));
+  auto exec_update = reinterpret_cast<CUresult (*)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)>(
+      sym("cuGraphExecUpdate_v2"));
+  ASSERT_EQ(init(0), CUDA_SUCCESS);
+  CUcontext ctx = nullptr;
+  ASSERT_EQ(retain(&ctx, 0), CUDA_SUCCESS);
+  ASSERT_EQ(d->CtxPushCurrent(ctx), CUDA_SUCCESS);
+  auto engine = Make(Full(), d);
+
+  constexpr size_t kElems = 2048, kBytes = kElems * 4;  // copies of 8 KiB: more than the scratch
+  CUdeviceptr buf[4];  // the populate's pack (x, y), the update's
+  std::vector<float> host(kElems);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(d->MemAlloc(&buf[i], kBytes), CUDA_SUCCESS);
+    for (size_t e = 0; e < kElems; ++e) host[e] = static_cast<float>(i * 10000 + e);
+    ASSERT_EQ(htod(buf[i], host.data(), kBytes), CUDA_SUCCESS);
+  }
+  auto copy = [](CUdeviceptr src, CUdeviceptr dst) {  // the vendor's work: y = x
+    CUDA_MEMCPY3D m;
+    memset(&m, 0, sizeof m);
+    m.srcMemoryType = m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    m.srcDevice = src;
+    m.dstDevice = dst;
+    m.srcPitch = m.dstPitch = m.WidthInBytes = kBytes;
+    m.srcHeight = m.dstHeight = m.Height = m.Depth = 1;
+    return m;
+  };
+  auto spec = [](CUdeviceptr p, format::TensorSlot slot) {
+    TensorSpec t;
+    t.slot = slot;
+    t.dtype = format::DType::kF32;
+    t.ptr = reinterpret_cast<const void*>(p);
+    t.rows = t.ld = static_cast<int64_t>(kElems);  // one column
+    t.cols = 1;
+    return t;
+  };
+  CUgraph graph = nullptr;
+  ASSERT_EQ(create(&graph, 0), CUDA_SUCCESS);
+  CUgraphNode vendor = nullptr;
+  const CUDA_MEMCPY3D first = copy(buf[0], buf[1]);
+  ASSERT_EQ(d->GraphAddMemcpyNode(&vendor, graph, nullptr, 0, &first, ctx), CUDA_SUCCESS);
+  const std::string record(sizeof(format::BackendGraphRecord), '\0');
+  std::string why;
+  ASSERT_TRUE(engine->CaptureNativePopulate(1, graph, {},
+                                            {spec(buf[0], format::TensorSlot::kGraphIn),
+                                             spec(buf[1], format::TensorSlot::kGraphOut)},
+                                            1, RecordType::kBackendGraph, record, record.size(), &why))
+      << why;
+  std::vector<CUgraphNode> nodes;
+  ASSERT_TRUE(engine->NativeGraphNodes(graph, &nodes));
+  ASSERT_EQ(nodes.size(), 4u) << "the vendor's node, two copies, the host node";
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(instantiate(&exec, graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launch(exec, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(sync(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(engine->stats().graph_launches, 1u);
+
+  // The snapshot copies of `graph`: (source, width) by destination.
+  auto copies = [&] {
+    std::map<const void*, std::pair<CUdeviceptr, size_t>> out;
+    std::vector<CUgraphNode> all;
+    EXPECT_TRUE(engine->NativeGraphNodes(graph, &all));
+    for (CUgraphNode n : all) {
+      CUgraphNodeType type;
+      CUDA_MEMCPY3D m;
+      memset(&m, 0, sizeof m);
+      if (d->GraphNodeGetType(n, &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_MEMCPY &&
+          d->GraphMemcpyNodeGetParams(n, &m) == CUDA_SUCCESS && m.dstMemoryType == CU_MEMORYTYPE_HOST)
+        out[m.dstHost] = {m.srcDevice, m.WidthInBytes};
+    }
+    return out;
+  };
+  const auto populated = copies();
+  ASSERT_EQ(populated.size(), 2u);
+  // The vendor's update (on the clone the shim hands it): its node now copies buf[2] to buf[3].
+  auto vendor_update = [&](CUgraph target) {
+    std::vector<CUgraphNode> in;
+    if (!engine->NativeGraphNodes(target, &in) || in.size() != 1) return 1;
+    const CUDA_MEMCPY3D m = copy(buf[2], buf[3]);
+    return d->GraphMemcpyNodeSetParams(in[0], &m) == CUDA_SUCCESS ? 0 : 2;
+  };
+  CaptureEngine::NativeGraphOp* op = nullptr;
+  EXPECT_EQ(engine->UpdateNativeGraph(graph, {}, vendor_update, &op, &why), 0);
+  EXPECT_EQ(op, nullptr) << "not captured";
+  ASSERT_TRUE(engine->NativeGraphNodes(graph, &nodes));
+  EXPECT_EQ(nodes.size(), 4u) << why;
+  EXPECT_EQ(std::find(nodes.begin(), nodes.end(), vendor) != nodes.end(), true) << "the same nodes";
+  CUDA_MEMCPY3D now;
+  memset(&now, 0, sizeof now);
+  ASSERT_EQ(d->GraphMemcpyNodeGetParams(vendor, &now), CUDA_SUCCESS);
+  EXPECT_EQ(now.srcDevice, buf[2]) << "cuDNN's parameters copied back";
+  const auto neutral = copies();
+  ASSERT_EQ(neutral.size(), 2u);
+  for (const auto& [dst, c] : neutral) {
+    ASSERT_EQ(populated.count(dst), 1u) << "the same staging";
+    for (CUdeviceptr p : buf) EXPECT_FALSE(c.first >= p && c.first < p + kBytes) << "a copy still reads a pack";
+    EXPECT_LE(c.second, CaptureEngine::kNativeScratchBytes);
+    EXPECT_GT(c.second, 0u);
+  }
+  // The executable takes the graph, and runs without the old pack (freed) and without publishing.
+  CUgraphExecUpdateResultInfo info;
+  memset(&info, 0, sizeof info);
+  ASSERT_EQ(exec_update(exec, graph, &info), CUDA_SUCCESS);
+  ASSERT_EQ(mem_free(buf[0]), CUDA_SUCCESS);
+  ASSERT_EQ(mem_free(buf[1]), CUDA_SUCCESS);
+  ASSERT_EQ(launch(exec, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(sync(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(engine->stats().graph_launches, 1u) << "a launch after the update published";
+  std::vector<float> y(kElems);
+  ASSERT_EQ(dtoh(y.data(), buf[3], kBytes), CUDA_SUCCESS);
+  EXPECT_EQ(y[5], 20005.0f) << "the vendor's updated work ran";
+
+  // An update with known tensors of the populate's sizes: the copies on its pack, at full size, captured again.
+  const std::vector<TensorSpec> known = {spec(buf[2], format::TensorSlot::kGraphIn),
+                                         spec(buf[3], format::TensorSlot::kGraphOut)};
+  EXPECT_EQ(engine->UpdateNativeGraph(graph, known, vendor_update, &op, &why), 0);
+  ASSERT_NE(op, nullptr) << why;
+  engine->NativeTemplate(op, 2, RecordType::kBackendGraph, record, record.size());
+  const auto retargeted = copies();
+  ASSERT_EQ(retargeted.size(), 2u);
+  std::vector<CUdeviceptr> sources;
+  for (const auto& [dst, c] : retargeted) {
+    sources.push_back(c.first);
+    EXPECT_EQ(c.second, kBytes);
+  }
+  std::sort(sources.begin(), sources.end());
+  std::vector<CUdeviceptr> want = {buf[2], buf[3]};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(sources, want);
+  ASSERT_EQ(exec_update(exec, graph, &info), CUDA_SUCCESS);
+  ASSERT_EQ(launch(exec, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(sync(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(engine->stats().graph_launches, 2u);
+  engine->Shutdown();
 }
 
 }  // namespace

@@ -341,6 +341,18 @@ mutate "shim: cuDNN's refused update of the clone retried on the graph without t
   capture_native_graph.cc $'    *why = "cuDNN\'s update failed (the graph is as it was)";\n    return status;' \
   $'    return without_us("refused");' \
   "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.NativeCudaGraph"
+mutate "shim: a native-graph update's tensors read only while capturing" cudnn_backend.cc \
+  "if (!known || (populate && !capture)) specs.clear();" "if (!capture) specs.clear();" \
+  "ttrace_shim shim_cudnn_graph_capture_test" "CudnnGraphCaptureTest.NativeCudaGraphUpdatedAfterCaptureStopped"
+mutate "shim: an uncaptured native-graph update removes the snapshot nodes" capture_native_graph.cc \
+  "if (!problem.empty() && !NativeScratch(&scratch, &no_scratch)) {" "if (!problem.empty()) {" \
+  "ttrace_shim shim_capture_engine_test" "CaptureEngineTest.NativeGraphUpdate"
+mutate "shim: neutralised native-graph snapshot copies left on the old pack" capture_native_graph.cc \
+  "      } else if (to_new) {" "      } else if (false) {" \
+  "ttrace_shim shim_capture_engine_test" "CaptureEngineTest.NativeGraphUpdate"
+mutate "shim: launches of a native graph with neutralised copies still publish" capture_native_graph.cc \
+  "      op->record.clear();" "" \
+  "ttrace_shim shim_capture_engine_test" "CaptureEngineTest.NativeGraphUpdate"
 mutate "shim: pointer arrays snapshotted inside a CUDA graph capture" capture_engine.cc \
   "} else if (spec.ptr_array != nullptr) {" "} else if (false) {" \
   "ttrace_shim shim_capture_engine_test" "CaptureEngine"
