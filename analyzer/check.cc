@@ -111,6 +111,7 @@ void MergeOpReport(const CheckReport& part, CheckReport* into) {
     GemmMethodSummary& m = s.gemm_methods[method];
     m.replayed = m.ops == 0 ? g.replayed : std::min(m.replayed, g.replayed);
     m.ops += g.ops;
+    m.vdpbf16ps_ops += g.vdpbf16ps_ops;
     m.guaranteed = std::max(m.guaranteed, g.guaranteed);
     m.screened = std::max(m.screened, g.screened);
   }

@@ -1463,7 +1463,7 @@ void CheckGemmOp(int rank, const Op& op, CheckReport* report, const GemmCheckOpt
   const double scale = v.max_abs_out > 0 ? v.max_abs_out : 1;
   report->AddChecked("gemm", name, s, clean);
   report->AddGemmMethod(GemmMethodName(v.method), GetErrorModel(GemmModel(o.bound)).name, v.guaranteed / scale,
-                        v.screened / scale, v.replayed_fraction);
+                        v.screened / scale, v.replayed_fraction, v.bf16_dot_panels > 0);
   if (clean) return;
   Finding f;
   f.check = s.violations > 0 ? "gemm.replay" : "gemm.projection";

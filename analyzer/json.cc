@@ -169,7 +169,7 @@ std::string ReportToJson(const CheckReport& report, const Divergence* divergence
   for (const auto& [method, g] : s.gemm_methods) {
     absl::StrAppend(&out, first ? "" : ", ", JsonString(method), ": {", Int("ops", g.ops), ", ",
                     Num("guaranteed_rel", g.guaranteed), ", ", Num("screened_rel", g.screened), ", ",
-                    Num("replayed_fraction", g.replayed), "}");
+                    Num("replayed_fraction", g.replayed), ", ", Int("vdpbf16ps_ops", g.vdpbf16ps_ops), "}");
     first = false;
   }
   absl::StrAppend(&out, "}},\n");

@@ -205,10 +205,11 @@ void CheckReport::Finish() {
 }
 
 void CheckReport::AddGemmMethod(const std::string& method, const std::string& model, double guaranteed,
-                                double screened, double replayed) {
+                                double screened, double replayed, bool vdpbf16ps) {
   GemmMethodSummary& m = summary_.gemm_methods[method];
   if (m.ops == 0) m.replayed = replayed;
   ++m.ops;
+  if (vdpbf16ps) ++m.vdpbf16ps_ops;
   m.guaranteed = std::max(m.guaranteed, guaranteed);
   m.screened = std::max(m.screened, screened);
   m.replayed = std::min(m.replayed, replayed);
@@ -256,9 +257,10 @@ void PrintReport(const CheckReport& report, std::ostream& out, size_t max_rows) 
     std::vector<std::string> parts;
     for (const auto& [method, g] : s.gemm_methods) {
       if (method == "full" || method == "full-fp32") {
-        parts.push_back(absl::StrCat(method == "full" ? "full replay " : "full replay in FP32 slices ", g.ops,
-                                     " (catches an element off by more than ", FormatNumber(g.guaranteed),
-                                     " of max|C|)"));
+        parts.push_back(absl::StrCat(
+            method == "full" ? "full replay " : "full replay in FP32 slices ", g.ops,
+            " (catches an element off by more than ", FormatNumber(g.guaranteed), " of max|C|",
+            g.vdpbf16ps_ops > 0 ? absl::StrCat("; ", g.vdpbf16ps_ops, " on vdpbf16ps") : std::string(), ")"));
       } else {
         parts.push_back(absl::StrCat(method, " ", g.ops, " (catches an element off by more than ",
                                      FormatNumber(g.guaranteed), " of max|C|; screened ", FormatNumber(g.screened),

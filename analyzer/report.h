@@ -90,6 +90,7 @@ struct Tightness {
 struct GemmMethodSummary {
   uint64_t ops = 0;
   double guaranteed = 0, screened = 0, replayed = 1;
+  uint64_t vdpbf16ps_ops = 0;  // "full-fp32": ops with slices computed by the vdpbf16ps kernel (bf16_slices.h)
 };
 
 // What the replica check (replica_check.h) compared.
@@ -170,9 +171,10 @@ class CheckReport {
   // Names one op not checked for `reason` (counted by AddNotChecked); keeps the kNamedPerReason lowest (seq, rank).
   void NameNotChecked(const std::string& reason, const OpName& op);
   static constexpr size_t kNamedPerReason = 20;
-  // One GEMM verified by `method` under `model`, with its sensitivity (GemmMethodSummary).
+  // One GEMM verified by `method` under `model`, with its sensitivity (GemmMethodSummary); `vdpbf16ps`: some of
+  // its slices ran on the vdpbf16ps kernel.
   void AddGemmMethod(const std::string& method, const std::string& model, double guaranteed, double screened,
-                     double replayed);
+                     double replayed, bool vdpbf16ps = false);
   void AddFinding(Finding f) { findings_.push_back(std::move(f)); }
   // Adds a warning to the summary unless the same text was added before; at most kMaxWarnings are kept.
   void Warn(const std::string& warning);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "analyzer/bf16_slices.h"
 #include "analyzer/blas.h"
 #include "analyzer/check.h"
 #include "analyzer/cli.h"
@@ -382,6 +383,8 @@ TEST(BudgetTest, FullFp32FindsWhatFullReplayFinds) {
   EXPECT_EQ(slices.rc, kExitFindings) << slices.out;
   EXPECT_NE(slices.out.find("gemm:        full replay in FP32 slices 1 "), std::string::npos) << slices.out;
   EXPECT_NE(slices.out.find("method full replay in FP32 slices ("), std::string::npos) << slices.out;
+  // The line says whether the slices ran on the vdpbf16ps kernel (this CPU's AVX512-BF16) or on OpenBLAS.
+  EXPECT_EQ(slices.out.find("max|C|; 1 on vdpbf16ps)") != std::string::npos, Bf16DotAvailable()) << slices.out;
   auto line = [](const std::string& out, const std::string& start) {
     const size_t at = out.find(start);
     return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
