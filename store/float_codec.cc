@@ -823,9 +823,23 @@ inline uint64_t LoadTail(const uint8_t* p, size_t size, size_t at) {
   return v;
 }
 
+// A decoder's kMaxLen-bit window of w: with BMI2 (kBmi2: the code compiled for it) one bzhi by `k12` (kMaxLen in a
+// register) instead of a register copy and an and.
+template <bool kBmi2>
+__attribute__((always_inline)) inline uint64_t Window(uint64_t w, uint64_t k12) {
+  if constexpr (kBmi2) {
+    uint64_t x;
+    asm("bzhi %2, %1, %0" : "=r"(x) : "r"(w), "r"(k12));  // bits 0 to kMaxLen - 1 of w
+    return x;
+  } else {
+    (void)k12;
+    return w & (kTableSize - 1);
+  }
+}
+
 // Decodes one four-stream Huffman plane's symbols to dst[idx * kStride] (kStride 1: a plane of bytes; W: byte `plane` of
 // each element of the output, for the caller to unrotate after the last plane).
-template <size_t kStride>
+template <size_t kStride, bool kBmi2>
 __attribute__((always_inline)) inline const char* DecodeStreamsBody(const uint8_t* data, const uint32_t bytes[kStreams],
                                                                     size_t n, const uint16_t table[kTableSize],
                                                                     uint8_t* dst) {
@@ -857,11 +871,13 @@ __attribute__((always_inline)) inline const char* DecodeStreamsBody(const uint8_
     if (rounds == 0) break;
     // One stream's four symbols after another: the out-of-order core overlaps the four streams' chains (table load,
     // shift) across a round all the same, and one stream's state at a time leaves the rest in registers.
-    auto four = [table](const uint8_t* ps, uint64_t& qs, uint8_t* ds) __attribute__((always_inline)) {
+    uint64_t k12 = kMaxLen;  // Window's (as in DecodeWideBody)
+    asm("" : "+r"(k12));
+    auto four = [table, k12](const uint8_t* ps, uint64_t& qs, uint8_t* ds) __attribute__((always_inline)) {
       uint64_t w = Load<uint64_t>(ps + (qs >> 3)) >> (qs & 7);
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
-        const uint32_t t = table[w & (kTableSize - 1)];
+        const uint64_t t = table[Window<kBmi2>(w, k12)];
         w >>= t & 63;  // the length: one shift on the chain from one symbol's table load to the next one's
         ds[k * kStride] = static_cast<uint8_t>(t >> 8);
         qs += t & 15;
@@ -892,7 +908,7 @@ __attribute__((always_inline)) inline const char* DecodeStreamsBody(const uint8_
 // symbols, so the outputs are one pointer and constant offsets, and the streams' positions are bit offsets from
 // the plane's first stream: the state of the eight chains (table load, shift) fits x86-64's registers.
 
-template <size_t kStride>
+template <size_t kStride, bool kBmi2>
 __attribute__((always_inline)) inline const char* DecodeWideBody(const uint8_t* data, const uint32_t bytes[], size_t n,
                                                                  const uint16_t table[kTableSize], uint8_t* dst) {
   constexpr int S = kWideStreams;
@@ -918,13 +934,16 @@ __attribute__((always_inline)) inline const char* DecodeWideBody(const uint8_t* 
     if (rounds == 0) break;
     uint64_t q0 = q[0], q1 = q[1], q2 = q[2], q3 = q[3], q4 = q[4], q5 = q[5], q6 = q[6], q7 = q[7];
     // Four symbols of one stream: its lengths summed with the symbols (entries are symbol << 8 | length, four
-    // lengths stay below 256) and masked once.
-    auto four = [table, data](uint64_t& qs, uint8_t* ds) __attribute__((always_inline)) {
+    // lengths stay below 256) and masked once. The entry zero-extended to 64 bits by its load (no copy for the
+    // shift), the window one bzhi with BMI2 (Window).
+    uint64_t k12 = kMaxLen;
+    asm("" : "+r"(k12));
+    auto four = [table, data, k12](uint64_t& qs, uint8_t* ds) __attribute__((always_inline)) {
       uint64_t w = Load<uint64_t>(data + (qs >> 3)) >> (qs & 7);
-      uint32_t sum = 0;
+      uint64_t sum = 0;
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
-        const uint32_t t = table[w & (kTableSize - 1)];
+        const uint64_t t = table[Window<kBmi2>(w, k12)];
         w >>= t & 63;
         ds[k * S * kStride] = static_cast<uint8_t>(t >> 8);
         sum += t;
@@ -959,20 +978,20 @@ __attribute__((always_inline)) inline const char* DecodeWideBody(const uint8_t* 
   return nullptr;
 }
 
-template <size_t kStride, int S>
+template <size_t kStride, int S, bool kBmi2>
 __attribute__((always_inline)) inline const char* DecodeAnyBody(const uint8_t* data, const uint32_t bytes[], size_t n,
                                                                 const uint16_t table[kTableSize], uint8_t* dst) {
   if constexpr (S == kWideStreams)
-    return DecodeWideBody<kStride>(data, bytes, n, table, dst);
+    return DecodeWideBody<kStride, kBmi2>(data, bytes, n, table, dst);
   else
-    return DecodeStreamsBody<kStride>(data, bytes, n, table, dst);
+    return DecodeStreamsBody<kStride, kBmi2>(data, bytes, n, table, dst);
 }
 
 #ifdef TTRACE_FLOAT_CODEC_SSE2
 template <size_t kStride, int S>
 __attribute__((target("bmi2"))) const char* DecodeStreamsBmi2(const uint8_t* data, const uint32_t bytes[], size_t n,
                                                               const uint16_t table[kTableSize], uint8_t* dst) {
-  return DecodeAnyBody<kStride, S>(data, bytes, n, table, dst);
+  return DecodeAnyBody<kStride, S, true>(data, bytes, n, table, dst);
 }
 #endif
 
@@ -983,7 +1002,7 @@ const char* DecodeStreams(const uint8_t* data, const uint32_t bytes[], size_t n,
 #ifdef TTRACE_FLOAT_CODEC_SSE2
   if (kHaveBmi2) return DecodeStreamsBmi2<kStride, S>(data, bytes, n, table, dst);
 #endif
-  return DecodeAnyBody<kStride, S>(data, bytes, n, table, dst);
+  return DecodeAnyBody<kStride, S, false>(data, bytes, n, table, dst);
 }
 
 // ---- up to three symbols a lookup -------------------------------------------------------------------------------
@@ -1043,27 +1062,28 @@ bool BuildTable(const uint8_t len[256], uint16_t table[kTableSize], CodeList* co
   return true;
 }
 
-// For every kMaxLen-bit window, the one to three symbols whose codes lie whole in it (`table`, the single-symbol
-// table of the complete code `codes`): bits 0-3 the bits they take, 8-15, 16-23, 24-31 the symbols, 32-63 how many
-// (bits 4-7 zero, so a shift by the entry shifts by the bits; a 32 KiB table, but the windows a skewed code's data
-// hits are few). Built by the codes' structure, not window by window (codec25's pair table: ~21 instructions a
-// window, 11% of smooth FP16's decode): every window starting with code c1 (length l1) is c1 | y << l1 for
-// y < 2^(kMaxLen - l1); for every second code c2 that fits (l1 + l2 <= kMaxLen) the windows c1 | c2 << l1 | z <<
-// (l1 + l2) get two or three symbols, the third read from table[z] (z's bits above the window read as zeros: the
-// third counts only when its code fits in what is left; not looked up where even the shortest code does not), and
-// the windows whose second code does not fit get c1 alone: in a canonical code the (kMaxLen - l1)-bit continuations
-// read first bit highest from fit[kMaxLen - l1] on, bit-reversed. Every window is written once, each block (a
-// window left from the last block's code would decode its symbols).
+// For every kMaxLen-bit window, the one to three symbols whose codes lie whole in it (`table`, the single-symbol table
+// of the complete code `codes`): bits 0-3 the bits they take, 12-19, 20-27, 28-35 the symbols, 56-63 how many (bits
+// 4-11 zero, so a shift by the entry shifts by the bits; the symbols from bit kMaxLen on, a shift by the count the
+// decoder's window takes too; the count above the carries of four entries' symbols summed; a 32 KiB table, but the
+// windows a skewed code's data hits are few). Built by the codes' structure, not window by window (codec25's pair
+// table: ~21 instructions a window, 11% of smooth FP16's decode): every window starting with code c1 (length l1) is c1
+// | y << l1 for y < 2^(kMaxLen - l1); for every second code c2 that fits (l1 + l2 <= kMaxLen) the windows c1 | c2 << l1
+// | z << (l1 + l2) get two or three symbols, the third read from table[z] (z's bits above the window read as zeros: the
+// third counts only when its code fits in what is left; not looked up where even the shortest code does not), and the
+// windows whose second code does not fit get c1 alone: in a canonical code the (kMaxLen - l1)-bit continuations read
+// first bit highest from fit[kMaxLen - l1] on, bit-reversed. Every window is written once, each block (a window left
+// from the last block's code would decode its symbols).
 __attribute__((always_inline)) inline void BuildMultiTable(const uint16_t table[kTableSize], const CodeList& codes,
                                                            uint64_t multi[kTableSize]) {
-  constexpr uint64_t kOne = uint64_t{1} << 32;  // the count's unit
+  constexpr uint64_t kOne = uint64_t{1} << 56;  // the count's unit
   const uint32_t shortest = codes.len[0];
   for (int i = 0; i < codes.n; ++i) {
     const uint32_t l1 = codes.len[i], c1 = codes.code[i];
-    const uint64_t one = kOne | l1 | static_cast<uint64_t>(codes.sym[i]) << 8;
+    const uint64_t one = kOne | l1 | static_cast<uint64_t>(codes.sym[i]) << kMaxLen;
     for (int j = 0; j < codes.n && l1 + codes.len[j] <= kMaxLen; ++j) {
       const uint32_t l12 = l1 + codes.len[j];
-      const uint64_t two = (one + kOne + codes.len[j]) | static_cast<uint64_t>(codes.sym[j]) << 16;
+      const uint64_t two = (one + kOne + codes.len[j]) | static_cast<uint64_t>(codes.sym[j]) << (kMaxLen + 8);
       const uint32_t left = kMaxLen - l12, step = 1u << l12, end = kTableSize >> l12;
       uint64_t* m = multi + (c1 | static_cast<uint32_t>(codes.code[j]) << l1);
       if (left < shortest) {  // no third code fits
@@ -1072,7 +1092,8 @@ __attribute__((always_inline)) inline void BuildMultiTable(const uint16_t table[
       }
       for (uint32_t z = 0; z < end; ++z, m += step) {
         const uint32_t t3 = table[z], l3 = t3 & 15;
-        *m = two + ((0 - static_cast<uint64_t>(l3 <= left)) & (kOne + l3 + (static_cast<uint64_t>(t3 & 0xff00) << 16)));
+        const uint64_t third = kOne + l3 + (static_cast<uint64_t>(t3 & 0xff00) << (kMaxLen + 8));
+        *m = two + ((0 - static_cast<uint64_t>(l3 <= left)) & third);
       }
     }
     // The windows whose second code does not fit: c1 followed by the (kMaxLen - l1)-bit windows v (first bit
@@ -1091,6 +1112,7 @@ __attribute__((always_inline)) inline void BuildMultiTable(const uint16_t table[
 // symbols and 48 bits, 6 bytes) runs only while every stream has at least 13 symbols left a round (the last
 // lookup's store ends at most 9 + 4 symbols past the round's start: none is written past the stream's last), and
 // while every stream's 8-byte loads stay inside it. The rest symbol by symbol.
+template <bool kBmi2>  // bzhi: compiled for BMI2 (DecodeMultiBmi2)
 __attribute__((always_inline)) inline const char* DecodeMultiBody(const uint8_t* data, const uint32_t bytes[kStreams],
                                                                   size_t n, const uint16_t table[kTableSize],
                                                                   const CodeList& codes, uint64_t multi[kTableSize],
@@ -1120,21 +1142,25 @@ __attribute__((always_inline)) inline const char* DecodeMultiBody(const uint8_t*
     const size_t rounds = std::min({left(d0, e0), left(d1, e1), left(d2, e2), left(d3, e3), room(q0, 0, bytes[0]),
                                     room(q1, start1, bytes[1]), room(q2, start2, bytes[2]), room(q3, start3, bytes[3])});
     if (rounds == 0) break;
-    // The shifts by 8 and 32 by counts the compiler does not see as constants: with BMI2, one non-destructive shrx
-    // each instead of a copy and a shift.
-    uint64_t k8 = 8, k32 = 32;
-    asm("" : "+r"(k8), "+r"(k32));
-    auto four = [multi, base, k8, k32](uint64_t& qs, uint8_t*& ds) __attribute__((always_inline)) {
+    // The shifts by kMaxLen and 56 by counts the compiler does not see as constants: with BMI2, one non-destructive
+    // shrx each instead of a copy and a shift, and the window one bzhi by the same kMaxLen (Window: one register for
+    // both).
+    uint64_t k12 = kMaxLen, k56 = 56;
+    asm("" : "+r"(k12), "+r"(k56));
+    // A lookup's symbols go to ds plus the counts of the lookups before it, read from the running sum of the entries
+    // (bits 56-63, above the carries of the symbols' sum: at most 12): one shrx and an indexed store, no pointer
+    // update a lookup.
+    auto four = [multi, base, k12, k56](uint64_t& qs, uint8_t*& ds) __attribute__((always_inline)) {
       uint64_t w = Load<uint64_t>(base + (qs >> 3)) >> (qs & 7);
       uint64_t sum = 0;
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
-        const uint64_t t = multi[w & (kTableSize - 1)];
-        w >>= t & 63;  // bits 4-7 of an entry are zero: the shift count is the length
-        Store<uint32_t>(ds, static_cast<uint32_t>(t >> k8));
-        ds += t >> k32;
+        const uint64_t t = multi[Window<kBmi2>(w, k12)];
+        w >>= t & 63;  // bits 4-11 of an entry are zero: the shift count is the length
+        Store<uint32_t>(ds + (sum >> k56), static_cast<uint32_t>(t >> k12));
         sum += t;
       }
+      ds += sum >> k56;
       qs += sum & 0xff;  // four lengths, at most 48
     };
     for (size_t r = 0; r < rounds; ++r) {
@@ -1163,7 +1189,7 @@ __attribute__((target("bmi2"))) const char* DecodeMultiBmi2(const uint8_t* data,
                                                             size_t n, const uint16_t table[kTableSize],
                                                             const CodeList& codes, uint64_t multi[kTableSize],
                                                             uint8_t* dst) {
-  return DecodeMultiBody(data, bytes, n, table, codes, multi, dst);
+  return DecodeMultiBody<true>(data, bytes, n, table, codes, multi, dst);
 }
 #endif
 
@@ -1179,7 +1205,7 @@ const char* DecodePlane(const uint8_t* data, int streams, const uint32_t bytes[]
 #ifdef TTRACE_FLOAT_CODEC_SSE2
     if (kHaveBmi2) return DecodeMultiBmi2(data, bytes, n, table, codes, multi, dst);
 #endif
-    return DecodeMultiBody(data, bytes, n, table, codes, multi, dst);
+    return DecodeMultiBody<false>(data, bytes, n, table, codes, multi, dst);
   }
   return DecodeStreams<1, kStreams>(data, bytes, n, table, dst);
 }
