@@ -193,7 +193,7 @@ HDR
       executes="$(grep -c 'INFO: Executing .*\.\.\.$' "$out/log/$tag.plain" || true)"
       # A populate or update whose operands are captured at the graph's launches is a template (a code-4 notice),
       # not an op; each launch is an op with the template's API name.
-      native="$(for job in "$out/traces/$tag"/*/; do "$ttrace" dump "$job"; done 2>/dev/null | awk '
+      native="$("$ttrace" dump "$out/traces/$tag" 2>/dev/null | awk '
         /^ *seq=[0-9]+ cudnnBackend(Populate|Update)CudaGraph status=/ { sub(/^ *seq=/, ""); sub(/ .*/, ""); r[$0] = 1 }
         /^ *notice code=4 seq=[0-9]+ / { sub(/^ *notice code=4 seq=/, ""); sub(/ .*/, ""); t[$0] = 1 }
         END { n = 0; for (s in r) if (!(s in t)) ++n; print n }' || true)"
