@@ -756,8 +756,15 @@ TEST(CudnnGraphCaptureTest, NativeCudaGraphOverTheGraphBudgetNotCaptured) {
 TEST(CudnnGraphCaptureTest, NativeCudaGraphUpdatedAfterCaptureStopped) {
   ScratchDir scratch;
   std::map<std::string, std::string> env = {{"TTRACE_BUFFER_MB", "2147483647"}};  // 2^31 - 1 MiB: never pinned
-  for (const char* sanitizer : {"ASAN_OPTIONS", "TSAN_OPTIONS"})  // the failed allocation must return null
-    if (const char* v = getenv(sanitizer)) env[sanitizer] = std::string(v) + ":allocator_may_return_null=1";
+  // The failed allocation must return null under a sanitizer (whose default is to abort). Set in this process's
+  // environment, which RunProgram passes on first: an entry of `env` would come after the inherited
+  // ASAN_OPTIONS of the sanitizer builds' tests (TtraceSanitize.cmake), and the first entry wins.
+  for (const char* sanitizer : {"ASAN_OPTIONS", "TSAN_OPTIONS"}) {
+    const char* v = getenv(sanitizer);
+    const std::string value =
+        (v != nullptr && *v != '\0' ? std::string(v) + ":" : std::string()) + "allocator_may_return_null=1";
+    setenv(sanitizer, value.c_str(), 1);
+  }
   const Traced plain = RunGraphs(scratch, "ns_plain", {}, /*shim=*/false, false, false, false, false, false, false,
                                  "--native-graph-execute");
   const Traced run = RunGraphs(scratch, "ns", env, /*shim=*/true, false, false, false, false, false, false,
