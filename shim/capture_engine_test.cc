@@ -853,7 +853,8 @@ TEST_F(CaptureEngineTest, SinkFailureIsReportedOnce) {
 // the vendor's new parameters are copied back, and the copies are neutralised: they read at most
 // kNativeScratchBytes of the shim's device scratch, not the old pack, which the program may then free; the launches
 // publish nothing. A later update with known tensors of the populate's sizes points the copies at its pack again,
-// at full size, and the launches are captured again.
+// at full size, and the launches are captured again. With nodes of two ops in one graph, an update neutralises
+// every copy and silences both ops' host nodes.
 TEST_F(CaptureEngineTest, NativeGraphUpdateWithUnknownTensorsNeutralisesTheCopies) {
   ASSERT_NE(dlopen(TTRACE_SIMGPU_LIBDIR "/libcuda.so.1", RTLD_NOW | RTLD_GLOBAL), nullptr) << dlerror();
   const DriverApi* d = ProcessDriver(nullptr);
@@ -1005,6 +1006,31 @@ TEST_F(CaptureEngineTest, NativeGraphUpdateWithUnknownTensorsNeutralisesTheCopie
   ASSERT_EQ(launch(exec, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(sync(nullptr), CUDA_SUCCESS);
   EXPECT_EQ(engine->stats().graph_launches, 2u);
+
+  // Snapshot nodes of two ops in one graph (a second populate into it): an update the shim cannot capture
+  // neutralises every copy, so neither op's host node may publish any more (it would hand the scratch's bytes to
+  // the drain as its op's tensors).
+  ASSERT_TRUE(engine->NativeGraphNodes(graph, &nodes));
+  const std::vector<CUgraphNode> before_second = nodes;
+  CUgraphNode vendor2 = nullptr;
+  const CUDA_MEMCPY3D second = copy(buf[3], buf[2]);
+  ASSERT_EQ(d->GraphAddMemcpyNode(&vendor2, graph, nullptr, 0, &second, ctx), CUDA_SUCCESS);
+  ASSERT_TRUE(engine->CaptureNativePopulate(3, graph, before_second, known, 1, RecordType::kBackendGraph, record,
+                                            record.size(), &why))
+      << why;
+  CUgraphExec exec2 = nullptr;
+  ASSERT_EQ(instantiate(&exec2, graph, 0), CUDA_SUCCESS);
+  ASSERT_EQ(launch(exec2, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(sync(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(engine->stats().graph_launches, 4u) << "both ops' launches published";
+  EXPECT_EQ(engine->UpdateNativeGraph(graph, known, [](CUgraph) { return 0; }, &op, &why), 0);
+  EXPECT_EQ(op, nullptr) << "nodes of two ops: not captured";
+  ASSERT_TRUE(engine->NativeGraphNodes(graph, &nodes));
+  EXPECT_EQ(nodes.size(), 8u) << why;
+  ASSERT_EQ(exec_update(exec2, graph, &info), CUDA_SUCCESS);
+  ASSERT_EQ(launch(exec2, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(sync(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(engine->stats().graph_launches, 4u) << "an op's host node published over neutralised copies";
   engine->Shutdown();
 }
 

@@ -23,8 +23,8 @@
 //   sizes: the copies are retargeted, also while tensor capture is off (its launches then publish nothing).
 //   Otherwise (plan or pack unknown, other sizes, nodes of another op): the copies are neutralised, 1D copies of at
 //   most kNativeScratchBytes from a device scratch of ours (one per context, never freed) into the same staging, so
-//   they never read an old pack the application may free; the op is named not captured and its launches publish
-//   nothing until an update is captured again.
+//   they never read an old pack the application may free; the op is named not captured and its launches (those of
+//   every op whose host node is in the graph) publish nothing until an update is captured again.
 // - The application never sees the shim: populate and update return the vendor's status. A populate whose nodes
 //   cannot be added leaves the graph exactly as populated (the op not captured). An update: when the vendor's update
 //   of the clone fails, its status is returned and the graph is untouched (the vendor would fail the same way
@@ -351,6 +351,7 @@ int CaptureEngine::UpdateNativeGraph(CUgraph graph, const std::vector<TensorSpec
   std::vector<Ours> copies;
   std::vector<CUgraphNode> ours, vendor;
   NativeGraphOp* op = nullptr;
+  std::vector<NativeGraphOp*> hosts;  // the op of each of our host nodes (more than one op: foreign)
   bool foreign = false;  // a node of ours not of this graph's op, or unreadable
   std::vector<NativeGraphOp*> known;
   {
@@ -371,6 +372,7 @@ int CaptureEngine::UpdateNativeGraph(CUgraph graph, const std::vector<TensorSpec
           std::binary_search(known.begin(), known.end(), static_cast<NativeGraphOp*>(h.userData))) {
         if (op != nullptr && op != h.userData) foreign = true;
         op = static_cast<NativeGraphOp*>(h.userData);
+        hosts.push_back(op);
         ours.push_back(n);
         continue;
       }
@@ -559,10 +561,10 @@ int CaptureEngine::UpdateNativeGraph(CUgraph graph, const std::vector<TensorSpec
   if (!failed.empty()) return without_us(failed);
   if (!problem.empty()) {  // the launches publish nothing until an update is captured again (NativeTemplate)
     *why = problem;
-    if (op != nullptr) {
-      std::lock_guard<std::mutex> lock(mu_);
-      op->record.clear();
-    }
+    // Every op whose host node is in this graph: with nodes of several ops, all their copies were neutralised, and
+    // a host node left publishing would hand the scratch's bytes to the drain as its op's tensors.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (NativeGraphOp* o : hosts) o->record.clear();
     return status;
   }
   {

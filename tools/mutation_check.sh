@@ -351,7 +351,10 @@ mutate "shim: neutralised native-graph snapshot copies left on the old pack" cap
   "      } else if (to_new) {" "      } else if (false) {" \
   "ttrace_shim shim_capture_engine_test" "CaptureEngineTest.NativeGraphUpdate"
 mutate "shim: launches of a native graph with neutralised copies still publish" capture_native_graph.cc \
-  "      op->record.clear();" "" \
+  "    for (NativeGraphOp* o : hosts) o->record.clear();" "" \
+  "ttrace_shim shim_capture_engine_test" "CaptureEngineTest.NativeGraphUpdate"
+mutate "shim: neutralised copies of two ops in one graph silence only one op's launches" capture_native_graph.cc \
+  "    for (NativeGraphOp* o : hosts) o->record.clear();" "    if (op != nullptr) op->record.clear();" \
   "ttrace_shim shim_capture_engine_test" "CaptureEngineTest.NativeGraphUpdate"
 mutate "shim: pointer arrays snapshotted inside a CUDA graph capture" capture_engine.cc \
   "} else if (spec.ptr_array != nullptr) {" "} else if (false) {" \
