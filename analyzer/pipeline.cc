@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 namespace ttrace::analyzer {
@@ -23,23 +24,37 @@ bool IsRecv(const Op& op) {
   return op.kind == OpKind::kCollective && op.api == static_cast<uint16_t>(format::ApiId::kNcclRecv);
 }
 
-// Rank index of each (communicator, comm rank).
+// Rank index of each (communicator, comm rank), and the communicators whose sends and receives are exchanges,
+// not pipeline hand-overs: an all-to-all issued as grouped sends and receives (PyTorch's all_to_all_single on
+// NCCL, an expert-parallel token dispatch) has a rank send to or receive from itself, or talk to three or more
+// other ranks, neither of which a pipeline stage does (it talks to the stage before and the stage after, also in
+// an interleaved schedule's ring). Such ops join no chain.
 class Peers {
  public:
   explicit Peers(const TraceSet& set) {
+    std::map<std::pair<uint64_t, int32_t>, std::set<int32_t>> talks_to;  // (comm, comm rank) -> other comm ranks
     for (size_t r = 0; r < set.ranks.size(); ++r)
-      for (const Op& op : set.ranks[r].ops)
-        if (op.kind == OpKind::kCollective) index_[{op.coll.comm_hash, op.coll.comm_rank}] = r;
+      for (const Op& op : set.ranks[r].ops) {
+        if (op.kind != OpKind::kCollective) continue;
+        index_[{op.coll.comm_hash, op.coll.comm_rank}] = r;
+        if (!IsSend(op) && !IsRecv(op)) continue;
+        if (op.coll.root_or_peer == op.coll.comm_rank) exchange_.insert(op.coll.comm_hash);
+        else talks_to[{op.coll.comm_hash, op.coll.comm_rank}].insert(op.coll.root_or_peer);
+      }
+    for (const auto& [key, peers] : talks_to)
+      if (peers.size() >= 3) exchange_.insert(key.first);
   }
-  // The rank index at the other end of a send or receive, kNone when unknown or not point-to-point.
+  // The rank index at the other end of a pipeline send or receive, kNone when unknown, not point-to-point or on an
+  // exchange communicator.
   size_t Of(const Op& op) const {
-    if (!IsSend(op) && !IsRecv(op)) return kNone;
+    if ((!IsSend(op) && !IsRecv(op)) || exchange_.count(op.coll.comm_hash) > 0) return kNone;
     auto it = index_.find({op.coll.comm_hash, op.coll.root_or_peer});
     return it == index_.end() ? kNone : it->second;
   }
 
  private:
   std::map<std::pair<uint64_t, int32_t>, size_t> index_;
+  std::set<uint64_t> exchange_;
 };
 
 size_t Root(std::vector<size_t>& parent, size_t x) {

@@ -12,7 +12,9 @@
 // (1F1B) order the micro-batches' backward passes differently, so the merged sequence is aligned with the
 // reference by data-flow units (dataflow.h: each backward op placed with its micro-batch's forward op, not by
 // position) and split back per rank: each rank's aligned reference ops are the ones it owns. Ranks with no
-// point-to-point op are aligned on their own (align.h).
+// point-to-point op are aligned on their own (align.h). Sends and receives on a communicator where some rank sends
+// to or receives from itself, or talks to three or more other ranks, are exchanges (an all-to-all as grouped sends
+// and receives: an expert-parallel token dispatch), not pipeline hand-overs: they join no chain.
 // Pure functions; single-threaded.
 #ifndef TTRACE_ANALYZER_PIPELINE_H_
 #define TTRACE_ANALYZER_PIPELINE_H_

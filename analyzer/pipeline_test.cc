@@ -132,6 +132,66 @@ TEST(Pipeline, RanksWithoutPointToPointOpsAreTheirOwnChains) {
   EXPECT_EQ(p.chains.size(), 2u);
 }
 
+// An all-to-all issued as grouped sends and receives (PyTorch's all_to_all_single on NCCL, an expert-parallel
+// token exchange): every rank talks to every rank. That is no pipeline: each rank stays its own chain.
+Op PointToPoint(bool send, uint64_t comm, int size, int me, int peer) {
+  Op op;
+  op.kind = OpKind::kCollective;
+  op.api = static_cast<uint16_t>(send ? format::ApiId::kNcclSend : format::ApiId::kNcclRecv);
+  op.coll.api = op.api;
+  op.coll.comm_hash = comm;
+  op.coll.comm_size = size;
+  op.coll.comm_rank = me;
+  op.coll.root_or_peer = peer;
+  op.coll.count = 8;
+  return op;
+}
+
+// Each of `size` ranks: a GEMM, then a send to and a receive from every other rank on `comm` (and itself, with_self).
+TraceSet Exchange(int size, uint64_t comm, bool with_self) {
+  TraceSet set;
+  for (int r = 0; r < size; ++r) {
+    RankTrace t = Rank(r, "F", 0);
+    for (int p = 0; p < size; ++p) {
+      if (p == r && !with_self) continue;
+      for (bool send : {true, false}) {
+        t.ops.push_back(PointToPoint(send, comm, size, r, p));
+        t.ops.back().seq = t.ops.size() - 1;
+      }
+    }
+    set.ranks.push_back(std::move(t));
+  }
+  return set;
+}
+
+TEST(Pipeline, AllToAllExchangesAreNotAPipeline) {
+  // Two ranks that also send to themselves (a pipeline stage never does), and four that talk to three others each
+  // (a stage talks to the one before and the one after).
+  for (const auto& [size, with_self] : {std::pair<int, bool>{2, true}, {4, false}, {4, true}}) {
+    const PipelineLayout p = InferPipeline(Exchange(size, 0xa2a, with_self));
+    EXPECT_EQ(p.stages, 1) << size << with_self;
+    EXPECT_EQ(p.chains.size(), static_cast<size_t>(size)) << size << with_self;
+  }
+  // Two ranks exchanging without self-sends look like a two-stage pipeline's send-forward / receive-backward pairs:
+  // still a chain (the trace cannot tell them apart).
+  EXPECT_EQ(InferPipeline(Exchange(2, 0xa2a, false)).stages, 2);
+  // A pipeline on its own communicator is still found beside an exchange on another: the exchange's ops join no
+  // chain and the merge passes over them.
+  Fixture f;
+  for (size_t r = 0; r < f.cand.ranks.size(); ++r) {
+    const int me = f.cand.ranks[r].rank();
+    for (int peer : {0, 1}) {
+      f.cand.ranks[r].ops.push_back(PointToPoint(true, 0xa2a, 2, me, peer));
+      f.cand.ranks[r].ops.back().seq = f.cand.ranks[r].ops.size() - 1;
+    }
+  }
+  const PipelineLayout p = InferPipeline(f.cand);
+  EXPECT_EQ(p.stages, 2);
+  ASSERT_EQ(p.chains.size(), 1u);
+  EXPECT_EQ(p.chains[0], (std::vector<size_t>{1, 0}));
+  EXPECT_EQ(MergeChain(f.cand, p.chains[0]).size(), f.cand.ranks[0].ops.size() + f.cand.ranks[1].ops.size());
+}
+
 TEST(Pipeline, UnpairedReceivesDoNotStopTheMerge) {
   TraceSet cand;
   cand.ranks.push_back(Rank(0, "RFRF", 0));

@@ -245,6 +245,16 @@ mutate "diff: value all-reduce judged by one rank's input, not the sum of its in
 mutate "diff: value all-reduce's output bound without its inputs' difference" diff_sharded_reduce.cc \
   "const double bound = rb.Bound({sum[e], abs_sum[e]}) + std::fabs(sum[e] - ref_in[e]) +" \
   "const double bound = rb.Bound({sum[e], abs_sum[e]}) + 0 * std::fabs(sum[e] - ref_in[e]) +" "diff_test" "^Diff"
+mutate "pipeline: sends to oneself not taken as an exchange" pipeline.cc \
+  "if (op.coll.root_or_peer == op.coll.comm_rank) exchange_.insert" "if (false) exchange_.insert" \
+  "pipeline_test moe_diff_e2e_test" "^Pipeline|MoeDiffE2e"
+mutate "pipeline: talking to three ranks not taken as an exchange" pipeline.cc \
+  "if (peers.size() >= 3) exchange_.insert(key.first);" "if (false) exchange_.insert(key.first);" \
+  "pipeline_test" "^Pipeline"
+mutate "diff: the reference's sends to itself left unaligned" diff_sharded.cc \
+  "if (IsSelfTransfer(rops[i])) {" "if (false) {" "moe_diff_e2e_test" "MoeDiffE2e"
+mutate "diff: a reference collective without a rule not folded" diff_sharded.cc \
+  "      folded_ref[i] = true;" "      rep().AddNotChecked(\"no diff rule for this API\");" "moe_diff_e2e_test" "MoeDiffE2e"
 # The store.
 mutate "deferred tensors: read on instead of seeking to their frame" analyzer/trace_model.cc \
   "(target.frame_index > (positioned" "(false && target.frame_index > (positioned" "trace_model_test" "TraceModelTest"
