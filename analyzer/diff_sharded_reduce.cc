@@ -86,8 +86,14 @@ void Sharded::LinkOutputs(size_t i, const std::vector<Shard>& shards) {
       auto taken = links_.find({s.rank, &op});
       if (taken != links_.end() && taken->second.same_data) continue;
       const Tensor* send = op.tensor(TensorSlot::kSend);
-      if (c != nullptr && send != nullptr && send->data == c->data) {
-        links_[{s.rank, &op}] = Link{static_cast<int64_t>(i), s.op, true};
+      const bool same = c != nullptr && send != nullptr && send->data == c->data;
+      const bool divided = !same && c != nullptr && send != nullptr && op.coll.red_op == 0 &&
+                           send->meta.dtype == c->meta.dtype && IsFloatDType(static_cast<DType>(c->meta.dtype)) &&
+                           IsDividedCopy(DecodeAll(static_cast<DType>(send->meta.dtype), send->data),
+                                         DecodeAll(static_cast<DType>(c->meta.dtype), c->data), op.coll.comm_size,
+                                         FormatOf(static_cast<DType>(c->meta.dtype)));
+      if (same || divided) {
+        links_[{s.rank, &op}] = Link{static_cast<int64_t>(i), s.op, true, divided};
         linked = true;
       } else if (by_count == nullptr && taken == links_.end()) {
         by_count = &op;
@@ -122,13 +128,17 @@ void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards
   std::vector<bool> seen(static_cast<size_t>(oc.split.m.factor * oc.split.n.factor), false);
   const Op& c0 = *shards[0].second;
   const int p = c0.coll.comm_size;
-  const bool avg = c0.coll.red_op == 4;
+  // An average is ncclAvg, or a sum whose every input is its GEMM's output divided by p (divide-then-sum).
+  bool prescaled = c0.coll.red_op == 0 && p > 1;
+  for (const auto& [rank, op] : shards) prescaled = prescaled && links_.at({rank, op}).divided;
+  const bool avg = c0.coll.red_op == 4 || prescaled;
   const double scale = oc.scale / (avg ? p : 1);
   std::string detail = absl::StrCat(ref_c != nullptr ? "no reduction in the reference: compared with the output of "
                                                       : "",
                                     "reduces partial outputs of reference seq ", ref_.ranks[0].ops[g].seq,
                                     " split ", SplitText(oc.split), "; red_op ", c0.coll.red_op);
   if (c0.coll.red_op != 0 && c0.coll.red_op != 4) absl::StrAppend(&detail, " (partial outputs are summed: sum needed)");
+  if (prescaled) absl::StrAppend(&detail, " (its inputs are the partial outputs divided by ", p, ": an average)");
   if (oc.split.k.factor > 1 && c0.coll.comm_hash != oc.split.k.comm)
     absl::StrAppend(&detail, "; reduces over comm 0x", absl::Hex(c0.coll.comm_hash),
                     ", the inner dimension is split over 0x",
@@ -174,12 +184,15 @@ void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards
   }
   for (bool b : seen)
     if (!b) return rep().AddNotChecked("all-reduce shards missing");
-  const ReduceBound rb(FormatOf(dt), avg ? ReduceOp::kAvg : ReduceOp::kSum, p);
+  const ReduceBound rb(FormatOf(dt), avg && !prescaled ? ReduceOp::kAvg : ReduceOp::kSum, p);
   ElementStats stats;
   for (size_t x = 0; x < got.size(); ++x) {
     got[x] /= scale;
     const double sum = oc.partial_sum[x];
-    const double b = oc.bound[x] + rb.Bound({avg ? sum / p : sum, oc.abs_partials[x]}) / scale;
+    // Divide-then-sum: the sum of the divided partials, each divided with one rounding (u·|partial|/p).
+    const double b = oc.bound[x] + (prescaled ? rb.Bound({sum / p, oc.abs_partials[x] / p}) +
+                                                    FormatOf(dt).u * oc.abs_partials[x] / p
+                                              : rb.Bound({avg ? sum / p : sum, oc.abs_partials[x]})) / scale;
     stats.Add(x, got[x], ref[x], b, false);
   }
   const double rel = RelFrobenius(got, ref);

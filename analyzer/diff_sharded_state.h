@@ -63,7 +63,9 @@ struct GemmOutcome {
 struct Link {
   int64_t gemm_ref = -1;
   const Op* gemm = nullptr;
-  bool same_data = false;
+  bool same_data = false;  // linked by data: its input is the GEMM's output, bitwise or `divided`
+  bool divided = false;    // its input is the GEMM's output divided by the comm size (IsDividedCopy): a sum of them
+                           // is an average taken as divide-then-sum
 };
 
 // An all-reduce or reduce-scatter: a collective that may sum a GEMM's partial outputs.

@@ -56,6 +56,7 @@ struct Faults {
   double allreduce_scale = 1;   // candidate rank 0's all-reduce result scaled
   double gemm2_b_scale = 1;     // candidate rank 1's GEMM2 input scaled (host code between ops)
   bool extra_op = false;        // candidate rank 0 issues an extra GEMM the reference has not
+  bool divide_then_sum = false;  // each rank's all-reduce input is its partial output halved (FP32), then summed
   // With value_sum > 0: an all-reduce of a value the host computed (a squared gradient norm) follows, its inputs
   // 0.6 and 0.4 of value_sum (rank 1's scaled by value_input_scale), rank 0's output scaled by value_output_scale.
   double value_sum = 0, value_input_scale = 1, value_output_scale = 1;
@@ -112,8 +113,11 @@ std::string WriteCandidate(const std::string& name, const Faults& f = {}) {
       for (double& v : c1r[r]) v = static_cast<float>(v * f.gemm2_b_scale);
     partial[r] = MatMul(Block(a2, kP, 0, kP, r * h, (r + 1) * h), c1r[r], kP, h, kN);
   }
-  Mat sum(partial[0].size());
-  for (size_t i = 0; i < sum.size(); ++i) sum[i] = static_cast<float>(partial[0][i] + partial[1][i]);
+  Mat sum(partial[0].size()), in[2] = {partial[0], partial[1]};
+  if (f.divide_then_sum)
+    for (Mat& x : in)
+      for (double& v : x) v = static_cast<float>(v / 2);
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = static_cast<float>(in[0][i] + in[1][i]);
   for (int r = 0; r < 2; ++r) {
     StreamBuilder s(dir + "/rank-" + std::to_string(r) + ".ttr", r, 2);
     s.CommInit(kTpComm, r, 2);
@@ -125,7 +129,7 @@ std::string WriteCandidate(const std::string& name, const Faults& f = {}) {
     Mat out = sum;
     if (r == 0)
       for (double& v : out) v *= f.allreduce_scale;
-    WriteAllReduce(&s, seq++, kTpComm, r, 2, partial[r], out, kP, kN);
+    WriteAllReduce(&s, seq++, kTpComm, r, 2, in[r], out, kP, kN);
     if (f.value_sum > 0) {
       const float x0 = static_cast<float>(0.6 * f.value_sum);
       const float x1 = static_cast<float>((f.value_sum - x0) * f.value_input_scale);
@@ -185,6 +189,27 @@ TEST(DiffSharded, WrongAllReduceIsInsideIt) {
   ASSERT_FALSE(r.report.findings().empty());
   EXPECT_GT(r.report.findings()[0].max_abs_err, 0);
   EXPECT_EQ(json.find("\"max_abs_err\": 0,"), std::string::npos) << json;
+}
+
+// Divide-then-sum (PyTorch DDP's reducer): the all-reduce's inputs are the partial outputs halved. It is linked to
+// the GEMM by data and compared like ncclAvg: the halved sum, scaled back, is within the bound (its partials'
+// roundings included); a result twice as large is inside it. Without the divided link its input is not the GEMM's
+// output: a between finding at the all-reduce.
+TEST(DiffSharded, DivideThenSumIsAnAverage) {
+  Faults f;
+  f.divide_then_sum = true;
+  const DiffResult clean = RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_dts", f)));
+  EXPECT_EQ(clean.report.verdict(), Verdict::kClean) << Findings(clean);
+  EXPECT_EQ(clean.report.summary().checked.at("diff.allreduce"), 1u) << Findings(clean);
+  EXPECT_LT(clean.report.summary().overall.max_ratio, 1.0);
+  f.allreduce_scale = 2;
+  const DiffResult r = RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_dts_ar", f)));
+  ASSERT_EQ(r.report.verdict(), Verdict::kFindings) << Findings(r);
+  ASSERT_TRUE(r.first.valid);
+  EXPECT_EQ(r.first.kind, "inside") << Findings(r);
+  EXPECT_EQ(r.first.ref_seq, 2);
+  EXPECT_EQ(r.first.operand, "recv");
+  EXPECT_GT(r.first.ratio, 10);
 }
 
 TEST(DiffSharded, ChangedInputIsBetweenOps) {
@@ -471,6 +496,28 @@ TEST(DiffShard, UnusedCommunicatorsComeFromTheirCreationRecords) {
   EXPECT_EQ(comms.CommsOf(1), (std::vector<uint64_t>{kTpComm, 0x5555}));
   EXPECT_EQ(comms.CoordOf(1, 0x5555), 0);
   EXPECT_EQ(comms.SizeOf(0x5555), 2);
+}
+
+// Divide-then-sum averaging (PyTorch DDP's reducer): a reduction's input is its GEMM's output divided by the group
+// size, each element rounded once. Both sides: one rounding of the type passes, 1.5 fails; another divisor, a
+// different length and an all-zero output (which any divisor reproduces) are not divided copies.
+TEST(DiffShard, DividedCopyIsWithinOneRounding) {
+  const FloatFormat fp32 = FormatOf(format::DType::kF32), bf16 = FormatOf(format::DType::kBF16);
+  const std::vector<double> y = {3.0, -1.0, 0.7, 1e-3, 0.0};
+  for (const FloatFormat& f : {fp32, bf16})
+    for (int p : {2, 3}) {
+      std::vector<double> x, off;
+      for (double v : y) {
+        x.push_back(v / p * (1 + 0.99 * f.u));  // one rounding, nearly at its largest
+        off.push_back(v / p * (1 + 1.5 * f.u));  // beyond one rounding (a bound 2x too loose takes it)
+      }
+      EXPECT_TRUE(IsDividedCopy(x, y, p, f)) << f.name << " " << p;
+      EXPECT_FALSE(IsDividedCopy(off, y, p, f)) << f.name << " " << p;
+      EXPECT_FALSE(IsDividedCopy(x, y, p + 1, f)) << f.name << " " << p;
+    }
+  EXPECT_FALSE(IsDividedCopy({1.5, -0.5}, {3.0, -1.0, 0.7}, 2, fp32));
+  EXPECT_FALSE(IsDividedCopy({0.0, 0.0}, {0.0, 0.0}, 2, fp32));
+  EXPECT_FALSE(IsDividedCopy({3.0, -1.0}, {3.0, -1.0}, 1, fp32));
 }
 
 TEST(DiffShard, GroupedSplitsInterleaveSlices) {

@@ -3,6 +3,7 @@
 #include "analyzer/shard.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -25,6 +26,31 @@ bool Scalar(const Tensor* t, double* out) {
   if (v.size() != 1) return false;
   *out = v[0];
   return true;
+}
+
+// A sum reduction (all-reduce or reduce-scatter) on a communicator of `size` ranks whose input is the output of one
+// of the rank's last GEMMs divided by `size`, each element within one rounding of its type: an average taken as
+// divide-then-sum (PyTorch DDP's reducer divides each gradient bucket by the group size before a sum all-reduce).
+bool PrescaledSum(const std::vector<Op>& ops, size_t j, int size) {
+  const Op& op = ops[j];
+  const bool reduction = op.api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce) ||
+                         op.api == static_cast<uint16_t>(format::ApiId::kNcclReduceScatter);
+  const Tensor* send = op.tensor(TensorSlot::kSend);
+  if (!reduction || op.coll.red_op != 0 || size < 2 || send == nullptr) return false;
+  const DType dt = static_cast<DType>(send->meta.dtype);
+  if (!IsFloatDType(dt)) return false;
+  const std::vector<double> x = DecodeAll(dt, send->data);
+  const FloatFormat f = FormatOf(dt);
+  constexpr size_t kLookBack = 8;  // GEMMs searched back from the reduction
+  size_t gemms = 0;
+  for (size_t i = j; i-- > 0 && gemms < kLookBack;) {
+    if (ops[i].kind != OpKind::kGemm) continue;
+    ++gemms;
+    const Tensor* c = ops[i].tensor(TensorSlot::kCOut);
+    if (c == nullptr || c->meta.dtype != send->meta.dtype || c->data.size() != send->data.size()) continue;
+    if (IsDividedCopy(x, DecodeAll(dt, c->data), size, f)) return true;
+  }
+  return false;
 }
 
 // op(X) of every batch of a stored operand (rows x cols per batch as stored), columns appended batch after batch.
@@ -107,17 +133,29 @@ absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op) {
   return L;
 }
 
+bool IsDividedCopy(const std::vector<double>& x, const std::vector<double>& y, int p, const FloatFormat& f) {
+  if (x.size() != y.size() || p < 2) return false;
+  bool nonzero = false;
+  for (size_t e = 0; e < y.size(); ++e) {
+    const double want = y[e] / p;
+    if (std::fabs(x[e] - want) > f.u * std::fabs(want) + f.eta) return false;
+    nonzero = nonzero || y[e] != 0;
+  }
+  return nonzero;
+}
+
 CommLayout::CommLayout(const TraceSet& set) {
   for (const RankTrace& r : set.ranks)
-    for (const Op& op : r.ops) {
+    for (size_t j = 0; j < r.ops.size(); ++j) {
+      const Op& op = r.ops[j];
       if (op.kind != OpKind::kCollective) continue;
       auto& v = by_rank_[r.rank()];
       const uint64_t h = op.coll.comm_hash;
       if (std::none_of(v.begin(), v.end(), [&](const auto& e) { return e.first == h; }))
         v.emplace_back(h, op.coll.comm_rank);
       size_[h] = op.coll.comm_size;
-      if (op.coll.red_op == 4 && op.coll.comm_size > 1 && std::find(avg_.begin(), avg_.end(), h) == avg_.end())
-        avg_.push_back(h);
+      if ((op.coll.red_op == 4 && op.coll.comm_size > 1) || PrescaledSum(r.ops, j, op.coll.comm_size))
+        if (std::find(avg_.begin(), avg_.end(), h) == avg_.end()) avg_.push_back(h);
     }
   // Communicators a rank created but issued no collective on (a data-parallel group whose gradient reduction went
   // to another communicator) still say which ranks hold which slices; they come after the used ones.

@@ -47,6 +47,11 @@ GemmShape LogicalShape(const format::GemmRecord& g);
 // per-batch A, unknown scalars, no error model.
 absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op);
 
+// Whether x is y divided by p, each element within one rounding of format f (u·|y/p| + eta), and y is not all zero:
+// an input divided by the group size before a sum reduction (an average taken as divide-then-sum, as PyTorch DDP's
+// reducer takes it).
+bool IsDividedCopy(const std::vector<double>& x, const std::vector<double>& y, int p, const FloatFormat& f);
+
 // Communicators of a trace set, from its collective records, then from the communicator records of those on
 // which a rank issued none (CommsOf lists them last).
 class CommLayout {
@@ -55,7 +60,8 @@ class CommLayout {
   int CoordOf(int rank, uint64_t comm) const;     // comm_rank of `rank`, -1 when not a member
   int SizeOf(uint64_t comm) const;                // 0 when unknown
   std::vector<uint64_t> CommsOf(int rank) const;  // in order of first use
-  // Comms of size > 1 on which some rank issued an all-reduce with ncclAvg.
+  // Comms of size > 1 on which some rank averaged: an all-reduce with ncclAvg, or a sum all-reduce or reduce-scatter
+  // whose input is one of the rank's last 8 GEMM outputs divided by the comm size (IsDividedCopy).
   std::vector<uint64_t> AvgComms() const;
 
  private:

@@ -46,12 +46,15 @@ std::string Describe(const DiffResult& d) {
 
 // Before exchanges were told from pipeline hand-overs, the two ranks were merged into one two-stage chain and the
 // clean FP32 run had a between finding at 8.4e6 x the threshold, and the reference's 12 sends and receives to
-// itself were not aligned (incomplete).
+// itself were not aligned (incomplete). "sum": the local-mean gradients averaged as PyTorch DDP's reducer does
+// (divided by W, then summed); before divide-then-sum was taken as an average, the W-times-larger output gradients
+// of the experts' backward GEMMs were a between finding (8.4e6 x).
 TEST(MoeDiffE2e, ExpertParallelCleanRunsDiffCleanWithEveryOpCompared) {
   for (const char* dtype : {"fp32", "bf16"})
-    for (const char* mean : {"local", "global"}) {
-      const std::string tag = std::string(dtype) + "_" + mean, args = std::string("--dtype ") + dtype +
-                                                                       " --loss-mean " + mean;
+    for (const char* mean : {"local", "global", "sum"}) {
+      const std::string tag = std::string(dtype) + "_" + mean;
+      const std::string how = std::string(mean) == "sum" ? "--grad-reduce sum" : std::string("--loss-mean ") + mean;
+      const std::string args = std::string("--dtype ") + dtype + " " + how;
       const std::string ref = RunMoe("ref_" + tag, 1, args), cand = RunMoe("clean_" + tag, 2, args);
       auto c = analyzer::LoadTraceDir(cand);
       ASSERT_TRUE(c.ok());
@@ -85,13 +88,16 @@ constexpr BugCase kBugs[] = {
     // The gate gradient's partial sums reduced with max (the loss divided by the global token count, so the
     // all-reduce sums the partial outputs of the dWg GEMM): inside the all-reduce.
     {"gate-grad-max", "--loss-mean global", 29, "inside", "recv"},
+    // The same under divide-then-sum averaging: the gate gradient's divided partial outputs link to their GEMM.
+    {"expert-grad-unscaled", "--grad-reduce sum", 34, "between", "A"},
 };
 
 TEST(MoeDiffE2e, BugsAreFoundWhereTheyFirstShow) {
   for (const BugCase& b : kBugs) {
     const std::string args = std::string("--dtype fp32 ") + b.args;
-    const std::string ref = RunMoe(std::string("bugref_") + b.bug, 1, args);
-    const std::string cand = RunMoe(std::string("bug_") + b.bug, 2, args + " --bug " + b.bug);
+    const std::string tag = std::string(b.bug) + (*b.args ? "_alt" : "");
+    const std::string ref = RunMoe("bugref_" + tag, 1, args);
+    const std::string cand = RunMoe("bug_" + tag, 2, args + " --bug " + b.bug);
     const DiffResult d = Diff(ref, cand);
     EXPECT_EQ(d.report.verdict(), Verdict::kFindings) << b.bug << "\n" << Describe(d);
     EXPECT_EQ(d.report.summary().not_checked_total(), 0u) << b.bug << "\n" << Describe(d);

@@ -255,6 +255,13 @@ mutate "diff: the reference's sends to itself left unaligned" diff_sharded.cc \
   "if (IsSelfTransfer(rops[i])) {" "if (false) {" "moe_diff_e2e_test" "MoeDiffE2e"
 mutate "diff: a reference collective without a rule not folded" diff_sharded.cc \
   "      folded_ref[i] = true;" "      rep().AddNotChecked(\"no diff rule for this API\");" "moe_diff_e2e_test" "MoeDiffE2e"
+mutate "diff: a divided copy allowed two roundings" shard.cc \
+  "if (std::fabs(x[e] - want) > f.u * std::fabs(want) + f.eta) return false;" \
+  "if (std::fabs(x[e] - want) > 2 * f.u * std::fabs(want) + f.eta) return false;" "diff_test" "DiffShard"
+mutate "diff: divide-then-sum not taken as an average" shard.cc \
+  "|| PrescaledSum(r.ops, j, op.coll.comm_size))" "|| false)" "moe_diff_e2e_test" "MoeDiffE2e"
+mutate "diff: divide-then-sum reduction not linked to its GEMM" diff_sharded_reduce.cc \
+  "      if (same || divided) {" "      if (same) {" "diff_test moe_diff_e2e_test" "DiffSharded|MoeDiffE2e"
 # The store.
 mutate "deferred tensors: read on instead of seeking to their frame" analyzer/trace_model.cc \
   "(target.frame_index > (positioned" "(false && target.frame_index > (positioned" "trace_model_test" "TraceModelTest"
