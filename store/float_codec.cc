@@ -247,12 +247,66 @@ void SplitPlanes(const uint8_t* in, size_t n, uint8_t* const* lower, uint8_t* to
   SplitScalar<T>(in, SplitVector<T>(in, n, lower, top), n, lower, top);
 }
 
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
+
+// MergeVector's FP16/BF16 and FP32 elements [0, returned) with AVX2, 32 elements a step, chosen at run time (codec29:
+// the compose pass was a tenth of an FP16 plane's decoding). AVX2's byte and word unpacks work within each 16-byte
+// lane: FP16's planes have their 8-byte quarters reordered first (0, 2, 1, 3) so that each lane's unpack gives 16
+// consecutive elements; FP32's four results, each a lane of elements 0-15 and a lane of 16-31, are paired by lane.
+__attribute__((target("avx2"))) inline __m256i Load256(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+__attribute__((target("avx2"))) inline void Store256(uint8_t* p, __m256i v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
+__attribute__((target("avx2"))) inline __m256i Unrotate16x16(__m256i r) {
+  return _mm256_or_si256(_mm256_srli_epi16(r, 1), _mm256_slli_epi16(r, 15));
+}
+__attribute__((target("avx2"))) inline __m256i Unrotate32x8(__m256i r) {
+  return _mm256_or_si256(_mm256_srli_epi32(r, 1), _mm256_slli_epi32(r, 31));
+}
+
+template <size_t W>
+__attribute__((target("avx2"))) size_t MergeAvx2(const uint8_t* const* lower, const uint8_t* top, size_t n,
+                                                 uint8_t* out) {
+  size_t i = 0;
+  if constexpr (W == 2) {
+    for (; i + 32 <= n; i += 32) {
+      const __m256i l = _mm256_permute4x64_epi64(Load256(lower[0] + i), 0xd8);
+      const __m256i h = _mm256_permute4x64_epi64(Load256(top + i), 0xd8);
+      Store256(out + 2 * i, Unrotate16x16(_mm256_unpacklo_epi8(l, h)));
+      Store256(out + 2 * i + 32, Unrotate16x16(_mm256_unpackhi_epi8(l, h)));
+    }
+  } else if constexpr (W == 4) {
+    for (; i + 32 <= n; i += 32) {
+      const __m256i p0 = Load256(lower[0] + i), p1 = Load256(lower[1] + i), p2 = Load256(lower[2] + i),
+                    p3 = Load256(top + i);
+      const __m256i l01 = _mm256_unpacklo_epi8(p0, p1), h01 = _mm256_unpackhi_epi8(p0, p1);
+      const __m256i l23 = _mm256_unpacklo_epi8(p2, p3), h23 = _mm256_unpackhi_epi8(p2, p3);
+      const __m256i r0 = Unrotate32x8(_mm256_unpacklo_epi16(l01, l23));
+      const __m256i r1 = Unrotate32x8(_mm256_unpackhi_epi16(l01, l23));
+      const __m256i r2 = Unrotate32x8(_mm256_unpacklo_epi16(h01, h23));
+      const __m256i r3 = Unrotate32x8(_mm256_unpackhi_epi16(h01, h23));
+      Store256(out + 4 * i, _mm256_permute2x128_si256(r0, r1, 0x20));       // elements 0-7
+      Store256(out + 4 * i + 32, _mm256_permute2x128_si256(r2, r3, 0x20));  // 8-15
+      Store256(out + 4 * i + 64, _mm256_permute2x128_si256(r0, r1, 0x31));  // 16-23
+      Store256(out + 4 * i + 96, _mm256_permute2x128_si256(r2, r3, 0x31));  // 24-31
+    }
+  }
+  return i;
+}
+#endif
+
 // Returns the first element not merged.
 template <typename T>
 size_t MergeVector(const uint8_t* const* lower, const uint8_t* top, size_t n, uint8_t* out) {
   size_t i = 0;
 #ifdef TTRACE_FLOAT_CODEC_SSE2
   constexpr size_t W = sizeof(T);
+  if constexpr (W == 2 || W == 4) {
+    if (kHaveAvx2) i = MergeAvx2<W>(lower, top, n, out);
+  }
   if constexpr (W == 1) {
     const __m128i hi = _mm_set1_epi8(static_cast<char>(0x80)), lo = _mm_set1_epi8(0x7f);
     for (; i + 16 <= n; i += 16) {
@@ -261,7 +315,7 @@ size_t MergeVector(const uint8_t* const* lower, const uint8_t* top, size_t n, ui
     }
   } else if constexpr (W == 2) {
     auto unrot = [](__m128i r) { return _mm_or_si128(_mm_srli_epi16(r, 1), _mm_slli_epi16(r, 15)); };
-    for (; i + 16 <= n; i += 16) {
+    for (; i + 16 <= n; i += 16) {  // after AVX2's
       const __m128i l = LoadV(lower[0] + i), h = LoadV(top + i);
       StoreV(out + 2 * i, unrot(_mm_unpacklo_epi8(l, h)));
       StoreV(out + 2 * i + 16, unrot(_mm_unpackhi_epi8(l, h)));
@@ -336,7 +390,6 @@ __attribute__((target("avx2"))) size_t UndeltaAvx2(uint8_t* sym, size_t n, uint8
   if (i) *prev = sym[i - 1];
   return i;
 }
-const bool kHaveAvx2 = __builtin_cpu_supports("avx2");
 #endif
 
 // d -> s in place: s[i] = s[i-1] + d[i] - 0x80 with s[-1] = first (a prefix sum; SSE2: four shifted adds a vector,
@@ -1031,14 +1084,14 @@ struct CodeList {
   int n = 0;
   uint8_t sym[256], len[256];
   uint16_t code[256];
-  // fit[L]: the L-bit windows, read first bit highest, below fit[L] start with a code of at most L bits (a canonical
-  // code's codes, left-aligned, increase with their length): sum over l <= L of count[l] * 2^(L - l).
-  uint16_t fit[kMaxLen + 1];
+  uint16_t first[kMaxLen + 2];  // the codes of length l are [first[l], first[l + 1])
 };
 
 // Decoder table: entry = symbol << 8 | len for every kMaxLen-bit window, and the code's symbols by length (`codes`).
-// False unless the lengths form a complete code of at least two symbols (then every window decodes).
-bool BuildTable(const uint8_t len[256], uint16_t table[kTableSize], CodeList* codes) {
+// False unless the lengths form a complete code of at least two symbols (then every window decodes). `unrotate`: the
+// table's and codes' symbols are the bytes unrotated (Unrotate<uint8_t>: an FP8 block's plane, decoded straight to
+// the output, codec29); the code itself is the same.
+bool BuildTable(const uint8_t len[256], bool unrotate, uint16_t table[kTableSize], CodeList* codes) {
   uint32_t kraft = 0, count[kMaxLen + 1] = {};
   int used = 0;
   for (int s = 0; s < 256; ++s)
@@ -1048,60 +1101,79 @@ bool BuildTable(const uint8_t len[256], uint16_t table[kTableSize], CodeList* co
   CanonicalCodes(len, code);
   uint32_t at[kMaxLen + 1] = {};
   for (int l = 2; l <= kMaxLen; ++l) at[l] = at[l - 1] + count[l - 1];
-  codes->fit[0] = 0;
-  for (int l = 1; l <= kMaxLen; ++l) codes->fit[l] = static_cast<uint16_t>(2 * codes->fit[l - 1] + count[l]);
+  for (int l = 1; l <= kMaxLen; ++l) codes->first[l] = static_cast<uint16_t>(at[l]);
+  codes->first[kMaxLen + 1] = static_cast<uint16_t>(used);
   for (int s = 0; s < 256; ++s) {
     if (!len[s]) continue;
-    for (uint32_t i = code[s]; i < kTableSize; i += 1u << len[s]) table[i] = static_cast<uint16_t>(s << 8 | len[s]);
     const uint32_t k = at[len[s]]++;
-    codes->sym[k] = static_cast<uint8_t>(s);
+    codes->sym[k] = unrotate ? Unrotate(static_cast<uint8_t>(s)) : static_cast<uint8_t>(s);
     codes->len[k] = len[s];
     codes->code[k] = code[s];
   }
   codes->n = used;
+  // The table by doubling, shortest codes first (codec29; before, each symbol's entries were stored one by one, 2^(12 -
+  // len) strided stores: ~22K instructions a plane): once table[0, 2^(l - 1)) holds every window whose first code has
+  // at most l - 1 bits, its copy to [2^(l - 1), 2^l) does too (those windows repeat with period 2^(l - 1)), and the
+  // codes of length l, each one window of [0, 2^l), are stored. The windows whose first code is longer are left as
+  // they were until their code's length; a complete code leaves none at kMaxLen.
+  int k = 0;
+  for (uint32_t l = 1; l <= kMaxLen; ++l) {
+    if (l > 1) memcpy(table + (1u << (l - 1)), table, sizeof(uint16_t) << (l - 1));
+    for (; k < used && codes->len[k] == l; ++k) table[codes->code[k]] = static_cast<uint16_t>(codes->sym[k] << 8 | l);
+  }
   return true;
 }
 
-// For every kMaxLen-bit window, the one to three symbols whose codes lie whole in it (`table`, the single-symbol table
-// of the complete code `codes`): bits 0-3 the bits they take, 12-19, 20-27, 28-35 the symbols, 56-63 how many (bits
-// 4-11 zero, so a shift by the entry shifts by the bits; the symbols from bit kMaxLen on, a shift by the count the
-// decoder's window takes too; the count above the carries of four entries' symbols summed; a 32 KiB table, but the
-// windows a skewed code's data hits are few). Built by the codes' structure, not window by window (codec25's pair
-// table: ~21 instructions a window, 11% of smooth FP16's decode): every window starting with code c1 (length l1) is c1
-// | y << l1 for y < 2^(kMaxLen - l1); for every second code c2 that fits (l1 + l2 <= kMaxLen) the windows c1 | c2 << l1
-// | z << (l1 + l2) get two or three symbols, the third read from table[z] (z's bits above the window read as zeros: the
-// third counts only when its code fits in what is left; not looked up where even the shortest code does not), and the
-// windows whose second code does not fit get c1 alone: in a canonical code the (kMaxLen - l1)-bit continuations read
-// first bit highest from fit[kMaxLen - l1] on, bit-reversed. Every window is written once, each block (a window left
-// from the last block's code would decode its symbols).
-__attribute__((always_inline)) inline void BuildMultiTable(const uint16_t table[kTableSize], const CodeList& codes,
-                                                           uint64_t multi[kTableSize]) {
+// For every kMaxLen-bit window, the one to three symbols whose codes lie whole in it (the complete code `codes`): bits
+// 0-3 the bits they take, 12-19, 20-27, 28-35 the symbols, 56-63 how many (bits 4-11 zero, so a shift by the entry
+// shifts by the bits; the symbols from bit kMaxLen on, a shift by the count the decoder's window takes too; the count
+// above the carries of four entries' symbols summed; a 32 KiB table, but the windows a skewed code's data hits are
+// few).
+//
+// Built by doubling, as BuildTable builds its table (codec29): the table of L-bit windows (the codes that lie whole
+// in L bits) is the table of L - 1 bits copied to [2^(L - 1), 2^L) (a window's codes within L - 1 bits do not
+// depend on bit L), with the windows where a code ends at bit L stored anew: for every one, two or three codes of
+// lengths summing to L, the window of their bits (unique: a prefix code). A window's last store is its most codes,
+// and the doublings after it copy it to every window it starts; windows with no code yet hold what the last block
+// left until their first code's length, and a complete code gives every window one by kMaxLen. Stores: one per
+// code, pair and triple of codes that fit, and 32 KiB copied (uniform E5M2: ~14K instructions a plane, from ~55K
+// walking every code's windows and every pair's: codec27's build).
+__attribute__((always_inline)) inline void BuildMultiTable(const CodeList& codes, uint64_t multi[kTableSize]) {
   constexpr uint64_t kOne = uint64_t{1} << 56;  // the count's unit
+  const uint16_t* const first = codes.first;
   const uint32_t shortest = codes.len[0];
-  for (int i = 0; i < codes.n; ++i) {
-    const uint32_t l1 = codes.len[i], c1 = codes.code[i];
-    const uint64_t one = kOne | l1 | static_cast<uint64_t>(codes.sym[i]) << kMaxLen;
-    for (int j = 0; j < codes.n && l1 + codes.len[j] <= kMaxLen; ++j) {
-      const uint32_t l12 = l1 + codes.len[j];
-      const uint64_t two = (one + kOne + codes.len[j]) | static_cast<uint64_t>(codes.sym[j]) << (kMaxLen + 8);
-      const uint32_t left = kMaxLen - l12, step = 1u << l12, end = kTableSize >> l12;
-      uint64_t* m = multi + (c1 | static_cast<uint32_t>(codes.code[j]) << l1);
-      if (left < shortest) {  // no third code fits
-        for (uint32_t z = 0; z < end; ++z, m += step) *m = two;
-        continue;
-      }
-      for (uint32_t z = 0; z < end; ++z, m += step) {
-        const uint32_t t3 = table[z], l3 = t3 & 15;
-        const uint64_t third = kOne + l3 + (static_cast<uint64_t>(t3 & 0xff00) << (kMaxLen + 8));
-        *m = two + ((0 - static_cast<uint64_t>(l3 <= left)) & third);
+  for (uint32_t L = 1; L <= kMaxLen; ++L) {
+    if (L > 1) memcpy(multi + (1u << (L - 1)), multi, sizeof(uint64_t) << (L - 1));
+    for (int i = first[L]; i < first[L + 1]; ++i)
+      multi[codes.code[i]] = kOne | L | static_cast<uint64_t>(codes.sym[i]) << kMaxLen;
+    // Two codes, lengths l1 + l2 = L.
+    for (uint32_t l1 = shortest; l1 + shortest <= L; ++l1) {
+      const uint32_t l2 = L - l1;
+      for (int i = first[l1]; i < first[l1 + 1]; ++i) {
+        const uint64_t one = kOne | l1 | static_cast<uint64_t>(codes.sym[i]) << kMaxLen;
+        const uint32_t c1 = codes.code[i];
+        for (int j = first[l2]; j < first[l2 + 1]; ++j)
+          multi[c1 | static_cast<uint32_t>(codes.code[j]) << l1] =
+              one + (kOne | l2 | static_cast<uint64_t>(codes.sym[j]) << (kMaxLen + 8));
       }
     }
-    // The windows whose second code does not fit: c1 followed by the (kMaxLen - l1)-bit windows v (first bit
-    // highest) from fit[kMaxLen - l1] on, bit-reversed.
-    const uint32_t left = kMaxLen - l1;
-    for (uint32_t v = codes.fit[left]; v < (1u << left); ++v) {
-      const uint32_t x = v << l1;  // v's bits at the top of the 12, reversed to the bottom
-      multi[c1 | (kReverse8[x & 0xff] << 4 | kReverse8[x >> 8] >> 4) << l1] = one;
+    // Three codes, lengths l1 + l2 + l3 = L.
+    for (uint32_t l1 = shortest; l1 + 2 * shortest <= L; ++l1) {
+      for (uint32_t l2 = shortest; l1 + l2 + shortest <= L; ++l2) {
+        const uint32_t l12 = l1 + l2, l3 = L - l12;
+        if (first[l3] == first[l3 + 1] || first[l2] == first[l2 + 1]) continue;
+        for (int i = first[l1]; i < first[l1 + 1]; ++i) {
+          const uint64_t one = kOne | l1 | static_cast<uint64_t>(codes.sym[i]) << kMaxLen;
+          const uint32_t c1 = codes.code[i];
+          for (int j = first[l2]; j < first[l2 + 1]; ++j) {
+            const uint64_t two = one + (kOne | l2 | static_cast<uint64_t>(codes.sym[j]) << (kMaxLen + 8));
+            const uint32_t c12 = c1 | static_cast<uint32_t>(codes.code[j]) << l1;
+            for (int k = first[l3]; k < first[l3 + 1]; ++k)
+              multi[c12 | static_cast<uint32_t>(codes.code[k]) << l12] =
+                  two + (kOne | l3 | static_cast<uint64_t>(codes.sym[k]) << (kMaxLen + 16));
+          }
+        }
+      }
     }
   }
 }
@@ -1117,7 +1189,7 @@ __attribute__((always_inline)) inline const char* DecodeMultiBody(const uint8_t*
                                                                   size_t n, const uint16_t table[kTableSize],
                                                                   const CodeList& codes, uint64_t multi[kTableSize],
                                                                   uint8_t* dst) {
-  BuildMultiTable(table, codes, multi);
+  BuildMultiTable(codes, multi);
   size_t b[kStreams], e[kStreams];
   const uint8_t* p[kStreams];
   for (int s = 0; s < kStreams; ++s) {
@@ -1218,14 +1290,19 @@ struct ParsedPlane {
   uint8_t first;        // kHuffmanDelta: the plane's first byte
   uint32_t bytes[kMaxStreams];
   uint32_t pair_windows;  // kHuffman: PairWindows
+  bool unrotated;         // the table's symbols are the bytes unrotated (BuildTable)
   uint16_t table[kTableSize];
   CodeList codes;
 };
 
-// `version`: the payload's codec version (kHuffman8 planes are version 2's, kHuffmanDelta version 3's).
-const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, int version, ParsedPlane* pp) {
+// `version`: the payload's codec version (kHuffman8 planes are version 2's, kHuffmanDelta version 3's). `unrotate`:
+// a kHuffman or kHuffman8 plane's table gets the bytes unrotated (an FP8 block's plane, its bytes the elements);
+// a delta plane's symbols are differences, summed before they are unrotated.
+const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, int version, bool unrotate,
+                       ParsedPlane* pp) {
   if (size - *pos < 1) return "a block ends before its planes";
   const uint8_t mode = in[(*pos)++];
+  pp->unrotated = false;
   if (mode == kHuffman8 && version < 2) return "an eight-stream Huffman plane in a version 1 payload";
   if (mode == kHuffmanDelta && version < 3) return "a delta Huffman plane in a version 1 or 2 payload";
   if (mode == kRaw) {
@@ -1261,7 +1338,8 @@ const char* ParsePlane(const uint8_t* in, size_t size, size_t* pos, size_t n, in
     *pos += table_bytes;
     for (int s = 0; s < 256; ++s)
       if (len[s] > kMaxLen) return "a Huffman code length exceeds 12";
-    if (!BuildTable(len, pp->table, &pp->codes)) return "a Huffman code is not complete";
+    pp->unrotated = unrotate && mode != kHuffmanDelta;
+    if (!BuildTable(len, pp->unrotated, pp->table, &pp->codes)) return "a Huffman code is not complete";
     pp->pair_windows = PairWindows(len);
     size_t total = 0;
     pp->streams = streams;
@@ -1292,8 +1370,13 @@ const char* DecodeBlock(const uint8_t* in, size_t size, size_t* pos, size_t n, i
   ParsedPlane planes[W];
   size_t not_raw = 0;
   for (size_t plane = 0; plane < W; ++plane) {
-    if (const char* err = ParsePlane(in, size, pos, n, version, &planes[plane])) return err;
+    if (const char* err = ParsePlane(in, size, pos, n, version, W == 1, &planes[plane])) return err;
     not_raw += planes[plane].mode != kRaw;
+  }
+  if constexpr (W == 1) {  // an FP8 block's Huffman plane (not delta) decodes straight to the output, unrotated
+    const ParsedPlane& pp = planes[0];
+    if (IsHuffman(pp.mode) && pp.unrotated)
+      return DecodePlane(pp.data, pp.streams, pp.bytes, n, pp.table, pp.codes, pp.pair_windows, multi, out);
   }
   if (not_raw <= kDecodeScratch && n <= (size_t{1} << kBlockLog2)) {
     const uint8_t* bytes[W];

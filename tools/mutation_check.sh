@@ -470,15 +470,38 @@ mutate "codec: the multi-symbol entries' counts where the symbols' sum carries" 
 mutate "codec: the BMI2 multi-symbol window one bit short" float_codec.cc \
   'asm("bzhi %2, %1, %0" : "=r"(x) : "r"(w), "r"(k12));' 'asm("bzhi %2, %1, %0" : "=r"(x) : "r"(w), "r"(k12 - 1));' \
   "float_codec_test" "FloatCodecTest"
-mutate "codec: a third symbol whose code runs past the window" float_codec.cc \
-  "(0 - static_cast<uint64_t>(l3 <= left))" "(0 - static_cast<uint64_t>(l3 <= left + 1))" "float_codec_test" \
+# Stop 27 (codec29): the multi-symbol table built by doubling (codec27's third-symbol, no-fit and bit-reversal
+# mutations were of the walk it replaced).
+mutate "codec: a multi-symbol window holding one code left from the last block" float_codec.cc \
+  "    for (int i = first[L]; i < first[L + 1]; ++i)
+      multi[codes.code[i]]" "    for (int i = first[L] + 1; i < first[L + 1]; ++i)
+      multi[codes.code[i]]" "float_codec_test" "FloatCodecTest"
+mutate "codec: the multi-symbol table's doubling copies half" float_codec.cc \
+  "if (L > 1) memcpy(multi + (1u << (L - 1)), multi, sizeof(uint64_t) << (L - 1));" \
+  "if (L > 1) memcpy(multi + (1u << (L - 1)), multi, sizeof(uint64_t) << (L - 2));" "float_codec_test" \
   "FloatCodecTest"
-mutate "codec: a multi-symbol window whose second code does not fit left from the last block" float_codec.cc \
-  "for (uint32_t v = codes.fit[left]; v < (1u << left); ++v) {" \
-  "for (uint32_t v = codes.fit[left] + 1; v < (1u << left); ++v) {" "float_codec_test" "FloatCodecTest"
-mutate "codec: the windows whose second code does not fit not bit-reversed" float_codec.cc \
-  "multi[c1 | (kReverse8[x & 0xff] << 4 | kReverse8[x >> 8] >> 4) << l1] = one;" "multi[c1 | v << l1] = one;" \
+mutate "codec: a multi-symbol window's third code read at its second's place" float_codec.cc \
+  "multi[c12 | static_cast<uint32_t>(codes.code[k]) << l12] =" "multi[c12 | static_cast<uint32_t>(codes.code[k]) << l1] =" \
   "float_codec_test" "FloatCodecTest"
+mutate "codec: a multi-symbol window's third symbol stored over its second" float_codec.cc \
+  "static_cast<uint64_t>(codes.sym[k]) << (kMaxLen + 16));" "static_cast<uint64_t>(codes.sym[k]) << (kMaxLen + 8));" \
+  "float_codec_test" "FloatCodecTest"
+mutate "codec: the single-symbol table's doubling copies half" float_codec.cc \
+  "if (l > 1) memcpy(table + (1u << (l - 1)), table, sizeof(uint16_t) << (l - 1));" \
+  "if (l > 1) memcpy(table + (1u << (l - 1)), table, sizeof(uint16_t) << (l - 2));" "float_codec_test" \
+  "FloatCodecTest"
+mutate "codec: an FP8 plane decoded straight to the output not unrotated" float_codec.cc \
+  "codes->sym[k] = unrotate ? Unrotate(static_cast<uint8_t>(s)) : static_cast<uint8_t>(s);" \
+  "codes->sym[k] = static_cast<uint8_t>(s);" "float_codec_test" "FloatCodecTest"
+mutate "codec: an FP8 delta plane decoded straight to the output" float_codec.cc \
+  "pp->unrotated = unrotate && mode != kHuffmanDelta;" "pp->unrotated = unrotate;" "float_codec_test" \
+  "FloatCodecTest"
+mutate "codec: the AVX2 FP16 compose leaves the low plane's quarters in order" float_codec.cc \
+  "const __m256i l = _mm256_permute4x64_epi64(Load256(lower[0] + i), 0xd8);" \
+  "const __m256i l = _mm256_permute4x64_epi64(Load256(lower[0] + i), 0xe4);" "float_codec_test" "FloatCodecTest"
+mutate "codec: the AVX2 FP32 compose pairs the wrong lanes" float_codec.cc \
+  "Store256(out + 4 * i + 64, _mm256_permute2x128_si256(r0, r1, 0x31));" \
+  "Store256(out + 4 * i + 64, _mm256_permute2x128_si256(r0, r1, 0x30));" "float_codec_test" "FloatCodecTest"
 mutate "codec: the AVX2 prefix sum drops the previous vector's last byte" float_codec.cc \
   "    x = _mm256_add_epi8(x, carry);" "" "float_codec_test" "FloatCodecTest"
 mutate "codec: the AVX2 prefix sum drops the low lane's sum in the high lane" float_codec.cc \
