@@ -6,6 +6,7 @@
 #include "analyzer/diff_sharded.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <set>
@@ -108,6 +109,47 @@ void Sharded::Find(const std::string& check, const OpName& op, const Op& rop, co
                  threshold, model};
 }
 
+void Sharded::RepairByContent() {
+  const std::vector<Op>& rops = ref_.ranks[0].ops;
+  std::map<size_t, absl::StatusOr<LogicalGemm>> decoded;  // reference GEMMs, decoded once
+  auto ref_gemm = [&](size_t i) -> const absl::StatusOr<LogicalGemm>& {
+    auto it = decoded.find(i);
+    if (it == decoded.end()) it = decoded.emplace(i, DecodeLogicalGemm(rops[i])).first;
+    return it->second;
+  };
+  auto score = [&](const LogicalGemm& c, const LogicalGemm& r) {
+    double ea = 0, eb = 0;
+    BestScale(c.a, r.a, &ea);
+    BestScale(c.b, r.b, &eb);
+    return ea + eb;
+  };
+  constexpr double kBetter = 4;
+  for (size_t u = 0; u < rops.size(); ++u) {
+    if (rops[u].kind != OpKind::kGemm || !ShardsOf(u).empty() || !ref_gemm(u).ok()) continue;
+    size_t best_rank = 0, best_j = 0;
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t r = 0; r < cand_.ranks.size(); ++r) {
+      const std::vector<Op>& ops = cand_.ranks[r].ops;
+      for (size_t j = 0; j < ops.size(); ++j) {
+        const int64_t i = align_[r].ref_of_cand[j];
+        if (i < 0 || ops[j].kind != OpKind::kGemm || !SameSignature(rops[u], ops[j]) ||
+            std::llabs(i - static_cast<int64_t>(u)) > opt_.max_gap || !ref_gemm(static_cast<size_t>(i)).ok())
+          continue;
+        const absl::StatusOr<LogicalGemm> c = DecodeLogicalGemm(ops[j]);
+        if (!c.ok()) continue;
+        const double here = score(*c, *ref_gemm(static_cast<size_t>(i))), there = score(*c, *ref_gemm(u));
+        if (there * kBetter < here && there < best) best = there, best_rank = r, best_j = j;
+      }
+    }
+    if (best == std::numeric_limits<double>::infinity()) continue;
+    RankAlignment& a = align_[best_rank];
+    const int64_t was = a.ref_of_cand[best_j];
+    a.cand_of_ref[static_cast<size_t>(was)] = -1;
+    a.ref_of_cand[best_j] = static_cast<int64_t>(u);
+    a.cand_of_ref[u] = static_cast<int64_t>(best_j);
+  }
+}
+
 std::vector<std::pair<int, const Op*>> Sharded::ShardsOf(size_t i) const {
   std::vector<std::pair<int, const Op*>> s;
   for (size_t r = 0; r < cand_.ranks.size(); ++r) {
@@ -121,6 +163,7 @@ void Sharded::Run() {
   const std::vector<Op>& rops = ref_.ranks[0].ops;
   pipeline_ = InferPipeline(cand_);
   align_ = AlignPipelined(rops, cand_, pipeline_, opt_.max_gap, &opt_.mapping.owns);
+  RepairByContent();
   for (const auto& [rank, ranges] : opt_.mapping.owns) {
     bool present = false;
     for (const RankTrace& r : cand_.ranks) present = present || r.rank() == rank;

@@ -98,6 +98,11 @@ class Sharded {
   // diff.propagation, |y − y_r| ≤ |Σx − x_r| + the reduce.deterministic bound of the candidate's reduction).
   void CompareValueReduce(size_t i, const Op& rop);
   void LinkOutputs(size_t i, const std::vector<Shard>& shards);
+  // Ranks that run different layers of identical signatures unsplit (the experts of an expert-parallel layer) may be
+  // aligned with another rank's layer in the reference, leaving their own unaligned. For each reference GEMM left
+  // unaligned, a candidate GEMM of the identical signature aligned within max_gap of it moves there when its
+  // operands A and B match it at least 4 times better (sum of relative Frobenius errors, averaging scales allowed).
+  void RepairByContent();
   // diff_operands.cc: judges the merged inputs of reference GEMM i (diff.between / diff.calibrated), at the
   // all-gather that produced an operand when there is one; true when an input diverged.
   bool JudgeOperands(size_t i, const Op& rop, const LogicalGemm& r, const std::vector<Shard>& shards,

@@ -262,6 +262,9 @@ mutate "diff: divide-then-sum not taken as an average" shard.cc \
   "|| PrescaledSum(r.ops, j, op.coll.comm_size))" "|| false)" "moe_diff_e2e_test" "MoeDiffE2e"
 mutate "diff: divide-then-sum reduction not linked to its GEMM" diff_sharded_reduce.cc \
   "      if (same || divided) {" "      if (same) {" "diff_test moe_diff_e2e_test" "DiffSharded|MoeDiffE2e"
+mutate "diff: same-signature GEMMs not re-paired by content" diff_sharded.cc \
+  "if (there * kBetter < here && there < best)" "if (false && there * kBetter < here && there < best)" \
+  "moe_diff_e2e_test" "MoeDiffE2e"
 # The store.
 mutate "deferred tensors: read on instead of seeking to their frame" analyzer/trace_model.cc \
   "(target.frame_index > (positioned" "(false && target.frame_index > (positioned" "trace_model_test" "TraceModelTest"
