@@ -39,8 +39,8 @@ bool PrescaledSum(const std::vector<Op>& ops, size_t j, int size) {
   if (!reduction || op.coll.red_op != 0 || size < 2 || send == nullptr) return false;
   const DType dt = static_cast<DType>(send->meta.dtype);
   if (!IsFloatDType(dt)) return false;
-  const std::vector<double> x = DecodeAll(dt, send->data);
   const FloatFormat f = FormatOf(dt);
+  std::vector<double> x;  // the send, decoded once a GEMM output of its size is found (most reductions have none)
   constexpr size_t kLookBack = 8;  // GEMMs searched back from the reduction
   size_t gemms = 0;
   for (size_t i = j; i-- > 0 && gemms < kLookBack;) {
@@ -48,6 +48,7 @@ bool PrescaledSum(const std::vector<Op>& ops, size_t j, int size) {
     ++gemms;
     const Tensor* c = ops[i].tensor(TensorSlot::kCOut);
     if (c == nullptr || c->meta.dtype != send->meta.dtype || c->data.size() != send->data.size()) continue;
+    if (x.empty()) x = DecodeAll(dt, send->data);
     if (IsDividedCopy(x, DecodeAll(dt, c->data), size, f)) return true;
   }
   return false;
