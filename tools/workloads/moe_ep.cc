@@ -42,50 +42,9 @@
 #include <vector>
 
 #include "tools/simgpu/common/nv_dtype.h"
+#include "tools/workloads/workload_util.h"
 
 namespace {
-
-#define CHECK_CUDA(x)                                                                         \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) Die(#x, cudaGetErrorString(e_));                                   \
-  } while (0)
-#define CHECK_CUBLAS(x)                                                                       \
-  do {                                                                                        \
-    cublasStatus_t s_ = (x);                                                                  \
-    if (s_ != CUBLAS_STATUS_SUCCESS) Die(#x, std::to_string(static_cast<int>(s_)).c_str());   \
-  } while (0)
-#define CHECK_NCCL(x)                                                                         \
-  do {                                                                                        \
-    ncclResult_t r_ = (x);                                                                    \
-    if (r_ != ncclSuccess) Die(#x, ncclGetErrorString(r_));                                   \
-  } while (0)
-
-[[noreturn]] void Die(const char* what, const char* why) {
-  fprintf(stderr, "moe_ep: %s failed: %s\n", what, why);
-  exit(1);
-}
-int EnvInt(const char* n, int d) { const char* v = getenv(n); return v ? atoi(v) : d; }
-
-ncclUniqueId Rendezvous(const std::string& dir, const std::string& name, bool creator) {
-  ncclUniqueId id;
-  std::string path = dir + "/" + name;
-  if (creator) {
-    CHECK_NCCL(ncclGetUniqueId(&id));
-    mkdir(dir.c_str(), 0777);
-    std::string tmp = path + ".tmp";
-    FILE* f = fopen(tmp.c_str(), "wb");
-    if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0) Die("rendezvous write", path.c_str());
-    if (rename(tmp.c_str(), path.c_str()) != 0) Die("rendezvous rename", path.c_str());
-    return id;
-  }
-  for (int i = 0; i < 60000; ++i) {
-    FILE* f = fopen(path.c_str(), "rb");
-    if (f) { size_t got = fread(&id, sizeof id, 1, f); fclose(f); if (got == 1) return id; }
-    usleep(1000);
-  }
-  Die("rendezvous", path.c_str());
-}
 
 // Counter-based random: value of stream `s` at index `i`, uniform in [-1, 1).
 float Hash01(uint64_t s, uint64_t i) {
@@ -96,41 +55,6 @@ float Hash01(uint64_t s, uint64_t i) {
   return static_cast<float>(z >> 40) / 8388608.0f - 1.0f;
 }
 
-// Device matrix (row-major rows x cols) in the run dtype with a host FP32 copy.
-struct Tensor {
-  int rows = 0, cols = 0;
-  std::vector<float> host;
-  void* dev = nullptr;
-  bool bf16 = false;
-  size_t N() const { return (size_t)rows * cols; }
-  size_t Bytes() const { return N() * (bf16 ? 2 : 4); }
-};
-Tensor Make(int rows, int cols, bool bf16) {
-  Tensor t; t.rows = rows; t.cols = cols; t.bf16 = bf16;
-  t.host.assign((size_t)rows * cols, 0.0f);
-  CHECK_CUDA(cudaMalloc(&t.dev, rows * cols > 0 ? t.Bytes() : 16));
-  return t;
-}
-void Upload(Tensor& t, cudaStream_t s) {
-  if (t.N() == 0) return;
-  std::vector<uint16_t> half;
-  const void* src = t.host.data();
-  if (t.bf16) {
-    half.resize(t.N());
-    for (size_t i = 0; i < half.size(); ++i) half[i] = simgpu::nv::FloatToBf16(t.host[i]);
-    src = half.data();
-  }
-  CHECK_CUDA(cudaMemcpyAsync(t.dev, src, t.Bytes(), cudaMemcpyHostToDevice, s));
-  CHECK_CUDA(cudaStreamSynchronize(s));
-}
-void Download(Tensor& t, cudaStream_t s) {
-  CHECK_CUDA(cudaStreamSynchronize(s));
-  if (t.N() == 0) return;
-  if (!t.bf16) { CHECK_CUDA(cudaMemcpy(t.host.data(), t.dev, t.Bytes(), cudaMemcpyDeviceToHost)); return; }
-  std::vector<uint16_t> half(t.N());
-  CHECK_CUDA(cudaMemcpy(half.data(), t.dev, t.Bytes(), cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < half.size(); ++i) t.host[i] = simgpu::nv::Bf16ToFloat(half[i]);
-}
 // Row-major Y = op(A)·op(B) via column-major cuBLAS on the same buffers (cublasGemmEx, FP32 compute).
 void MatMul(cublasHandle_t h, bool ta, bool tb, const Tensor& a, const Tensor& b, Tensor& y, float beta = 0.f) {
   const int k = ta ? a.rows : a.cols;
@@ -141,12 +65,6 @@ void MatMul(cublasHandle_t h, bool ta, bool tb, const Tensor& a, const Tensor& b
                             CUBLAS_GEMM_DEFAULT));
 }
 ncclDataType_t Nt(const Tensor& t) { return t.bf16 ? ncclBfloat16 : ncclFloat32; }
-uint64_t Fnv(const std::vector<float>& v, uint64_t h = 1469598103934665603ull) {
-  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-  for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
 struct Opt {
   int experts = 4, tokens = 64, hidden = 32, ffn = 64, steps = 2;
   bool bf16 = false, global_scale = false, avg = true;

@@ -34,29 +34,9 @@
 #include <vector>
 
 #include "tools/simgpu/common/nv_dtype.h"
+#include "tools/workloads/workload_util.h"
 
 namespace {
-
-#define CHECK_CUDA(x)                                                                                   \
-  do {                                                                                                  \
-    cudaError_t e_ = (x);                                                                               \
-    if (e_ != cudaSuccess) Die(#x, cudaGetErrorString(e_));                                             \
-  } while (0)
-#define CHECK_CUBLAS(x)                                                                                 \
-  do {                                                                                                  \
-    cublasStatus_t s_ = (x);                                                                            \
-    if (s_ != CUBLAS_STATUS_SUCCESS) Die(#x, std::to_string(static_cast<int>(s_)).c_str());             \
-  } while (0)
-#define CHECK_NCCL(x)                                                                                   \
-  do {                                                                                                  \
-    ncclResult_t r_ = (x);                                                                              \
-    if (r_ != ncclSuccess) Die(#x, ncclGetErrorString(r_));                                             \
-  } while (0)
-
-[[noreturn]] void Die(const char* what, const char* why) {
-  fprintf(stderr, "tp_mlp: %s failed: %s\n", what, why);
-  exit(1);
-}
 
 struct Options {
   int tp = 2;
@@ -90,11 +70,6 @@ void SetSigterm(const std::string& how) {
   else if (how == "exit7") a.sa_handler = Exit7Handler;
   else Die("--on-sigterm", "must be ignore, stop or exit7");
   sigaction(SIGTERM, &a, nullptr);
-}
-
-int EnvInt(const char* name, int dflt) {
-  const char* v = getenv(name);
-  return v ? atoi(v) : dflt;
 }
 
 Options Parse(int argc, char** argv) {
@@ -135,77 +110,10 @@ Options Parse(int argc, char** argv) {
   return o;
 }
 
-// Shares an ncclUniqueId among the ranks of one group through a file: the group's first rank writes it.
-ncclUniqueId Rendezvous(const std::string& dir, const std::string& name, bool creator) {
-  ncclUniqueId id;
-  std::string path = dir + "/" + name;
-  if (creator) {
-    CHECK_NCCL(ncclGetUniqueId(&id));
-    mkdir(dir.c_str(), 0777);
-    std::string tmp = path + ".tmp";
-    FILE* f = fopen(tmp.c_str(), "wb");
-    if (!f || fwrite(&id, sizeof id, 1, f) != 1 || fclose(f) != 0) Die("rendezvous write", path.c_str());
-    if (rename(tmp.c_str(), path.c_str()) != 0) Die("rendezvous rename", path.c_str());
-    return id;
-  }
-  for (int i = 0; i < 60000; ++i) {
-    FILE* f = fopen(path.c_str(), "rb");
-    if (f) {
-      size_t got = fread(&id, sizeof id, 1, f);
-      fclose(f);
-      if (got == 1) return id;
-    }
-    usleep(1000);
-  }
-  Die("rendezvous", ("timed out waiting for " + path).c_str());
-}
-
 uint32_t g_lcg = 1;
 float Rand() {  // deterministic uniform in [-1, 1)
   g_lcg = g_lcg * 1664525u + 1013904223u;
   return static_cast<float>(g_lcg >> 8) / 8388608.0f - 1.0f;
-}
-
-// A device matrix in the run's GEMM dtype with a host FP32 copy (the master copy for weights).
-struct Tensor {
-  int rows = 0, cols = 0;  // row-major shape
-  std::vector<float> host;
-  void* dev = nullptr;
-  bool bf16 = false;
-  size_t Bytes() const { return static_cast<size_t>(rows) * cols * (bf16 ? 2 : 4); }
-};
-
-Tensor Make(int rows, int cols, bool bf16) {
-  Tensor t;
-  t.rows = rows;
-  t.cols = cols;
-  t.bf16 = bf16;
-  t.host.assign(static_cast<size_t>(rows) * cols, 0.0f);
-  CHECK_CUDA(cudaMalloc(&t.dev, t.Bytes()));
-  return t;
-}
-
-void Upload(Tensor& t, cudaStream_t s) {
-  std::vector<uint16_t> half;
-  const void* src = t.host.data();
-  if (t.bf16) {
-    half.resize(t.host.size());
-    for (size_t i = 0; i < half.size(); ++i) half[i] = simgpu::nv::FloatToBf16(t.host[i]);
-    src = half.data();
-  }
-  CHECK_CUDA(cudaMemcpyAsync(t.dev, src, t.Bytes(), cudaMemcpyHostToDevice, s));
-  CHECK_CUDA(cudaStreamSynchronize(s));
-}
-
-void Download(Tensor& t, cudaStream_t s) {
-  CHECK_CUDA(cudaStreamSynchronize(s));
-  if (!t.bf16) {
-    CHECK_CUDA(cudaMemcpy(t.host.data(), t.dev, t.Bytes(), cudaMemcpyDeviceToHost));
-    return;
-  }
-  std::vector<uint16_t> half(t.host.size());
-  CHECK_CUDA(cudaMemcpy(half.data(), t.dev, t.Bytes(), cudaMemcpyDeviceToHost));
-  for (size_t i = 0; i < half.size(); ++i) t.host[i] = simgpu::nv::Bf16ToFloat(half[i]);
 }
 
 class Blas {
@@ -247,12 +155,6 @@ class Blas {
 
 void AllReduce(Tensor& t, ncclRedOp_t op, ncclComm_t comm, cudaStream_t s) {
   CHECK_NCCL(ncclAllReduce(t.dev, t.dev, t.host.size(), t.bf16 ? ncclBfloat16 : ncclFloat32, op, comm, s));
-}
-
-uint64_t Fnv(const std::vector<float>& v, uint64_t h) {
-  const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-  for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
 }
 
 }  // namespace
