@@ -4,9 +4,10 @@
 # Applies each plausible bug of the list below to a scratch copy of this tree (the tracked and untracked,
 # non-ignored files, copied to $TTRACE_MUTATION_DIR, default /tmp/ttrace-mutation/src, with its own build/ kept
 # between runs so that only what a mutation changes is rebuilt; ccache helps), one at a time: it builds the
-# mutation's targets, runs its tests (ctest -R), restores the file, and prints a table: mutation -> tests that
-# failed. Every mutation must be caught: the script exits 1 when one survives, 2 when an anchor is not found
-# exactly once (the list is stale: fix the anchor) or a mutation does not build.
+# mutation's targets, runs its tests (ctest -R, stopping at the first failure: the count is of the tests that
+# failed before it stopped), restores the file, and prints a table: mutation -> tests that failed. Every mutation
+# must be caught: the script exits 1 when one survives, 2 when an anchor is not found exactly once (the list
+# is stale: fix the anchor) or a mutation does not build.
 #
 # A mutation is one exact search/replace in one file, named by its base name (with its folder only where the base
 # name is not unique) and found anywhere in the tree, so the list survives files moving between folders. Not part of CI (it takes tens of minutes on 2 cores); run it
@@ -88,7 +89,9 @@ mutate() {
   fi
   log "$name: running tests matching $tests"
   local out caught
-  out=$(cd "$build" && ctest -j "$jobs" --timeout 600 -R "$tests" 2>&1 || true)
+  # --stop-on-failure: one failing test catches the mutation; a mutation that makes a test hang costs one timeout,
+  # not one for each test that would hang after it.
+  out=$(cd "$build" && ctest -j "$jobs" --timeout 600 --stop-on-failure -R "$tests" 2>&1 || true)
   cp "$scratch/original" "$path"
   # "  12 - Suite.Test (Failed)" or, for parameterized tests, "  12 - Suite.Test/p  # GetParam() = 0 (Failed)".
   local failed
