@@ -28,21 +28,48 @@ bool IsRecv(const Op& op) {
 // not pipeline hand-overs: an all-to-all issued as grouped sends and receives (PyTorch's all_to_all_single on
 // NCCL, an expert-parallel token dispatch) has a rank send to or receive from itself, or talk to three or more
 // other ranks, neither of which a pipeline stage does (it talks to the stage before and the stage after, also in
-// an interleaved schedule's ring). Such ops join no chain.
+// an interleaved schedule's ring). Without either (two or three ranks, the self chunk copied or skipped), what
+// tells them apart is the first transfer: an exchange starts on every rank with one group that sends to and
+// receives from the same peer, while a pipeline starts one way on some rank (the last stage first waits for an
+// activation, with nothing to send; it has no gradient to return before it ran its layers, and a schedule that
+// later pairs a send with a receive from the same stage in one group, 1F1B's send-forward-receive-backward, does
+// so only after that). A group is a run of consecutive ops issued inside ncclGroupStart/End on the rank (two
+// groups back to back read as one, which can only make a pipeline stage's first group two-way on a stage that
+// sends first; the last stage's stays one way). Such ops join no chain.
 class Peers {
  public:
   explicit Peers(const TraceSet& set) {
     std::map<std::pair<uint64_t, int32_t>, std::set<int32_t>> talks_to;  // (comm, comm rank) -> other comm ranks
-    for (size_t r = 0; r < set.ranks.size(); ++r)
+    std::map<uint64_t, bool> starts_two_way;  // comm -> every rank's first group sends to and receives from a peer
+    for (size_t r = 0; r < set.ranks.size(); ++r) {
+      // comm -> the peers sent to and received from in the rank's first group on it; done once the group ended
+      std::map<uint64_t, std::pair<std::set<int32_t>, std::set<int32_t>>> first;
+      std::set<uint64_t> done;
       for (const Op& op : set.ranks[r].ops) {
+        const bool grouped = op.kind == OpKind::kCollective && op.coll.in_group != 0;
+        if (!grouped)  // the groups begun before end here
+          for (const auto& [comm, sets] : first) done.insert(comm);
         if (op.kind != OpKind::kCollective) continue;
         index_[{op.coll.comm_hash, op.coll.comm_rank}] = r;
         if (!IsSend(op) && !IsRecv(op)) continue;
         if (op.coll.root_or_peer == op.coll.comm_rank) exchange_.insert(op.coll.comm_hash);
         else talks_to[{op.coll.comm_hash, op.coll.comm_rank}].insert(op.coll.root_or_peer);
+        if (done.count(op.coll.comm_hash) > 0) continue;
+        auto& [to, from] = first[op.coll.comm_hash];
+        (IsSend(op) ? to : from).insert(op.coll.root_or_peer);
+        if (!grouped) done.insert(op.coll.comm_hash);  // a transfer outside a group is a group of its own
       }
+      for (const auto& [comm, sets] : first) {
+        bool two_way = false;
+        for (int32_t peer : sets.first) two_way = two_way || sets.second.count(peer) > 0;
+        auto it = starts_two_way.emplace(comm, true).first;
+        it->second = it->second && two_way;
+      }
+    }
     for (const auto& [key, peers] : talks_to)
       if (peers.size() >= 3) exchange_.insert(key.first);
+    for (const auto& [comm, two_way] : starts_two_way)
+      if (two_way) exchange_.insert(comm);
   }
   // The rank index at the other end of a pipeline send or receive, kNone when unknown, not point-to-point or on an
   // exchange communicator.

@@ -147,8 +147,9 @@ Op PointToPoint(bool send, uint64_t comm, int size, int me, int peer) {
   return op;
 }
 
-// Each of `size` ranks: a GEMM, then a send to and a receive from every other rank on `comm` (and itself, with_self).
-TraceSet Exchange(int size, uint64_t comm, bool with_self) {
+// Each of `size` ranks: a GEMM, then a send to and a receive from every other rank on `comm` (and itself, with_self),
+// all in one NCCL group (`grouped`; NCCL needs it: two ranks that each send first would wait for each other).
+TraceSet Exchange(int size, uint64_t comm, bool with_self, bool grouped = true) {
   TraceSet set;
   for (int r = 0; r < size; ++r) {
     RankTrace t = Rank(r, "F", 0);
@@ -157,6 +158,7 @@ TraceSet Exchange(int size, uint64_t comm, bool with_self) {
       for (bool send : {true, false}) {
         t.ops.push_back(PointToPoint(send, comm, size, r, p));
         t.ops.back().seq = t.ops.size() - 1;
+        t.ops.back().coll.in_group = grouped;
       }
     }
     set.ranks.push_back(std::move(t));
@@ -172,9 +174,16 @@ TEST(Pipeline, AllToAllExchangesAreNotAPipeline) {
     EXPECT_EQ(p.stages, 1) << size << with_self;
     EXPECT_EQ(p.chains.size(), static_cast<size_t>(size)) << size << with_self;
   }
-  // Two ranks exchanging without self-sends look like a two-stage pipeline's send-forward / receive-backward pairs:
-  // still a chain (the trace cannot tell them apart).
-  EXPECT_EQ(InferPipeline(Exchange(2, 0xa2a, false)).stages, 2);
+  // Two or three ranks exchanging without self-sends (the self chunk copied or skipped) talk to one or two others,
+  // as pipeline stages do: every rank's first group sends to and receives from the same peer, which no pipeline
+  // stage's does. Before: read as a two- and a three-stage pipeline.
+  for (int size : {2, 3}) {
+    const PipelineLayout p = InferPipeline(Exchange(size, 0xa2a, false));
+    EXPECT_EQ(p.stages, 1) << size;
+    EXPECT_EQ(p.chains.size(), static_cast<size_t>(size)) << size;
+  }
+  // The same transfers issued one by one, outside any group, are what a pipeline issues: still a chain.
+  EXPECT_EQ(InferPipeline(Exchange(2, 0xa2a, false, /*grouped=*/false)).stages, 2);
   // A pipeline on its own communicator is still found beside an exchange on another: the exchange's ops join no
   // chain and the merge passes over them.
   Fixture f;
@@ -190,6 +199,31 @@ TEST(Pipeline, AllToAllExchangesAreNotAPipeline) {
   ASSERT_EQ(p.chains.size(), 1u);
   EXPECT_EQ(p.chains[0], (std::vector<size_t>{1, 0}));
   EXPECT_EQ(MergeChain(f.cand, p.chains[0]).size(), f.cand.ranks[0].ops.size() + f.cand.ranks[1].ops.size());
+}
+
+// Pipelines whose transfers are grouped stay pipelines: a 1F1B stage 0 pairs its forward send with the backward
+// receive from the same stage in one group (Megatron-LM's send_forward_recv_backward, gpt --schedule 1f1b), and with
+// one micro-batch stage 0's send and receive are two groups back to back, read as one two-way group. The last stage
+// starts one way (it receives an activation first) in both.
+TEST(Pipeline, GroupedPipelineTransfersAreNotAnExchange) {
+  for (const auto& [stage0, stage1] : {std::pair<std::string, std::string>{"FSFPBRB", "RFHhBPFHhBS"},  // P: a send_recv
+                                       {"FSRB", "RFHhBS"}}) {
+    TraceSet cand;
+    cand.ranks.push_back(Rank(0, "", 0));
+    cand.ranks.push_back(Rank(1, "", 1));
+    for (int r : {0, 1})
+      for (char c : r == 0 ? stage0 : stage1) {
+        RankTrace& t = cand.ranks[static_cast<size_t>(r)];
+        for (char x : c == 'P' ? std::string("SR") : std::string(1, c)) {
+          Add(&t, x, r);
+          t.ops.back().coll.in_group = t.ops.back().kind == OpKind::kCollective;
+        }
+      }
+    const PipelineLayout p = InferPipeline(cand);
+    EXPECT_EQ(p.stages, 2) << stage0;
+    ASSERT_EQ(p.chains.size(), 1u) << stage0;
+    EXPECT_EQ(p.stage, (std::vector<int>{0, 1})) << stage0;
+  }
 }
 
 TEST(Pipeline, UnpairedReceivesDoNotStopTheMerge) {

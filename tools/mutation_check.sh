@@ -254,6 +254,13 @@ mutate "pipeline: sends to oneself not taken as an exchange" pipeline.cc \
 mutate "pipeline: talking to three ranks not taken as an exchange" pipeline.cc \
   "if (peers.size() >= 3) exchange_.insert(key.first);" "if (false) exchange_.insert(key.first);" \
   "pipeline_test" "^Pipeline"
+mutate "pipeline: a first group that sends to and receives from one peer not taken as an exchange" pipeline.cc \
+  "      if (two_way) exchange_.insert(comm);" "      if (false) exchange_.insert(comm);" \
+  "pipeline_test moe_diff_e2e_test" "^Pipeline|MoeDiffE2e"
+mutate "pipeline: one rank's two-way first group taken as an exchange (not every rank's)" pipeline.cc \
+  "auto it = starts_two_way.emplace(comm, true).first;" \
+  "auto it = starts_two_way.emplace(comm, false).first; it->second = it->second || two_way; continue;" \
+  "pipeline_test" "^Pipeline"
 mutate "diff: the reference's sends to itself left unaligned" diff_sharded.cc \
   "if (IsSelfTransfer(rops[i])) {" "if (false) {" "moe_diff_e2e_test" "MoeDiffE2e"
 mutate "diff: a reference collective without a rule not folded" diff_sharded.cc \

@@ -9,7 +9,10 @@
 //   gate     logits = X·Wg (GEMM); top-1 softmax routing on the host: expert e(t), gate value g(t)
 //   counts   ncclAllGather of every rank's per-expert token counts (int32)
 //   dispatch an all-to-all as PyTorch's all_to_all_single issues it on NCCL: ncclGroupStart, then ncclSend and
-//            ncclRecv for every peer (itself included), ncclGroupEnd; tokens ordered by expert, then by index
+//            ncclRecv for every peer (itself included), ncclGroupEnd; tokens ordered by expert, then by index.
+//            --self-chunk copy: the rank's own chunk is copied on the stream (cudaMemcpyAsync) and only the other
+//            ranks get sends and receives, as hand-written all-to-alls do (Megatron-LM's and DeepSpeed's
+//            expert-parallel dispatchers skip the self transfer); the one-rank run then issues no send at all
 //   experts  Z = Xe·W1e, A = relu(Z), Ye = A·W2e for each local expert (GEMMs; an expert with no token is skipped)
 //   combine  the reverse all-to-all; y_t = g(t)·out_t; loss = |y - target|² / 2 / tokens
 //   backward dOut all-to-all to the experts; dW2e = Aᵀ·dY, dA = dY·W2eᵀ, dW1e = Xeᵀ·dZ; dWg = Xᵀ·dlogits
@@ -67,7 +70,7 @@ void MatMul(cublasHandle_t h, bool ta, bool tb, const Tensor& a, const Tensor& b
 ncclDataType_t Nt(const Tensor& t) { return t.bf16 ? ncclBfloat16 : ncclFloat32; }
 struct Opt {
   int experts = 4, tokens = 64, hidden = 32, ffn = 64, steps = 2;
-  bool bf16 = false, global_scale = false, avg = true;
+  bool bf16 = false, global_scale = false, avg = true, self_copy = false;
   float lr = 0.1f;
   uint32_t perturb = 0;
   std::string rdzv, bug;
@@ -90,12 +93,13 @@ int main(int argc, char** argv) {
     else if (a == "--perturb") o.perturb = std::stoul(nx());
     else if (a == "--loss-mean") o.global_scale = nx() == "global";
     else if (a == "--grad-reduce") o.avg = nx() == "avg";
+    else if (a == "--self-chunk") o.self_copy = nx() == "copy";
     else if (a == "--rdzv") o.rdzv = nx();
     else if (a == "--bug") o.bug = nx();
     else {
       fprintf(stderr, "usage: moe_ep [--experts N] [--tokens N] [--hidden N] [--ffn N] [--steps N] [--dtype fp32|bf16] "
-                      "[--lr X] [--perturb SEED] [--loss-mean local|global] [--grad-reduce avg|sum] [--rdzv DIR] "
-                      "[--bug NAME]\n");
+                      "[--lr X] [--perturb SEED] [--loss-mean local|global] [--grad-reduce avg|sum] "
+                      "[--self-chunk nccl|copy] [--rdzv DIR] [--bug NAME]\n");
       exit(2);
     }
   }
@@ -139,8 +143,16 @@ int main(int argc, char** argv) {
     size_t so = 0, ro = 0;
     for (int p = 0; p < W; ++p) {
       // Empty chunks are skipped, as PyTorch's all_to_all_single skips them.
-      if (scnt[p] > 0) CHECK_NCCL(ncclSend((char*)send.dev + so * h * es, (size_t)scnt[p] * h, Nt(send), p, comm, s));
-      if (rcnt[p] > 0) CHECK_NCCL(ncclRecv((char*)recv.dev + ro * h * es, (size_t)rcnt[p] * h, Nt(recv), p, comm, s));
+      if (p == rank && o.self_copy) {
+        if (scnt[p] > 0)
+          CHECK_CUDA(cudaMemcpyAsync((char*)recv.dev + ro * h * es, (char*)send.dev + so * h * es,
+                                     (size_t)scnt[p] * h * es, cudaMemcpyDeviceToDevice, s));
+      } else {
+        if (scnt[p] > 0)
+          CHECK_NCCL(ncclSend((char*)send.dev + so * h * es, (size_t)scnt[p] * h, Nt(send), p, comm, s));
+        if (rcnt[p] > 0)
+          CHECK_NCCL(ncclRecv((char*)recv.dev + ro * h * es, (size_t)rcnt[p] * h, Nt(recv), p, comm, s));
+      }
       so += scnt[p];
       ro += rcnt[p];
     }
