@@ -3,6 +3,7 @@
 // and same-layout bitwise comparisons.
 #include "analyzer/diff.h"
 
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -518,6 +519,98 @@ TEST(DiffShard, DividedCopyIsWithinOneRounding) {
   EXPECT_FALSE(IsDividedCopy({1.5, -0.5}, {3.0, -1.0, 0.7}, 2, fp32));
   EXPECT_FALSE(IsDividedCopy({0.0, 0.0}, {0.0, 0.0}, 2, fp32));
   EXPECT_FALSE(IsDividedCopy({3.0, -1.0}, {3.0, -1.0}, 1, fp32));
+}
+
+// A DDP bucket: gradients side by side, each divided by the group size, after a bias gradient no GEMM computed.
+// Every segment is found at its offset (the bias skipped); one rounding passes and 1.5 do not; another divisor, or
+// no division, finds nothing; a length that runs past the end is not taken.
+TEST(DiffShard, DividedSegmentsOfABucketAreFoundAtTheirOffsets) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  for (const DType dt : {DType::kF32, DType::kBF16}) {
+    const FloatFormat f = FormatOf(dt);
+    std::vector<double> y1(12), y2(20), bias(5);
+    for (auto* v : {&y1, &y2, &bias})
+      for (double& e : *v) e = testing::RoundTo(dt, uni(rng));
+    const std::string b1 = Encode(dt, y1), b2 = Encode(dt, y2);
+    const std::vector<StoredValues> outputs = {{dt, b1}, {dt, b2}};
+    for (int p : {2, 3}) {
+      // [bias | y2/p | y1/p], each divided element off by `rounds` roundings.
+      auto bucket = [&](int divisor, double rounds) {
+        std::vector<double> x = bias;
+        for (const auto* y : {&y2, &y1})
+          for (double e : *y) x.push_back(e / divisor * (1 + rounds * f.u));
+        return x;
+      };
+      const std::vector<DividedSegment> s = FindDividedSegments(bucket(p, 0.99), outputs, p, f);
+      ASSERT_EQ(s.size(), 2u) << f.name << " " << p;
+      EXPECT_EQ(s[0].offset, 5u);
+      EXPECT_EQ(s[0].length, 20u);
+      EXPECT_EQ(s[0].source, 1u);
+      EXPECT_EQ(s[1].offset, 25u);
+      EXPECT_EQ(s[1].length, 12u);
+      EXPECT_EQ(s[1].source, 0u);
+      EXPECT_TRUE(FindDividedSegments(bucket(p, 1.5), outputs, p, f).empty()) << f.name << " " << p;
+      EXPECT_TRUE(FindDividedSegments(bucket(p + 1, 0), outputs, p, f).empty()) << f.name << " " << p;
+      EXPECT_TRUE(FindDividedSegments(bucket(1, 0), outputs, p, f).empty()) << f.name << " " << p;
+      EXPECT_EQ(FindDividedSegments(bucket(1, 0), outputs, 1, f).size(), 2u) << "copies, with p = 1";
+      std::vector<double> cut = bucket(p, 0);
+      cut.pop_back();  // y1/p one element short at the end
+      EXPECT_EQ(FindDividedSegments(cut, outputs, p, f).size(), 1u) << f.name << " " << p;
+    }
+  }
+}
+
+// A sum all-reduce whose input holds divided GEMM outputs, no fewer elements of them than of undivided ones, makes
+// its communicator an averaging one; a bucket of undivided gradients, one divided by another size, or one holding
+// more undivided than divided gradients does not.
+TEST(DiffShard, ABucketOfDividedGradientsAverages) {
+  const DType dt = DType::kF32;
+  auto trace = [&](const std::vector<double>& send, const std::vector<std::vector<double>>& outputs) {
+    TraceSet set;
+    RankTrace t;
+    uint64_t seq = 0;
+    for (const std::vector<double>& c : outputs) {
+      Op g;
+      g.seq = seq++;
+      g.kind = OpKind::kGemm;
+      g.tensors[static_cast<size_t>(TensorSlot::kCOut)] = std::make_unique<Tensor>();
+      g.tensors[static_cast<size_t>(TensorSlot::kCOut)]->meta.dtype = static_cast<uint8_t>(dt);
+      g.tensors[static_cast<size_t>(TensorSlot::kCOut)]->data = Encode(dt, c);
+      t.ops.push_back(std::move(g));
+    }
+    Op ar;
+    ar.seq = seq;
+    ar.kind = OpKind::kCollective;
+    ar.api = static_cast<uint16_t>(format::ApiId::kNcclAllReduce);
+    ar.coll.comm_hash = kTpComm;
+    ar.coll.comm_size = 2;
+    ar.coll.red_op = 0;
+    ar.tensors[static_cast<size_t>(TensorSlot::kSend)] = std::make_unique<Tensor>();
+    ar.tensors[static_cast<size_t>(TensorSlot::kSend)]->meta.dtype = static_cast<uint8_t>(dt);
+    ar.tensors[static_cast<size_t>(TensorSlot::kSend)]->data = Encode(dt, send);
+    t.ops.push_back(std::move(ar));
+    set.ranks.push_back(std::move(t));
+    return CommLayout(set).AvgComms();
+  };
+  std::vector<double> w1(16), w2(24), bias(8);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.25 + 0.5 * static_cast<double>(i);
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = -3.0 + 0.125 * static_cast<double>(i);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 7.5 - static_cast<double>(i);
+  auto pack = [&](double d1, double d2) {
+    std::vector<double> x = bias;
+    for (double v : w2) x.push_back(v / d2);
+    for (double v : w1) x.push_back(v / d1);
+    return x;
+  };
+  const std::vector<uint64_t> avg = {kTpComm};
+  EXPECT_EQ(trace(pack(2, 2), {w1, w2}), avg);
+  EXPECT_TRUE(trace(pack(1, 1), {w1, w2}).empty()) << "a sum of undivided gradients";
+  EXPECT_TRUE(trace(pack(3, 3), {w1, w2}).empty()) << "divided by another size";
+  EXPECT_EQ(trace(pack(1, 2), {w1, w2}), avg) << "24 divided, 16 undivided";
+  EXPECT_TRUE(trace(pack(2, 1), {w1, w2}).empty()) << "16 divided, 24 undivided";
+  EXPECT_EQ(trace(pack(2, 2), {w1}), avg) << "w2's GEMM not in the trace: w1 divided";
+  EXPECT_TRUE(trace(pack(2, 2), {}).empty()) << "no GEMM";
 }
 
 TEST(DiffShard, GroupedSplitsInterleaveSlices) {

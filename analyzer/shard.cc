@@ -28,9 +28,12 @@ bool Scalar(const Tensor* t, double* out) {
   return true;
 }
 
-// A sum reduction (all-reduce or reduce-scatter) on a communicator of `size` ranks whose input is the output of one
-// of the rank's last GEMMs divided by `size`, each element within one rounding of its type: an average taken as
-// divide-then-sum (PyTorch DDP's reducer divides each gradient bucket by the group size before a sum all-reduce).
+// A sum reduction (all-reduce or reduce-scatter) on a communicator of `size` ranks whose input holds outputs of the
+// rank's last GEMMs divided by `size`, each element within one rounding of its type, at least as many elements of
+// them as of those outputs copied undivided: an average taken as divide-then-sum. PyTorch DDP's reducer divides each
+// gradient bucket by the group size before a sum all-reduce; a bucket holds one gradient or many side by side (and
+// gradients no GEMM computed: biases). A sum of undivided gradients (or of partial outputs) holds copies and no
+// divided output; a bucket that forgot to divide one of its gradients still averages the rest.
 bool PrescaledSum(const std::vector<Op>& ops, size_t j, int size) {
   const Op& op = ops[j];
   const bool reduction = op.api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce) ||
@@ -39,19 +42,35 @@ bool PrescaledSum(const std::vector<Op>& ops, size_t j, int size) {
   if (!reduction || op.coll.red_op != 0 || size < 2 || send == nullptr) return false;
   const DType dt = static_cast<DType>(send->meta.dtype);
   if (!IsFloatDType(dt)) return false;
-  const FloatFormat f = FormatOf(dt);
-  std::vector<double> x;  // the send, decoded once a GEMM output of its size is found (most reductions have none)
-  constexpr size_t kLookBack = 8;  // GEMMs searched back from the reduction
+  constexpr size_t kLookBack = 64;  // GEMMs searched back from the reduction: 32 layers' weight and input gradients
+  std::vector<StoredValues> outputs;
   size_t gemms = 0;
   for (size_t i = j; i-- > 0 && gemms < kLookBack;) {
     if (ops[i].kind != OpKind::kGemm) continue;
     ++gemms;
     const Tensor* c = ops[i].tensor(TensorSlot::kCOut);
-    if (c == nullptr || c->meta.dtype != send->meta.dtype || c->data.size() != send->data.size()) continue;
-    if (x.empty()) x = DecodeAll(dt, send->data);
-    if (IsDividedCopy(x, DecodeAll(dt, c->data), size, f)) return true;
+    if (c != nullptr && c->meta.dtype == send->meta.dtype && c->data.size() <= send->data.size())
+      outputs.push_back(StoredValues{dt, c->data});
   }
-  return false;
+  if (outputs.empty()) return false;  // the send is decoded only when some output could lie in it
+  const std::vector<double> x = DecodeAll(dt, send->data);
+  const FloatFormat f = FormatOf(dt);
+  size_t divided = 0, copied = 0;
+  for (const DividedSegment& s : FindDividedSegments(x, outputs, size, f)) divided += s.length;
+  if (divided == 0) return false;
+  for (const DividedSegment& s : FindDividedSegments(x, outputs, 1, f)) copied += s.length;
+  return divided >= copied;
+}
+
+// Whether x[0..n) is y[0..n) divided by p, each element within one rounding of f, and y is not all zero.
+bool DividedRun(const double* x, const double* y, size_t n, int p, const FloatFormat& f) {
+  bool nonzero = false;
+  for (size_t e = 0; e < n; ++e) {
+    const double want = y[e] / p;
+    if (std::fabs(x[e] - want) > f.u * std::fabs(want) + f.eta) return false;
+    nonzero = nonzero || y[e] != 0;
+  }
+  return nonzero;
 }
 
 // op(X) of every batch of a stored operand (rows x cols per batch as stored), columns appended batch after batch.
@@ -135,14 +154,44 @@ absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op) {
 }
 
 bool IsDividedCopy(const std::vector<double>& x, const std::vector<double>& y, int p, const FloatFormat& f) {
-  if (x.size() != y.size() || p < 2) return false;
-  bool nonzero = false;
-  for (size_t e = 0; e < y.size(); ++e) {
-    const double want = y[e] / p;
-    if (std::fabs(x[e] - want) > f.u * std::fabs(want) + f.eta) return false;
-    nonzero = nonzero || y[e] != 0;
+  return x.size() == y.size() && p >= 2 && DividedRun(x.data(), y.data(), y.size(), p, f);
+}
+
+std::vector<DividedSegment> FindDividedSegments(const std::vector<double>& x, const std::vector<StoredValues>& outputs,
+                                                int p, const FloatFormat& f) {
+  std::vector<DividedSegment> out;
+  if (p < 1) return out;
+  struct Head {
+    double first;  // element 0 divided by p
+    size_t source, length;
+  };
+  std::vector<Head> heads;
+  for (size_t g = 0; g < outputs.size(); ++g) {
+    const uint32_t es = format::DTypeSize(static_cast<uint8_t>(outputs[g].dtype));
+    const size_t n = es == 0 ? 0 : outputs[g].bytes.size() / es;
+    if (n == 0 || n > x.size() || !IsFloatDType(outputs[g].dtype)) continue;
+    heads.push_back(Head{DecodeElement(outputs[g].dtype, outputs[g].bytes.data(), 0) / p, g, n});
   }
-  return nonzero;
+  std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return a.first < b.first; });
+  std::vector<std::vector<double>> decoded(outputs.size());
+  for (size_t i = 0; i < x.size();) {
+    // |x − w| ≤ u·|w| + η with w the first element divided by p gives |w| ≤ (|x| + η)/(1 − u), so every w that may
+    // match lies within u·(|x| + η)/(1 − u) + η of x.
+    const double tol = f.u * (std::fabs(x[i]) + f.eta) / (1 - f.u) + f.eta;
+    auto it = std::lower_bound(heads.begin(), heads.end(), x[i] - tol,
+                               [](const Head& h, double v) { return h.first < v; });
+    size_t taken = 0;
+    for (; it != heads.end() && it->first <= x[i] + tol && taken == 0; ++it) {
+      if (i + it->length > x.size()) continue;
+      std::vector<double>& y = decoded[it->source];
+      if (y.empty()) y = DecodeAll(outputs[it->source].dtype, outputs[it->source].bytes);
+      if (!DividedRun(x.data() + i, y.data(), it->length, p, f)) continue;
+      out.push_back(DividedSegment{i, it->length, it->source});
+      taken = it->length;
+    }
+    i += taken == 0 ? 1 : taken;
+  }
+  return out;
 }
 
 CommLayout::CommLayout(const TraceSet& set) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "analyzer/error_model.h"
 #include "analyzer/trace_model.h"
 
@@ -52,6 +53,25 @@ absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op);
 // reducer takes it).
 bool IsDividedCopy(const std::vector<double>& x, const std::vector<double>& y, int p, const FloatFormat& f);
 
+// Values as stored: an element type and the bytes (kFull layout), e.g. a GEMM's captured output.
+struct StoredValues {
+  format::DType dtype = format::DType::kInvalid;
+  absl::string_view bytes;
+};
+// A run of a reduction's input that is one of `outputs` divided by p, each element within one rounding
+// (IsDividedCopy): one gradient of a data-parallel bucket (PyTorch DDP packs many gradients side by side into one
+// buffer, divides it by the group size and sum-all-reduces it).
+struct DividedSegment {
+  size_t offset = 0, length = 0;
+  size_t source = 0;  // index into `outputs`
+};
+// The segments of `x` that are divided copies of `outputs` (p = 1: copies within one rounding), found left to right,
+// none overlapping; elements no output explains (a bias gradient no GEMM computed, padding) are skipped. Each position is probed against the outputs whose
+// first element divided by p could round to x there (a binary search over their sorted first elements), and an
+// output is decoded only once its first element matches somewhere: O(|x|·log |outputs|) plus the matched lengths.
+std::vector<DividedSegment> FindDividedSegments(const std::vector<double>& x, const std::vector<StoredValues>& outputs,
+                                                int p, const FloatFormat& f);
+
 // Communicators of a trace set, from its collective records, then from the communicator records of those on
 // which a rank issued none (CommsOf lists them last).
 class CommLayout {
@@ -61,7 +81,8 @@ class CommLayout {
   int SizeOf(uint64_t comm) const;                // 0 when unknown
   std::vector<uint64_t> CommsOf(int rank) const;  // in order of first use
   // Comms of size > 1 on which some rank averaged: an all-reduce with ncclAvg, or a sum all-reduce or reduce-scatter
-  // whose input is one of the rank's last 8 GEMM outputs divided by the comm size (IsDividedCopy).
+  // whose input holds some of the rank's last 64 GEMM outputs divided by the comm size (FindDividedSegments), no fewer
+  // elements of them than of those outputs undivided: one divided GEMM output, or a DDP bucket of several side by side.
   std::vector<uint64_t> AvgComms() const;
 
  private:

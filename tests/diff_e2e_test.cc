@@ -474,6 +474,59 @@ TEST_P(DiffE2e, GptPipelineStagesFromAMappingFile) {
   EXPECT_NE(Shell(BuildDir() + "/bin/ttrace diff '" + ref + "' '" + cand + "' --mapping /nonexistent.map", &out), 0);
 }
 
+// PyTorch DDP's reducer (tp_mlp --grad-reduce bucket --bias): the gradients db2, dW2, db1, dW1 (the biases' are
+// column sums on the host: no GEMM computes them) packed side by side into one bucket (two with --bucket-cap 4000:
+// [db2 dW2] [db1 dW1]), divided by the DP size and sum-all-reduced. The communicator averages when a bucket holds divided GEMM outputs
+// (FindDividedSegments), at whatever offsets. Before, a clean run was diffed as one that sums: a between finding at
+// the first backward GEMM (reference seq 3; FP32 8.4e6 x the threshold, BF16 128 x), since its output gradient is
+// the DP size times the reference's (each of the eight cases, DP 2 and DP 4).
+TEST_P(DiffE2e, DdpBucketsOfSeveralGradientsAverage) {
+  const std::string dtype = GetParam();
+  for (const std::string cap : {"", " --bucket-cap 4000"}) {
+    const std::string args = "--bias --grad-reduce bucket" + cap, tag = dtype + (cap.empty() ? "" : "_cap");
+    const std::string ref = RunTpMlp("bref_" + tag, 1, 1, dtype, "", "", args);
+    for (int ranks : {2, 4}) {
+      const std::string cand = RunTpMlp("bclean_" + tag + std::to_string(ranks), ranks, 1, dtype, "random:7", "", args);
+      const DiffResult d = Diff(ref, cand);
+      EXPECT_EQ(d.report.verdict(), Verdict::kClean) << tag << ranks << "\n" << Describe(d);
+      EXPECT_EQ(d.report.summary().not_checked_total(), 0u) << tag << ranks;
+      EXPECT_LT(d.report.summary().overall.max_ratio, 1.0) << tag << ranks;
+    }
+  }
+}
+
+// Bucket bugs in DP 2 (FP32, seed as above): reference op order per step 0 Z1, 1 P, 2 its all-reduce, 3 dW2, 4 dA1,
+// 5 dW1, 6 dX, 7 its all-reduce, 8 the bucket's all-reduce; step 1 starts at 9. A bucket that divides nothing, or
+// divides by another size, is no average: the communicator sums, and the first backward GEMM's output gradient (the
+// DP size times the reference's under the run's per-rank loss mean) is flagged, i.e. the finding is the one-step-early
+// symptom of the missing average, not the packing. One gradient left undivided: the rest still average, and the
+// bucket all-reduce (a value reduction here: the one-rank reference all-reduces its bucket too) gets inputs whose sum
+// is not the reference's. Wrong offsets when copying out and a second all-reduce happen after the reduction the
+// reference has, so they show where the weights are read next: step 1's first GEMM.
+TEST(DiffE2eBucket, BucketBugsAreFound) {
+  struct Case {
+    const char* bug;
+    int64_t ref_seq;
+    const char* operand;
+  };
+  const std::string args = "--bias --grad-reduce bucket";
+  const std::string ref = RunTpMlp("bbref", 1, 1, "fp32", "", "", args);
+  for (const Case& c : {Case{"bucket-undivided", 3, "A"}, Case{"bucket-divided-wrong", 3, "A"},
+                        Case{"bucket-segment-undivided", 8, "send"}, Case{"bucket-offset-off", 9, "A"},
+                        Case{"bucket-summed-twice", 9, "A"}}) {
+    const DiffResult d = Diff(ref, RunTpMlp(std::string("bbug_") + c.bug, 2, 1, "fp32", "random:3", c.bug, args));
+    EXPECT_EQ(d.report.verdict(), Verdict::kFindings) << c.bug << "\n" << Describe(d);
+    EXPECT_EQ(d.report.summary().not_checked_total(), 0u) << c.bug;
+    ASSERT_TRUE(d.first.valid) << c.bug;
+    EXPECT_EQ(d.first.ref_seq, c.ref_seq) << c.bug << "\n" << Describe(d);
+    EXPECT_EQ(d.first.kind, "between") << c.bug;
+    EXPECT_EQ(d.first.operand, c.operand) << c.bug << "\n" << Describe(d);
+    EXPECT_GT(d.first.ratio, 100) << c.bug;
+    printf("bug   %-26s first %s at ref seq %lld (%s), err/threshold %.3g\n", c.bug, d.first.kind.c_str(),
+           static_cast<long long>(d.first.ref_seq), d.first.operand.c_str(), d.first.ratio);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, DiffE2e, ::testing::Values("fp32", "bf16"));
 
 }  // namespace

@@ -270,6 +270,13 @@ mutate "diff: a divided copy allowed two roundings" shard.cc \
   "if (std::fabs(x[e] - want) > 2 * f.u * std::fabs(want) + f.eta) return false;" "diff_test" "DiffShard"
 mutate "diff: divide-then-sum not taken as an average" shard.cc \
   "|| PrescaledSum(r.ops, j, op.coll.comm_size))" "|| false)" "moe_diff_e2e_test" "MoeDiffE2e"
+mutate "diff: a bucket searched for divided gradients at its start only" shard.cc \
+  "    i += taken == 0 ? 1 : taken;" "    i += taken == 0 ? x.size() : taken;" "diff_test diff_e2e_test" \
+  "DiffShard|Bucket"
+mutate "diff: a bucket with more undivided than divided gradients taken as an average" shard.cc \
+  "  return divided >= copied;" "  return true;" "diff_test" "DiffShard"
+mutate "diff: a sum with no divided input taken as an average" shard.cc \
+  "  if (divided == 0) return false;" "  if (false) return false;" "diff_test diff_e2e_test" "DiffShard|Bucket"
 mutate "diff: divide-then-sum reduction not linked to its GEMM" diff_sharded_reduce.cc \
   "      if (same || divided) {" "      if (same) {" "diff_test moe_diff_e2e_test" "DiffSharded|MoeDiffE2e"
 mutate "diff: same-signature GEMMs not re-paired by content" diff_sharded.cc \

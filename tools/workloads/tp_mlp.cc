@@ -9,6 +9,12 @@
 //   backward  dW2_t = A1ᵀ·dY, dA1 = dY·W2_tᵀ, dZ1 = dA1 ⊙ [Z1 > 0], dW1_t = Xᵀ·dZ1,
 //             dX = all-reduce_sum_TP(dZ1·W1_tᵀ)
 //   update    dW = all-reduce_avg_DP(dW) for both shards, then SGD on the host master weights.
+// --bias adds biases on the host: b1 to Z1 before the relu (column-parallel: this rank's ffn / tp) and b2 to Y after
+// the all-reduce (replicated over TP); db1 and db2 are the column sums of dZ1 and dY, gradients no GEMM computes.
+// --grad-reduce bucket reduces the gradients as PyTorch DDP's reducer does instead of one ncclAvg all-reduce each:
+// in reverse order of the parameters (W1, b1, W2, b2: db2, dW2, db1, dW1) packed side by side into flat
+// buckets (a bucket is closed once it holds --bucket-cap elements or more; 0: one bucket), each bucket divided by
+// the DP size and sum-all-reduced, then copied back out.
 // Element-wise work runs on the host (this program has no kernels of its own); GEMMs run in --dtype
 // (fp32: cublasSgemm_v2, bf16: cublasGemmEx with FP32 compute); the first layer uses cublasGemmStridedBatchedEx.
 // Communicators are created with ncclCommInitRank; unique ids travel through files in --rdzv DIR.
@@ -49,7 +55,14 @@ struct Options {
   float lr = 0.05f;
   std::string rdzv;
   std::string bug;         // "": none; grad-scale-twice, wrong-reduce-op, wrong-split, missing-allreduce,
-                           // grad-doubled-after-reduce (the DP-averaged weight gradient doubled on every rank)
+                           // grad-doubled-after-reduce (the DP-averaged weight gradient doubled on every rank);
+                           // with --grad-reduce bucket: bucket-segment-undivided (dW1 packed without the division),
+                           // bucket-offset-off (W1's gradient copied out from where db1, the gradient before it,
+                           // starts), bucket-summed-twice (each bucket all-reduced twice), bucket-undivided (no
+                           // division: a sum), bucket-divided-wrong (divided by the DP size + 1)
+  bool bias = false;
+  bool bucket = false;     // --grad-reduce bucket
+  int bucket_cap = 0;      // elements; 0: one bucket
   uint32_t perturb = 0;    // nonzero: each input element times (1 + u·r), r uniform in [-1, 1) from this seed
   std::string on_sigterm;  // "": default; "ignore": SIG_IGN; "stop": finish the step and exit 0; "exit7": _exit(7)
 };
@@ -95,17 +108,30 @@ Options Parse(int argc, char** argv) {
     } else if (a == "--rdzv") o.rdzv = next();
     else if (a == "--on-sigterm") o.on_sigterm = next();
     else if (a == "--bug") o.bug = next();
+    else if (a == "--bias") o.bias = true;
+    else if (a == "--bucket-cap") o.bucket_cap = atoi(next());
+    else if (a == "--grad-reduce") {
+      std::string g = next();
+      if (g != "avg" && g != "bucket") Die("--grad-reduce", "must be avg or bucket");
+      o.bucket = g == "bucket";
+    }
     else {
       fprintf(stderr,
               "usage: tp_mlp [--tp N] [--steps N] [--batch N] [--micro N] [--hidden N] [--ffn N] "
-              "[--lr X] [--perturb SEED] [--dtype fp32|bf16] [--rdzv DIR] [--on-sigterm ignore|stop|exit7] [--bug NAME]\n");
+              "[--lr X] [--perturb SEED] [--dtype fp32|bf16] [--rdzv DIR] [--on-sigterm ignore|stop|exit7] [--bias] "
+              "[--grad-reduce avg|bucket] [--bucket-cap N] [--bug NAME]\n");
       exit(2);
     }
   }
+  const bool bucket_bug = o.bug.rfind("bucket-", 0) == 0;
   if (!o.bug.empty() && o.bug != "grad-scale-twice" && o.bug != "wrong-reduce-op" && o.bug != "wrong-split" &&
-      o.bug != "missing-allreduce" && o.bug != "grad-doubled-after-reduce")
-    Die("--bug", "must be grad-scale-twice, wrong-reduce-op, wrong-split, missing-allreduce or "
-                 "grad-doubled-after-reduce");
+      o.bug != "missing-allreduce" && o.bug != "grad-doubled-after-reduce" && o.bug != "bucket-segment-undivided" &&
+      o.bug != "bucket-offset-off" && o.bug != "bucket-summed-twice" && o.bug != "bucket-undivided" &&
+      o.bug != "bucket-divided-wrong")
+    Die("--bug", "must be grad-scale-twice, wrong-reduce-op, wrong-split, missing-allreduce, "
+                 "grad-doubled-after-reduce, bucket-segment-undivided, bucket-offset-off, bucket-summed-twice, "
+                 "bucket-undivided or bucket-divided-wrong");
+  if (bucket_bug && !o.bucket) Die("--bug", "the bucket bugs need --grad-reduce bucket");
   if (o.tp < 1 || o.ffn % o.tp != 0 || o.micro < 1 || o.batch % o.micro != 0) Die("options", "inconsistent sizes");
   return o;
 }
@@ -157,6 +183,44 @@ void AllReduce(Tensor& t, ncclRedOp_t op, ncclComm_t comm, cudaStream_t s) {
   CHECK_NCCL(ncclAllReduce(t.dev, t.dev, t.host.size(), t.bf16 ? ncclBfloat16 : ncclFloat32, op, comm, s));
 }
 
+// PyTorch DDP's reducer: `grads` (host copies current; empty ones skipped) packed in order into flat buckets, each
+// closed once it holds --bucket-cap elements or more, each divided by the DP size on the host, uploaded, sum-all-reduced on `comm` and copied
+// back into the gradients' host copies. Every rank packs the same gradients in the same order.
+void ReduceInBuckets(const Options& o, int dp, ncclComm_t comm, cudaStream_t s, const std::vector<Tensor*>& grads) {
+  std::vector<std::vector<Tensor*>> buckets(1);
+  size_t filled = 0;
+  for (Tensor* g : grads) {
+    if (g->N() == 0) continue;
+    if (o.bucket_cap > 0 && filled >= static_cast<size_t>(o.bucket_cap)) buckets.emplace_back(), filled = 0;
+    buckets.back().push_back(g);
+    filled += g->N();
+  }
+  const float divisor = static_cast<float>(o.bug == "bucket-undivided" ? 1 : dp + (o.bug == "bucket-divided-wrong"));
+  for (const std::vector<Tensor*>& members : buckets) {
+    size_t n = 0;
+    for (const Tensor* g : members) n += g->N();
+    Tensor flat = Make(1, static_cast<int>(n), members[0]->bf16);
+    size_t at = 0;
+    for (const Tensor* g : members) {
+      // --bug bucket-segment-undivided: the last gradient packed (dW1) is not divided.
+      const float d = o.bug == "bucket-segment-undivided" && g == grads.back() ? 1.0f : divisor;
+      for (float v : g->host) flat.host[at++] = v / d;
+    }
+    Upload(flat, s);
+    for (int r = 0; r < (o.bug == "bucket-summed-twice" ? 2 : 1); ++r) AllReduce(flat, ncclSum, comm, s);
+    Download(flat, s);
+    at = 0;
+    for (size_t m = 0; m < members.size(); ++m) {
+      Tensor* g = members[m];
+      // --bug bucket-offset-off: W1's gradient (the last) read from where the gradient before it starts.
+      const size_t from = o.bug == "bucket-offset-off" && g == grads.back() && m > 0 ? at - members[m - 1]->N() : at;
+      std::copy_n(flat.host.begin() + static_cast<std::ptrdiff_t>(from), g->N(), g->host.begin());
+      at += g->N();
+    }
+    CHECK_CUDA(cudaFree(flat.dev));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,6 +254,8 @@ int main(int argc, char** argv) {
   Tensor w1 = Make(h, f, o.bf16), w2 = Make(f, h, o.bf16), x = Make(b, h, o.bf16), t = Make(b, h, o.bf16);
   Tensor z1 = Make(b, f, o.bf16), a1 = Make(b, f, o.bf16), y = Make(b, h, o.bf16), dy = Make(b, h, o.bf16);
   Tensor dw1 = Make(h, f, o.bf16), dw2 = Make(f, h, o.bf16), da1 = Make(b, f, o.bf16), dx = Make(b, h, o.bf16);
+  Tensor db1 = Make(1, o.bias ? f : 0, o.bf16), db2 = Make(1, o.bias ? h : 0, o.bf16);
+  std::vector<float> b1(o.bias ? f : 0, 0.0f), b2(o.bias ? h : 0, 0.0f);
   // Full weights drawn in one order so every TP/DP layout shards the same model; this rank keeps its slice.
   g_lcg = 12345;
   const float s1 = 1.0f / std::sqrt(static_cast<float>(h)), s2 = 1.0f / std::sqrt(static_cast<float>(o.ffn));
@@ -233,16 +299,23 @@ int main(int argc, char** argv) {
     // Forward.
     blas.MatMulMicro(x, w1, z1, o.micro);
     Download(z1, s);
+    for (size_t i = 0; i < z1.host.size() && o.bias; ++i) z1.host[i] += b1[i % f];
     for (size_t i = 0; i < z1.host.size(); ++i) a1.host[i] = z1.host[i] > 0 ? z1.host[i] : 0.0f;
     Upload(a1, s);
     blas.MatMul(false, false, a1, w2, y);
     if (o.bug != "missing-allreduce") AllReduce(y, o.bug == "wrong-reduce-op" ? ncclMax : ncclSum, tp_comm, s);
     Download(y, s);
+    for (size_t i = 0; i < y.host.size() && o.bias; ++i) y.host[i] += b2[i % h];
     double loss = 0;
     for (size_t i = 0; i < y.host.size(); ++i) {
       float d = y.host[i] - t.host[i];
       loss += 0.5 * d * d / b;
       dy.host[i] = d / b;
+    }
+    if (o.bias) {  // db2: the column sums of dY
+      std::fill(db2.host.begin(), db2.host.end(), 0.0f);
+      for (size_t i = 0; i < dy.host.size(); ++i) db2.host[i % h] += dy.host[i];
+      Upload(db2, s);
     }
     Upload(dy, s);
     // Backward.
@@ -251,21 +324,38 @@ int main(int argc, char** argv) {
     Download(da1, s);
     const float grad_scale = o.bug == "grad-scale-twice" ? 2.0f : 1.0f;  // scaled by the TP size a second time
     for (size_t i = 0; i < da1.host.size(); ++i) a1.host[i] = z1.host[i] > 0 ? grad_scale * da1.host[i] : 0.0f;  // dZ1
+    if (o.bias) {  // db1: the column sums of dZ1
+      std::fill(db1.host.begin(), db1.host.end(), 0.0f);
+      for (size_t i = 0; i < a1.host.size(); ++i) db1.host[i % f] += a1.host[i];
+      Upload(db1, s);
+    }
     Upload(a1, s);
     blas.MatMul(true, false, x, a1, dw1);
     blas.MatMul(false, true, a1, w1, dx);
     AllReduce(dx, ncclSum, tp_comm, s);
     // Data-parallel gradient averaging and the update.
-    AllReduce(dw1, ncclAvg, dp_comm, s);
-    AllReduce(dw2, ncclAvg, dp_comm, s);
     std::vector<float> m1 = w1.host, m2 = w2.host;
-    Download(dw1, s);
-    Download(dw2, s);
+    if (o.bucket) {
+      Download(dw1, s);
+      Download(dw2, s);
+      ReduceInBuckets(o, dp, dp_comm, s, {&db2, &dw2, &db1, &dw1});
+    } else {
+      AllReduce(dw1, ncclAvg, dp_comm, s);
+      AllReduce(dw2, ncclAvg, dp_comm, s);
+      if (o.bias) AllReduce(db1, ncclAvg, dp_comm, s);
+      if (o.bias) AllReduce(db2, ncclAvg, dp_comm, s);
+      Download(db1, s);
+      Download(dw1, s);
+      Download(dw2, s);
+      Download(db2, s);
+    }
     // --bug grad-doubled-after-reduce: every rank doubles the averaged gradient after the last reduction, so the
     // ranks stay consistent and every captured op computes what its inputs imply; only the weights drift.
     const float update = o.lr * (o.bug == "grad-doubled-after-reduce" ? 2.0f : 1.0f);
     for (size_t i = 0; i < m1.size(); ++i) w1.host[i] = m1[i] - update * dw1.host[i];
     for (size_t i = 0; i < m2.size(); ++i) w2.host[i] = m2[i] - update * dw2.host[i];
+    for (size_t i = 0; i < b1.size(); ++i) b1[i] -= update * db1.host[i];
+    for (size_t i = 0; i < b2.size(); ++i) b2[i] -= update * db2.host[i];
     Upload(w1, s);
     Upload(w2, s);
     if (rank == 0) printf("step %d loss %.6f\n", step, loss);
@@ -280,6 +370,6 @@ int main(int argc, char** argv) {
   CHECK_NCCL(ncclCommDestroy(dp_comm));
   CHECK_CUBLAS(cublasDestroy(handle));
   CHECK_CUDA(cudaStreamDestroy(s));
-  for (Tensor* p : {&w1, &w2, &x, &t, &z1, &a1, &y, &dy, &dw1, &dw2, &da1, &dx}) CHECK_CUDA(cudaFree(p->dev));
+  for (Tensor* p : {&w1, &w2, &x, &t, &z1, &a1, &y, &dy, &dw1, &dw2, &da1, &dx, &db1, &db2}) CHECK_CUDA(cudaFree(p->dev));
   return 0;
 }
