@@ -3,6 +3,7 @@
 // and same-layout bitwise comparisons.
 #include "analyzer/diff.h"
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
@@ -58,6 +59,9 @@ struct Faults {
   double gemm2_b_scale = 1;     // candidate rank 1's GEMM2 input scaled (host code between ops)
   bool extra_op = false;        // candidate rank 0 issues an extra GEMM the reference has not
   bool divide_then_sum = false;  // each rank's all-reduce input is its partial output halved (FP32), then summed
+  bool avg = false;              // the all-reduce is ncclAvg of the partial outputs (its output their sum halved)
+  int64_t bump_index = -1;       // >= 0: rank 0's all-reduce output at that element moved by `bump`
+  double bump = 0;
   // With value_sum > 0: an all-reduce of a value the host computed (a squared gradient norm) follows, its inputs
   // 0.6 and 0.4 of value_sum (rank 1's scaled by value_input_scale), rank 0's output scaled by value_output_scale.
   double value_sum = 0, value_input_scale = 1, value_output_scale = 1;
@@ -74,8 +78,8 @@ void WriteGemm(StreamBuilder* s, uint64_t seq, const Mat& a, const Mat& b, const
 }
 
 void WriteAllReduce(StreamBuilder* s, uint64_t seq, uint64_t comm, int rank, int size, const Mat& in,
-                    const Mat& out, int64_t rows, int64_t cols) {
-  s->Collective(testing::AllReduceRec(seq, comm, 0, rank, size, DType::kF32, in.size()));
+                    const Mat& out, int64_t rows, int64_t cols, int red_op = 0) {
+  s->Collective(testing::AllReduceRec(seq, comm, 0, rank, size, DType::kF32, in.size(), red_op));
   s->Tensor(seq, TensorSlot::kSend, DType::kF32, static_cast<int64_t>(in.size()), 1, 1, Encode(DType::kF32, in));
   s->Tensor(seq, TensorSlot::kRecv, DType::kF32, static_cast<int64_t>(out.size()), 1, 1, Encode(DType::kF32, out));
   (void)rows;
@@ -118,7 +122,7 @@ std::string WriteCandidate(const std::string& name, const Faults& f = {}) {
   if (f.divide_then_sum)
     for (Mat& x : in)
       for (double& v : x) v = static_cast<float>(v / 2);
-  for (size_t i = 0; i < sum.size(); ++i) sum[i] = static_cast<float>(in[0][i] + in[1][i]);
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = static_cast<float>(in[0][i] + in[1][i]) * (f.avg ? 0.5 : 1);
   for (int r = 0; r < 2; ++r) {
     StreamBuilder s(dir + "/rank-" + std::to_string(r) + ".ttr", r, 2);
     s.CommInit(kTpComm, r, 2);
@@ -130,7 +134,8 @@ std::string WriteCandidate(const std::string& name, const Faults& f = {}) {
     Mat out = sum;
     if (r == 0)
       for (double& v : out) v *= f.allreduce_scale;
-    WriteAllReduce(&s, seq++, kTpComm, r, 2, in[r], out, kP, kN);
+    if (r == 0 && f.bump_index >= 0) out[static_cast<size_t>(f.bump_index)] += f.bump;
+    WriteAllReduce(&s, seq++, kTpComm, r, 2, in[r], out, kP, kN, f.avg ? 4 : 0);
     if (f.value_sum > 0) {
       const float x0 = static_cast<float>(0.6 * f.value_sum);
       const float x1 = static_cast<float>((f.value_sum - x0) * f.value_input_scale);
@@ -211,6 +216,42 @@ TEST(DiffSharded, DivideThenSumIsAnAverage) {
   EXPECT_EQ(r.first.ref_seq, 2);
   EXPECT_EQ(r.first.operand, "recv");
   EXPECT_GT(r.first.ratio, 10);
+}
+
+// The divide-then-sum bound (docs/diff.md): the sum's bound over the divided partials plus one rounding of each
+// division, u·Σ|partials|/P, where ncclAvg of the same partials has the avg bound over the undivided ones. The
+// GEMM's part of the bound is the same for both, so the difference of the two bounds at one element (read from a
+// finding there: an error of 1 at element 5) is the reduction's part alone, and is compared with the model computed
+// from the partials: a term 2x too loose (or left out) moves it by the whole term, 4x the tolerance.
+TEST(DiffSharded, DivideThenSumBoundHasOneRoundingPerPartial) {
+  constexpr int64_t kAt = 5;
+  auto bound_at = [](Faults f) {
+    f.bump_index = kAt;
+    f.bump = 1;
+    const DiffResult r = RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_dts_bound", f)));
+    EXPECT_TRUE(r.first.valid && r.first.operand == "recv" && r.first.ref_seq == 2) << Findings(r);
+    return r.first.threshold;
+  };
+  Faults pre, avg;
+  pre.divide_then_sum = true;
+  avg.avg = true;
+  // The partial outputs at element kAt, as WriteCandidate computes them.
+  const Mat a1 = Random(kM * kK, 1), b1 = Random(kK * kN, 2), a2 = Random(kP * kM, 3);
+  double sum = 0, abs_sum = 0;
+  for (int r = 0; r < 2; ++r) {
+    const Mat c1 = MatMul(Block(a1, kM, r * kM / 2, (r + 1) * kM / 2, 0, kK), b1, kM / 2, kK, kN);
+    const double v = MatMul(Block(a2, kP, 0, kP, r * kM / 2, (r + 1) * kM / 2), c1, kP, kM / 2, kN)[kAt];
+    sum += v;
+    abs_sum += std::fabs(v);
+  }
+  const FloatFormat f = FormatOf(DType::kF32);
+  const double scale = 0.5;  // the averaged output is compared scaled back by the comm size
+  const double term = f.u * abs_sum / 2 / scale;
+  const double model = (ReduceBound(f, ReduceOp::kSum, 2).Bound({sum / 2, abs_sum / 2}) -
+                        ReduceBound(f, ReduceOp::kAvg, 2).Bound({sum / 2, abs_sum})) / scale + term;
+  const double got = bound_at(pre) - bound_at(avg);
+  EXPECT_GT(term, 0);
+  EXPECT_NEAR(got, model, 0.25 * term) << "term " << term;
 }
 
 TEST(DiffSharded, ChangedInputIsBetweenOps) {

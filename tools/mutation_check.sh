@@ -277,6 +277,8 @@ mutate "diff: a bucket with more undivided than divided gradients taken as an av
   "  return divided >= copied;" "  return true;" "diff_test" "DiffShard"
 mutate "diff: a sum with no divided input taken as an average" shard.cc \
   "  if (divided == 0) return false;" "  if (false) return false;" "diff_test diff_e2e_test" "DiffShard|Bucket"
+mutate "diff: divide-then-sum bound's rounding of each divided partial 2x too loose" diff_sharded_reduce.cc \
+  "FormatOf(dt).u * oc.abs_partials[x] / p" "2 * FormatOf(dt).u * oc.abs_partials[x] / p" "diff_test" "DiffSharded"
 mutate "diff: divide-then-sum reduction not linked to its GEMM" diff_sharded_reduce.cc \
   "      if (same || divided) {" "      if (same) {" "diff_test moe_diff_e2e_test" "DiffSharded|MoeDiffE2e"
 mutate "diff: same-signature GEMMs not re-paired by content" diff_sharded.cc \
