@@ -49,25 +49,6 @@
 
 namespace {
 
-// Counter-based random: value of stream `s` at index `i`, uniform in [-1, 1).
-float Hash01(uint64_t s, uint64_t i) {
-  uint64_t z = s * 0x9E3779B97F4A7C15ull + i * 0xBF58476D1CE4E5B9ull + 0x94D049BB133111EBull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<float>(z >> 40) / 8388608.0f - 1.0f;
-}
-
-// Row-major Y = op(A)·op(B) via column-major cuBLAS on the same buffers (cublasGemmEx, FP32 compute).
-void MatMul(cublasHandle_t h, bool ta, bool tb, const Tensor& a, const Tensor& b, Tensor& y, float beta = 0.f) {
-  const int k = ta ? a.rows : a.cols;
-  const float one = 1.0f;
-  const cudaDataType t = y.bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  CHECK_CUBLAS(cublasGemmEx(h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, y.cols, y.rows, k,
-                            &one, b.dev, t, b.cols, a.dev, t, a.cols, &beta, y.dev, t, y.cols, CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
-}
-ncclDataType_t Nt(const Tensor& t) { return t.bf16 ? ncclBfloat16 : ncclFloat32; }
 struct Opt {
   int experts = 4, tokens = 64, hidden = 32, ffn = 64, steps = 2;
   bool bf16 = false, global_scale = false, avg = true, self_copy = false;
@@ -80,29 +61,27 @@ struct Opt {
 
 int main(int argc, char** argv) {
   Opt o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto nx = [&]() { if (i + 1 >= argc) Die(a.c_str(), "needs value"); return std::string(argv[++i]); };
-    if (a == "--experts") o.experts = std::stoi(nx());
-    else if (a == "--tokens") o.tokens = std::stoi(nx());
-    else if (a == "--hidden") o.hidden = std::stoi(nx());
-    else if (a == "--ffn") o.ffn = std::stoi(nx());
-    else if (a == "--steps") o.steps = std::stoi(nx());
-    else if (a == "--dtype") o.bf16 = nx() == "bf16";
-    else if (a == "--lr") o.lr = std::stof(nx());
-    else if (a == "--perturb") o.perturb = std::stoul(nx());
-    else if (a == "--loss-mean") o.global_scale = nx() == "global";
-    else if (a == "--grad-reduce") o.avg = nx() == "avg";
-    else if (a == "--self-chunk") o.self_copy = nx() == "copy";
-    else if (a == "--rdzv") o.rdzv = nx();
-    else if (a == "--bug") o.bug = nx();
-    else {
-      fprintf(stderr, "usage: moe_ep [--experts N] [--tokens N] [--hidden N] [--ffn N] [--steps N] [--dtype fp32|bf16] "
-                      "[--lr X] [--perturb SEED] [--loss-mean local|global] [--grad-reduce avg|sum] "
-                      "[--self-chunk nccl|copy] [--rdzv DIR] [--bug NAME]\n");
-      exit(2);
-    }
-  }
+  ParseFlags(argc, argv,
+             "usage: moe_ep [--experts N] [--tokens N] [--hidden N] [--ffn N] [--steps N] [--dtype fp32|bf16] "
+             "[--lr X] [--perturb SEED] [--loss-mean local|global] [--grad-reduce avg|sum] "
+             "[--self-chunk nccl|copy] [--rdzv DIR] [--bug NAME]\n",
+             [&](const std::string& a, const std::string& v) {
+               if (a == "--experts") o.experts = std::stoi(v);
+               else if (a == "--tokens") o.tokens = std::stoi(v);
+               else if (a == "--hidden") o.hidden = std::stoi(v);
+               else if (a == "--ffn") o.ffn = std::stoi(v);
+               else if (a == "--steps") o.steps = std::stoi(v);
+               else if (a == "--dtype") o.bf16 = v == "bf16";
+               else if (a == "--lr") o.lr = std::stof(v);
+               else if (a == "--perturb") o.perturb = std::stoul(v);
+               else if (a == "--loss-mean") o.global_scale = v == "global";
+               else if (a == "--grad-reduce") o.avg = v == "avg";
+               else if (a == "--self-chunk") o.self_copy = v == "copy";
+               else if (a == "--rdzv") o.rdzv = v;
+               else if (a == "--bug") o.bug = v;
+               else return false;
+               return true;
+             });
   if (!o.bug.empty() && o.bug != "combine-remote-reversed" && o.bug != "gate-grad-max" && o.bug != "stale-expert" &&
       o.bug != "expert-grad-unscaled")
     Die("--bug", "must be combine-remote-reversed, gate-grad-max, stale-expert or expert-grad-unscaled");
@@ -110,15 +89,10 @@ int main(int argc, char** argv) {
   const int rank = EnvInt("RANK", 0), W = EnvInt("WORLD_SIZE", 1);
   const int E = o.experts, T = o.tokens, h = o.hidden, f = o.ffn, El = E / W, Tl = T / W, e0 = rank * El;
   if (E % W || T % W) Die("sizes", "W must divide experts and tokens");
-  CHECK_CUDA(cudaSetDevice(EnvInt("LOCAL_RANK", 0)));
-  cudaStream_t s;
-  CHECK_CUDA(cudaStreamCreate(&s));
-  cublasHandle_t cb;
-  CHECK_CUBLAS(cublasCreate(&cb));
-  CHECK_CUBLAS(cublasSetStream(cb, s));
-  ncclComm_t comm;
-  ncclUniqueId id = Rendezvous(o.rdzv, "world", rank == 0);
-  CHECK_NCCL(ncclCommInitRank(&comm, W, id, rank));
+  const World world = OpenWorld(o.rdzv, rank, W);
+  cudaStream_t s = world.s;
+  cublasHandle_t cb = world.cb;
+  ncclComm_t comm = world.comm;
   const bool b = o.bf16;
   // Full weights drawn by global index; this rank keeps the gate and its experts.
   Tensor wg = Make(h, E, b);
