@@ -48,11 +48,14 @@ std::vector<double> Chunk(const std::vector<double>& v, size_t c, size_t len) {
 }
 
 // Matches each of the p chunks of `got` (the gather's inputs in comm-rank order) with the chunk of `want` nearest
-// to it; the first input that matches none within `tau`, or p when all match. `text` says which matched which.
+// to it; the first input that matches none within `tau`, or p when each matches a chunk of its own. Two inputs that
+// match the same chunk (a shard cut at another rank's place) are not a reordering: the one out of its place is
+// the input that differs (the first of them when neither is in place). `text` says which matched which.
 size_t MatchChunks(const std::vector<double>& got, const std::vector<double>& want, size_t p, double tau,
                    std::string* text) {
   const size_t len = got.size() / p;
   size_t bad = p;
+  std::vector<size_t> match(p, p), uses(p, 0);
   text->clear();
   for (size_t c = 0; c < p; ++c) {
     double best = std::numeric_limits<double>::infinity();
@@ -61,10 +64,15 @@ size_t MatchChunks(const std::vector<double>& got, const std::vector<double>& wa
       const double e = RelFrobenius(Chunk(got, c, len), Chunk(want, j, len));
       if (e < best) best = e, best_j = j;
     }
+    if (best <= tau) ++uses[match[c] = best_j];
     if (best > tau && bad == p) bad = c;
     absl::StrAppend(text, c > 0 ? ", " : "", "comm rank ", c, " -> ",
                     best <= tau ? absl::StrCat("chunk ", best_j) : std::string("none"));
   }
+  for (size_t c = 0; c < p && bad == p; ++c)
+    if (uses[match[c]] > 1 && match[c] != c) bad = c;
+  for (size_t c = 0; c < p && bad == p; ++c)
+    if (uses[match[c]] > 1) bad = c;
   return bad;
 }
 
@@ -139,6 +147,23 @@ double WorstReplicaError(const LogicalGemm& r, const std::vector<Shard>& shards,
   for (double v : operand_a ? r.a : r.b) den += v * v;
   if (den == 0) return num == 0 ? 0 : std::numeric_limits<double>::infinity();
   return std::sqrt(num / den);
+}
+
+const Op* Sharded::RefOf(int rank, const Op* op) const {
+  for (size_t r = 0; r < cand_.ranks.size(); ++r) {
+    const std::vector<Op>& ops = cand_.ranks[r].ops;
+    if (cand_.ranks[r].rank() != rank || op < ops.data() || op >= ops.data() + ops.size()) continue;
+    const int64_t i = align_[r].ref_of_cand[static_cast<size_t>(op - ops.data())];
+    return i >= 0 ? &ref_.ranks[0].ops[static_cast<size_t>(i)] : nullptr;
+  }
+  return nullptr;
+}
+
+std::string Sharded::CommRankText(const Op& collective, size_t comm_rank) const {
+  for (const RankTrace& r : cand_.ranks)
+    if (comms_.CoordOf(r.rank(), collective.coll.comm_hash) == static_cast<int>(comm_rank))
+      return absl::StrCat("comm rank ", comm_rank, " (rank ", r.rank(), ")");
+  return absl::StrCat("comm rank ", comm_rank);
 }
 
 bool Sharded::JudgeAccumulator(const Op& rop, const LogicalGemm& r, const std::vector<double>& beta_c0,
@@ -264,13 +289,14 @@ bool Sharded::JudgeGathers(const Op& rop, const std::vector<Shard>& shards, cons
     const std::string detail = absl::StrCat(judge.detail, "; output of rank ", s.rank, "'s all-gather is operand ",
                                             operand_a ? "A" : "B", " of rank ", s.rank, " seq ", s.op->seq,
                                             "; its inputs against the reference's chunks: ", inputs);
-    Find(inside ? "diff.inside" : "diff.between", name, rop, inside ? "recv" : "send", inside ? "inside" : "between",
-         rel, MaxAbsDiff(got, want), judge.eps, rel / judge.tau, judge.tau, judge.model,
+    const Op* gref = RefOf(s.rank, gather);
+    Find(inside ? "diff.inside" : "diff.between", name, gref != nullptr ? *gref : rop, inside ? "recv" : "send",
+         inside ? "inside" : "between", rel, MaxAbsDiff(got, want), judge.eps, rel / judge.tau, judge.tau, judge.model,
          inside ? absl::StrCat("its inputs match the reference's chunks (", judge.why, ") but its output places them ",
                                "elsewhere: the all-gather's rank order is not the layout's")
-                : absl::StrCat("its input from comm rank ", bad, " already differs from every chunk of the reference ",
-                               "(", judge.why, ")"),
-         detail);
+                : absl::StrCat("its input from ", CommRankText(*gather, bad), " is not the reference's chunk ", bad,
+                               " (", judge.why, ")"),
+         detail, gref != nullptr ? "" : ", which reads its output");
   }
   return reported;
 }
@@ -371,16 +397,18 @@ bool Sharded::JudgeContainingGather(const Op& rop, const std::vector<Shard>& sha
   const std::string detail = absl::StrCat(
       judge.detail, "; rank ", worst->rank, "'s all-gather output, as ", DTypeName(t->meta.dtype), ", is operand ", operand_a ? "A" : "B", " of rank ", worst->rank, " seq ", worst->op->seq, " at elements ", off,
       "..", off + stored.size() - 1, " (", p, " chunks of ", len, "): ", where);
-  Find(inside ? "diff.inside" : "diff.between", name, rop, inside ? "recv" : "send", inside ? "inside" : "between",
-       rel, MaxAbsDiff(stored, want_stored), judge.eps, rel / judge.tau, judge.tau, judge.model,
+  const Op* gref = RefOf(worst->rank, gather);
+  Find(inside ? "diff.inside" : "diff.between", name, gref != nullptr ? *gref : rop, inside ? "recv" : "send",
+       inside ? "inside" : "between", rel, MaxAbsDiff(stored, want_stored), judge.eps, rel / judge.tau, judge.tau,
+       judge.model,
        inside ? absl::StrCat("the reference's values of operand ", operand_a ? "A" : "B", " of rank ", worst->rank,
                              " seq ", worst->op->seq, " are in other chunks of its output (",
                              FormatNumber(rel_moved), " relative Frobenius there; ", judge.why,
                              "): the all-gather's rank order is not the layout's")
-              : absl::StrCat("its input from comm rank ", bad_chunk, " already differs from the reference's values ",
-                             "of operand ", operand_a ? "A" : "B", " of rank ", worst->rank, " seq ", worst->op->seq,
-                             " (", judge.why, ")"),
-       detail);
+              : absl::StrCat("its input from ", CommRankText(*gather, bad_chunk),
+                             " already differs from the reference's values of operand ", operand_a ? "A" : "B",
+                             " of rank ", worst->rank, " seq ", worst->op->seq, " (", judge.why, ")"),
+       detail, gref != nullptr ? "" : ", whose operand it became");
   return true;
 }
 

@@ -56,21 +56,26 @@ double MaxAbsDiff(const std::vector<double>& got, const std::vector<double>& ref
   return m;
 }
 
-namespace diff_internal {
-
-double Sharded::BestScale(const std::vector<double>& x, const std::vector<double>& r, double* rel) const {
+double ExplainingScale(const std::vector<double>& x, const std::vector<double>& ref, const std::vector<double>& scales,
+                       double within, double* rel) {
   double best = 1;
-  *rel = RelFrobenius(x, r);
-  for (double s : scales_) {
+  *rel = RelFrobenius(x, ref);
+  for (double s : scales) {
     std::vector<double> y(x);
     for (double& v : y) v /= s;
-    const double e = RelFrobenius(y, r);
-    if (e < *rel) {
+    const double e = RelFrobenius(y, ref);
+    if (e < *rel && e <= within) {
       *rel = e;
       best = s;
     }
   }
   return best;
+}
+
+namespace diff_internal {
+
+double Sharded::BestScale(const std::vector<double>& x, const std::vector<double>& r, double* rel) const {
+  return ExplainingScale(x, r, scales_, std::max(kScaleExplains, 2 * max_out_rel_), rel);
 }
 
 void Sharded::NoteCalibrated(const OpName& op, double ratio, double err_eps) {
@@ -84,7 +89,8 @@ void Sharded::NoteCalibrated(const OpName& op, double ratio, double err_eps) {
 
 void Sharded::Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
                    const std::string& kind, double rel, double abs, double eps, double ratio, double threshold,
-                   const std::string& model, const std::string& message, const std::string& detail) {
+                   const std::string& model, const std::string& message, const std::string& detail,
+                   const std::string& ref_role) {
   Finding f;
   f.check = check;
   f.rank = op.rank;
@@ -95,7 +101,7 @@ void Sharded::Find(const std::string& check, const OpName& op, const Op& rop, co
   f.max_rel_err = rel;
   f.ratio = ratio;
   f.threshold = threshold;
-  f.message = absl::StrCat(kind, " divergence at ", operand, " (reference seq ", rop.seq, "): ", message,
+  f.message = absl::StrCat(kind, " divergence at ", operand, " (reference seq ", rop.seq, ref_role, "): ", message,
                            "; error ", FormatNumber(rel / eps), " eps");
   f.detail = detail;
   for (size_t r = 0; r < cand_.ranks.size() && pipeline_.stages > 1; ++r)

@@ -128,10 +128,16 @@ class Sharded {
   bool JudgeContainingGather(const Op& rop, const std::vector<Shard>& shards, const GemmSplit& split,
                              bool operand_a, const std::vector<double>& ref_full, double scale,
                              const OperandJudge& judge);
+  // Reports a divergence at candidate op `op`, aligned with reference op `rop`; `ref_role` follows "reference seq
+  // N" in the message when `rop` is not the op's own counterpart (", which reads its output").
   void Find(const std::string& check, const OpName& op, const Op& rop, const std::string& operand,
             const std::string& kind, double rel, double abs, double eps, double ratio, double threshold,
             const std::string& model,
-            const std::string& message, const std::string& detail);
+            const std::string& message, const std::string& detail, const std::string& ref_role = "");
+  // The reference op aligned with candidate op `op` of `rank`, nullptr when none.
+  const Op* RefOf(int rank, const Op* op) const;
+  // "comm rank C (rank R)": the candidate rank that is member C of the collective's communicator.
+  std::string CommRankText(const Op& collective, size_t comm_rank) const;
   double BestScale(const std::vector<double>& x, const std::vector<double>& r, double* rel) const;
   void NoteCalibrated(const OpName& op, double ratio, double err_eps);
 

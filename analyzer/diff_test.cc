@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/align.h"
+#include "analyzer/diff_sharded.h"
 #include "analyzer/shard.h"
 #include "analyzer/test_util.h"
 #include "gtest/gtest.h"
@@ -652,6 +653,43 @@ TEST(DiffShard, ABucketOfDividedGradientsAverages) {
   EXPECT_TRUE(trace(pack(2, 1), {w1, w2}).empty()) << "16 divided, 24 undivided";
   EXPECT_EQ(trace(pack(2, 2), {w1}), avg) << "w2's GEMM not in the trace: w1 divided";
   EXPECT_TRUE(trace(pack(2, 2), {}).empty()) << "no GEMM";
+}
+
+// An averaging scale is named only when it explains the operand. A real averaged gradient (twice the reference's,
+// rounded to BF16) gets scale 2; an unrelated tensor of the same size (orthogonal: √2 away, 1.118 under scale 2, the
+// picker took 2 before) keeps its own error. Both sides of kScaleExplains: 0.2 away under the scale is taken, 0.4 is
+// not (a bound 2x too loose takes it, one 2x too tight misses 0.2); after a divergence the threshold's larger
+// allowance takes it.
+TEST(DiffShard, AScaleIsNamedOnlyWhenItExplainsTheData) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> uni(-1, 1);
+  std::vector<double> r(64), n(64);
+  for (double& v : r) v = uni(rng);
+  for (double& v : n) v = uni(rng);
+  double rn = 0, rr = 0, nn = 0;  // n made orthogonal to r and of r's norm
+  for (size_t i = 0; i < r.size(); ++i) rn += r[i] * n[i], rr += r[i] * r[i];
+  for (size_t i = 0; i < r.size(); ++i) n[i] -= rn / rr * r[i];
+  for (double v : n) nn += v * v;
+  for (double& v : n) v *= std::sqrt(rr / nn);
+  auto away = [&](double f) {  // 2·(r + f·n): f away from r under scale 2
+    std::vector<double> x(r.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 2 * (r[i] + f * n[i]);
+    return x;
+  };
+  const std::vector<double> scales = {2};
+  double rel = 0;
+  std::vector<double> grad(r.size());
+  for (size_t i = 0; i < r.size(); ++i) grad[i] = 2 * r[i] * (1 + 0x1p-8 * uni(rng));
+  EXPECT_EQ(ExplainingScale(grad, r, scales, kScaleExplains, &rel), 2);
+  EXPECT_LT(rel, 0x1p-8);
+  EXPECT_EQ(ExplainingScale(n, r, scales, kScaleExplains, &rel), 1);
+  EXPECT_NEAR(rel, std::sqrt(2.0), 1e-12);
+  EXPECT_EQ(ExplainingScale(away(0.2), r, scales, kScaleExplains, &rel), 2);
+  EXPECT_NEAR(rel, 0.2, 1e-12);
+  EXPECT_EQ(ExplainingScale(away(0.4), r, scales, kScaleExplains, &rel), 1);
+  EXPECT_NEAR(rel, RelFrobenius(away(0.4), r), 1e-12);
+  EXPECT_EQ(ExplainingScale(away(0.4), r, scales, 0.9, &rel), 2);
+  EXPECT_EQ(ExplainingScale(grad, r, {}, kScaleExplains, &rel), 1);  // no averaging communicator: no scale
 }
 
 TEST(DiffShard, GroupedSplitsInterleaveSlices) {

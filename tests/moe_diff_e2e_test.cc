@@ -1,4 +1,4 @@
-// ttrace diff end to end on a program that is neither tp_mlp nor gpt: tools/workloads/moe_ep, an expert-parallel
+// ttrace diff end to end on programs that are neither tp_mlp nor gpt. tools/workloads/moe_ep, an expert-parallel
 // mixture-of-experts layer on simgpu under libttrace.so. Its ranks run different experts (GEMMs of the signatures
 // the one-rank reference runs for every expert) and exchange tokens with grouped ncclSend / ncclRecv to every rank,
 // itself included, as PyTorch's all_to_all_single does; the one-rank reference sends to and receives from itself
@@ -19,14 +19,19 @@ namespace {
 using analyzer::DiffResult;
 using analyzer::Verdict;
 
-std::string RunMoe(const std::string& name, int ranks, const std::string& args) {
+// Runs build/bin/`program` on `ranks` simgpu ranks under the shim into a fresh trace directory `name`.
+std::string RunWorkload(const std::string& program, const std::string& name, int ranks, const std::string& args) {
   const std::string dir = TempDir() + "/" + name, b = BuildDir();
   const std::string cmd = "rm -rf '" + dir + "' && env LD_LIBRARY_PATH=" + b + "/simgpu/lib TTRACE_DIR='" + dir +
                           "' TTRACE_CONTEXT=0 LD_PRELOAD=" + b + "/lib/libttrace.so " + b + "/bin/simrun -n " +
-                          std::to_string(ranks) + " -- " + b + "/bin/moe_ep --rdzv '" + dir + ".rdzv' " + args;
+                          std::to_string(ranks) + " -- " + b + "/bin/" + program + " --rdzv '" + dir + ".rdzv' " + args;
   std::string out;
   EXPECT_EQ(Shell(cmd, &out), 0) << cmd << "\n" << out;
   return dir;
+}
+
+std::string RunMoe(const std::string& name, int ranks, const std::string& args) {
+  return RunWorkload("moe_ep", name, ranks, args);
 }
 
 DiffResult Diff(const std::string& ref, const std::string& cand) {
@@ -156,6 +161,58 @@ TEST(MoeDiffE2e, BugsAreFoundWhereTheyFirstShow) {
     printf("bug   %-26s first %s at ref seq %lld (%s), err/threshold %.3g\n", b.bug, d.first.kind.c_str(),
            static_cast<long long>(d.first.ref_seq), d.first.operand.c_str(), d.first.ratio);
   }
+}
+
+// tools/workloads/fsdp_mlp: an MLP sharded as FSDP shards it. Each layer's weight is all-gathered from its W shards
+// before its GEMM (the one-rank reference gathers on its group of one: the gather is reference seq 0, the GEMM that
+// reads it seq 1), and the weight gradients are reduce-scattered with ncclAvg: each rank's loss is a mean over its
+// own tokens, so its output gradients are W times the reference's and are compared under that scale. Clean runs
+// (2 and 4 ranks, FP32 and BF16) diff clean with every op compared. A shard cut at the wrong place on the last rank
+// (one row past it; or at the previous rank's place, so that two inputs hold the same chunk) is found at the
+// all-gather, between at its input: the finding names the gather's own reference op and the rank whose chunk
+// differs, and no scale (the weight is no averaged gradient). Before, on 2 ranks, FP32: "(reference seq 1)", "its
+// input from comm rank 0", and "inputs scaled by 2 and 1 (gradients of an averaging data-parallel run)": the scale
+// picker took 2 because it lowered the gathered weight's error from 0.98 to 0.86; the previous rank's chunk was
+// "inside" (every input matched some chunk: taken for a gather in the wrong rank order).
+TEST(FsdpDiffE2e, CleanRunsAreCleanAndAShardAtTheWrongOffsetIsFoundAtItsGather) {
+  for (const char* dtype : {"fp32", "bf16"}) {
+    const std::string args = std::string("--dtype ") + dtype;
+    const std::string ref = RunWorkload("fsdp_mlp", std::string("fref_") + dtype, 1, args);
+    for (int ranks : {2, 4}) {
+      const std::string tag = std::string(dtype) + std::to_string(ranks);
+      const DiffResult clean = Diff(ref, RunWorkload("fsdp_mlp", "fclean_" + tag, ranks, args));
+      EXPECT_EQ(clean.report.verdict(), Verdict::kClean) << tag << "\n" << Describe(clean);
+      EXPECT_EQ(clean.report.summary().not_checked_total(), 0u) << tag << "\n" << Describe(clean);
+      EXPECT_GT(clean.report.summary().checked.count("diff.allgather"), 0u) << tag;
+      for (const std::string bug : {"shard-offset", "shard-of-prev"}) {
+        const DiffResult d = Diff(ref, RunWorkload("fsdp_mlp", bug + tag, ranks, args + " --bug " + bug));
+        ASSERT_TRUE(d.first.valid) << tag << bug << "\n" << Describe(d);
+        EXPECT_EQ(d.first.op.api, "ncclAllGather") << tag << bug << "\n" << Describe(d);
+        EXPECT_EQ(d.first.kind, "between") << tag << bug << "\n" << Describe(d);
+        EXPECT_EQ(d.first.operand, "send") << tag << bug;
+        EXPECT_EQ(d.first.ref_seq, 0) << tag << bug << "\n" << Describe(d);
+        ASSERT_FALSE(d.report.findings().empty());
+        const analyzer::Finding& f = d.report.findings()[0];
+        const std::string last = std::to_string(ranks - 1);
+        EXPECT_NE(f.message.find("(reference seq 0)"), std::string::npos) << f.message;
+        EXPECT_NE(f.message.find("its input from comm rank " + last + " (rank " + last + ")"), std::string::npos)
+            << f.message;
+        EXPECT_EQ(f.detail.find("scaled"), std::string::npos) << f.detail;
+      }
+    }
+  }
+}
+
+// The gradients reduce-scattered with a sum where the loss is a per-rank mean (--bug grad-summed): nothing on the
+// communicator averages any more, so the W-times-larger output gradient is no averaged one and is found at the first
+// backward GEMM of step 0 (reference seq 4, between at A), as docs/diff.md says of a sum where an average belongs.
+TEST(FsdpDiffE2e, ASumWhereAnAverageBelongsIsFoundAtTheFirstBackwardGemm) {
+  const std::string ref = RunWorkload("fsdp_mlp", "fref_sum", 1, "");
+  const DiffResult d = Diff(ref, RunWorkload("fsdp_mlp", "fsum", 2, "--bug grad-summed"));
+  ASSERT_TRUE(d.first.valid) << Describe(d);
+  EXPECT_EQ(d.first.ref_seq, 4) << Describe(d);
+  EXPECT_EQ(d.first.kind, "between");
+  EXPECT_EQ(d.first.operand, "A");
 }
 
 }  // namespace

@@ -261,6 +261,17 @@ mutate "pipeline: one rank's two-way first group taken as an exchange (not every
   "auto it = starts_two_way.emplace(comm, true).first;" \
   "auto it = starts_two_way.emplace(comm, false).first; it->second = it->second || two_way; continue;" \
   "pipeline_test" "^Pipeline"
+mutate "diff: an averaging scale taken whenever it lowers the error (not only when it explains the data)" \
+  diff_sharded.cc "    if (e < *rel && e <= within) {" "    if (e < *rel) {" "diff_test moe_diff_e2e_test" \
+  "DiffShard|FsdpDiffE2e"
+mutate "diff: a scale explains data 2x farther than kScaleExplains" diff_sharded.h \
+  "inline constexpr double kScaleExplains = 0.25;" "inline constexpr double kScaleExplains = 0.5;" "diff_test" \
+  "DiffShard"
+mutate "diff: two gather inputs holding one chunk read as a reordering" diff_operands.cc \
+  "    if (uses[match[c]] > 1 && match[c] != c) bad = c;" "    if (false) bad = c;" "moe_diff_e2e_test" "FsdpDiffE2e"
+mutate "diff: a gather's finding names the reference GEMM, not the gather's own reference op" diff_operands.cc \
+  "    return i >= 0 ? &ref_.ranks[0].ops[static_cast<size_t>(i)] : nullptr;" "    return nullptr;" \
+  "moe_diff_e2e_test" "FsdpDiffE2e"
 mutate "diff: the reference's sends to itself left unaligned" diff_sharded.cc \
   "if (IsSelfTransfer(rops[i])) {" "if (false) {" "moe_diff_e2e_test" "MoeDiffE2e"
 mutate "diff: a reference collective without a rule not folded" diff_sharded.cc \
