@@ -48,6 +48,17 @@ bool IsSelfTransfer(const Op& op) {
   return op.kind == OpKind::kCollective && p2p && op.coll.root_or_peer == op.coll.comm_rank;
 }
 
+// A sum reduction of the one-rank reference (a copy) whose input holds its GEMM outputs alongside other data or each
+// other, not just one GEMM's output: a data-parallel gradient bucket, which a candidate whose GEMMs are sharded packs
+// with other counts. (A reduction of one GEMM's output is linked to it and compared; left unaligned, the candidate
+// lacks it.)
+bool IsOneRankBucket(const std::vector<Op>& ops, size_t i) {
+  const Op& op = ops[i];
+  if (op.kind != OpKind::kCollective || op.coll.comm_size != 1 || op.coll.red_op != 0) return false;
+  const std::vector<DividedSegment> s = RecentGemmSegments(ops, i, {1});
+  return s.size() >= 2 || (s.size() == 1 && s[0].length < op.coll.count);
+}
+
 }  // namespace
 
 double MaxAbsDiff(const std::vector<double>& got, const std::vector<double>& ref) {
@@ -180,7 +191,9 @@ void Sharded::Run() {
   std::vector<bool> folded_ref(rops.size(), false);
   for (size_t i = 0; i < rops.size(); ++i) {
     if (ShardsOf(i).empty()) {
-      if (IsSelfTransfer(rops[i])) {  // a copy within the reference: its data is compared where it is read next
+      // A copy within the reference (its own sends, a gradient bucket reduced on its group of one that no candidate
+      // bucket aligns with: the candidate's hold sharded gradients): its data is compared where it is read next.
+      if (IsSelfTransfer(rops[i]) || IsOneRankBucket(rops, i)) {
         rep().AddChecked("diff.folded", {}, ElementStats{}, true);
         continue;
       }
@@ -196,9 +209,15 @@ void Sharded::Run() {
       CompareGemm(i, rops[i]);
       CompareUnalignedReductions(i, rops[i]);
     } else if (rops[i].api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce)) {
-      bool linked = false;
-      for (const auto& shard : ShardsOf(i)) linked = linked || links_.count(shard) > 0;
+      bool linked = false, other_count = false;
+      for (const auto& shard : ShardsOf(i)) {
+        linked = linked || links_.count(shard) > 0;
+        other_count = other_count || shard.second->coll.count != rops[i].coll.count;
+      }
+      // A bucket of sharded gradients holds other counts than the reference's: its data is compared where it is
+      // read next (below). With equal counts (data parallelism alone) it is compared as a value.
       if (linked) CompareReduce(ShardsOf(i), rops[i], nullptr);
+      else if (other_count && IsOneRankBucket(rops, i)) folded_ref[i] = true;
       else CompareValueReduce(i, rops[i]);
     } else if (rops[i].kind == OpKind::kCollective) {
       // A collective with no rule of its own (an all-gather of routing counts, a broadcast, sends and receives):

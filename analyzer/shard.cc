@@ -35,31 +35,11 @@ bool Scalar(const Tensor* t, double* out) {
 // gradients no GEMM computed: biases). A sum of undivided gradients (or of partial outputs) holds copies and no
 // divided output; a bucket that forgot to divide one of its gradients still averages the rest.
 bool PrescaledSum(const std::vector<Op>& ops, size_t j, int size) {
-  const Op& op = ops[j];
-  const bool reduction = op.api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce) ||
-                         op.api == static_cast<uint16_t>(format::ApiId::kNcclReduceScatter);
-  const Tensor* send = op.tensor(TensorSlot::kSend);
-  if (!reduction || op.coll.red_op != 0 || size < 2 || send == nullptr) return false;
-  const DType dt = static_cast<DType>(send->meta.dtype);
-  if (!IsFloatDType(dt)) return false;
-  constexpr size_t kLookBack = 64;  // GEMMs searched back from the reduction: 32 layers' weight and input gradients
-  std::vector<StoredValues> outputs;
-  size_t gemms = 0;
-  for (size_t i = j; i-- > 0 && gemms < kLookBack;) {
-    if (ops[i].kind != OpKind::kGemm) continue;
-    ++gemms;
-    const Tensor* c = ops[i].tensor(TensorSlot::kCOut);
-    if (c != nullptr && c->meta.dtype == send->meta.dtype && c->data.size() <= send->data.size())
-      outputs.push_back(StoredValues{dt, c->data});
-  }
-  if (outputs.empty()) return false;  // the send is decoded only when some output could lie in it
-  const std::vector<double> x = DecodeAll(dt, send->data);
-  const FloatFormat f = FormatOf(dt);
+  if (ops[j].coll.red_op != 0 || size < 2) return false;
   size_t divided = 0, copied = 0;
-  for (const DividedSegment& s : FindDividedSegments(x, outputs, size, f)) divided += s.length;
-  if (divided == 0) return false;
-  for (const DividedSegment& s : FindDividedSegments(x, outputs, 1, f)) copied += s.length;
-  return divided >= copied;
+  for (const DividedSegment& s : RecentGemmSegments(ops, j, {size, 1}))
+    (s.divisor == 1 ? copied : divided) += s.length;
+  return divided > 0 && divided >= copied;
 }
 
 // Whether x[0..n) is y[0..n) divided by p, each element within one rounding of f, and y is not all zero.
@@ -191,6 +171,35 @@ std::vector<DividedSegment> FindDividedSegments(const std::vector<double>& x, co
     }
     i += taken == 0 ? 1 : taken;
   }
+  return out;
+}
+
+std::vector<DividedSegment> RecentGemmSegments(const std::vector<Op>& ops, size_t j, const std::vector<int>& divisors) {
+  const Op& op = ops[j];
+  const bool reduction = op.kind == OpKind::kCollective &&
+                         (op.api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce) ||
+                          op.api == static_cast<uint16_t>(format::ApiId::kNcclReduceScatter));
+  const Tensor* send = op.tensor(TensorSlot::kSend);
+  if (!reduction || send == nullptr || !IsFloatDType(static_cast<DType>(send->meta.dtype))) return {};
+  const DType dt = static_cast<DType>(send->meta.dtype);
+  constexpr size_t kLookBack = 64;  // GEMMs searched back from the reduction: 32 layers' weight and input gradients
+  std::vector<StoredValues> outputs;
+  size_t gemms = 0;
+  for (size_t i = j; i-- > 0 && gemms < kLookBack;) {
+    if (ops[i].kind != OpKind::kGemm) continue;
+    ++gemms;
+    const Tensor* c = ops[i].tensor(TensorSlot::kCOut);
+    if (c != nullptr && c->meta.dtype == send->meta.dtype && c->data.size() <= send->data.size())
+      outputs.push_back(StoredValues{dt, c->data});
+  }
+  if (outputs.empty()) return {};  // the send is decoded only when some output could lie in it
+  const std::vector<double> x = DecodeAll(dt, send->data);
+  std::vector<DividedSegment> out;
+  for (int p : divisors)
+    for (DividedSegment s : FindDividedSegments(x, outputs, p, FormatOf(dt))) {
+      s.divisor = p;
+      out.push_back(s);
+    }
   return out;
 }
 

@@ -285,9 +285,19 @@ mutate "diff: a bucket searched for divided gradients at its start only" shard.c
   "    i += taken == 0 ? 1 : taken;" "    i += taken == 0 ? x.size() : taken;" "diff_test diff_e2e_test" \
   "DiffShard|Bucket"
 mutate "diff: a bucket with more undivided than divided gradients taken as an average" shard.cc \
-  "  return divided >= copied;" "  return true;" "diff_test" "DiffShard"
+  "  return divided > 0 && divided >= copied;" "  return divided > 0;" "diff_test" "DiffShard"
 mutate "diff: a sum with no divided input taken as an average" shard.cc \
-  "  if (divided == 0) return false;" "  if (false) return false;" "diff_test diff_e2e_test" "DiffShard|Bucket"
+  "  return divided > 0 && divided >= copied;" "  return divided >= copied;" "diff_test diff_e2e_test" \
+  "DiffShard|Bucket"
+mutate "diff: the one-rank reference's gradient bucket left unaligned" diff_sharded.cc \
+  "if (IsSelfTransfer(rops[i]) || IsOneRankBucket(rops, i)) {" "if (IsSelfTransfer(rops[i])) {" "diff_e2e_test" \
+  "Bucket"
+mutate "diff: the one-rank reference's bucket aligned with a bucket of shards judged as a value" diff_sharded.cc \
+  "else if (other_count && IsOneRankBucket(rops, i)) folded_ref[i] = true;" "else if (false) folded_ref[i] = true;" \
+  "diff_e2e_test" "Bucket"
+mutate "diff: any reference reduction holding a GEMM output taken for a bucket" diff_sharded.cc \
+  "return s.size() >= 2 || (s.size() == 1 && s[0].length < op.coll.count);" "return !s.empty();" \
+  "diff_e2e_test" "Bucket"
 mutate "diff: divide-then-sum bound's rounding of each divided partial 2x too loose" diff_sharded_reduce.cc \
   "FormatOf(dt).u * oc.abs_partials[x] / p" "2 * FormatOf(dt).u * oc.abs_partials[x] / p" "diff_test" "DiffSharded"
 mutate "diff: divide-then-sum reduction not linked to its GEMM" diff_sharded_reduce.cc \
