@@ -556,6 +556,35 @@ __attribute__((always_inline)) inline void EncodeTwo(const uint64_t* entry, cons
   *wb = {a1, n1, o1};
 }
 
+// Two symbols a lookup (codec30): a four-stream plane whose bytes all lie in [lo, lo + kPairRange) (a smooth plane's
+// differences: a few values around 0x80) is coded a pair of neighbours at a time, one 16-bit load of both bytes, one
+// table load (the pair's two codes as one: the first one's bits first) and one append, instead of two of each; the
+// bytes written are the same. Pair (a, b) is entry (a - lo) + 256 (b - lo): the 16-bit load less 257 lo, so the
+// table has (kPairRange - 1) 256 + kPairRange entries, of which the kPairRange^2 in range are filled.
+constexpr int kPairRange = 16;
+constexpr size_t kPairEntries = (kPairRange - 1) * 256 + kPairRange;
+
+// EncodeTwo for pairs: kPairs pairs a stream between 8-byte stores, their codes at most 48 bits together (a pair of
+// codes of at most 48 / (2 kPairs) bits each), so the pending bits stay at most 55 as in EncodeTwo. `off` is 257 lo.
+template <int kPairs>
+__attribute__((always_inline)) inline void EncodeTwoPairs(const uint64_t* pair, size_t off, const uint8_t* sa,
+                                                          const uint8_t* sb, size_t i, size_t last, BitWriter* wa,
+                                                          BitWriter* wb) {
+  uint64_t a0 = wa->acc, a1 = wb->acc, n0 = wa->bits, n1 = wb->bits;
+  uint8_t *o0 = wa->o, *o1 = wb->o;
+  for (; i < last; i += 2 * kPairs) {
+#pragma GCC unroll 8
+    for (int k = 0; k < kPairs; ++k) {
+      PutSymbol(pair[Load<uint16_t>(sa + i + 2 * k) - off], a0, n0);
+      PutSymbol(pair[Load<uint16_t>(sb + i + 2 * k) - off], a1, n1);
+    }
+    Flush8(o0, a0, n0);
+    Flush8(o1, a1, n1);
+  }
+  *wa = {a0, n0, o0};
+  *wb = {a1, n1, o1};
+}
+
 // Bytes of scratch a stream of a plane of n bytes in S streams may take: its symbols at kMaxLen bits, and room for
 // the last 8-byte store.
 constexpr size_t StreamRegion(size_t n, int S) { return ((n + S - 1) / S * kMaxLen + 7) / 8 + 8; }
@@ -568,12 +597,25 @@ constexpr size_t kStreamScratch = std::max(kStreams * StreamRegion(size_t{1} << 
 // while they stay inside their region, the rest byte by byte.
 template <int S>
 __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym, size_t n, const uint8_t len[256],
-                                                             uint8_t* region, uint32_t bytes[]) {
+                                                             int lo, int hi, uint8_t* region, uint32_t bytes[]) {
   uint64_t entry[256];
-  {
-    uint16_t code16[256];
-    CanonicalCodes(len, code16);
-    for (int s = 0; s < 256; ++s) entry[s] = len[s] ? static_cast<uint64_t>(code16[s]) << (64 - len[s]) | len[s] : 0;
+  uint16_t code16[256];
+  CanonicalCodes(len, code16);
+  for (int s = 0; s < 256; ++s) entry[s] = len[s] ? static_cast<uint64_t>(code16[s]) << (64 - len[s]) | len[s] : 0;
+  // Pairs where the plane's bytes are narrow (four streams of consecutive bytes only): as many pairs between 8-byte
+  // stores as keep them within 48 bits at the longest code in range, 8, 6, 4, 3 or 2 (0: symbol by symbol).
+  int longest = 1;
+  for (int c = lo; c <= hi; ++c) longest = std::max<int>(longest, len[c]);
+  const int pairs = S == kStreams && hi - lo < kPairRange ? std::min(8, 24 / longest) : 0;
+  uint64_t pair[S == kStreams ? kPairEntries : 1];
+  const size_t off = 257 * static_cast<size_t>(lo);
+  if (pairs) {
+    for (int b = lo; b <= hi; ++b)
+      for (int a = lo; a <= hi; ++a) {
+        const uint32_t l = len[a] + len[b];
+        const uint64_t code = code16[a] | static_cast<uint64_t>(code16[b]) << len[a];
+        pair[(a - lo) + 256 * (b - lo)] = l ? code << (64 - l) | l : 0;
+      }
   }
   constexpr size_t kStep = S == kWideStreams ? kWideStreams : 1;
   size_t first[S], count[S];  // stream s's symbol j is sym[first[s] + j * kStep]
@@ -602,11 +644,22 @@ __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym,
   size_t done[S];
   for (int s = 0; s < S; s += 2) {
     size_t i = 0;
+    // A round: four symbols, or kPairs pairs, a stream (at most 48 bits: 6 bytes).
+    const size_t per_round = pairs ? 2 * static_cast<size_t>(pairs) : 4;
     for (;;) {
-      const size_t rounds = std::min({(common - i) / 4, room(w[s].o, end[s]), room(w[s + 1].o, end[s + 1])});
+      const size_t rounds = std::min({(common - i) / per_round, room(w[s].o, end[s]), room(w[s + 1].o, end[s + 1])});
       if (rounds == 0) break;
-      EncodeTwo<kStep>(entry, sym + first[s], sym + first[s + 1], i, i + 4 * rounds, &w[s], &w[s + 1]);
-      i += 4 * rounds;
+      const size_t last = i + per_round * rounds;
+      const uint8_t *sa = sym + first[s], *sb = sym + first[s + 1];
+      switch (pairs) {
+        case 8: EncodeTwoPairs<8>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
+        case 6: EncodeTwoPairs<6>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
+        case 4: EncodeTwoPairs<4>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
+        case 3: EncodeTwoPairs<3>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
+        case 2: EncodeTwoPairs<2>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
+        default: EncodeTwo<kStep>(entry, sa, sb, i, last, &w[s], &w[s + 1]);
+      }
+      i = last;
     }
     done[s] = done[s + 1] = i;
   }
@@ -626,19 +679,21 @@ __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym,
 // With BMI2 a variable shift is one instruction on any register (shlx) instead of three micro-ops through cl, which
 // also frees cl for the register allocator: the same code compiled for it, chosen at run time.
 template <int S>
-__attribute__((target("bmi2"))) void EncodeStreamsBmi2(const uint8_t* sym, size_t n, const uint8_t len[256],
-                                                       uint8_t* region, uint32_t bytes[]) {
-  EncodeStreamsBody<S>(sym, n, len, region, bytes);
+__attribute__((target("bmi2"))) void EncodeStreamsBmi2(const uint8_t* sym, size_t n, const uint8_t len[256], int lo,
+                                                       int hi, uint8_t* region, uint32_t bytes[]) {
+  EncodeStreamsBody<S>(sym, n, len, lo, hi, region, bytes);
 }
 const bool kHaveBmi2 = __builtin_cpu_supports("bmi2");
 #endif
 
+// sym's bytes all lie in [lo, hi].
 template <int S>
-void EncodeStreams(const uint8_t* sym, size_t n, const uint8_t len[256], uint8_t* region, uint32_t bytes[]) {
+void EncodeStreams(const uint8_t* sym, size_t n, const uint8_t len[256], int lo, int hi, uint8_t* region,
+                   uint32_t bytes[]) {
 #ifdef TTRACE_FLOAT_CODEC_SSE2
-  if (kHaveBmi2) return EncodeStreamsBmi2<S>(sym, n, len, region, bytes);
+  if (kHaveBmi2) return EncodeStreamsBmi2<S>(sym, n, len, lo, hi, region, bytes);
 #endif
-  EncodeStreamsBody<S>(sym, n, len, region, bytes);
+  EncodeStreamsBody<S>(sym, n, len, lo, hi, region, bytes);
 }
 
 // How a lower plane is histogrammed, from a sample of it: not at all (stored raw: a Huffman code of the sample saves
@@ -826,9 +881,9 @@ size_t WritePlane(uint8_t* sym, size_t n, bool try_code, bool exact, size_t wide
   if (header * 8 * count + bits * n >= (1 + n) * 8 * count) return raw();
   uint32_t bytes[kMaxStreams];
   if (stream_count == kWideStreams)
-    EncodeStreams<kWideStreams>(sym, n, len, streams, bytes);
+    EncodeStreams<kWideStreams>(sym, n, len, lo, hi, streams, bytes);
   else
-    EncodeStreams<kStreams>(sym, n, len, streams, bytes);
+    EncodeStreams<kStreams>(sym, n, len, lo, hi, streams, bytes);
   size_t total = header;
   for (int s = 0; s < stream_count; ++s) total += bytes[s];
   if (total >= 1 + n) return raw();

@@ -289,6 +289,40 @@ TEST(FloatCodecTest, ThreeSymbolsALookupRoundTripAtEveryStreamEnd) {
 // Each plane's mode byte, block after block (defined below).
 std::vector<uint8_t> PlaneModes(const std::string& enc, size_t n, size_t e);
 
+// The planes' modes of a one-block payload (FP8: one plane).
+uint8_t FirstPlaneMode(const std::string& enc) { return static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]); }
+
+TEST(FloatCodecTest, NarrowPlanesRoundTripCodedTwoBytesALookup) {
+  // A four-stream plane whose bytes lie in 16 consecutive values is coded a pair of neighbours a lookup (codec30), 8,
+  // 6, 4, 3 or 2 pairs between 8-byte stores by its longest code (at most 3, 4, 6, 8, 12 bits), the rest of each stream
+  // byte by byte. FP8 planes of 2 to 16 values (and 17: byte by byte) at both ends of the byte range, with codes
+  // from 1 to 12 bits long (q: each value 1/q times as likely as the next; q 1: all alike), at stream lengths over
+  // every remainder of a round (16 bytes) and the exact histogram's limit; fewer than 16384 bytes, so version 3 codes
+  // them in four streams too (as values: a plane of independent draws is not coded as differences).
+  std::mt19937 rng(30);
+  std::vector<size_t> sizes;
+  for (size_t n = 1; n <= 40; ++n) sizes.push_back(n);
+  for (size_t n = 10000; n < 10000 + 4 * 17; n += 3) sizes.push_back(n);
+  for (size_t n : {4095, 4096, 4097, 16383}) sizes.push_back(n);
+  for (int width : {2, 3, 5, 7, 9, 16, 17}) {
+    for (int lo : {0, 0x7a, 256 - width}) {
+      for (double q : {1.0, 2.0}) {
+        std::vector<double> weight(static_cast<size_t>(width));
+        for (int k = 0; k < width; ++k) weight[static_cast<size_t>(k)] = std::pow(q, -k);
+        std::discrete_distribution<int> pick(weight.begin(), weight.end());
+        for (size_t n : sizes) {
+          std::vector<uint8_t> v(n);
+          for (uint8_t& x : v) x = Fp8WithTopByte(static_cast<uint8_t>(lo + pick(rng)));
+          const std::string at = " width " + std::to_string(width) + " from " + std::to_string(lo) + " q " +
+                                 std::to_string(q) + " n=" + std::to_string(n);
+          for (int version : {1, 3}) ExpectRoundTrip(v, "narrow FP8" + at, version);
+          if (n == 10000) EXPECT_EQ(FirstPlaneMode(Encode(v.data(), n, 1)), 2) << at;  // Huffman, four streams
+        }
+      }
+    }
+  }
+}
+
 TEST(FloatCodecTest, EveryWindowOfTheMultiSymbolTableIsRebuiltForEachBlock) {
   // The multi-symbol table is built for each block's code over the last one's: a window whose second code does not
   // fit (an 8-bit code followed by another: one window in 16 here) must get its one symbol again, else it decodes
@@ -309,9 +343,6 @@ TEST(FloatCodecTest, EveryWindowOfTheMultiSymbolTableIsRebuiltForEachBlock) {
   EXPECT_EQ(modes[1], 2);
   ExpectRoundTrip(v, "16 bytes, then 2 + 64");
 }
-
-// The planes' modes of a one-block payload (FP8: one plane).
-uint8_t FirstPlaneMode(const std::string& enc) { return static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]); }
 
 TEST(FloatCodecTest, EncoderCodesLargePlanesInEightStreams) {
   // Version 2 codes a Huffman plane of at least 16384 symbols in eight streams (mode 3) unless 7/8 of its code's

@@ -545,6 +545,15 @@ mutate "codec: the AVX2 FP16 compose leaves the low plane's quarters in order" f
 mutate "codec: the AVX2 FP32 compose pairs the wrong lanes" float_codec.cc \
   "Store256(out + 4 * i + 64, _mm256_permute2x128_si256(r0, r1, 0x31));" \
   "Store256(out + 4 * i + 64, _mm256_permute2x128_si256(r0, r1, 0x30));" "float_codec_test" "FloatCodecTest"
+# codec30: narrow planes coded a pair of neighbouring bytes a lookup.
+mutate "codec: a pair's second code shifted by its own length" float_codec.cc \
+  "static_cast<uint64_t>(code16[b]) << len[a];" "static_cast<uint64_t>(code16[b]) << len[b];" "float_codec_test" \
+  "FloatCodecTest"
+mutate "codec: pairs of 64 bits of codes a round" float_codec.cc \
+  "std::min(8, 24 / longest)" "std::min(8, 32 / longest)" "float_codec_test" "FloatCodecTest"
+mutate "codec: the pair table's offset 256 lo" float_codec.cc \
+  "const size_t off = 257 * static_cast<size_t>(lo);" "const size_t off = 256 * static_cast<size_t>(lo);" \
+  "float_codec_test" "FloatCodecTest"
 mutate "codec: the AVX2 prefix sum drops the previous vector's last byte" float_codec.cc \
   "    x = _mm256_add_epi8(x, carry);" "" "float_codec_test" "FloatCodecTest"
 mutate "codec: the AVX2 prefix sum drops the low lane's sum in the high lane" float_codec.cc \
