@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "shim/interception.h"
 #include "shim/log.h"
@@ -168,7 +169,7 @@ using UnsubscribeFn = CUptiResult (*)(CUpti_SubscriberHandle);
 using EnableCallbackFn = CUptiResult (*)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
 using ResultStringFn = CUptiResult (*)(CUptiResult, const char**);
 
-bool Subscribe(bool verbose) {
+bool Subscribe(bool verbose, const std::string& job_dir) {
   const char* soname = nullptr;
   void* lib = nullptr;
   for (const char* name : kCuptiSonames) {
@@ -192,7 +193,7 @@ bool Subscribe(bool verbose) {
     return s;
   };
   if ((subscribe == nullptr && subscribe_v2 == nullptr) || enable == nullptr) {
-    Log("%s lacks cuptiSubscribe or cuptiEnableCallback: recording without the context between ops", soname);
+    LogOncePerJob(job_dir, "%s lacks cuptiSubscribe or cuptiEnableCallback: recording without the context between ops", soname);
     return false;
   }
   CUpti_SubscriberHandle subscriber = nullptr;
@@ -210,13 +211,13 @@ bool Subscribe(bool verbose) {
     r = subscribe(&subscriber, ContextCallback, nullptr);
   }
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    Log("another tool%s%s holds CUPTI (%s): recording without the context between ops (kernels, NVTX ranges); "
+    LogOncePerJob(job_dir, "another tool%s%s holds CUPTI (%s): recording without the context between ops (kernels, NVTX ranges); "
         "TTRACE_CONTEXT=0 leaves CUPTI alone",
         holder[0] != '\0' ? " " : "", holder, text(r));
     return false;
   }
   if (r != CUPTI_SUCCESS) {
-    Log("CUPTI (%s) cannot be used (cuptiSubscribe: %s): recording without the context between ops (kernels, "
+    LogOncePerJob(job_dir, "CUPTI (%s) cannot be used (cuptiSubscribe: %s): recording without the context between ops (kernels, "
         "NVTX ranges); TTRACE_CONTEXT=0 leaves CUPTI alone",
         soname, text(r));
     return false;
@@ -225,7 +226,7 @@ bool Subscribe(bool verbose) {
   for (CUpti_CallbackId cbid : kNvtxCallbacks) r = r != CUPTI_SUCCESS ? r : enable(1, subscriber, CUPTI_CB_DOMAIN_NVTX, cbid);
   if (r != CUPTI_SUCCESS) {
     if (unsubscribe != nullptr) unsubscribe(subscriber);
-    Log("CUPTI (%s) cannot be used (cuptiEnableCallback: %s): recording without the context between ops",
+    LogOncePerJob(job_dir, "CUPTI (%s) cannot be used (cuptiEnableCallback: %s): recording without the context between ops",
         soname, text(r));
     return false;
   }
@@ -302,9 +303,9 @@ void CUPTIAPI ContextCallback(void* userdata, CUpti_CallbackDomain domain, CUpti
   }
 }
 
-bool StartContext(bool verbose) {
+bool StartContext(bool verbose, const std::string& job_dir) {
   static std::once_flag once;
-  std::call_once(once, [verbose] { g_active.store(Subscribe(verbose), std::memory_order_release); });
+  std::call_once(once, [&] { g_active.store(Subscribe(verbose, job_dir), std::memory_order_release); });
   return g_active.load(std::memory_order_acquire);
 }
 

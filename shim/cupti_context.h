@@ -9,8 +9,10 @@
 // with the subscriber name "ttrace" where CUPTI has it, so another tool's error names us), enable the kernel and
 // graph launch callbacks of the driver-API domain and the NVTX domain. No libcupti: nothing, silently (verbose 1
 // says so). Any CUPTI error, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another tool, Nsight or Kineto, holds
-// CUPTI) included: one line on stderr, the subscription is dropped, and capture goes on without context. The shim
-// never unsubscribes (a process-lifetime guest, like the engine).
+// CUPTI) included: the subscription is dropped, capture goes on without context, and one line on stderr says so
+// once per job (log.h LogOncePerJob with the trace directory `job_dir`: the first rank to meet a problem says it,
+// ranks that meet the same one stay silent; without a GPU every rank meets it). The shim never unsubscribes (a
+// process-lifetime guest, like the engine).
 // NVTX callbacks need NVTX_INJECTION64_PATH to name libcupti before the application's first NVTX call (NVTX's
 // own rule, README "Context between ops"); without it ops carry kernels and graph launches only. The shim does not
 // set it: changing the environment of a running multi-threaded process is not a guest's business.
@@ -34,6 +36,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "ttrace/format.h"
 
@@ -63,7 +66,7 @@ void CUPTIAPI ContextCallback(void* userdata, CUpti_CallbackDomain domain, CUpti
 
 // Dlopens libcupti and subscribes (see the header comment). Idempotent; the engine's starting thread. `verbose`:
 // TTRACE_VERBOSE. True when callbacks are enabled.
-bool StartContext(bool verbose);
+bool StartContext(bool verbose, const std::string& job_dir);
 // True once StartContext subscribed: ops carry context records.
 bool ContextActive();
 

@@ -85,6 +85,12 @@ void CloseOnSignal(int signal, bool ending) {
   engine->Shutdown();
 }
 
+// The directory of a stream path ("" for a bare file name): the trace directory the job's ranks share.
+std::string TraceDirOf(const std::string& stream_path) {
+  const size_t slash = stream_path.rfind('/');
+  return slash == std::string::npos ? "" : stream_path.substr(0, slash);
+}
+
 }  // namespace
 
 const Options& GetOptions() {
@@ -152,7 +158,7 @@ CaptureEngine* Engine() {
     engine->Start();
   }
   atexit(AtExit);
-  if (options.context) StartContext(options.verbose > 0);
+  if (options.context) StartContext(options.verbose > 0, TraceDirOf(path));
   g_engine.store(engine, std::memory_order_release);
   // Shutdown waits up to exit_wait_ms for copies, then up to 1 s for the final drain.
   InstallSignalClose(CloseOnSignal, static_cast<int>(std::min<int64_t>(options.exit_wait_ms, 60000)) + 2000);

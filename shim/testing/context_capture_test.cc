@@ -41,14 +41,14 @@ Traced RunWorkload(const ScratchDir& scratch, const std::string& tag, const std:
   env["LD_LIBRARY_PATH"] = (libpath.empty() ? "" : libpath + ":") + TTRACE_SIMGPU_LIBDIR;
   if (shim) env["LD_PRELOAD"] = TTRACE_SHIM_LIB;
   if (env.count("TTRACE_CONTEXT") == 0) env["TTRACE_CONTEXT"] = "1";  // the default, which RunProgram turns off
-  env["TTRACE_DIR"] = dir;
+  if (env.count("TTRACE_DIR") == 0) env["TTRACE_DIR"] = dir;
   env["TTRACE_MODE"] = "full";
-  env["RANK"] = "0";
-  env["WORLD_SIZE"] = "1";
+  if (env.count("RANK") == 0) env["RANK"] = "0";
+  if (env.count("WORLD_SIZE") == 0) env["WORLD_SIZE"] = "1";
   run.result = RunProgram({TTRACE_CONTEXT_WORKLOAD}, env);
   EXPECT_EQ(run.result.exit_code, 0) << run.result.err;
   if (!shim) return run;
-  absl::StatusOr<analyzer::TraceSet> set = analyzer::LoadTraceDir(dir);
+  absl::StatusOr<analyzer::TraceSet> set = analyzer::LoadTraceDir(env["TTRACE_DIR"]);
   EXPECT_TRUE(set.ok()) << set.status();
   if (set.ok()) run.trace = std::move(*set);
   if (!run.trace.ranks.empty()) run.stream = run.trace.ranks[0].path;
@@ -195,6 +195,42 @@ TEST(ContextCaptureTest, RealLibcuptiWithoutAGpuIsSaidOnce) {
     EXPECT_LE(ShimLines(run.result.err), 1) << run.result.err;
   }
   printf("real libcupti: %s\n", run.result.err.empty() ? "(subscribed, no message)" : run.result.err.c_str());
+}
+
+// Every rank of a job without a GPU meets the same refusal: said once for the job, not once per rank. Four ranks of
+// one job (one parent: this test; one trace directory) give one line, from the first, and record their ops as
+// before; a second job into the same directory (another parent: a shell) says it again, and so does a rank writing
+// elsewhere. Before: one line per rank (4).
+TEST(ContextCaptureTest, RealLibcuptiWithoutAGpuIsSaidOncePerJob) {
+  void* real = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_LOCAL);
+  if (real == nullptr) GTEST_SKIP() << "no libcupti.so.13 on this machine";
+  if (access("/dev/nvidia0", F_OK) == 0) GTEST_SKIP() << "a GPU: CUPTI subscribes, nothing to say";
+  ScratchDir scratch;
+  const std::string dir = scratch / "job";
+  int lines = 0;
+  for (int rank = 0; rank < 4; ++rank) {
+    const Traced run = RunWorkload(scratch, "job", "", true,
+                                   {{"RANK", std::to_string(rank)}, {"WORLD_SIZE", "4"}, {"TTRACE_DIR", dir}});
+    EXPECT_EQ(ShimLines(run.result.err), rank == 0 ? 1 : 0) << rank << ": " << run.result.err;
+    if (rank == 0)
+      EXPECT_NE(run.result.err.find("cannot be used (cuptiSubscribe: "), std::string::npos) << run.result.err;
+    if (rank == 0) EXPECT_NE(run.result.err.find("(said once for the job)"), std::string::npos) << run.result.err;
+    lines += ShimLines(run.result.err);
+    ASSERT_EQ(run.trace.ranks.size(), static_cast<size_t>(rank + 1));
+    for (const analyzer::RankTrace& t : run.trace.ranks) EXPECT_EQ(t.ops.size(), 4u);
+  }
+  EXPECT_EQ(lines, 1);
+  const RunResult other = RunProgram({"/bin/sh", "-c", std::string(TTRACE_CONTEXT_WORKLOAD) + "; exit $?"},
+                                     {{"LD_LIBRARY_PATH", TTRACE_SIMGPU_LIBDIR},
+                                      {"LD_PRELOAD", TTRACE_SHIM_LIB},
+                                      {"TTRACE_CONTEXT", "1"},
+                                      {"TTRACE_DIR", dir},
+                                      {"RANK", "4"},
+                                      {"WORLD_SIZE", "5"}});
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_EQ(ShimLines(other.err), 1) << "another job: " << other.err;
+  const Traced elsewhere = RunWorkload(scratch, "elsewhere", "", true, {{"RANK", "1"}, {"WORLD_SIZE", "2"}});
+  EXPECT_EQ(ShimLines(elsewhere.result.err), 1) << elsewhere.result.err;
 }
 
 // What `ttrace run` gives the job as NVTX_INJECTION64_PATH ("unset" when nothing), with the stand-in libcupti first
