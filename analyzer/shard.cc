@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -42,13 +43,29 @@ bool PrescaledSum(const std::vector<Op>& ops, size_t j, int size) {
   return divided > 0 && divided >= copied;
 }
 
-// Whether x[0..n) is y[0..n) divided by p, each element within one rounding of f, and y is not all zero.
-bool DividedRun(const double* x, const double* y, size_t n, int p, const FloatFormat& f) {
+// Whether x[0..n) is y[0..n) divided by p, each element within one rounding of f: -1 when not, 0 when y is all zero
+// there, 1 otherwise.
+int DividedRun(const double* x, const double* y, size_t n, int p, const FloatFormat& f) {
   bool nonzero = false;
   for (size_t e = 0; e < n; ++e) {
     const double want = y[e] / p;
-    if (std::fabs(x[e] - want) > f.u * std::fabs(want) + f.eta) return false;
+    if (std::fabs(x[e] - want) > f.u * std::fabs(want) + f.eta) return -1;
     nonzero = nonzero || y[e] != 0;
+  }
+  return nonzero ? 1 : 0;
+}
+
+// DividedRun against stored values, decoded in blocks (8 elements first: most probes fail there) so that no output
+// is ever decoded whole.
+bool DividedRunStored(const double* x, const StoredValues& y, size_t n, int p, const FloatFormat& f) {
+  double block[1024];
+  bool nonzero = false;
+  for (size_t at = 0, len = 8; at < n; at += len, len = std::min<size_t>(2 * len, 1024)) {
+    len = std::min(len, n - at);
+    DecodeStrided(y.dtype, y.bytes.data(), at, 1, len, block);
+    const int r = DividedRun(x + at, block, len, p, f);
+    if (r < 0) return false;
+    nonzero = nonzero || r > 0;
   }
   return nonzero;
 }
@@ -134,7 +151,7 @@ absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op) {
 }
 
 bool IsDividedCopy(const std::vector<double>& x, const std::vector<double>& y, int p, const FloatFormat& f) {
-  return x.size() == y.size() && p >= 2 && DividedRun(x.data(), y.data(), y.size(), p, f);
+  return x.size() == y.size() && p >= 2 && DividedRun(x.data(), y.data(), y.size(), p, f) > 0;
 }
 
 std::vector<DividedSegment> FindDividedSegments(const std::vector<double>& x, const std::vector<StoredValues>& outputs,
@@ -153,8 +170,32 @@ std::vector<DividedSegment> FindDividedSegments(const std::vector<double>& x, co
     heads.push_back(Head{DecodeElement(outputs[g].dtype, outputs[g].bytes.data(), 0) / p, g, n});
   }
   std::sort(heads.begin(), heads.end(), [](const Head& a, const Head& b) { return a.first < b.first; });
-  std::vector<std::vector<double>> decoded(outputs.size());
+  // A filter in front of the search: the keys (sign, exponent, top 8 significand bits of the value as a float) of
+  // every value within one rounding of some head; a position whose key is not among them matches no head. Rounding
+  // to float is monotone, so the floats of [lo, hi] have the keys between those of lo and hi.
+  auto key = [](double v) {
+    const float fv = static_cast<float>(v);
+    uint32_t b;
+    std::memcpy(&b, &fv, sizeof b);
+    return b >> 15;
+  };
+  std::vector<uint64_t> seen((1u << 17) / 64, 0);
+  auto mark = [&](uint32_t a, uint32_t b) {
+    for (uint32_t k = a; k <= b; ++k) seen[k >> 6] |= uint64_t{1} << (k & 63);
+  };
+  for (const Head& h : heads) {
+    const double r = (f.u * std::fabs(h.first) + f.eta) * (1 + 1e-9);
+    const double lo = h.first - r, hi = h.first + r;
+    if (lo >= 0) mark(key(lo), key(hi));
+    else if (hi <= 0) mark(key(hi), key(lo));
+    else mark(key(0.0), key(hi)), mark(key(-0.0), key(lo));
+  }
   for (size_t i = 0; i < x.size();) {
+    const uint32_t k = key(x[i]);
+    if (((seen[k >> 6] >> (k & 63)) & 1) == 0) {
+      ++i;
+      continue;
+    }
     // |x − w| ≤ u·|w| + η with w the first element divided by p gives |w| ≤ (|x| + η)/(1 − u), so every w that may
     // match lies within u·(|x| + η)/(1 − u) + η of x.
     const double tol = f.u * (std::fabs(x[i]) + f.eta) / (1 - f.u) + f.eta;
@@ -162,10 +203,8 @@ std::vector<DividedSegment> FindDividedSegments(const std::vector<double>& x, co
                                [](const Head& h, double v) { return h.first < v; });
     size_t taken = 0;
     for (; it != heads.end() && it->first <= x[i] + tol && taken == 0; ++it) {
-      if (i + it->length > x.size()) continue;
-      std::vector<double>& y = decoded[it->source];
-      if (y.empty()) y = DecodeAll(outputs[it->source].dtype, outputs[it->source].bytes);
-      if (!DividedRun(x.data() + i, y.data(), it->length, p, f)) continue;
+      if (i + it->length > x.size() || !DividedRunStored(x.data() + i, outputs[it->source], it->length, p, f))
+        continue;
       out.push_back(DividedSegment{i, it->length, it->source});
       taken = it->length;
     }
@@ -213,8 +252,10 @@ CommLayout::CommLayout(const TraceSet& set) {
       if (std::none_of(v.begin(), v.end(), [&](const auto& e) { return e.first == h; }))
         v.emplace_back(h, op.coll.comm_rank);
       size_[h] = op.coll.comm_size;
-      if ((op.coll.red_op == 4 && op.coll.comm_size > 1) || PrescaledSum(r.ops, j, op.coll.comm_size))
-        if (std::find(avg_.begin(), avg_.end(), h) == avg_.end()) avg_.push_back(h);
+      // Once a communicator averages, its other reductions need not be read.
+      const bool known = std::find(avg_.begin(), avg_.end(), h) != avg_.end();
+      if (!known && ((op.coll.red_op == 4 && op.coll.comm_size > 1) || PrescaledSum(r.ops, j, op.coll.comm_size)))
+        avg_.push_back(h);
     }
   // Communicators a rank created but issued no collective on (a data-parallel group whose gradient reduction went
   // to another communicator) still say which ranks hold which slices; they come after the used ones.

@@ -67,9 +67,11 @@ struct DividedSegment {
   int divisor = 0;    // RecentGemmSegments: the p it was found with
 };
 // The segments of `x` that are divided copies of `outputs` (p = 1: copies within one rounding), found left to right,
-// none overlapping; elements no output explains (a bias gradient no GEMM computed, padding) are skipped. Each position is probed against the outputs whose
-// first element divided by p could round to x there (a binary search over their sorted first elements), and an
-// output is decoded only once its first element matches somewhere: O(|x|·log |outputs|) plus the matched lengths.
+// none overlapping; elements no output explains (a bias gradient no GEMM computed, padding) are skipped. A position
+// is probed only when its value, as a float, has the sign, exponent and top 8 significand bits of a value within one
+// rounding of some output's first element divided by p (a 16 KB bitmap), then against those outputs (a binary search
+// over the sorted first elements); a probed output is decoded block by block while it matches, never whole.
+// Measured (bench/bucket_scan_bench: 6.5 M elements, 48 outputs): about the cost of decoding x, match or not.
 std::vector<DividedSegment> FindDividedSegments(const std::vector<double>& x, const std::vector<StoredValues>& outputs,
                                                 int p, const FloatFormat& f);
 // The segments of the input of reduction `j` (an all-reduce or reduce-scatter in `ops`, one rank's) that are outputs

@@ -476,8 +476,8 @@ TEST_P(DiffE2e, GptPipelineStagesFromAMappingFile) {
 
 // PyTorch DDP's reducer (tp_mlp --grad-reduce bucket --bias): the gradients db2, dW2, db1, dW1 (the biases' are
 // column sums on the host: no GEMM computes them) packed side by side into one bucket (two with --bucket-cap 4000:
-// [db2 dW2] [db1 dW1]), divided by the DP size and sum-all-reduced. The communicator averages when a bucket holds divided GEMM outputs
-// (FindDividedSegments), at whatever offsets. Before, a clean run was diffed as one that sums: a between finding at
+// [db2 dW2] [db1 dW1]), divided by the DP size and sum-all-reduced. The communicator averages when a bucket holds
+// divided GEMM outputs (FindDividedSegments), at whatever offsets. Before, a clean run was diffed as one that sums: a between finding at
 // the first backward GEMM (reference seq 3; FP32 8.4e6 x the threshold, BF16 128 x), since its output gradient is
 // the DP size times the reference's (each of the eight cases, DP 2 and DP 4).
 TEST_P(DiffE2e, DdpBucketsOfSeveralGradientsAverage) {

@@ -284,6 +284,9 @@ mutate "diff: divide-then-sum not taken as an average" shard.cc \
 mutate "diff: a bucket searched for divided gradients at its start only" shard.cc \
   "    i += taken == 0 ? 1 : taken;" "    i += taken == 0 ? x.size() : taken;" "diff_test diff_e2e_test" \
   "DiffShard|Bucket"
+mutate "diff: the bucket scan's filter without the rounding window" shard.cc \
+  "const double r = (f.u * std::fabs(h.first) + f.eta) * (1 + 1e-9);" \
+  "const double r = 0 * (f.u * std::fabs(h.first) + f.eta) * (1 + 1e-9);" "diff_test" "DiffShard"
 mutate "diff: a bucket with more undivided than divided gradients taken as an average" shard.cc \
   "  return divided > 0 && divided >= copied;" "  return divided > 0;" "diff_test" "DiffShard"
 mutate "diff: a sum with no divided input taken as an average" shard.cc \

@@ -184,8 +184,8 @@ void AllReduce(Tensor& t, ncclRedOp_t op, ncclComm_t comm, cudaStream_t s) {
 }
 
 // PyTorch DDP's reducer: `grads` (host copies current; empty ones skipped) packed in order into flat buckets, each
-// closed once it holds --bucket-cap elements or more, each divided by the DP size on the host, uploaded, sum-all-reduced on `comm` and copied
-// back into the gradients' host copies. Every rank packs the same gradients in the same order.
+// closed once it holds --bucket-cap elements or more, divided by the DP size on the host, uploaded, sum-all-reduced
+// on `comm` and copied back into the gradients' host copies. Every rank packs the same gradients in the same order.
 void ReduceInBuckets(const Options& o, int dp, ncclComm_t comm, cudaStream_t s, const std::vector<Tensor*>& grads) {
   std::vector<std::vector<Tensor*>> buckets(1);
   size_t filled = 0;
@@ -370,6 +370,7 @@ int main(int argc, char** argv) {
   CHECK_NCCL(ncclCommDestroy(dp_comm));
   CHECK_CUBLAS(cublasDestroy(handle));
   CHECK_CUDA(cudaStreamDestroy(s));
-  for (Tensor* p : {&w1, &w2, &x, &t, &z1, &a1, &y, &dy, &dw1, &dw2, &da1, &dx, &db1, &db2}) CHECK_CUDA(cudaFree(p->dev));
+  for (Tensor* p : {&w1, &w2, &x, &t, &z1, &a1, &y, &dy, &dw1, &dw2, &da1, &dx, &db1, &db2})
+    CHECK_CUDA(cudaFree(p->dev));
   return 0;
 }
