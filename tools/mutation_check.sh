@@ -277,8 +277,8 @@ mutate "diff: the reference's sends to itself left unaligned" diff_sharded.cc \
 mutate "diff: a reference collective without a rule not folded" diff_sharded.cc \
   "      folded_ref[i] = true;" "      rep().AddNotChecked(\"no diff rule for this API\");" "moe_diff_e2e_test" "MoeDiffE2e"
 mutate "diff: a divided copy allowed two roundings" shard.cc \
-  "if (std::fabs(x[e] - want) > f.u * std::fabs(want) + f.eta) return false;" \
-  "if (std::fabs(x[e] - want) > 2 * f.u * std::fabs(want) + f.eta) return false;" "diff_test" "DiffShard"
+  "if (std::fabs(x[e] - want) > f.u * std::fabs(want) + f.eta) return -1;" \
+  "if (std::fabs(x[e] - want) > 2 * f.u * std::fabs(want) + f.eta) return -1;" "diff_test" "DiffShard"
 mutate "diff: divide-then-sum not taken as an average" shard.cc \
   "|| PrescaledSum(r.ops, j, op.coll.comm_size))" "|| false)" "moe_diff_e2e_test" "MoeDiffE2e"
 mutate "diff: a bucket searched for divided gradients at its start only" shard.cc \
