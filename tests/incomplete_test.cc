@@ -23,15 +23,19 @@ std::string TracedEnv(const std::string& dir) {
 }
 
 // A 4-rank job (tp 2) that would train for hours: after `seconds`, rank 2 gets SIGKILL and every other rank
-// SIGTERM, each by the pid its stream header names.
+// SIGTERM, each by the pid its stream header names. A SIGTERMed rank's close (drain, end record, fsync, closing
+// manifest entry) is bounded by TTRACE_EXIT_WAIT_MS + 2 s, 5 s by default: on a machine loaded by parallel builds
+// and suites a close once ran past it after its end record and before its manifest entry (rank 1 read "open").
+// These tests are about what a finished close leaves, so it gets 30 s, and simrun's SIGKILL comes after 60.
 std::string KillJob(const std::string& name, const std::string& fault, double seconds) {
   const std::string dir = TempDir() + "/" + name;
   const std::string b = BuildDir();
   const std::string pid_of = "$(od -An -t u4 -j 28 -N 4 " + dir + "/rank-";
   std::string out;
   const std::string script =
-      "rm -rf " + dir + "; " + TracedEnv(dir) + (fault.empty() ? "" : "SIMGPU_FAULT='" + fault + "' ") + b +
-      "/bin/simrun -n 4 --grace 20 -- " + b + "/bin/tp_mlp --tp 2 --steps 1000000 --rdzv " + dir + ".rdzv & S=$!; sleep " +
+      "rm -rf " + dir + "; " + TracedEnv(dir) + "TTRACE_EXIT_WAIT_MS=30000 " +
+      (fault.empty() ? "" : "SIMGPU_FAULT='" + fault + "' ") + b + "/bin/simrun -n 4 --grace 60 -- " + b +
+      "/bin/tp_mlp --tp 2 --steps 1000000 --rdzv " + dir + ".rdzv & S=$!; sleep " +
       std::to_string(seconds) + "; kill -KILL " + pid_of + "2.ttr); for r in 0 1 3; do kill -TERM " + pid_of +
       "$r.ttr); done; wait $S; echo simrun=$?";
   Shell(script, &out);
