@@ -1,7 +1,7 @@
 // fsdp_mlp: a multi-layer perceptron trained the way PyTorch's FSDP (ZeRO-3) shards it: every rank holds 1/W of
 // each layer's flat weight, all-gathers the full weight before the layer's GEMMs, and reduce-scatters the weight
 // gradient to its shard. Written against the real CUDA / cuBLAS / NCCL headers and linked to the shared libraries
-// (like tp_mlp and moe_ep); the workload of the all-gather cases of tests/fsdp_diff_e2e_test.cc.
+// (like tp_mlp and moe_ep); the workload of the FsdpDiffE2e cases of tests/moe_diff_e2e_test.cc.
 //
 // World W ranks = data parallel = the shard group: rank r holds elements [r*h*h/W, (r+1)*h*h/W) of each layer's
 // row-major h x h weight and tokens [r*T/W, (r+1)*T/W) of the global batch (drawn by global index, weights
@@ -9,7 +9,9 @@
 //   forward  for each layer l: ncclAllGather of the weight shards into the full W_l, then Y_l = X_l·W_l (GEMM),
 //            X_{l+1} = relu(Y_l) on the host (none after the last layer); loss = |Y - target|² / 2 / tokens
 //   backward for each layer, last first: dW_l = X_lᵀ·dY_l, dX_l = dY_l·W_lᵀ (GEMMs; the gathered weight is kept from
-//            the forward pass), then ncclReduceScatter of dW_l into the rank's shard of the gradient.
+//            the forward pass, or, with --reshard-after-forward, freed after the layer's forward GEMM and
+//            all-gathered again before its backward GEMMs, as PyTorch FSDP does by default:
+//            reshard_after_forward=True), then ncclReduceScatter of dW_l into the rank's shard of the gradient.
 //            --loss-mean local (default, PyTorch's convention): the loss is a mean over the rank's own tokens, so each
 //            rank's gradients are W times the global mean's and the reduce-scatter averages (ncclAvg);
 //            --loss-mean global: a mean over all tokens, summed (ncclSum)
@@ -18,6 +20,9 @@
 //   shard-offset   the last rank's shards are cut from the full weights one row (h elements) past their place
 //   shard-of-prev  the last rank's shards are cut at the previous rank's place (both hold the same chunk)
 //   grad-summed    --loss-mean local, but the gradients are reduce-scattered with ncclSum: W times too large
+//   stale-regather with --reshard-after-forward true: the last rank's backward re-gather of the last layer reads
+//                  its shard as it was before the previous step's update (a stale copy): step 0 is clean, step 1's
+//                  dX of that layer is wrong
 // Output: one line per step from rank 0 (its loss) and one per rank with an FNV-1a hash of its final shards.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -38,7 +43,7 @@ namespace {
 
 struct Opt {
   int layers = 2, tokens = 32, hidden = 32, steps = 2;
-  bool bf16 = false, global_mean = false;
+  bool bf16 = false, global_mean = false, reshard = false;
   float lr = 0.1f;
   std::string rdzv, bug;
 };
@@ -52,18 +57,21 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::string*> texts = {{"--rdzv", &o.rdzv}, {"--bug", &o.bug}};
   ParseFlags(argc, argv,
              "usage: fsdp_mlp [--layers N] [--tokens N] [--hidden N] [--steps N] [--dtype fp32|bf16] [--lr X] "
-             "[--loss-mean local|global] [--rdzv DIR] [--bug NAME]\n",
+             "[--loss-mean local|global] [--reshard-after-forward true|false] [--rdzv DIR] [--bug NAME]\n",
              [&](const std::string& a, const std::string& v) {
                if (ints.count(a)) *ints.at(a) = std::stoi(v);
                else if (texts.count(a)) *texts.at(a) = v;
                else if (a == "--dtype") o.bf16 = v == "bf16";
                else if (a == "--lr") o.lr = std::stof(v);
                else if (a == "--loss-mean") o.global_mean = v == "global";
+               else if (a == "--reshard-after-forward") o.reshard = v == "true";
                else return false;
                return true;
              });
-  if (!o.bug.empty() && o.bug != "shard-offset" && o.bug != "shard-of-prev" && o.bug != "grad-summed")
-    Die("--bug", "must be shard-offset, shard-of-prev or grad-summed");
+  if (!o.bug.empty() && o.bug != "shard-offset" && o.bug != "shard-of-prev" && o.bug != "grad-summed" &&
+      o.bug != "stale-regather")
+    Die("--bug", "must be shard-offset, shard-of-prev, grad-summed or stale-regather");
+  if (o.bug == "stale-regather" && !o.reshard) Die("--bug stale-regather", "needs --reshard-after-forward true");
   if (o.rdzv.empty()) Die("--rdzv", "is required");
   const int rank = EnvInt("RANK", 0), W = EnvInt("WORLD_SIZE", 1);
   const int L = o.layers, T = o.tokens, h = o.hidden, Tl = T / W, chunk = h * h / W;
@@ -86,6 +94,11 @@ int main(int argc, char** argv) {
       shard[l].host[i] = Hash01(10 + l, static_cast<uint64_t>((offset + i) % (h * h))) / std::sqrt((float)h);
     Upload(shard[l], s);
   }
+  // --bug stale-regather: the last rank's copy of the last layer's shard from before the previous step's update.
+  Tensor stale = Make(1, chunk, b);
+  stale.host = shard[L - 1].host;
+  Upload(stale, s);
+  const bool stale_bug = last && o.bug == "stale-regather";
   const bool local = !o.global_mean;
   const ncclRedOp_t reduce = local && o.bug != "grad-summed" ? ncclAvg : ncclSum;
   for (int step = 0; step < o.steps; ++step) {
@@ -119,6 +132,12 @@ int main(int argc, char** argv) {
     }
     Upload(dy, s);
     for (int l = L - 1; l >= 0; --l) {
+      if (o.reshard) {  // the forward's gathered weight was freed: gather it again (FSDP's pre-backward hook)
+        CHECK_CUDA(cudaFree(full[l].dev));
+        full[l] = Make(h, h, b);
+        const Tensor& from = stale_bug && l == L - 1 ? stale : shard[l];
+        CHECK_NCCL(ncclAllGather(from.dev, full[l].dev, chunk, Nt(from), comm, s));
+      }
       Tensor dw = Make(h, h, b);
       MatMul(cb, true, false, x[l], dy, dw);
       CHECK_NCCL(ncclReduceScatter(dw.dev, grad[l].dev, chunk, Nt(dw), reduce, comm, s));
@@ -134,6 +153,8 @@ int main(int argc, char** argv) {
       Download(grad[l], s);
       CHECK_CUDA(cudaFree(dw.dev));
     }
+    stale.host = shard[L - 1].host;
+    Upload(stale, s);
     for (int l = 0; l < L; ++l) {
       for (int i = 0; i < chunk; ++i) shard[l].host[i] -= o.lr * grad[l].host[i];
       Upload(shard[l], s);
