@@ -42,6 +42,15 @@ std::vector<double> TakeBlock(const std::vector<double>& full, int64_t rows, int
   return block;
 }
 
+// A column-major rows x cols matrix in the order of its transpose (column-major cols x rows): how an operand that
+// op() transposes is stored, so how its all-gather's output chunks lie.
+std::vector<double> Transposed(const std::vector<double>& v, int64_t rows, int64_t cols) {
+  std::vector<double> t(v.size());
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rows; ++i) t[static_cast<size_t>(j + i * cols)] = v[static_cast<size_t>(i + j * rows)];
+  return t;
+}
+
 std::vector<double> Chunk(const std::vector<double>& v, size_t c, size_t len) {
   return std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(c * len),
                              v.begin() + static_cast<std::ptrdiff_t>((c + 1) * len));
@@ -189,7 +198,7 @@ bool Sharded::JudgeAccumulator(const Op& rop, const LogicalGemm& r, const std::v
 
 const Op* Sharded::GatherFeeding(const Shard& s, bool operand_a) const {
   const format::GemmRecord& g = s.op->gemm;
-  if ((operand_a ? g.transa : g.transb) != 0 || g.batch_count > 1) return nullptr;  // stored != logical layout
+  if (g.batch_count > 1) return nullptr;  // one matrix: stored as the logical operand or as its transpose
   const Tensor* t = s.op->tensor(operand_a ? TensorSlot::kA : TensorSlot::kB);
   for (const RankTrace& r : cand_.ranks) {
     if (r.rank() != s.rank || t == nullptr) continue;
@@ -258,8 +267,11 @@ bool Sharded::JudgeGathers(const Op& rop, const std::vector<Shard>& shards, cons
     const DimSplit& rs = operand_a ? split.m : split.k;
     const DimSplit& cs = operand_a ? split.k : split.n;
     const int bi = operand_a ? s.cm : s.ck, bj = operand_a ? s.ck : s.cn;
-    const std::vector<double> want = TakeBlock(ref_full, rows, cols, bi, bj, rs, cs);
-    std::vector<double> got = operand_a ? s.g.a : s.g.b;
+    // Compared in the operand's stored order (the gather's): transposed when op() transposes it.
+    const bool trans = (operand_a ? s.op->gemm.transa : s.op->gemm.transb) != 0;
+    const auto stored = [&](std::vector<double> v) { return trans ? Transposed(v, rows, cols) : v; };
+    const std::vector<double> want = stored(TakeBlock(ref_full, rows, cols, bi, bj, rs, cs));
+    std::vector<double> got = stored(operand_a ? s.g.a : s.g.b);
     for (double& v : got) v /= scale;
     const double rel = RelFrobenius(got, want);
     const OpName name{s.rank, gather->seq, gather->api_name()};
@@ -278,8 +290,8 @@ bool Sharded::JudgeGathers(const Op& rop, const std::vector<Shard>& shards, cons
       int cm = 0, cn = 0, ck = 0;
       if (bad == p || !ShardCoords(alt, comms_, s.rank, &cm, &cn, &ck)) continue;
       std::string text;
-      const std::vector<double> w = TakeBlock(ref_full, rows, cols, operand_a ? cm : ck, operand_a ? ck : cn,
-                                              operand_a ? alt.m : alt.k, operand_a ? alt.k : alt.n);
+      const std::vector<double> w = stored(TakeBlock(ref_full, rows, cols, operand_a ? cm : ck, operand_a ? ck : cn,
+                                                     operand_a ? alt.m : alt.k, operand_a ? alt.k : alt.n));
       if (MatchChunks(got, w, p, judge.tau, &text) == p) {
         bad = p;
         inputs = absl::StrCat(text, " (under split ", SplitText(alt), ")");

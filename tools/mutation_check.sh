@@ -272,9 +272,9 @@ mutate "diff: two gather inputs holding one chunk read as a reordering" diff_ope
 mutate "diff: a gather's finding names the reference GEMM, not the gather's own reference op" diff_operands.cc \
   "    return i >= 0 ? &ref_.ranks[0].ops[static_cast<size_t>(i)] : nullptr;" "    return nullptr;" \
   "moe_diff_e2e_test" "FsdpDiffE2e"
-mutate "diff: a transposed operand traced to a gather compared untransposed" diff_operands.cc \
-  "      const int64_t x = trans ? c : r, l = trans ? r : c;  // logical (row, column)" \
-  "      const int64_t x = r, l = c;  // logical (row, column)" "moe_diff_e2e_test" "FsdpDiffE2e"
+mutate "diff: a gather feeding a transposed operand compared in logical, not stored, order" diff_operands.cc \
+  "    const auto stored = [&](std::vector<double> v) { return trans ? Transposed(v, rows, cols) : v; };" \
+  "    const auto stored = [&](std::vector<double> v) { return v; };" "moe_diff_e2e_test" "FsdpDiffE2e"
 mutate "diff: the reference's sends to itself left unaligned" diff_sharded.cc \
   "if (IsSelfTransfer(rops[i])) {" "if (false) {" "moe_diff_e2e_test" "MoeDiffE2e"
 mutate "diff: a reference collective without a rule not folded" diff_sharded.cc \
