@@ -164,8 +164,10 @@ TEST(CollectorE2e, KilledCollectorTheJobFinishesAndEveryOpIsSomewhere) {
   const std::string dir = TempDir() + "/collector_kill9";
   ASSERT_TRUE(StartCollector(dir, "")) << Log(dir);
   std::string out;
-  // Kill it once rank 0's stream has a few frames in the collector's store.
-  const int rc = Shell(Job(dir, 300) + " & J=$!; for i in $(seq 400); do [ $(stat -c %s " + dir +
+  // Kill it once rank 0's stream has a few frames in the collector's store, while both ranks still stream: 3,000
+  // steps (the test took 7 s with them on a loaded machine, 0.8 s with 300). With 300, a loaded machine (CI, builds)
+  // once let one rank finish its stream before the kill: one rank said the line, not two.
+  const int rc = Shell(Job(dir, 3000) + " & J=$!; for i in $(seq 400); do [ $(stat -c %s " + dir +
                            "/store/cj/rank-0.ttr 2>/dev/null || echo 0) -gt 100000 ] && break; sleep 0.02; done; "
                            "kill -KILL $(cat " + dir + "/collector.pid); wait $J",
                        &out);
