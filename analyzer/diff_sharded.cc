@@ -193,6 +193,7 @@ void Sharded::Run() {
     if (ShardsOf(i).empty()) {
       // A copy within the reference (its own sends, a gradient bucket reduced on its group of one that no candidate
       // bucket aligns with: the candidate's hold sharded gradients): its data is compared where it is read next.
+      if (IsOneRankBucket(rops, i) && CompareBucket(i, rops[i])) continue;
       if (IsSelfTransfer(rops[i]) || IsOneRankBucket(rops, i)) {
         rep().AddChecked("diff.folded", {}, ElementStats{}, true);
         continue;
@@ -214,10 +215,11 @@ void Sharded::Run() {
         linked = linked || links_.count(shard) > 0;
         other_count = other_count || shard.second->coll.count != rops[i].coll.count;
       }
-      // A bucket of sharded gradients holds other counts than the reference's: its data is compared where it is
-      // read next (below). With equal counts (data parallelism alone) it is compared as a value.
+      // A bucket of sharded gradients holds other counts than the reference's: compared segment by segment (each
+      // reference GEMM output against its candidate shards), else its data is compared where it is read next
+      // (below). With equal counts (data parallelism alone) it is compared as a value.
       if (linked) CompareReduce(ShardsOf(i), rops[i], nullptr);
-      else if (other_count && IsOneRankBucket(rops, i)) folded_ref[i] = true;
+      else if (other_count && IsOneRankBucket(rops, i)) folded_ref[i] = !CompareBucket(i, rops[i]);
       else CompareValueReduce(i, rops[i]);
     } else if (rops[i].kind == OpKind::kCollective) {
       // A collective with no rule of its own (an all-gather of routing counts, a broadcast, sends and receives):

@@ -64,6 +64,12 @@ uint64_t SendCount(const Op& op) {
   return IsReduceScatter(op) ? op.coll.count * static_cast<uint64_t>(std::max(op.coll.comm_size, 1)) : op.coll.count;
 }
 
+ReduceOutcome Unchecked(std::string why) {
+  ReduceOutcome o;
+  o.not_checked = std::move(why);
+  return o;
+}
+
 }  // namespace
 
 bool IsOutputReduction(const Op& op) {
@@ -106,11 +112,15 @@ void Sharded::LinkOutputs(size_t i, const std::vector<Shard>& shards) {
 void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards, const Op& rop,
                             const std::vector<double>* ref_c) {
   int64_t g = -1;
+  std::vector<ReducePart> parts;
   for (const auto& [rank, op] : shards) {
     auto it = links_.find({rank, op});
     if (it == links_.end() || (g >= 0 && it->second.gemm_ref != g))
       return rep().AddNotChecked("all-reduce not fed by an aligned GEMM");
     g = it->second.gemm_ref;
+    const Tensor* recv = op->tensor(TensorSlot::kRecv);
+    parts.push_back(ReducePart{rank, op, it->second.gemm, it->second.same_data, it->second.divided, 0,
+                               recv != nullptr ? recv->data.size() / format::DTypeSize(recv->meta.dtype) : 0});
   }
   const GemmOutcome& oc = outcomes_.at(static_cast<size_t>(g));
   std::vector<double> ref;
@@ -122,70 +132,107 @@ void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards
       return rep().AddNotChecked("reference all-reduce not comparable");
     ref = DecodeAll(static_cast<DType>(rrecv->meta.dtype), rrecv->data);
   }
-  const DType dt = DTypeFromNccl(shards[0].second->coll.nccl_dtype);
+  ReduceOutcome o = ReduceAgainst(g, parts, rop, ref, ref_c != nullptr);
+  if (!o.not_checked.empty()) return rep().AddNotChecked(o.not_checked);
+  ReportReduce(rop, o);
+}
+
+void Sharded::ReportReduce(const Op& rop, const ReduceOutcome& o) {
+  rep().AddChecked(o.scatter ? "diff.reducescatter" : "diff.allreduce", o.name, o.stats, o.stats.violations == 0);
+  FindInsideRecv(rop, o.name, o.name, o.rel, o.eps, o.stats, "the bound of the GEMM it reduces plus the reduction's",
+                 o.detail);
+  max_out_rel_ = std::max(max_out_rel_, o.rel);
+}
+
+void Sharded::FindInsideRecv(const Op& rop, const OpName& at, const OpName& name, double rel, double eps,
+                             const ElementStats& stats, const std::string& bound, const std::string& detail) {
+  if (stats.violations == 0) {
+    has_last_ = true;
+    last_ = name;
+    return;
+  }
+  Find("diff.inside", at, rop, "recv", "inside", rel, stats.max_abs_err, eps, stats.worst_ratio, stats.worst_bound,
+       "diff.propagation",
+       absl::StrCat(stats.violations, " of ", stats.elements, " elements differ from the reference beyond ", bound),
+       detail);
+}
+
+ReduceOutcome Sharded::ReduceAgainst(int64_t g, const std::vector<ReducePart>& parts, const Op& rop,
+                                     const std::vector<double>& ref, bool ref_is_gemm, size_t index_at,
+                                     bool bucket_avg) {
+  ReduceOutcome out;
+  const GemmOutcome& oc = outcomes_.at(static_cast<size_t>(g));
+  const DType dt = DTypeFromNccl(parts[0].op->coll.nccl_dtype);
   const double eps = Epsilon(dt);
+  out.eps = eps;
   std::vector<double> got(ref.size(), 0);
   std::vector<bool> seen(static_cast<size_t>(oc.split.m.factor * oc.split.n.factor), false);
-  const Op& c0 = *shards[0].second;
+  const Op& c0 = *parts[0].op;
   const int p = c0.coll.comm_size;
   // An average is ncclAvg, or a sum whose every input is its GEMM's output divided by p (divide-then-sum).
   bool prescaled = c0.coll.red_op == 0 && p > 1;
-  for (const auto& [rank, op] : shards) prescaled = prescaled && links_.at({rank, op}).divided;
-  const bool avg = c0.coll.red_op == 4 || prescaled;
+  for (const ReducePart& part : parts) prescaled = prescaled && part.divided;
+  const bool avg = c0.coll.red_op == 4 || prescaled || bucket_avg;
   const double scale = oc.scale / (avg ? p : 1);
-  std::string detail = absl::StrCat(ref_c != nullptr ? "no reduction in the reference: compared with the output of "
-                                                      : "",
+  std::string detail = absl::StrCat(ref_is_gemm ? "no reduction in the reference: compared with the output of " : "",
                                     "reduces partial outputs of reference seq ", ref_.ranks[0].ops[g].seq,
                                     " split ", SplitText(oc.split), "; red_op ", c0.coll.red_op);
   if (c0.coll.red_op != 0 && c0.coll.red_op != 4) absl::StrAppend(&detail, " (partial outputs are summed: sum needed)");
   if (prescaled) absl::StrAppend(&detail, " (its inputs are the partial outputs divided by ", p, ": an average)");
+  else if (bucket_avg)
+    absl::StrAppend(&detail, " (a segment of a bucket that averages, its inputs not divided by ", p, ")");
   if (oc.split.k.factor > 1 && c0.coll.comm_hash != oc.split.k.comm)
     absl::StrAppend(&detail, "; reduces over comm 0x", absl::Hex(c0.coll.comm_hash),
                     ", the inner dimension is split over 0x",
                     absl::Hex(oc.split.k.comm));
-  OpName name{shards[0].first, c0.seq, c0.api_name()};
+  out.name = OpName{parts[0].rank, c0.seq, c0.api_name()};
+  out.scatter = IsReduceScatter(c0);
   // Per output block (cm, cn): the reduced block, assembled from its ranks' chunks for a reduce-scatter.
   std::map<std::pair<int, int>, std::vector<double>> blocks;
   std::map<std::pair<int, int>, std::vector<bool>> chunks_seen;
-  for (const auto& [rank, op] : shards) {
-    const Link& link = links_.at({rank, op});
+  for (const ReducePart& part : parts) {
+    const Op* op = part.op;
+    const int rank = part.rank;
     const Tensor* recv = op->tensor(TensorSlot::kRecv);
     const Tensor* send = op->tensor(TensorSlot::kSend);
-    const Tensor* c = link.gemm->tensor(TensorSlot::kCOut);
-    if (recv == nullptr) return rep().AddNotChecked(op->MissingTensorsReason());
-    if (!link.same_data && send != nullptr && c != nullptr && send->meta.dtype == c->meta.dtype) {
+    const Tensor* c = part.gemm->tensor(TensorSlot::kCOut);
+    if (recv == nullptr) return Unchecked(op->MissingTensorsReason());
+    if (!part.same_data && send != nullptr && c != nullptr && send->meta.dtype == c->meta.dtype) {
       const std::vector<double> sv = DecodeAll(dt, send->data), cv = DecodeAll(dt, c->data);
       const double rel = RelFrobenius(sv, cv);
       Find("diff.between", {rank, op->seq, op->api_name()}, rop, "send", "between", rel, MaxAbsDiff(sv, cv), eps,
            std::numeric_limits<double>::infinity(), 0, "diff.between",
-           absl::StrCat("its input is not the output of rank ", rank, " seq ", link.gemm->seq,
+           absl::StrCat("its input is not the output of rank ", rank, " seq ", part.gemm->seq,
                         " that it reduces (relative difference ", FormatNumber(rel), ")"),
            detail);
     }
     int cm = 0, cn = 0, ck = 0;
-    if (!ShardCoords(oc.split, comms_, rank, &cm, &cn, &ck)) return rep().AddNotChecked("shard coordinates unknown");
-    const std::vector<double> part = DecodeAll(static_cast<DType>(recv->meta.dtype), recv->data);
+    if (!ShardCoords(oc.split, comms_, rank, &cm, &cn, &ck)) return Unchecked("shard coordinates unknown");
+    std::vector<double> part_v = DecodeAll(static_cast<DType>(recv->meta.dtype), recv->data);
+    if (part.offset + part.length > part_v.size()) return Unchecked("reduction shapes differ");
+    part_v = std::vector<double>(part_v.begin() + static_cast<std::ptrdiff_t>(part.offset),
+                                 part_v.begin() + static_cast<std::ptrdiff_t>(part.offset + part.length));
     const size_t chunks = IsReduceScatter(*op) ? static_cast<size_t>(op->coll.comm_size) : 1;
     const size_t at = IsReduceScatter(*op) ? static_cast<size_t>(op->coll.comm_rank) : 0;
     std::vector<double>& block = blocks[{cm, cn}];
     std::vector<bool>& chunk_seen = chunks_seen[{cm, cn}];
     block.resize(static_cast<size_t>(oc.bm * oc.bn), 0);
     chunk_seen.resize(chunks, false);
-    if (at >= chunks || part.size() * chunks != block.size()) return rep().AddNotChecked("reduction shapes differ");
+    if (at >= chunks || part_v.size() * chunks != block.size()) return Unchecked("reduction shapes differ");
     if (chunk_seen[at]) continue;  // a replica: the lowest rank's is compared
-    std::copy(part.begin(), part.end(), block.begin() + static_cast<std::ptrdiff_t>(at * part.size()));
+    std::copy(part_v.begin(), part_v.end(), block.begin() + static_cast<std::ptrdiff_t>(at * part_v.size()));
     chunk_seen[at] = true;
   }
+  if (got.size() != static_cast<size_t>(oc.m * oc.n)) return Unchecked("reduction shapes differ");
   for (const auto& [coords, block] : blocks) {
     for (bool b : chunks_seen[coords])
-      if (!b) return rep().AddNotChecked("reduction shards missing");
+      if (!b) return Unchecked("reduction shards missing");
     seen[static_cast<size_t>(coords.first + coords.second * oc.split.m.factor)] = true;
     PlaceBlock(block, oc.bm, oc.bn, coords.first, coords.second, oc.split.m, oc.split.n, &got);
   }
   for (bool b : seen)
-    if (!b) return rep().AddNotChecked("all-reduce shards missing");
+    if (!b) return Unchecked("all-reduce shards missing");
   const ReduceBound rb(FormatOf(dt), avg && !prescaled ? ReduceOp::kAvg : ReduceOp::kSum, p);
-  ElementStats stats;
   for (size_t x = 0; x < got.size(); ++x) {
     got[x] /= scale;
     const double sum = oc.partial_sum[x];
@@ -193,21 +240,87 @@ void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards
     const double b = oc.bound[x] + (prescaled ? rb.Bound({sum / p, oc.abs_partials[x] / p}) +
                                                     FormatOf(dt).u * oc.abs_partials[x] / p
                                               : rb.Bound({avg ? sum / p : sum, oc.abs_partials[x]})) / scale;
-    stats.Add(x, got[x], ref[x], b, false);
+    out.stats.Add(index_at + x, got[x], ref[x], b, false);
   }
-  const double rel = RelFrobenius(got, ref);
-  rep().AddChecked(IsReduceScatter(c0) ? "diff.reducescatter" : "diff.allreduce", name, stats, stats.violations == 0);
-  if (stats.violations > 0) {
-    Find("diff.inside", name, rop, "recv", "inside", rel, stats.max_abs_err, eps, stats.worst_ratio, stats.worst_bound,
-         "diff.propagation",
-         absl::StrCat(stats.violations, " of ", stats.elements, " elements differ from the reference beyond the ",
-                      "bound of the GEMM it reduces plus the reduction's"),
-         detail);
-  } else {
-    has_last_ = true;
-    last_ = name;
+  out.rel = RelFrobenius(got, ref);
+  out.detail = std::move(detail);
+  return out;
+}
+
+bool Sharded::CompareBucket(size_t i, const Op& rop) {
+  const Tensor* rrecv = rop.tensor(TensorSlot::kRecv);
+  if (rrecv == nullptr || rop.coll.comm_size != 1) return false;
+  const std::vector<DividedSegment> rsegs = RecentGemmSegments(ref_.ranks[0].ops, i, {1});
+  if (rsegs.empty()) return false;
+  // The candidate segments, by the reference GEMM their own GEMM is aligned with, from the candidate's sum
+  // all-reduces between the candidate GEMMs aligned with the reference GEMMs around the bucket (its buckets need
+  // not align one to one with the reference's: they hold other counts).
+  const std::vector<Op>& rops = ref_.ranks[0].ops;
+  std::map<int64_t, std::vector<ReducePart>> parts;
+  std::map<const Op*, std::pair<size_t, size_t>> held;  // per candidate reduction: elements divided, copied
+  for (size_t r = 0; r < cand_.ranks.size(); ++r) {
+    const std::vector<Op>& ops = cand_.ranks[r].ops;
+    const RankAlignment& a = align_[r];
+    int64_t lo = -1, hi = static_cast<int64_t>(ops.size());
+    for (size_t u = i; u-- > 0 && lo < 0;)
+      if (rops[u].kind == OpKind::kGemm) lo = a.cand_of_ref[u];
+    for (size_t u = i + 1; u < rops.size() && hi == static_cast<int64_t>(ops.size()); ++u)
+      if (rops[u].kind == OpKind::kGemm && a.cand_of_ref[u] >= 0) hi = a.cand_of_ref[u];
+    std::vector<size_t> reductions;
+    for (int64_t j = lo + 1; j < hi; ++j) {
+      const Op& op = ops[static_cast<size_t>(j)];
+      if (op.kind == OpKind::kCollective && op.api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce) &&
+          op.coll.red_op == 0)
+        reductions.push_back(static_cast<size_t>(j));
+    }
+    for (size_t j : reductions) {
+      const int p = std::max(ops[j].coll.comm_size, 1);
+      for (const DividedSegment& s : RecentGemmSegments(ops, j, p > 1 ? std::vector<int>{p, 1} : std::vector<int>{1})) {
+        const int64_t g = a.ref_of_cand[s.op];
+        (s.divisor > 1 ? held[&ops[j]].first : held[&ops[j]].second) += s.length;
+        if (g >= 0)
+          parts[g].push_back(ReducePart{cand_.ranks[r].rank(), &ops[j], &ops[s.op], true, s.divisor > 1, s.offset,
+                                        s.length});
+      }
+    }
   }
-  max_out_rel_ = std::max(max_out_rel_, rel);
+  // A candidate bucket averages as its communicator does (CommLayout::AvgComms): when its divided segments are no
+  // fewer elements than its copied ones; then each of its segments is judged as an average, so one that its rank
+  // forgot to divide is found.
+  auto averages = [&](const std::vector<ReducePart>& ps) {
+    for (const ReducePart& part : ps) {
+      const std::pair<size_t, size_t>& h = held[part.op];
+      if (h.first == 0 || h.first < h.second) return false;
+    }
+    return true;
+  };
+  const std::vector<double> rv = DecodeAll(static_cast<DType>(rrecv->meta.dtype), rrecv->data);
+  std::vector<ReduceOutcome> outs;
+  for (const DividedSegment& s : rsegs) {
+    const int64_t g = static_cast<int64_t>(s.op);
+    auto it = parts.find(g);
+    if (it == parts.end() || outcomes_.count(s.op) == 0 || s.offset + s.length > rv.size()) return false;
+    const std::vector<double> ref(rv.begin() + static_cast<std::ptrdiff_t>(s.offset),
+                                  rv.begin() + static_cast<std::ptrdiff_t>(s.offset + s.length));
+    outs.push_back(ReduceAgainst(g, it->second, rop, ref, false, s.offset, averages(it->second)));
+    if (!outs.back().not_checked.empty()) return false;
+    absl::StrAppend(&outs.back().detail, "; the bucket's segment at reference offset ", s.offset, " (", s.length,
+                    " elements)");
+  }
+  // Counted once: every segment's elements, the worst segment reported.
+  size_t worst = 0;
+  for (size_t x = 1; x < outs.size(); ++x)
+    if (outs[x].stats.worst_ratio > outs[worst].stats.worst_ratio) worst = x;
+  ReduceOutcome merged = outs[0];
+  for (size_t x = 1; x < outs.size(); ++x) {
+    merged.stats.Merge(outs[x].stats);
+    merged.rel = std::max(merged.rel, outs[x].rel);
+  }
+  merged.detail = outs[worst].detail;
+  for (const DividedSegment& s : rsegs)
+    for (const ReducePart& part : parts[static_cast<int64_t>(s.op)]) compared_.insert(part.op);
+  ReportReduce(rop, merged);
+  return true;
 }
 
 void Sharded::CompareValueReduce(size_t i, const Op& rop) {
@@ -309,15 +422,9 @@ void Sharded::CompareValueReduce(size_t i, const Op& rop) {
                       " (relative Frobenius) > ", FormatNumber(o.judge.tau), " (", FormatNumber(o.judge.tau / eps),
                       " eps) = ", o.judge.why),
          o.detail);
-  } else if (o.stats.violations > 0) {
-    Find("diff.inside", o.worst, rop, "recv", "inside", o.rel_out, o.stats.max_abs_err, eps, o.stats.worst_ratio,
-         o.stats.worst_bound, "diff.propagation",
-         absl::StrCat(o.stats.violations, " of ", o.stats.elements, " elements differ from the reference beyond ",
-                      "the difference of its inputs' sum plus the reduction's bound"),
-         o.detail);
   } else {
-    has_last_ = true;
-    last_ = o.name;
+    FindInsideRecv(rop, o.worst, o.name, o.rel_out, eps, o.stats,
+                   "the difference of its inputs' sum plus the reduction's bound", o.detail);
   }
   for (const Outcome& x : outcomes) max_out_rel_ = std::max(max_out_rel_, x.rel_out);
 }

@@ -68,6 +68,27 @@ struct Link {
                            // is an average taken as divide-then-sum
 };
 
+// One candidate reduction's share of a reference GEMM's output: received elements [offset, offset + length) reduce
+// `gemm`'s output (the whole output for a reduction linked to its GEMM, one segment of a gradient bucket).
+struct ReducePart {
+  int rank = -1;
+  const Op* op = nullptr;  // the all-reduce or reduce-scatter
+  const Op* gemm = nullptr;
+  bool same_data = false;  // as Link
+  bool divided = false;
+  size_t offset = 0, length = 0;
+};
+
+// A reduction judged against the reference (Sharded::ReduceAgainst); not_checked says why it could not be.
+struct ReduceOutcome {
+  std::string not_checked;
+  ElementStats stats;
+  double rel = 0, eps = 0;
+  bool scatter = false;
+  OpName name;
+  std::string detail;
+};
+
 // An all-reduce or reduce-scatter: a collective that may sum a GEMM's partial outputs.
 bool IsOutputReduction(const Op& op);
 
@@ -91,6 +112,25 @@ class Sharded {
   void CompareReduce(const std::vector<std::pair<int, const Op*>>& shards, const Op& rop,
                      const std::vector<double>* ref_c);
   void CompareUnalignedReductions(size_t i, const Op& rop);
+  // The merged received values of `parts` (their coordinates in reference GEMM g's split) against `ref`, the
+  // reference's reduced output of g (`ref_is_gemm`: the GEMM's output, the reference has no reduction there). The
+  // bound is the GEMM's (outcomes_) plus the reduction's: reduce.deterministic, or divide-then-sum when every part's
+  // input is its GEMM's output divided by the comm size. Element x is counted as index_at + x. `bucket_avg`: an
+  // average even when the parts are not divided (a segment of a bucket that averages).
+  ReduceOutcome ReduceAgainst(int64_t g, const std::vector<ReducePart>& parts, const Op& rop,
+                              const std::vector<double>& ref, bool ref_is_gemm, size_t index_at = 0,
+                              bool bucket_avg = false);
+  void ReportReduce(const Op& rop, const ReduceOutcome& o);
+  // An inside finding at a reduction's output `at` when `stats` has violations ("... beyond `bound`"), else `name`
+  // becomes the last matching op.
+  void FindInsideRecv(const Op& rop, const OpName& at, const OpName& name, double rel, double eps,
+                      const ElementStats& stats, const std::string& bound, const std::string& detail);
+  // A data-parallel gradient bucket of the one-rank reference (`rop`, index i) whose candidate buckets hold TP
+  // shards of its gradients (other counts): each reference segment (a GEMM output, RecentGemmSegments) is compared
+  // with the candidate segments that are shards of the same GEMM's output, merged over their (cm, cn) coordinates
+  // (ReduceAgainst), and the bucket is counted once, its worst segment reported. False, reporting nothing, when a
+  // reference segment has no complete set of candidate segments (the bucket is then folded).
+  bool CompareBucket(size_t i, const Op& rop);
   // A reference all-reduce (one rank) that no aligned GEMM feeds: a value the host computed, e.g. the squared
   // gradient norm of gradient clipping. Each candidate call aligned with it (its members on every rank: equal
   // comm_hash and comm_op_index) is judged by the exact sum of its inputs against the reference's input (between:

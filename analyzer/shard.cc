@@ -223,13 +223,16 @@ std::vector<DividedSegment> RecentGemmSegments(const std::vector<Op>& ops, size_
   const DType dt = static_cast<DType>(send->meta.dtype);
   constexpr size_t kLookBack = 64;  // GEMMs searched back from the reduction: 32 layers' weight and input gradients
   std::vector<StoredValues> outputs;
+  std::vector<size_t> at;  // the op index of each output
   size_t gemms = 0;
   for (size_t i = j; i-- > 0 && gemms < kLookBack;) {
     if (ops[i].kind != OpKind::kGemm) continue;
     ++gemms;
     const Tensor* c = ops[i].tensor(TensorSlot::kCOut);
-    if (c != nullptr && c->meta.dtype == send->meta.dtype && c->data.size() <= send->data.size())
+    if (c != nullptr && c->meta.dtype == send->meta.dtype && c->data.size() <= send->data.size()) {
       outputs.push_back(StoredValues{dt, c->data});
+      at.push_back(i);
+    }
   }
   if (outputs.empty()) return {};  // the send is decoded only when some output could lie in it
   const std::vector<double> x = DecodeAll(dt, send->data);
@@ -237,6 +240,7 @@ std::vector<DividedSegment> RecentGemmSegments(const std::vector<Op>& ops, size_
   for (int p : divisors)
     for (DividedSegment s : FindDividedSegments(x, outputs, p, FormatOf(dt))) {
       s.divisor = p;
+      s.op = at[s.source];
       out.push_back(s);
     }
   return out;

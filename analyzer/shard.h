@@ -65,6 +65,7 @@ struct DividedSegment {
   size_t offset = 0, length = 0;
   size_t source = 0;  // index into `outputs`
   int divisor = 0;    // RecentGemmSegments: the p it was found with
+  size_t op = 0;      // RecentGemmSegments: the index in `ops` of the GEMM whose output it is
 };
 // The segments of `x` that are divided copies of `outputs` (p = 1: copies within one rounding), found left to right,
 // none overlapping; elements no output explains (a bias gradient no GEMM computed, padding) are skipped. A position
@@ -76,7 +77,8 @@ std::vector<DividedSegment> FindDividedSegments(const std::vector<double>& x, co
                                                 int p, const FloatFormat& f);
 // The segments of the input of reduction `j` (an all-reduce or reduce-scatter in `ops`, one rank's) that are outputs
 // of the rank's last 64 GEMMs divided by each of `divisors` (1: copies), in that order; empty when its input is not
-// captured or not floating point. The input is decoded only when some GEMM output of its type fits in it.
+// captured or not floating point. The input is decoded only when some GEMM output of its type fits in it. Each
+// segment's `op` names its GEMM.
 std::vector<DividedSegment> RecentGemmSegments(const std::vector<Op>& ops, size_t j, const std::vector<int>& divisors);
 
 // Communicators of a trace set, from its collective records, then from the communicator records of those on

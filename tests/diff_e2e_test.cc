@@ -492,6 +492,10 @@ TEST_P(DiffE2e, DdpBucketsOfSeveralGradientsAverage) {
       EXPECT_EQ(d.report.verdict(), Verdict::kClean) << name << "\n" << Describe(d);
       EXPECT_EQ(d.report.summary().not_checked_total(), 0u) << name;
       EXPECT_LT(d.report.summary().overall.max_ratio, 1.0) << name;
+      if (l.tp > 1) {  // every bucket compared segment by segment at its all-reduce, none folded
+        EXPECT_EQ(d.report.summary().checked.count("diff.folded"), 0u) << name << "\n" << Describe(d);
+        EXPECT_EQ(d.report.summary().checked.at("diff.allreduce"), cap.empty() ? 6u : 8u) << name;
+      }
     }
   }
 }
@@ -502,8 +506,10 @@ TEST_P(DiffE2e, DdpBucketsOfSeveralGradientsAverage) {
 // DP size times the reference's under the run's per-rank loss mean) is flagged: the symptom, before the wrong
 // reduction. One gradient left undivided: the rest still average; in DP 2 the bucket all-reduce (a value reduction:
 // the one-rank reference all-reduces its bucket too, with the same count) gets inputs whose sum is not the
-// reference's; in TP 2 x DP 2 the buckets hold shards (other counts), are folded, and the weights show it where they
-// are read next: step 1's first GEMM. So do wrong offsets when copying out and a second all-reduce.
+// reference's; in TP 2 x DP 2 the buckets hold shards (other counts) and are compared segment by segment: dW1's
+// segment, judged as an average, is twice the reference's (inside at recv; before: folded, found at step 1's first
+// GEMM). Wrong offsets when copying out and a second all-reduce show where the weights are read next: step 1's first
+// GEMM.
 TEST(DiffE2eBucket, BucketBugsAreFound) {
   struct Case {
     const char* bug;
@@ -514,7 +520,8 @@ TEST(DiffE2eBucket, BucketBugsAreFound) {
   const std::string args = "--bias --grad-reduce bucket";
   const std::string ref = RunTpMlp("bbref", 1, 1, "fp32", "", "", args);
   for (const Case& c : {Case{"bucket-undivided", 3, 3, "A", "A"}, Case{"bucket-divided-wrong", 3, 3, "A", "A"},
-                        Case{"bucket-segment-undivided", 8, 9, "send", "A"}, Case{"bucket-offset-off", 9, 9, "A", "A"},
+                        Case{"bucket-segment-undivided", 8, 8, "send", "recv"},
+                        Case{"bucket-offset-off", 9, 9, "A", "A"},
                         Case{"bucket-summed-twice", 9, 9, "A", "A"}})
     for (const Layout& l : {Layout{"dp2", 2, 1}, Layout{"tp2dp2", 4, 2}}) {
       const std::string tag = std::string(c.bug) + "_" + l.name;
@@ -523,8 +530,9 @@ TEST(DiffE2eBucket, BucketBugsAreFound) {
       EXPECT_EQ(d.report.summary().not_checked_total(), 0u) << tag;
       ASSERT_TRUE(d.first.valid) << tag;
       EXPECT_EQ(d.first.ref_seq, l.tp == 1 ? c.ref_seq : c.tp_ref_seq) << tag << "\n" << Describe(d);
-      EXPECT_EQ(d.first.kind, "between") << tag;
-      EXPECT_EQ(d.first.operand, l.tp == 1 ? c.operand : c.tp_operand) << tag << "\n" << Describe(d);
+      const std::string operand = l.tp == 1 ? c.operand : c.tp_operand;
+      EXPECT_EQ(d.first.kind, operand == "recv" ? "inside" : "between") << tag;
+      EXPECT_EQ(d.first.operand, operand) << tag << "\n" << Describe(d);
       EXPECT_GT(d.first.ratio, 100) << tag;
       printf("bug   %-33s first %s at ref seq %lld (%s), err/threshold %.3g\n", tag.c_str(), d.first.kind.c_str(),
              static_cast<long long>(d.first.ref_seq), d.first.operand.c_str(), d.first.ratio);

@@ -299,8 +299,20 @@ mutate "diff: the one-rank reference's gradient bucket left unaligned" diff_shar
   "if (IsSelfTransfer(rops[i]) || IsOneRankBucket(rops, i)) {" "if (IsSelfTransfer(rops[i])) {" "diff_e2e_test" \
   "Bucket"
 mutate "diff: the one-rank reference's bucket aligned with a bucket of shards judged as a value" diff_sharded.cc \
-  "else if (other_count && IsOneRankBucket(rops, i)) folded_ref[i] = true;" "else if (false) folded_ref[i] = true;" \
+  "else if (other_count && IsOneRankBucket(rops, i)) folded_ref[i] = !CompareBucket(i, rops[i]);" \
+  "else if (false) folded_ref[i] = true;" "diff_e2e_test" "Bucket"
+mutate "diff: a TP x DP bucket folded, not compared segment by segment" diff_sharded.cc \
+  "      if (IsOneRankBucket(rops, i) && CompareBucket(i, rops[i])) continue;" "      if (false) continue;" \
   "diff_e2e_test" "Bucket"
+mutate "diff: a segment of an averaging bucket left undivided judged as a sum" diff_sharded_reduce.cc \
+  "      if (h.first == 0 || h.first < h.second) return false;" "      if (true) return false;" "diff_e2e_test" \
+  "Bucket"
+mutate "diff: a bucket segment's received values read from the bucket's start" diff_sharded_reduce.cc \
+  "    part_v = std::vector<double>(part_v.begin() + static_cast<std::ptrdiff_t>(part.offset)," \
+  "    part_v = std::vector<double>(part_v.begin() + 0 * static_cast<std::ptrdiff_t>(part.offset)," "diff_e2e_test" \
+  "Bucket"
+mutate "diff: a bucket's first segment reported, not its worst" diff_sharded_reduce.cc \
+  "  ReportReduce(rop, merged);" "  ReportReduce(rop, outs[0]);" "diff_e2e_test" "Bucket"
 mutate "diff: any reference reduction holding a GEMM output taken for a bucket" diff_sharded.cc \
   "return s.size() >= 2 || (s.size() == 1 && s[0].length < op.coll.count);" "return !s.empty();" \
   "diff_e2e_test" "Bucket"
