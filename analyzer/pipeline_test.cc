@@ -184,6 +184,13 @@ TEST(Pipeline, AllToAllExchangesAreNotAPipeline) {
   }
   // The same transfers issued one by one, outside any group, are what a pipeline issues: still a chain.
   EXPECT_EQ(InferPipeline(Exchange(2, 0xa2a, false, /*grouped=*/false)).stages, 2);
+  // Issued one by one, every rank's first transfer is one way, so the first group tells nothing: a rank that sends
+  // to itself, or talks to three others, still makes its communicator an exchange.
+  for (const auto& [size, with_self] : {std::pair<int, bool>{2, true}, {4, false}}) {
+    const PipelineLayout p = InferPipeline(Exchange(size, 0xa2a, with_self, /*grouped=*/false));
+    EXPECT_EQ(p.stages, 1) << size << with_self;
+    EXPECT_EQ(p.chains.size(), static_cast<size_t>(size)) << size << with_self;
+  }
   // A pipeline on its own communicator is still found beside an exchange on another: the exchange's ops join no
   // chain and the merge passes over them.
   Fixture f;

@@ -276,7 +276,8 @@ mutate "diff: a gather feeding a transposed operand compared in logical, not sto
   "    const auto stored = [&](std::vector<double> v) { return trans ? Transposed(v, rows, cols) : v; };" \
   "    const auto stored = [&](std::vector<double> v) { return v; };" "moe_diff_e2e_test" "FsdpDiffE2e"
 mutate "diff: the reference's sends to itself left unaligned" diff_sharded.cc \
-  "if (IsSelfTransfer(rops[i])) {" "if (false) {" "moe_diff_e2e_test" "MoeDiffE2e"
+  "if (IsSelfTransfer(rops[i]) || IsOneRankBucket(rops, i)) {" "if (IsOneRankBucket(rops, i)) {" "moe_diff_e2e_test" \
+  "MoeDiffE2e"
 mutate "diff: a reference collective without a rule not folded" diff_sharded.cc \
   "      folded_ref[i] = true;" "      rep().AddNotChecked(\"no diff rule for this API\");" "moe_diff_e2e_test" "MoeDiffE2e"
 mutate "diff: a divided copy allowed two roundings" shard.cc \
