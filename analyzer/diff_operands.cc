@@ -42,15 +42,6 @@ std::vector<double> TakeBlock(const std::vector<double>& full, int64_t rows, int
   return block;
 }
 
-// A column-major rows x cols matrix in the order of its transpose (column-major cols x rows): how an operand that
-// op() transposes is stored, so how its all-gather's output chunks lie.
-std::vector<double> Transposed(const std::vector<double>& v, int64_t rows, int64_t cols) {
-  std::vector<double> t(v.size());
-  for (int64_t j = 0; j < cols; ++j)
-    for (int64_t i = 0; i < rows; ++i) t[static_cast<size_t>(j + i * cols)] = v[static_cast<size_t>(i + j * rows)];
-  return t;
-}
-
 std::vector<double> Chunk(const std::vector<double>& v, size_t c, size_t len) {
   return std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(c * len),
                              v.begin() + static_cast<std::ptrdiff_t>((c + 1) * len));
@@ -269,7 +260,7 @@ bool Sharded::JudgeGathers(const Op& rop, const std::vector<Shard>& shards, cons
     const int bi = operand_a ? s.cm : s.ck, bj = operand_a ? s.ck : s.cn;
     // Compared in the operand's stored order (the gather's): transposed when op() transposes it.
     const bool trans = (operand_a ? s.op->gemm.transa : s.op->gemm.transb) != 0;
-    const auto stored = [&](std::vector<double> v) { return trans ? Transposed(v, rows, cols) : v; };
+    const auto stored = [&](std::vector<double> v) { return OpFolded(v, rows, cols, 1, trans); };
     const std::vector<double> want = stored(TakeBlock(ref_full, rows, cols, bi, bj, rs, cs));
     std::vector<double> got = stored(operand_a ? s.g.a : s.g.b);
     for (double& v : got) v /= scale;

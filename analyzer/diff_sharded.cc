@@ -193,8 +193,9 @@ void Sharded::Run() {
     if (ShardsOf(i).empty()) {
       // A copy within the reference (its own sends, a gradient bucket reduced on its group of one that no candidate
       // bucket aligns with: the candidate's hold sharded gradients): its data is compared where it is read next.
-      if (IsOneRankBucket(rops, i) && CompareBucket(i, rops[i])) continue;
-      if (IsSelfTransfer(rops[i]) || IsOneRankBucket(rops, i)) {
+      const bool bucket = IsOneRankBucket(rops, i);  // scans the reduction's input: once
+      if (bucket && CompareBucket(i, rops[i])) continue;
+      if (IsSelfTransfer(rops[i]) || bucket) {
         rep().AddChecked("diff.folded", {}, ElementStats{}, true);
         continue;
       }

@@ -316,6 +316,7 @@ bool Sharded::CompareBucket(size_t i, const Op& rop) {
     merged.stats.Merge(outs[x].stats);
     merged.rel = std::max(merged.rel, outs[x].rel);
   }
+  merged.name = outs[worst].name;  // the candidate reduction that holds the worst segment, as the detail says
   merged.detail = outs[worst].detail;
   for (const DividedSegment& s : rsegs)
     for (const ReducePart& part : parts[static_cast<int64_t>(s.op)]) compared_.insert(part.op);

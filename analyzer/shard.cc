@@ -70,7 +70,8 @@ bool DividedRunStored(const double* x, const StoredValues& y, size_t n, int p, c
   return nonzero;
 }
 
-// op(X) of every batch of a stored operand (rows x cols per batch as stored), columns appended batch after batch.
+}  // namespace
+
 std::vector<double> OpFolded(const std::vector<double>& x, int64_t rows, int64_t cols, int64_t batch, bool trans) {
   if (!trans) return x;
   std::vector<double> out(x.size());
@@ -80,8 +81,6 @@ std::vector<double> OpFolded(const std::vector<double>& x, int64_t rows, int64_t
       for (int64_t i = 0; i < rows; ++i) out[b * per + j + i * cols] = x[b * per + i + j * rows];
   return out;
 }
-
-}  // namespace
 
 GemmShape LogicalShape(const format::GemmRecord& g) {
   GemmShape s{g.m, g.n, g.k, std::max<int64_t>(g.batch_count, 1)};

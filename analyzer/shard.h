@@ -53,6 +53,11 @@ absl::StatusOr<LogicalGemm> DecodeLogicalGemm(const Op& op);
 // reducer takes it).
 bool IsDividedCopy(const std::vector<double>& x, const std::vector<double>& y, int p, const FloatFormat& f);
 
+// op(X) of every batch of a column-major operand stored rows x cols per batch: the batches' transposes when `trans`
+// (columns appended batch after batch), else x. With batch 1 and trans, also the stored order of a logical rows x
+// cols operand that op() transposes.
+std::vector<double> OpFolded(const std::vector<double>& x, int64_t rows, int64_t cols, int64_t batch, bool trans);
+
 // Values as stored: an element type and the bytes (kFull layout), e.g. a GEMM's captured output.
 struct StoredValues {
   format::DType dtype = format::DType::kInvalid;

@@ -273,10 +273,10 @@ mutate "diff: a gather's finding names the reference GEMM, not the gather's own 
   "    return i >= 0 ? &ref_.ranks[0].ops[static_cast<size_t>(i)] : nullptr;" "    return nullptr;" \
   "moe_diff_e2e_test" "FsdpDiffE2e"
 mutate "diff: a gather feeding a transposed operand compared in logical, not stored, order" diff_operands.cc \
-  "    const auto stored = [&](std::vector<double> v) { return trans ? Transposed(v, rows, cols) : v; };" \
+  "    const auto stored = [&](std::vector<double> v) { return OpFolded(v, rows, cols, 1, trans); };" \
   "    const auto stored = [&](std::vector<double> v) { return v; };" "moe_diff_e2e_test" "FsdpDiffE2e"
 mutate "diff: the reference's sends to itself left unaligned" diff_sharded.cc \
-  "if (IsSelfTransfer(rops[i]) || IsOneRankBucket(rops, i)) {" "if (IsOneRankBucket(rops, i)) {" "moe_diff_e2e_test" \
+  "if (IsSelfTransfer(rops[i]) || bucket) {" "if (bucket) {" "moe_diff_e2e_test" \
   "MoeDiffE2e"
 mutate "diff: a reference collective without a rule not folded" diff_sharded.cc \
   "      folded_ref[i] = true;" "      rep().AddNotChecked(\"no diff rule for this API\");" "moe_diff_e2e_test" "MoeDiffE2e"
@@ -297,13 +297,13 @@ mutate "diff: a sum with no divided input taken as an average" shard.cc \
   "  return divided > 0 && divided >= copied;" "  return divided >= copied;" "diff_test diff_e2e_test" \
   "DiffShard|Bucket"
 mutate "diff: the one-rank reference's gradient bucket left unaligned" diff_sharded.cc \
-  "if (IsSelfTransfer(rops[i]) || IsOneRankBucket(rops, i)) {" "if (IsSelfTransfer(rops[i])) {" "diff_e2e_test" \
+  "if (IsSelfTransfer(rops[i]) || bucket) {" "if (IsSelfTransfer(rops[i])) {" "diff_e2e_test" \
   "Bucket"
 mutate "diff: the one-rank reference's bucket aligned with a bucket of shards judged as a value" diff_sharded.cc \
   "else if (other_count && IsOneRankBucket(rops, i)) folded_ref[i] = !CompareBucket(i, rops[i]);" \
   "else if (false) folded_ref[i] = true;" "diff_e2e_test" "Bucket"
 mutate "diff: a TP x DP bucket folded, not compared segment by segment" diff_sharded.cc \
-  "      if (IsOneRankBucket(rops, i) && CompareBucket(i, rops[i])) continue;" "      if (false) continue;" \
+  "      if (bucket && CompareBucket(i, rops[i])) continue;" "      if (false) continue;" \
   "diff_e2e_test" "Bucket"
 mutate "diff: a segment of an averaging bucket left undivided judged as a sum" diff_sharded_reduce.cc \
   "      if (h.first == 0 || h.first < h.second) return false;" "      if (true) return false;" "diff_e2e_test" \
