@@ -563,6 +563,8 @@ __attribute__((always_inline)) inline void EncodeTwo(const uint64_t* entry, cons
 // table has (kPairRange - 1) 256 + kPairRange entries, of which the kPairRange^2 in range are filled.
 constexpr int kPairRange = 16;
 constexpr size_t kPairEntries = (kPairRange - 1) * 256 + kPairRange;
+// A round of pairs holds 48 bits: at least two pairs of codes of kMaxLen bits (EncodeStreamsBody has no case of one).
+static_assert(24 / kMaxLen >= 2, "two pairs of the longest codes a round");
 
 // EncodeTwo for pairs: kPairs pairs a stream between 8-byte stores, their codes at most 48 bits together (a pair of
 // codes of at most 48 / (2 kPairs) bits each), so the pending bits stay at most 55 as in EncodeTwo. `off` is 257 lo.
