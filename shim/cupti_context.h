@@ -10,8 +10,8 @@
 // graph launch callbacks of the driver-API domain and the NVTX domain. No libcupti: nothing, silently (verbose 1
 // says so). Any CUPTI error, CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another tool, Nsight or Kineto, holds
 // CUPTI) included: the subscription is dropped, capture goes on without context, and one line on stderr says so
-// once per job (log.h LogOncePerJob with the trace directory `job_dir`: the first rank to meet a problem says it,
-// ranks that meet the same one stay silent; without a GPU every rank meets it). The shim never unsubscribes (a
+// once per job (log.h LogOncePerJob with the trace directory `job_dir`, or per host when there is none: the first
+// rank to meet a problem says it, ranks that meet the same one stay silent; without a GPU every rank meets it). The shim never unsubscribes (a
 // process-lifetime guest, like the engine).
 // NVTX callbacks need NVTX_INJECTION64_PATH to name libcupti before the application's first NVTX call (NVTX's
 // own rule, README "Context between ops"); without it ops carry kernels and graph launches only. The shim does not

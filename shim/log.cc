@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -51,6 +53,25 @@ uint64_t Fnv1a(const void* data, size_t n, uint64_t h) {
   return h;
 }
 
+enum class Claim { kOurs, kTaken, kFailed };
+
+// Binds the abstract unix socket address "\0<name>" and keeps the socket open for the life of the process (never
+// closed: the name stays taken while the process lives and vanishes with it; nothing is left on disk). Another
+// process holding the name: kTaken.
+Claim HoldAbstractName(const char* name) {
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Claim::kFailed;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const size_t len = strnlen(name, sizeof addr.sun_path - 1);
+  memcpy(addr.sun_path + 1, name, len);  // sun_path[0] == '\0': the abstract namespace
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), static_cast<socklen_t>(sizeof(sa_family_t) + 1 + len)) == 0)
+    return Claim::kOurs;
+  const Claim claim = errno == EADDRINUSE ? Claim::kTaken : Claim::kFailed;
+  close(fd);
+  return claim;
+}
+
 }  // namespace
 
 void LogOncePerJob(const std::string& dir, const char* format, ...) {
@@ -68,9 +89,15 @@ void LogOncePerJob(const std::string& dir, const char* format, ...) {
   snprintf(name, sizeof name, "/.ttrace-said-%016llx", static_cast<unsigned long long>(h));
   const int fd = dir.empty() ? -1 : open((dir + name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0 && errno == EEXIST && !dir.empty()) return;  // another process of the job said it
-  if (fd < 0) return Log("%s", text);
-  close(fd);
-  Log("%s (said once for the job)", text);
+  if (fd >= 0) {
+    close(fd);
+    return Log("%s (said once for the job)", text);
+  }
+  switch (HoldAbstractName(name + 2)) {
+    case Claim::kOurs: return Log("%s (said once for the job on this host)", text);
+    case Claim::kTaken: return;  // a live process of the job on this host said it
+    case Claim::kFailed: return Log("%s", text);
+  }
 }
 
 }  // namespace ttrace::shim

@@ -16,8 +16,10 @@ void Log(const char* format, ...) __attribute__((format(printf, 1, 2)));
 // writing to the trace directory `dir`, the first to say a text says it, with " (said once for the job)"; the others
 // stay silent. The first is the one that creates `dir`/.ttrace-said-<hash of the text, the parent's pid and start
 // time> (O_EXCL): another job, or a rank with another problem, says its own. When the marker cannot be created for
-// another reason (no such directory: a collector sink) the process says it, as Log would. The engine's thread at
-// start; allocates.
+// another reason (no such directory: a collector sink), the first process of the job on the host to bind the
+// abstract unix socket "\0ttrace-said-<same hash>" says it, with " (said once for the job on this host)", and keeps
+// that socket for its life (one descriptor; nothing on disk); ranks starting while it lives stay silent, and the
+// process says it as Log would when the socket cannot be made. The engine's thread at start; allocates.
 void LogOncePerJob(const std::string& dir, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 }  // namespace ttrace::shim

@@ -4,6 +4,7 @@
 // or the local one; a collector whose disk fills (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail with EFBIG as on a
 // full disk): the stream is cut there with the reason in its manifest, and the ranks fall back. The metrics are
 // served on the loopback interface unless --metrics-listen names another address.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -38,14 +39,14 @@ std::string Log(const std::string& dir) {
   return out;
 }
 
-// TTRACE_CONTEXT=0: the machine's libcupti (the toolkit's refuses to subscribe without a GPU, said once) must not
-// speak in a test that asserts the shim has nothing to say about its collector.
-std::string Job(const std::string& dir, int steps) {
+// TTRACE_CONTEXT=0 unless `context`: the machine's libcupti (the toolkit's refuses to subscribe without a GPU, said
+// once) must not speak in a test that asserts the shim has nothing to say about its collector.
+std::string Job(const std::string& dir, int steps, int ranks = 2, bool context = false) {
   const std::string b = BuildDir();
   return "env LD_LIBRARY_PATH=" + b + "/simgpu/lib LD_PRELOAD=" + b + "/lib/libttrace.so TTRACE_DIR=" + dir +
-         "/local TTRACE_JOB=cj TTRACE_FLUSH_MS=50 TTRACE_CONTEXT=0 TTRACE_COLLECTOR=unix:" + dir + "/c.sock " + b +
-         "/bin/simrun -n 2 -- " + b + "/bin/tp_mlp --tp 2 --steps " + std::to_string(steps) + " --rdzv " + dir +
-         "/rdzv";
+         "/local TTRACE_JOB=cj TTRACE_FLUSH_MS=50 TTRACE_CONTEXT=" + (context ? "1" : "0") +
+         " TTRACE_COLLECTOR=unix:" + dir + "/c.sock " + b + "/bin/simrun -n " + std::to_string(ranks) + " -- " + b +
+         "/bin/tp_mlp --tp 2 --steps " + std::to_string(steps) + " --rdzv " + dir + "/rdzv";
 }
 
 // The local address of the TCP socket listening on `port` as /proc/net/tcp writes it ("0100007F": 127.0.0.1,
@@ -126,6 +127,30 @@ TEST(CollectorE2e, RanksStreamToTheCollectorAndItsStoreChecksClean) {
                   &out),
             0);
   EXPECT_NE(Log(dir).find("ttrace-collector: stopped"), std::string::npos) << Log(dir);
+}
+
+// Without a GPU the toolkit's libcupti refuses every rank's subscription. Streaming to the collector there is no
+// trace directory to keep a marker in (nothing is written locally), so the ranks of the job on this host agree
+// through an abstract unix socket named like the marker: one line for the job's four ranks (TP 2 x DP 2; the
+// ranks meet the refusal before their communicator's set-up, which waits for all four, so none has exited yet).
+// Before: one line per rank (4).
+TEST(CollectorE2e, CuptiRefusalIsSaidOnceForAJobStreamingToTheCollector) {
+  void* real = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_LOCAL);
+  if (real == nullptr) GTEST_SKIP() << "no libcupti.so.13 on this machine";
+  if (access("/dev/nvidia0", F_OK) == 0) GTEST_SKIP() << "a GPU: CUPTI subscribes, nothing to say";
+  const std::string dir = TempDir() + "/collector_cupti";
+  ASSERT_TRUE(StartCollector(dir, "")) << Log(dir);
+  std::string out;
+  ASSERT_EQ(Shell(Job(dir, 2, 4, true), &out), 0) << out;
+  size_t lines = 0;
+  for (size_t at = out.find("cannot be used (cuptiSubscribe: "); at != std::string::npos;
+       at = out.find("cannot be used (cuptiSubscribe: ", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << out;
+  EXPECT_NE(out.find("(said once for the job on this host)"), std::string::npos) << out;
+  EXPECT_NE(Shell("ls " + dir + "/local", &out), 0) << "nothing written locally: " << out;
+  EXPECT_TRUE(StopCollector(dir));
+  EXPECT_EQ(Shell(Bin("ttrace") + " check " + dir + "/store/cj", &out), 0) << out;
 }
 
 TEST(CollectorE2e, MetricsListenWhereTold) {

@@ -451,6 +451,13 @@ mutate "shim: a problem said once per job said by every rank" shim/log.cc \
 mutate "shim: the job's marker not keyed by its launcher (a later job silent)" shim/log.cc \
   "  const int parent = static_cast<int>(getppid());" "  const int parent = 0;" \
   "ttrace_shim shim_context_capture_test" "ContextCapture"
+mutate "shim: a job streaming to a collector says a problem on every rank (the host's name not held)" shim/log.cc \
+  "    case Claim::kTaken: return;  // a live process of the job on this host said it" \
+  "    case Claim::kTaken: return Log(\"%s\", text);" \
+  "ttrace_shim ttrace-collector collector_e2e_test" "CollectorE2e.CuptiRefusal"
+mutate "shim: the host's name released at once (ranks starting later say it again)" shim/log.cc \
+  "    return Claim::kOurs;" "    return close(fd), Claim::kOurs;" \
+  "ttrace_shim ttrace-collector collector_e2e_test" "CollectorE2e.CuptiRefusal"
 mutate "shim: a library's own kernels counted between ops" cupti_context.cc \
   "if (d->callbackSite != CUPTI_API_ENTER || InsideInterceptor()) return;" \
   "if (d->callbackSite != CUPTI_API_ENTER) return;" "shim_cupti_context_test" "CuptiContext"
