@@ -211,6 +211,38 @@ TEST(FloatCodecTest, ANarrowCodeHoldsNoBytesThatDoNotOccur) {
   EXPECT_LE(Ratio(v), 4.8);
 }
 
+TEST(FloatCodecTest, ANarrowCodeFindsEveryByteTheSampleMissed) {
+  // A narrow sampled code (two bytes: the low plane of FP32 sums of BF16 values) whose plane holds rare bytes the
+  // sample missed: the pass that marks the bytes present must find each of them (else it has no code and the block
+  // does not round-trip), whatever its place in a 32-byte vector (the AVX2 pass, codec32) or in the tail after
+  // the last whole vector. Every byte value occurs once, 64 of them a block, in chunks the sample does not read.
+  std::mt19937 rng(32);
+  const size_t block = size_t{1} << 16;
+  for (size_t tail : {size_t{0}, size_t{31}, size_t{1000}}) {
+    const size_t n = 3 * block + (tail ? block / 2 + tail : block);
+    std::vector<uint8_t> v(n);
+    for (uint8_t& x : v) x = Fp8WithTopByte(rng() % 4 ? 0x00 : 0x01);
+    for (int c = 0; c < 256; ++c) {
+      const size_t b = static_cast<size_t>(c) / 64, k = static_cast<size_t>(c) % 64;
+      const size_t size = std::min(block, n - b * block);
+      // A chunk the sample skips (its 16-byte chunk of every 64 is at a phase hashed from the chunk's index),
+      // at offset k within it, so the 64 bytes of a block lie at every place of a 32-byte vector; the last
+      // block's bytes at its end when it has a tail.
+      size_t at;
+      if (tail && b == 3) {
+        at = size - 1 - k;
+      } else {
+        const size_t g = k * 13 + 7;
+        const uint32_t phase = (static_cast<uint32_t>(g) * 0x9e3779b1u) >> 30;
+        at = g * 64 + (phase + 1) % 4 * 16 + k % 16;
+      }
+      v[b * block + at] = Fp8WithTopByte(static_cast<uint8_t>(c));
+    }
+    const std::string at = "tail " + std::to_string(tail);
+    ExpectRoundTrip(v, "rare bytes, two common ones, " + at);
+  }
+}
+
 TEST(FloatCodecTest, ACodeThatComesOutLargerThanRawIsNotKept) {
   // The sample misleads: the chunks it reads (the encoder's rule: one 16-byte chunk of every 64, at a phase hashed
   // from the chunk's index) hold 8 bytes (3 bits each), the other chunks 248 others, which the code then gives 12

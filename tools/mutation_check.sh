@@ -586,6 +586,16 @@ mutate "codec: pairs of 64 bits of codes a round" float_codec.cc \
 mutate "codec: the pair table's offset 256 lo" float_codec.cc \
   "const size_t off = 257 * static_cast<size_t>(lo);" "const size_t off = 256 * static_cast<size_t>(lo);" \
   "float_codec_test" "FloatCodecTest"
+# codec32: the AVX2 pass marking the bytes a narrow code's sample missed.
+mutate "codec: the AVX2 byte marks look up the other nibble table" float_codec.cc \
+  "_mm256_shuffle_epi8(lo_table, low), _mm256_shuffle_epi8(hi_table, low), x)" \
+  "_mm256_shuffle_epi8(hi_table, low), _mm256_shuffle_epi8(lo_table, low), x)" "float_codec_test" "FloatCodecTest"
+mutate "codec: the AVX2 byte marks mark one new byte a vector" float_codec.cc \
+  "    for (; m; m &= m - 1) mark(sym[i + static_cast<size_t>(__builtin_ctz(m))]);" \
+  "    mark(sym[i + static_cast<size_t>(__builtin_ctz(m))]);" "float_codec_test" "FloatCodecTest"
+mutate "codec: the bytes after the AVX2 byte marks' last vector not marked" float_codec.cc \
+  "  if (kHaveAvx2) i = MarkPresentAvx2(sym, n, present);" \
+  "  if (kHaveAvx2) i = MarkPresentAvx2(sym, n, present); return;" "float_codec_test" "FloatCodecTest"
 mutate "codec: the AVX2 prefix sum drops the previous vector's last byte" float_codec.cc \
   "    x = _mm256_add_epi8(x, carry);" "" "float_codec_test" "FloatCodecTest"
 mutate "codec: the AVX2 prefix sum drops the low lane's sum in the high lane" float_codec.cc \
