@@ -1277,12 +1277,32 @@ __attribute__((always_inline)) inline void BuildMultiTable(const CodeList& codes
   }
 }
 
+// A round of DecodeMultiBody's: four lookups of one stream. A lookup's symbols go to ds plus the counts of the
+// lookups before it, read from the running sum of the entries (bits 56-63, above the carries of the symbols' sum: at
+// most 12): one shrx and an indexed store, no pointer update a lookup. `k12`, `k56`: kMaxLen and 56 in registers.
+template <bool kBmi2>
+__attribute__((always_inline)) inline void MultiRound(const uint64_t multi[kTableSize], const uint8_t* base,
+                                                      uint64_t k12, uint64_t k56, uint64_t& qs, uint8_t*& ds) {
+  uint64_t w = Load<uint64_t>(base + (qs >> 3)) >> (qs & 7);
+  uint64_t sum = 0;
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const uint64_t t = multi[Window<kBmi2>(w, k12)];
+    w >>= t & 63;  // bits 4-11 of an entry are zero: the shift count is the length
+    Store<uint32_t>(ds + (sum >> k56), static_cast<uint32_t>(t >> k12));
+    sum += t;
+  }
+  ds += sum >> k56;
+  qs += sum & 0xff;  // four lengths, at most 48
+}
+
 // DecodeStreamsBody<1> with the multi-symbol table: each stream's output advances by one to three symbols a lookup,
 // so the streams advance apart. A lookup stores its three symbol bytes and one more with one 32-bit store (those
 // past the symbols it decoded are written again by the next lookup); a round (four lookups a stream: at most 12
 // symbols and 48 bits, 6 bytes) runs only while every stream has at least 13 symbols left a round (the last
 // lookup's store ends at most 9 + 4 symbols past the round's start: none is written past the stream's last), and
-// while every stream's 8-byte loads stay inside it. The rest symbol by symbol.
+// while every stream's 8-byte loads stay inside it; then each stream's rounds alone (codec31), the rest symbol by
+// symbol.
 template <bool kBmi2>  // bzhi: compiled for BMI2 (DecodeMultiBmi2)
 __attribute__((always_inline)) inline const char* DecodeMultiBody(const uint8_t* data, const uint32_t bytes[kStreams],
                                                                   size_t n, const uint16_t table[kTableSize],
@@ -1318,29 +1338,30 @@ __attribute__((always_inline)) inline const char* DecodeMultiBody(const uint8_t*
     // both).
     uint64_t k12 = kMaxLen, k56 = 56;
     asm("" : "+r"(k12), "+r"(k56));
-    // A lookup's symbols go to ds plus the counts of the lookups before it, read from the running sum of the entries
-    // (bits 56-63, above the carries of the symbols' sum: at most 12): one shrx and an indexed store, no pointer
-    // update a lookup.
-    auto four = [multi, base, k12, k56](uint64_t& qs, uint8_t*& ds) __attribute__((always_inline)) {
-      uint64_t w = Load<uint64_t>(base + (qs >> 3)) >> (qs & 7);
-      uint64_t sum = 0;
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const uint64_t t = multi[Window<kBmi2>(w, k12)];
-        w >>= t & 63;  // bits 4-11 of an entry are zero: the shift count is the length
-        Store<uint32_t>(ds + (sum >> k56), static_cast<uint32_t>(t >> k12));
-        sum += t;
-      }
-      ds += sum >> k56;
-      qs += sum & 0xff;  // four lengths, at most 48
-    };
     for (size_t r = 0; r < rounds; ++r) {
-      four(q0, d0);
-      four(q1, d1);
-      four(q2, d2);
-      four(q3, d3);
+      MultiRound<kBmi2>(multi, base, k12, k56, q0, d0);
+      MultiRound<kBmi2>(multi, base, k12, k56, q1, d1);
+      MultiRound<kBmi2>(multi, base, k12, k56, q2, d2);
+      MultiRound<kBmi2>(multi, base, k12, k56, q3, d3);
     }
   }
+  // The streams run apart (their symbols a lookup differ), so the first one near its end stops the rounds above
+  // with hundreds of symbols left in the others (gpt_fp32's collectives cast to FP16: 2.8% of a plane's symbols,
+  // which took 23% of its decoding's cycles symbol by symbol below, codec31): each stream's rounds go on alone.
+  auto alone = [&](uint64_t& qs, uint8_t*& ds, const uint8_t* es, uint64_t start, uint32_t size)
+                   __attribute__((always_inline)) {
+    for (;;) {
+      const size_t rounds = std::min(left(ds, es), room(qs, start, size));
+      if (rounds == 0) break;
+      uint64_t k12 = kMaxLen, k56 = 56;
+      asm("" : "+r"(k12), "+r"(k56));
+      for (size_t r = 0; r < rounds; ++r) MultiRound<kBmi2>(multi, base, k12, k56, qs, ds);
+    }
+  };
+  alone(q0, d0, e0, 0, bytes[0]);
+  alone(q1, d1, e1, start1, bytes[1]);
+  alone(q2, d2, e2, start2, bytes[2]);
+  alone(q3, d3, e3, start3, bytes[3]);
   uint64_t q[kStreams] = {q0, q1 - start1 * 8, q2 - start2 * 8, q3 - start3 * 8};
   const uint8_t* d[kStreams] = {d0, d1, d2, d3};
   for (int s = 0; s < kStreams; ++s) {

@@ -324,6 +324,38 @@ std::vector<uint8_t> PlaneModes(const std::string& enc, size_t n, size_t e);
 // The planes' modes of a one-block payload (FP8: one plane).
 uint8_t FirstPlaneMode(const std::string& enc) { return static_cast<uint8_t>(enc[kFloatCodecHeaderBytes]); }
 
+TEST(FloatCodecTest, MultiSymbolStreamsThatRunApartEndAlone) {
+  // The four streams of a multi-symbol plane advance by their own symbols a lookup, so the first to near its end stops
+  // the rounds of four streams with the others' symbols left, and each of those goes on alone (codec31) to its last
+  // 13 symbols or 8 bytes. One quarter of the plane (one stream) differs from the other three, first, second, third
+  // or last: one byte 95% of the time against 10% (2-bit code, three symbols a lookup, against 5 and 6-bit codes for
+  // the 30 others: the three slower streams go on alone to their last 8 bytes), or 64 rare bytes against 4 common
+  // ones (8-bit codes, one symbol a lookup, against 2 and 3-bit codes: the slow stream goes on alone for two thirds of
+  // its symbols, to its last 13 symbols), at stream lengths over every remainder of a round (12 symbols) and the
+  // block's limits. A stream going on past its end writes over the next one's first symbols, or past the block.
+  std::mt19937 rng(31);
+  auto byte = [&rng](bool odd, bool rare) -> uint8_t {
+    if (!rare) return static_cast<uint8_t>(rng() % 100 < (odd ? 95u : 10u) ? 0x40 : 0x50 + rng() % 30);
+    return static_cast<uint8_t>(odd ? 0x80 + rng() % 64 : 0x40 + rng() % 4);
+  };
+  for (bool rare : {false, true}) {
+    for (int odd = 0; odd < 4; ++odd) {
+      std::vector<size_t> sizes = {65536, 65536 * 2 - 1};
+      for (size_t n = 16384; n < 16384 + 4 * 13; n += 3) sizes.push_back(n);
+      for (size_t n : sizes) {
+        std::vector<uint8_t> v(n);
+        const size_t quarter = (std::min<size_t>(n, 65536) + 3) / 4;
+        for (size_t i = 0; i < n; ++i)
+          v[i] = Fp8WithTopByte(byte((i % 65536) / quarter == static_cast<size_t>(odd), rare));
+        const std::string at = std::string(rare ? " rare" : " skewed") + " stream " + std::to_string(odd) +
+                               " n=" + std::to_string(n);
+        for (int version : {1, 3}) ExpectRoundTrip(v, "FP8, one stream apart" + at, version);
+        EXPECT_EQ(FirstPlaneMode(Encode(v.data(), n, 1)), 2) << at;  // Huffman, four streams
+      }
+    }
+  }
+}
+
 TEST(FloatCodecTest, NarrowPlanesRoundTripCodedTwoBytesALookup) {
   // A four-stream plane whose bytes lie in 16 consecutive values is coded a pair of neighbours a lookup (codec30), 8,
   // 6, 4, 3 or 2 pairs between 8-byte stores by its longest code (at most 3, 4, 6, 8, 12 bits), the rest of each stream

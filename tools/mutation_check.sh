@@ -538,7 +538,7 @@ mutate "codec: a multi-symbol lookup always advances three symbols" float_codec.
   "Store<uint32_t>(ds + (sum >> k56), " "Store<uint32_t>(ds + 3 * k, " "float_codec_test" "FloatCodecTest"
 # Stop 26 (codec28): the multi-symbol decoder's output pointer moves once a round, its window is one bzhi.
 mutate "codec: a multi-symbol round always advances twelve symbols" float_codec.cc \
-  "      ds += sum >> k56;" "      ds += 12;" "float_codec_test" "FloatCodecTest"
+  "  ds += sum >> k56;" "  ds += 12;" "float_codec_test" "FloatCodecTest"
 mutate "codec: the multi-symbol entries' counts where the symbols' sum carries" float_codec.cc \
   "constexpr uint64_t kOne = uint64_t{1} << 56;" "constexpr uint64_t kOne = uint64_t{1} << 32;" "float_codec_test" \
   "FloatCodecTest"
@@ -601,6 +601,10 @@ mutate "codec: the AVX2 prefix sum drops the previous vector's last byte" float_
 mutate "codec: the AVX2 prefix sum drops the low lane's sum in the high lane" float_codec.cc \
   "    x = _mm256_add_epi8(x, _mm256_permute2x128_si256(lane_last, lane_last, 0x08));" "" "float_codec_test" \
   "FloatCodecTest"
+# codec31: the streams of a multi-symbol plane go on alone after the four-stream rounds.
+mutate "codec: a multi-symbol stream alone runs a round past its last 13 symbols" float_codec.cc \
+  "std::min(left(ds, es), room(qs, start, size))" "std::min(left(ds, es) + 1, room(qs, start, size))" \
+  "float_codec_test" "FloatCodecTest"
 # Stop 24: codec version 2's eight-stream planes.
 mutate "codec: an eight-stream plane accepted in a version 1 payload" float_codec.cc \
   '  if (mode == kHuffman8 && version < 2) return "an eight-stream Huffman plane in a version 1 payload";
