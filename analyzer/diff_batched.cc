@@ -1,5 +1,5 @@
 // Entries are matched on A and B scaled to unit norm, so that a data-parallel run whose gradients carry the DP size
-// (averaging reductions) still finds its entries; the scale is then chosen as for plain GEMMs, from the averaging
+// (per-rank mean losses) still finds its entries; the scale is then chosen as for plain GEMMs, from the data-parallel
 // communicators' sizes. Everything is FP64 from the captured tensors.
 #include "analyzer/diff_batched.h"
 

@@ -34,8 +34,8 @@ struct BatchedComparison {
   std::string detail;
 };
 
-// `shards`: (rank, op) of every candidate rank aligned with `ref`. `scales`: sizes of averaging communicators
-// (diff.h). The reference entry count must be a multiple of the candidate's.
+// `shards`: (rank, op) of every candidate rank aligned with `ref`. `scales`: sizes of data-parallel communicators
+// (diff_sharded_state.h). The reference entry count must be a multiple of the candidate's.
 BatchedComparison CompareBatchedGemm(const Op& ref, const std::vector<std::pair<int, const Op*>>& shards,
                                      const std::vector<double>& scales);
 

@@ -5,6 +5,7 @@
 // shared with simgpu.
 #include "analyzer/diff_sharded.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -89,6 +90,20 @@ double Sharded::BestScale(const std::vector<double>& x, const std::vector<double
   return ExplainingScale(x, r, scales_, std::max(kScaleExplains, 2 * max_out_rel_), rel);
 }
 
+void Sharded::NoteSplit(const GemmSplit& split, const std::vector<Shard>& shards) {
+  for (const DimSplit* d : {&split.m, &split.n, &split.k}) {
+    if (d->factor == 1) continue;
+    for (const Shard& sh : shards) {
+      const std::vector<uint64_t> mine = comms_.CommsOf(sh.rank);
+      if (d->role < 0 || d->role >= static_cast<int>(mine.size())) continue;
+      const uint64_t h = mine[static_cast<size_t>(d->role)];
+      if (!roled_.insert(h).second || d != &split.n) continue;
+      dp_comms_.insert(h);
+      if (std::find(scales_.begin(), scales_.end(), d->factor) == scales_.end()) scales_.push_back(d->factor);
+    }
+  }
+}
+
 void Sharded::NoteCalibrated(const OpName& op, double ratio, double err_eps) {
   CalibrationUse& c = out_->calibration;
   ++c.operands;
@@ -134,10 +149,12 @@ void Sharded::RepairByContent() {
     if (it == decoded.end()) it = decoded.emplace(i, DecodeLogicalGemm(rops[i])).first;
     return it->second;
   };
+  // No split has been chosen yet, so no communicator's role is known: any communicator's size may be a gradient's
+  // scale here (only a pairing; each op is judged later with the data-parallel scales alone).
   auto score = [&](const LogicalGemm& c, const LogicalGemm& r) {
     double ea = 0, eb = 0;
-    BestScale(c.a, r.a, &ea);
-    BestScale(c.b, r.b, &eb);
+    ExplainingScale(c.a, r.a, sizes_, kScaleExplains, &ea);
+    ExplainingScale(c.b, r.b, sizes_, kScaleExplains, &eb);
     return ea + eb;
   };
   constexpr double kBetter = 4;
@@ -165,6 +182,12 @@ void Sharded::RepairByContent() {
     a.ref_of_cand[best_j] = static_cast<int64_t>(u);
     a.cand_of_ref[u] = static_cast<int64_t>(best_j);
   }
+}
+
+bool Sharded::IsLinked(size_t i) const {
+  for (const auto& shard : ShardsOf(i))
+    if (links_.count(shard) > 0) return true;
+  return false;
 }
 
 std::vector<std::pair<int, const Op*>> Sharded::ShardsOf(size_t i) const {
@@ -211,17 +234,18 @@ void Sharded::Run() {
       CompareGemm(i, rops[i]);
       CompareUnalignedReductions(i, rops[i]);
     } else if (rops[i].api == static_cast<uint16_t>(format::ApiId::kNcclAllReduce)) {
-      bool linked = false, other_count = false;
-      for (const auto& shard : ShardsOf(i)) {
-        linked = linked || links_.count(shard) > 0;
-        other_count = other_count || shard.second->coll.count != rops[i].coll.count;
-      }
+      const bool linked = IsLinked(i);
+      bool other_count = false;
+      for (const auto& shard : ShardsOf(i)) other_count = other_count || shard.second->coll.count != rops[i].coll.count;
       // A bucket of sharded gradients holds other counts than the reference's: compared segment by segment (each
       // reference GEMM output against its candidate shards), else its data is compared where it is read next
       // (below). With equal counts (data parallelism alone) it is compared as a value.
       if (linked) CompareReduce(ShardsOf(i), rops[i], nullptr);
       else if (other_count && IsOneRankBucket(rops, i)) folded_ref[i] = !CompareBucket(i, rops[i]);
       else CompareValueReduce(i, rops[i]);
+    } else if (rops[i].api == static_cast<uint16_t>(format::ApiId::kNcclReduceScatter) && IsLinked(i)) {
+      // A reduce-scatter of a GEMM's partial outputs (FSDP's gradient reduction): compared like an all-reduce.
+      CompareReduce(ShardsOf(i), rops[i], nullptr);
     } else if (rops[i].kind == OpKind::kCollective) {
       // A collective with no rule of its own (an all-gather of routing counts, a broadcast, sends and receives):
       // its candidate counterparts are judged where their outputs are read next, as unaligned ones are (below).
@@ -356,13 +380,15 @@ void Sharded::CompareGemm(size_t i, const Op& rop) {
   }
   if (a.empty() && r->m * r->k > 0) return rep().AddNotChecked("no shard layout fits");
   for (Shard& sh : shards) ShardCoords(split, comms_, sh.rank, &sh.cm, &sh.cn, &sh.ck);
+  NoteSplit(split, shards);
   for (double& v : a) v /= sa;
   for (double& v : b) v /= sb;
   const OpName name{shards[0].rank, shards[0].op->seq, shards[0].op->api_name()};
   const double eps_out = Epsilon(r->c_type);
   std::string detail = absl::StrCat(SplitText(split), " (", split.source, ")");
   if (sa != 1 || sb != 1)
-    absl::StrAppend(&detail, "; inputs scaled by ", sa, " and ", sb, " (gradients of an averaging data-parallel run)");
+    absl::StrAppend(&detail, "; inputs scaled by ", sa, " and ", sb,
+                    " (gradients of a data-parallel run whose losses are per-rank means)");
   MergedInputs in{a, b, sa, sb, rel_a, rel_b, name, name};
   for (const bool operand_a : {true, false}) {
     const Shard* at = &shards[0];

@@ -140,12 +140,13 @@ void Sharded::CompareReduce(const std::vector<std::pair<int, const Op*>>& shards
 void Sharded::ReportReduce(const Op& rop, const ReduceOutcome& o) {
   rep().AddChecked(o.scatter ? "diff.reducescatter" : "diff.allreduce", o.name, o.stats, o.stats.violations == 0);
   FindInsideRecv(rop, o.name, o.name, o.rel, o.eps, o.stats, "the bound of the GEMM it reduces plus the reduction's",
-                 o.detail);
+                 o.detail, o.plain);
   max_out_rel_ = std::max(max_out_rel_, o.rel);
 }
 
 void Sharded::FindInsideRecv(const Op& rop, const OpName& at, const OpName& name, double rel, double eps,
-                             const ElementStats& stats, const std::string& bound, const std::string& detail) {
+                             const ElementStats& stats, const std::string& bound, const std::string& detail,
+                             const std::string& plain) {
   if (stats.violations == 0) {
     has_last_ = true;
     last_ = name;
@@ -153,13 +154,13 @@ void Sharded::FindInsideRecv(const Op& rop, const OpName& at, const OpName& name
   }
   Find("diff.inside", at, rop, "recv", "inside", rel, stats.max_abs_err, eps, stats.worst_ratio, stats.worst_bound,
        "diff.propagation",
-       absl::StrCat(stats.violations, " of ", stats.elements, " elements differ from the reference beyond ", bound),
+       absl::StrCat(plain.empty() ? "" : plain + "; ", stats.violations, " of ", stats.elements,
+                    " elements differ from the reference beyond ", bound),
        detail);
 }
 
 ReduceOutcome Sharded::ReduceAgainst(int64_t g, const std::vector<ReducePart>& parts, const Op& rop,
-                                     const std::vector<double>& ref, bool ref_is_gemm, size_t index_at,
-                                     bool bucket_avg) {
+                                     const std::vector<double>& ref, bool ref_is_gemm, size_t index_at) {
   ReduceOutcome out;
   const GemmOutcome& oc = outcomes_.at(static_cast<size_t>(g));
   const DType dt = DTypeFromNccl(parts[0].op->coll.nccl_dtype);
@@ -172,15 +173,22 @@ ReduceOutcome Sharded::ReduceAgainst(int64_t g, const std::vector<ReducePart>& p
   // An average is ncclAvg, or a sum whose every input is its GEMM's output divided by p (divide-then-sum).
   bool prescaled = c0.coll.red_op == 0 && p > 1;
   for (const ReducePart& part : parts) prescaled = prescaled && part.divided;
-  const bool avg = c0.coll.red_op == 4 || prescaled || bucket_avg;
-  const double scale = oc.scale / (avg ? p : 1);
+  const bool avg = c0.coll.red_op == 4 || prescaled;
+  const double scale = oc.scale / (avg ? p : 1);  // the received values' scale, as the run reduced them
+  // The scale a right reduction gives. Over a data-parallel communicator: the gradient of the whole batch's loss, so
+  // partials that carry its size (per-rank mean losses) are averaged and partials of a global mean summed. Over one
+  // that splits features (tensor parallelism): the partials' sum, at their scale.
+  const bool dp = dp_comms_.count(c0.coll.comm_hash) > 0;
+  const double want = dp && oc.scale >= p ? oc.scale / p : oc.scale;
   std::string detail = absl::StrCat(ref_is_gemm ? "no reduction in the reference: compared with the output of " : "",
                                     "reduces partial outputs of reference seq ", ref_.ranks[0].ops[g].seq,
                                     " split ", SplitText(oc.split), "; red_op ", c0.coll.red_op);
-  if (c0.coll.red_op != 0 && c0.coll.red_op != 4) absl::StrAppend(&detail, " (partial outputs are summed: sum needed)");
+  if (c0.coll.red_op != 0 && c0.coll.red_op != 4)
+    absl::StrAppend(&detail, want != oc.scale ? " (partial outputs are averaged: ncclAvg or divide-then-sum needed)"
+                                              : " (partial outputs are summed: sum needed)");
   if (prescaled) absl::StrAppend(&detail, " (its inputs are the partial outputs divided by ", p, ": an average)");
-  else if (bucket_avg)
-    absl::StrAppend(&detail, " (a segment of a bucket that averages, its inputs not divided by ", p, ")");
+  absl::StrAppend(&detail, dp ? "; data-parallel communicator" : "; tensor-parallel communicator",
+                  oc.scale != 1 ? absl::StrCat(", partial outputs ", oc.scale, " x the reference's") : "");
   if (oc.split.k.factor > 1 && c0.coll.comm_hash != oc.split.k.comm)
     absl::StrAppend(&detail, "; reduces over comm 0x", absl::Hex(c0.coll.comm_hash),
                     ", the inner dimension is split over 0x",
@@ -234,15 +242,28 @@ ReduceOutcome Sharded::ReduceAgainst(int64_t g, const std::vector<ReducePart>& p
     if (!b) return Unchecked("all-reduce shards missing");
   const ReduceBound rb(FormatOf(dt), avg && !prescaled ? ReduceOp::kAvg : ReduceOp::kSum, p);
   for (size_t x = 0; x < got.size(); ++x) {
-    got[x] /= scale;
+    got[x] /= want;
     const double sum = oc.partial_sum[x];
     // Divide-then-sum: the sum of the divided partials, each divided with one rounding (u·|partial|/p).
     const double b = oc.bound[x] + (prescaled ? rb.Bound({sum / p, oc.abs_partials[x] / p}) +
                                                     FormatOf(dt).u * oc.abs_partials[x] / p
-                                              : rb.Bound({avg ? sum / p : sum, oc.abs_partials[x]})) / scale;
+                                              : rb.Bound({avg ? sum / p : sum, oc.abs_partials[x]})) / want;
     out.stats.Add(index_at + x, got[x], ref[x], b, false);
   }
   out.rel = RelFrobenius(got, ref);
+  // A result off by the communicator's size, said plainly when that scale explains it.
+  double off_rel = 0;
+  if (out.stats.violations > 0 && scale != want &&
+      ExplainingScale(got, ref, {scale / want}, kScaleExplains, &off_rel) != 1) {
+    const std::string times = scale > want ? absl::StrCat(scale / want, " x the reference's")
+                                           : absl::StrCat("1/", want / scale, " of the reference's");
+    out.plain = absl::StrCat("the result is ", times, ": ",
+                             !dp            ? "an average over a communicator that splits features (tensor "
+                                              "parallelism), whose partial outputs need a sum"
+                             : scale > want ? "a sum where the run's per-rank mean losses need an average"
+                                            : "an average where the partial outputs (of a global-mean loss) need "
+                                              "a sum");
+  }
   out.detail = std::move(detail);
   return out;
 }
@@ -257,7 +278,6 @@ bool Sharded::CompareBucket(size_t i, const Op& rop) {
   // not align one to one with the reference's: they hold other counts).
   const std::vector<Op>& rops = ref_.ranks[0].ops;
   std::map<int64_t, std::vector<ReducePart>> parts;
-  std::map<const Op*, std::pair<size_t, size_t>> held;  // per candidate reduction: elements divided, copied
   for (size_t r = 0; r < cand_.ranks.size(); ++r) {
     const std::vector<Op>& ops = cand_.ranks[r].ops;
     const RankAlignment& a = align_[r];
@@ -277,23 +297,14 @@ bool Sharded::CompareBucket(size_t i, const Op& rop) {
       const int p = std::max(ops[j].coll.comm_size, 1);
       for (const DividedSegment& s : RecentGemmSegments(ops, j, p > 1 ? std::vector<int>{p, 1} : std::vector<int>{1})) {
         const int64_t g = a.ref_of_cand[s.op];
-        (s.divisor > 1 ? held[&ops[j]].first : held[&ops[j]].second) += s.length;
         if (g >= 0)
           parts[g].push_back(ReducePart{cand_.ranks[r].rank(), &ops[j], &ops[s.op], true, s.divisor > 1, s.offset,
                                         s.length});
       }
     }
   }
-  // A candidate bucket averages as its communicator does (CommLayout::AvgComms): when its divided segments are no
-  // fewer elements than its copied ones; then each of its segments is judged as an average, so one that its rank
-  // forgot to divide is found.
-  auto averages = [&](const std::vector<ReducePart>& ps) {
-    for (const ReducePart& part : ps) {
-      const std::pair<size_t, size_t>& h = held[part.op];
-      if (h.first == 0 || h.first < h.second) return false;
-    }
-    return true;
-  };
+  // Each segment is judged at the scale a right reduction on its communicator gives (ReduceAgainst), so a segment its
+  // rank forgot to divide is found here, in a bucket whose other segments are divided or not.
   const std::vector<double> rv = DecodeAll(static_cast<DType>(rrecv->meta.dtype), rrecv->data);
   std::vector<ReduceOutcome> outs;
   for (const DividedSegment& s : rsegs) {
@@ -302,7 +313,7 @@ bool Sharded::CompareBucket(size_t i, const Op& rop) {
     if (it == parts.end() || outcomes_.count(s.op) == 0 || s.offset + s.length > rv.size()) return false;
     const std::vector<double> ref(rv.begin() + static_cast<std::ptrdiff_t>(s.offset),
                                   rv.begin() + static_cast<std::ptrdiff_t>(s.offset + s.length));
-    outs.push_back(ReduceAgainst(g, it->second, rop, ref, false, s.offset, averages(it->second)));
+    outs.push_back(ReduceAgainst(g, it->second, rop, ref, false, s.offset));
     if (!outs.back().not_checked.empty()) return false;
     absl::StrAppend(&outs.back().detail, "; the bucket's segment at reference offset ", s.offset, " (", s.length,
                     " elements)");
@@ -318,6 +329,7 @@ bool Sharded::CompareBucket(size_t i, const Op& rop) {
   }
   merged.name = outs[worst].name;  // the candidate reduction that holds the worst segment, as the detail says
   merged.detail = outs[worst].detail;
+  merged.plain = outs[worst].plain;
   for (const DividedSegment& s : rsegs)
     for (const ReducePart& part : parts[static_cast<int64_t>(s.op)]) compared_.insert(part.op);
   ReportReduce(rop, merged);
@@ -346,7 +358,7 @@ void Sharded::CompareValueReduce(size_t i, const Op& rop) {
     OperandJudge judge;
     ElementStats stats;
     OpName name, worst;
-    std::string detail;
+    std::string detail, plain;
   };
   std::vector<Outcome> outcomes;
   for (const auto& key : keys) {
@@ -392,6 +404,14 @@ void Sharded::CompareValueReduce(size_t i, const Op& rop) {
     o.judge = OperandJudge{2 * max_out_rel_ + eps, eps, "diff.between", "2 x the largest output error before + eps",
                            o.detail};
     o.ratio_in = o.rel_in / o.judge.tau;
+    // Inputs that sum to p times the reference's (a data-parallel bucket whose gradients, of per-rank mean losses,
+    // were not divided) are said so plainly.
+    double off_rel = 0;
+    if (o.ratio_in > 1 && p > 1 &&
+        ExplainingScale(sum, ref_in, {static_cast<double>(p)}, kScaleExplains, &off_rel) != 1)
+      o.plain = absl::StrCat("the sum of its inputs is ", p, " x the reference's",
+                             dp_comms_.count(c0.coll.comm_hash) > 0
+                                 ? ": a sum where the run's per-rank mean losses need an average; " : "; ");
     const ReduceBound rb(FormatOf(dt), avg ? ReduceOp::kAvg : ReduceOp::kSum, p);
     for (const auto& [rank, op] : members) {
       const std::vector<double> y = DecodeAll(dt, op->tensor(TensorSlot::kRecv)->data);
@@ -419,7 +439,7 @@ void Sharded::CompareValueReduce(size_t i, const Op& rop) {
   if (o.ratio_in > 1) {
     Find("diff.between", o.name, rop, "send", "between", o.rel_in, o.abs_in, eps, o.ratio_in, o.judge.tau,
          o.judge.model,
-         absl::StrCat("the sum of its inputs differs from the reference's input by ", FormatNumber(o.rel_in),
+         absl::StrCat(o.plain, "the sum of its inputs differs from the reference's input by ", FormatNumber(o.rel_in),
                       " (relative Frobenius) > ", FormatNumber(o.judge.tau), " (", FormatNumber(o.judge.tau / eps),
                       " eps) = ", o.judge.why),
          o.detail);

@@ -3,6 +3,7 @@
 #ifndef TTRACE_ANALYZER_DIFF_SHARDED_STATE_H_
 #define TTRACE_ANALYZER_DIFF_SHARDED_STATE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -87,6 +88,7 @@ struct ReduceOutcome {
   bool scatter = false;
   OpName name;
   std::string detail;
+  std::string plain;  // what the wrong result is, when a scale explains it ("the result is 2 x the reference's: ...")
 };
 
 // An all-reduce or reduce-scatter: a collective that may sum a GEMM's partial outputs.
@@ -96,7 +98,10 @@ class Sharded {
  public:
   Sharded(const TraceSet& ref, const TraceSet& cand, const DiffOptions& o, DiffResult* out)
       : ref_(ref), cand_(cand), opt_(o), out_(out), comms_(cand) {
-    for (uint64_t h : comms_.AvgComms()) scales_.push_back(comms_.SizeOf(h));
+    for (const RankTrace& r : cand.ranks)
+      for (uint64_t h : comms_.CommsOf(r.rank()))
+        if (comms_.SizeOf(h) > 1 && std::find(sizes_.begin(), sizes_.end(), comms_.SizeOf(h)) == sizes_.end())
+          sizes_.push_back(comms_.SizeOf(h));
     out_->calibration.used = o.calibration != nullptr;
     out_->calibration.multiple = o.calibration_multiple;
   }
@@ -104,6 +109,7 @@ class Sharded {
 
  private:
   std::vector<std::pair<int, const Op*>> ShardsOf(size_t i) const;
+  bool IsLinked(size_t i) const;  // whether some candidate op aligned with reference op i is linked to a GEMM
   void CompareGemm(size_t i, const Op& rop);
   void CompareBatched(size_t i, const Op& rop);
   // The all-reduce `shards` (one per candidate rank) that sum a GEMM's partial outputs, against the reference
@@ -115,16 +121,24 @@ class Sharded {
   // The merged received values of `parts` (their coordinates in reference GEMM g's split) against `ref`, the
   // reference's reduced output of g (`ref_is_gemm`: the GEMM's output, the reference has no reduction there). The
   // bound is the GEMM's (outcomes_) plus the reduction's: reduce.deterministic, or divide-then-sum when every part's
-  // input is its GEMM's output divided by the comm size. Element x is counted as index_at + x. `bucket_avg`: an
-  // average even when the parts are not divided (a segment of a bucket that averages).
+  // input is its GEMM's output divided by the comm size. Element x is counted as index_at + x. The received values
+  // are compared at the scale a right reduction gives (on a data-parallel communicator, dp_comms_: the gradient of
+  // the whole batch's loss, its partials' averaging scale taken away; otherwise the partials' sum at their scale),
+  // whatever reduction op the run used, so a sum where an average belongs, or the reverse, is found here.
   ReduceOutcome ReduceAgainst(int64_t g, const std::vector<ReducePart>& parts, const Op& rop,
-                              const std::vector<double>& ref, bool ref_is_gemm, size_t index_at = 0,
-                              bool bucket_avg = false);
+                              const std::vector<double>& ref, bool ref_is_gemm, size_t index_at = 0);
   void ReportReduce(const Op& rop, const ReduceOutcome& o);
-  // An inside finding at a reduction's output `at` when `stats` has violations ("... beyond `bound`"), else `name`
-  // becomes the last matching op.
+  // An inside finding at a reduction's output `at` when `stats` has violations ("`plain`; ... beyond `bound`"), else
+  // `name` becomes the last matching op.
   void FindInsideRecv(const Op& rop, const OpName& at, const OpName& name, double rel, double eps,
-                      const ElementStats& stats, const std::string& bound, const std::string& detail);
+                      const ElementStats& stats, const std::string& bound, const std::string& detail,
+                      const std::string& plain = "");
+  // The communicators of `split` as the ranks of `shards` see them: the first split a communicator is seen in tells
+  // its role. One that splits n (the batch rows, or tokens, of Y = X·W in cuBLAS's column-major view) holds
+  // different rows of the batch on its ranks: data parallelism, whose gradients may carry its size (each rank's loss
+  // a mean over its own rows) and whose reductions take it away (dp_comms_, scales_); one that splits m or k first
+  // (features: tensor parallelism) carries no scale.
+  void NoteSplit(const GemmSplit& split, const std::vector<Shard>& shards);
   // A data-parallel gradient bucket of the one-rank reference (`rop`, index i) whose candidate buckets hold TP
   // shards of its gradients (other counts): each reference segment (a GEMM output, RecentGemmSegments) is compared
   // with the candidate segments that are shards of the same GEMM's output, merged over their (cm, cn) coordinates
@@ -187,7 +201,9 @@ class Sharded {
   DiffResult* out_;
   CheckReport& rep() { return out_->report; }
   CommLayout comms_;
-  std::vector<double> scales_;
+  std::vector<double> scales_;  // the sizes of dp_comms_: the scales a gradient operand may carry
+  std::vector<double> sizes_;   // every communicator's size > 1 (RepairByContent pairs ops before any split is known)
+  std::set<uint64_t> dp_comms_, roled_;  // data-parallel communicators; communicators whose role is known
   PipelineLayout pipeline_;
   std::vector<RankAlignment> align_;  // per candidate rank index
   std::map<size_t, GemmOutcome> outcomes_;

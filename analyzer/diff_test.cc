@@ -198,25 +198,144 @@ TEST(DiffSharded, WrongAllReduceIsInsideIt) {
   EXPECT_EQ(json.find("\"max_abs_err\": 0,"), std::string::npos) << json;
 }
 
-// Divide-then-sum (PyTorch DDP's reducer): the all-reduce's inputs are the partial outputs halved. It is linked to
-// the GEMM by data and compared like ncclAvg: the halved sum, scaled back, is within the bound (its partials'
-// roundings included); a result twice as large is inside it. Without the divided link its input is not the GEMM's
-// output: a between finding at the all-reduce.
-TEST(DiffSharded, DivideThenSumIsAnAverage) {
+// A data-parallel pair: the reference computes C1 = A1·B1 (m x n, n the batch rows) and the weight-gradient-like
+// G = D·B1ᵀ (k = the batch), D = C1 its output gradient, and all-reduces G on its group of one. Each of the two
+// candidate ranks holds half of the batch (B1's columns): C1_r = A1·B1_r (n split: the communicator is data-parallel),
+// D_r = grad_scale·C1_r (2: each rank's loss a mean over its own rows, so its output gradient is twice the
+// reference's; 1: a global mean), and all-reduces its partial G_r = D_r·B1_rᵀ (k split) with `red_op`, or divides it
+// by 2 first (divide-then-sum).
+struct DpFaults {
+  double grad_scale = 2;
+  int red_op = 4;                 // 0 sum, 4 ncclAvg
+  bool divide_then_sum = false;   // inputs halved, then summed (red_op 0)
+  double allreduce_scale = 1;     // rank 0's result scaled
+  int64_t bump_index = -1;        // >= 0: rank 0's result at that element moved by `bump`
+  double bump = 0;
+};
+
+constexpr uint64_t kDpComm = 0x3333;
+
+Mat Transposed(const Mat& x, int64_t rows, int64_t cols) {
+  Mat t(x.size());
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rows; ++i) t[j + i * cols] = x[i + j * rows];
+  return t;
+}
+
+// The candidate's partial weight gradients G_r (as WriteDataParallel writes them).
+std::vector<Mat> DpPartials(double grad_scale) {
+  const Mat a1 = Random(kM * kK, 1), b1 = Random(kK * kN, 2);
+  const int64_t h = kN / 2;
+  std::vector<Mat> out;
+  for (int r = 0; r < 2; ++r) {
+    const Mat br = Block(b1, kK, 0, kK, r * h, (r + 1) * h);
+    Mat d = MatMul(a1, br, kM, kK, h);
+    for (double& v : d) v = static_cast<float>(v * grad_scale);
+    out.push_back(MatMul(d, Transposed(br, kK, h), kM, h, kK));
+  }
+  return out;
+}
+
+// Writes the reference (into ref_dir) and the candidate (cand_dir) of the data-parallel pair.
+void WriteDataParallel(const std::string& ref_dir, const std::string& cand_dir, const DpFaults& f) {
+  const Mat a1 = Random(kM * kK, 1), b1 = Random(kK * kN, 2), c1 = MatMul(a1, b1, kM, kK, kN);
+  const Mat b1t = Transposed(b1, kK, kN), g = MatMul(c1, b1t, kM, kN, kK);
+  {
+    StreamBuilder s(ref_dir + "/rank-0.ttr", 0, 1);
+    s.CommInit(kRefComm, 0, 1);
+    WriteGemm(&s, 0, a1, b1, c1, kM, kK, kN);
+    WriteGemm(&s, 1, c1, b1t, g, kM, kN, kK);
+    WriteAllReduce(&s, 2, kRefComm, 0, 1, g, g, kM, kK);
+  }
+  const int64_t h = kN / 2;
+  const std::vector<Mat> partial = DpPartials(f.grad_scale);
+  Mat in[2] = {partial[0], partial[1]}, sum(partial[0].size());
+  if (f.divide_then_sum)
+    for (Mat& x : in)
+      for (double& v : x) v = static_cast<float>(v / 2);
+  const int red_op = f.divide_then_sum ? 0 : f.red_op;
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = static_cast<float>(in[0][i] + in[1][i]) * (red_op == 4 ? 0.5 : 1);
+  for (int r = 0; r < 2; ++r) {
+    StreamBuilder s(cand_dir + "/rank-" + std::to_string(r) + ".ttr", r, 2);
+    s.CommInit(kDpComm, r, 2);
+    const Mat br = Block(b1, kK, 0, kK, r * h, (r + 1) * h), c = MatMul(a1, br, kM, kK, h);
+    Mat d = c;
+    for (double& v : d) v = static_cast<float>(v * f.grad_scale);
+    WriteGemm(&s, 0, a1, br, c, kM, kK, h);
+    WriteGemm(&s, 1, d, Transposed(br, kK, h), partial[r], kM, h, kK);
+    Mat out = sum;
+    if (r == 0)
+      for (double& v : out) v *= f.allreduce_scale;
+    if (r == 0 && f.bump_index >= 0) out[static_cast<size_t>(f.bump_index)] += f.bump;
+    WriteAllReduce(&s, 2, kDpComm, r, 2, in[r], out, kM, kK, red_op);
+  }
+}
+
+DiffResult DiffDataParallel(const std::string& name, const DpFaults& f) {
+  const std::string ref = testing::TempDir(name + "_ref"), cand = testing::TempDir(name);
+  WriteDataParallel(ref, cand, f);
+  return RunDiff(Load(ref), Load(cand));
+}
+
+// The first finding is inside the all-reduce (reference seq 2) and its message says `plain`.
+void ExpectInsideTheAllReduce(const DiffResult& r, const std::string& plain, const std::string& tag) {
+  ASSERT_TRUE(r.first.valid) << tag << "\n" << Findings(r);
+  EXPECT_EQ(r.first.kind, "inside") << tag << "\n" << Findings(r);
+  EXPECT_EQ(r.first.ref_seq, 2) << tag;
+  EXPECT_EQ(r.first.operand, "recv") << tag;
+  EXPECT_GT(r.first.ratio, 10) << tag;
+  ASSERT_FALSE(r.report.findings().empty()) << tag;
+  EXPECT_NE(r.report.findings()[0].message.find(plain), std::string::npos) << tag << "\n" << Findings(r);
+}
+
+// The legitimate scale of a gradient is tied to the batch split, not to the reduction op the run chose: the
+// communicator splits n (the batch) at the first GEMM, so its size may scale the second GEMM's operand D, and its
+// reduction must give the reference's gradient: the average of twice-as-large partials (ncclAvg, or divide-then-sum:
+// PyTorch DDP's reducer), or the sum of a global mean's. A sum of the per-rank means' partials is twice the
+// reference's, an average of the global mean's half: both found inside the all-reduce, said plainly. Before, the
+// scale was allowed only on a communicator where the run averaged, so the per-rank means' sum was found at the
+// second GEMM (between at A) and the global mean's average judged clean (scaled back by the comm size).
+TEST(DiffSharded, AReductionOverTheBatchSplitGivesTheReferencesGradient) {
+  DpFaults f;
+  for (const bool dts : {false, true}) {
+    f.divide_then_sum = dts;
+    const DiffResult clean = DiffDataParallel(dts ? "diff_dp_dts" : "diff_dp_avg", f);
+    EXPECT_EQ(clean.report.verdict(), Verdict::kClean) << dts << "\n" << Findings(clean);
+    EXPECT_EQ(clean.report.summary().checked.at("diff.allreduce"), 1u) << Findings(clean);
+    EXPECT_LT(clean.report.summary().overall.max_ratio, 1.0);
+    f.allreduce_scale = 2;  // a result twice as large: inside it
+    const DiffResult r = DiffDataParallel(dts ? "diff_dp_dts_ar" : "diff_dp_avg_ar", f);
+    ExpectInsideTheAllReduce(r, "elements differ", dts ? "dts x2" : "avg x2");
+    f.allreduce_scale = 1;
+  }
+  f = DpFaults{};
+  f.red_op = 0;
+  ExpectInsideTheAllReduce(DiffDataParallel("diff_dp_sum", f),
+                           "the result is 2 x the reference's: a sum where the run's per-rank mean losses need an "
+                           "average", "per-rank mean summed");
+  f.grad_scale = 1;
+  const DiffResult global = DiffDataParallel("diff_dp_global_sum", f);
+  EXPECT_EQ(global.report.verdict(), Verdict::kClean) << Findings(global);
+  EXPECT_EQ(global.report.summary().checked.at("diff.allreduce"), 1u) << Findings(global);
+  f.red_op = 4;
+  ExpectInsideTheAllReduce(DiffDataParallel("diff_dp_global_avg", f),
+                           "the result is 1/2 of the reference's: an average where the partial outputs (of a "
+                           "global-mean loss) need a sum", "global mean averaged");
+}
+
+// A communicator that splits features (tensor parallelism: the first GEMM's m, the second's k) sums its partial
+// outputs: an ncclAvg there, or divide-then-sum, gives half the reference's output, found inside the all-reduce.
+// Before, the averaging made the communicator an averaging one and the all-reduce was judged clean, scaled back.
+TEST(DiffSharded, AnAverageOverATensorParallelCommunicatorIsInsideIt) {
   Faults f;
+  f.avg = true;
+  ExpectInsideTheAllReduce(RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_tp_avg", f))),
+                           "the result is 1/2 of the reference's: an average over a communicator that splits "
+                           "features (tensor parallelism), whose partial outputs need a sum", "tp avg");
+  f.avg = false;
   f.divide_then_sum = true;
-  const DiffResult clean = RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_dts", f)));
-  EXPECT_EQ(clean.report.verdict(), Verdict::kClean) << Findings(clean);
-  EXPECT_EQ(clean.report.summary().checked.at("diff.allreduce"), 1u) << Findings(clean);
-  EXPECT_LT(clean.report.summary().overall.max_ratio, 1.0);
-  f.allreduce_scale = 2;
-  const DiffResult r = RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_dts_ar", f)));
-  ASSERT_EQ(r.report.verdict(), Verdict::kFindings) << Findings(r);
-  ASSERT_TRUE(r.first.valid);
-  EXPECT_EQ(r.first.kind, "inside") << Findings(r);
-  EXPECT_EQ(r.first.ref_seq, 2);
-  EXPECT_EQ(r.first.operand, "recv");
-  EXPECT_GT(r.first.ratio, 10);
+  ExpectInsideTheAllReduce(RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_tp_dts", f))),
+                           "the result is 1/2 of the reference's", "tp divide-then-sum");
 }
 
 // The divide-then-sum bound (docs/diff.md): the sum's bound over the divided partials plus one rounding of each
@@ -226,30 +345,26 @@ TEST(DiffSharded, DivideThenSumIsAnAverage) {
 // from the partials: a term 2x too loose (or left out) moves it by the whole term, 4x the tolerance.
 TEST(DiffSharded, DivideThenSumBoundHasOneRoundingPerPartial) {
   constexpr int64_t kAt = 5;
-  auto bound_at = [](Faults f) {
+  auto bound_at = [](DpFaults f) {
     f.bump_index = kAt;
     f.bump = 1;
-    const DiffResult r = RunDiff(Load(WriteReference()), Load(WriteCandidate("diff_dts_bound", f)));
+    const DiffResult r = DiffDataParallel("diff_dts_bound", f);
     EXPECT_TRUE(r.first.valid && r.first.operand == "recv" && r.first.ref_seq == 2) << Findings(r);
     return r.first.threshold;
   };
-  Faults pre, avg;
+  DpFaults pre, avg;
   pre.divide_then_sum = true;
-  avg.avg = true;
-  // The partial outputs at element kAt, as WriteCandidate computes them.
-  const Mat a1 = Random(kM * kK, 1), b1 = Random(kK * kN, 2), a2 = Random(kP * kM, 3);
-  double sum = 0, abs_sum = 0;
-  for (int r = 0; r < 2; ++r) {
-    const Mat c1 = MatMul(Block(a1, kM, r * kM / 2, (r + 1) * kM / 2, 0, kK), b1, kM / 2, kK, kN);
-    const double v = MatMul(Block(a2, kP, 0, kP, r * kM / 2, (r + 1) * kM / 2), c1, kP, kM / 2, kN)[kAt];
-    sum += v;
-    abs_sum += std::fabs(v);
+  double sum = 0, abs_sum = 0;  // the partial outputs at element kAt
+  for (const Mat& partial : DpPartials(pre.grad_scale)) {
+    sum += partial[kAt];
+    abs_sum += std::fabs(partial[kAt]);
   }
   const FloatFormat f = FormatOf(DType::kF32);
-  const double scale = 0.5;  // the averaged output is compared scaled back by the comm size
-  const double term = f.u * abs_sum / 2 / scale;
-  const double model = (ReduceBound(f, ReduceOp::kSum, 2).Bound({sum / 2, abs_sum / 2}) -
-                        ReduceBound(f, ReduceOp::kAvg, 2).Bound({sum / 2, abs_sum})) / scale + term;
+  // The averaged output is compared at the reference's scale: the partials' 2 taken away by the average, so the
+  // reduction's bound in the run's units is the bound in the reference's.
+  const double term = f.u * abs_sum / 2;
+  const double model = ReduceBound(f, ReduceOp::kSum, 2).Bound({sum / 2, abs_sum / 2}) -
+                       ReduceBound(f, ReduceOp::kAvg, 2).Bound({sum / 2, abs_sum}) + term;
   const double got = bound_at(pre) - bound_at(avg);
   EXPECT_GT(term, 0);
   EXPECT_NEAR(got, model, 0.25 * term) << "term " << term;
@@ -273,7 +388,6 @@ TEST(DiffSharded, ChangedInputIsBetweenOps) {
 // inputs: the divergence is between ops, at rank 1's A, not inside the GEMM (the merged A holds rank 0's copy,
 // against which rank 1's output would look wrong).
 TEST(DiffSharded, ReplicasWithDifferentInputsAreBetweenNotInside) {
-  constexpr uint64_t kDpComm = 0x3333;
   const Mat a = Random(kM * kK, 1), b = Random(kK * kN, 2);
   const std::string ref_dir = testing::TempDir("diff_rep_ref"), cand_dir = testing::TempDir("diff_rep_cand");
   {
@@ -307,7 +421,7 @@ TEST(DiffSharded, ReplicasWithDifferentInputsAreBetweenNotInside) {
 // the reference's C0, and the all-reduce of the outputs is the reference GEMM's output. Clean: every op compared;
 // rank 1's accumulator changed between ops (scaled by 1.01): between at C0, not inside.
 void WriteAccumulation(const std::string& ref_dir, const std::string& cand_dir, double c0_scale) {
-  constexpr uint64_t kDpComm = 0x4444;
+  constexpr uint64_t kAccComm = 0x4444;
   const Mat a = Random(kM * kK * 2, 1), b = Random(kK * 2 * kN, 2), c0 = Random(kM * kN, 3), r0 = Random(kM * kN, 4);
   auto with_c0 = [](Mat c, const Mat& add) {
     for (size_t x = 0; x < c.size(); ++x) c[x] = static_cast<float>(c[x] + add[x]);
@@ -337,10 +451,10 @@ void WriteAccumulation(const std::string& ref_dir, const std::string& cand_dir, 
   }
   for (int r = 0; r < 2; ++r) {
     StreamBuilder s(cand_dir + "/rank-" + std::to_string(r) + ".ttr", r, 2);
-    s.CommInit(kDpComm, r, 2);
+    s.CommInit(kAccComm, r, 2);
     write(&s, Block(a, kM, 0, kM, r * kK, (r + 1) * kK), Block(b, 2 * kK, r * kK, (r + 1) * kK, 0, kN), part_c0[r],
           out[r], kK);
-    WriteAllReduce(&s, 1, kDpComm, r, 2, out[r], sum, kM, kN);
+    WriteAllReduce(&s, 1, kAccComm, r, 2, out[r], sum, kM, kN);
   }
 }
 
@@ -601,58 +715,6 @@ TEST(DiffShard, DividedSegmentsOfABucketAreFoundAtTheirOffsets) {
       EXPECT_EQ(FindDividedSegments(cut, outputs, p, f).size(), 1u) << f.name << " " << p;
     }
   }
-}
-
-// A sum all-reduce whose input holds divided GEMM outputs, no fewer elements of them than of undivided ones, makes
-// its communicator an averaging one; a bucket of undivided gradients, one divided by another size, or one holding
-// more undivided than divided gradients does not.
-TEST(DiffShard, ABucketOfDividedGradientsAverages) {
-  const DType dt = DType::kF32;
-  auto trace = [&](const std::vector<double>& send, const std::vector<std::vector<double>>& outputs) {
-    TraceSet set;
-    RankTrace t;
-    uint64_t seq = 0;
-    for (const std::vector<double>& c : outputs) {
-      Op g;
-      g.seq = seq++;
-      g.kind = OpKind::kGemm;
-      g.tensors[static_cast<size_t>(TensorSlot::kCOut)] = std::make_unique<Tensor>();
-      g.tensors[static_cast<size_t>(TensorSlot::kCOut)]->meta.dtype = static_cast<uint8_t>(dt);
-      g.tensors[static_cast<size_t>(TensorSlot::kCOut)]->data = Encode(dt, c);
-      t.ops.push_back(std::move(g));
-    }
-    Op ar;
-    ar.seq = seq;
-    ar.kind = OpKind::kCollective;
-    ar.api = static_cast<uint16_t>(format::ApiId::kNcclAllReduce);
-    ar.coll.comm_hash = kTpComm;
-    ar.coll.comm_size = 2;
-    ar.coll.red_op = 0;
-    ar.tensors[static_cast<size_t>(TensorSlot::kSend)] = std::make_unique<Tensor>();
-    ar.tensors[static_cast<size_t>(TensorSlot::kSend)]->meta.dtype = static_cast<uint8_t>(dt);
-    ar.tensors[static_cast<size_t>(TensorSlot::kSend)]->data = Encode(dt, send);
-    t.ops.push_back(std::move(ar));
-    set.ranks.push_back(std::move(t));
-    return CommLayout(set).AvgComms();
-  };
-  std::vector<double> w1(16), w2(24), bias(8);
-  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.25 + 0.5 * static_cast<double>(i);
-  for (size_t i = 0; i < w2.size(); ++i) w2[i] = -3.0 + 0.125 * static_cast<double>(i);
-  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 7.5 - static_cast<double>(i);
-  auto pack = [&](double d1, double d2) {
-    std::vector<double> x = bias;
-    for (double v : w2) x.push_back(v / d2);
-    for (double v : w1) x.push_back(v / d1);
-    return x;
-  };
-  const std::vector<uint64_t> avg = {kTpComm};
-  EXPECT_EQ(trace(pack(2, 2), {w1, w2}), avg);
-  EXPECT_TRUE(trace(pack(1, 1), {w1, w2}).empty()) << "a sum of undivided gradients";
-  EXPECT_TRUE(trace(pack(3, 3), {w1, w2}).empty()) << "divided by another size";
-  EXPECT_EQ(trace(pack(1, 2), {w1, w2}), avg) << "24 divided, 16 undivided";
-  EXPECT_TRUE(trace(pack(2, 1), {w1, w2}).empty()) << "16 divided, 24 undivided";
-  EXPECT_EQ(trace(pack(2, 2), {w1}), avg) << "w2's GEMM not in the trace: w1 divided";
-  EXPECT_TRUE(trace(pack(2, 2), {}).empty()) << "no GEMM";
 }
 
 // An averaging scale is named only when it explains the operand. A real averaged gradient (twice the reference's,

@@ -29,20 +29,6 @@ bool Scalar(const Tensor* t, double* out) {
   return true;
 }
 
-// A sum reduction (all-reduce or reduce-scatter) on a communicator of `size` ranks whose input holds outputs of the
-// rank's last GEMMs divided by `size`, each element within one rounding of its type, at least as many elements of
-// them as of those outputs copied undivided: an average taken as divide-then-sum. PyTorch DDP's reducer divides each
-// gradient bucket by the group size before a sum all-reduce; a bucket holds one gradient or many side by side (and
-// gradients no GEMM computed: biases). A sum of undivided gradients (or of partial outputs) holds copies and no
-// divided output; a bucket that forgot to divide one of its gradients still averages the rest.
-bool PrescaledSum(const std::vector<Op>& ops, size_t j, int size) {
-  if (ops[j].coll.red_op != 0 || size < 2) return false;
-  size_t divided = 0, copied = 0;
-  for (const DividedSegment& s : RecentGemmSegments(ops, j, {size, 1}))
-    (s.divisor == 1 ? copied : divided) += s.length;
-  return divided > 0 && divided >= copied;
-}
-
 // Whether x[0..n) is y[0..n) divided by p, each element within one rounding of f: -1 when not, 0 when y is all zero
 // there, 1 otherwise.
 int DividedRun(const double* x, const double* y, size_t n, int p, const FloatFormat& f) {
@@ -247,18 +233,13 @@ std::vector<DividedSegment> RecentGemmSegments(const std::vector<Op>& ops, size_
 
 CommLayout::CommLayout(const TraceSet& set) {
   for (const RankTrace& r : set.ranks)
-    for (size_t j = 0; j < r.ops.size(); ++j) {
-      const Op& op = r.ops[j];
+    for (const Op& op : r.ops) {
       if (op.kind != OpKind::kCollective) continue;
       auto& v = by_rank_[r.rank()];
       const uint64_t h = op.coll.comm_hash;
       if (std::none_of(v.begin(), v.end(), [&](const auto& e) { return e.first == h; }))
         v.emplace_back(h, op.coll.comm_rank);
       size_[h] = op.coll.comm_size;
-      // Once a communicator averages, its other reductions need not be read.
-      const bool known = std::find(avg_.begin(), avg_.end(), h) != avg_.end();
-      if (!known && ((op.coll.red_op == 4 && op.coll.comm_size > 1) || PrescaledSum(r.ops, j, op.coll.comm_size)))
-        avg_.push_back(h);
     }
   // Communicators a rank created but issued no collective on (a data-parallel group whose gradient reduction went
   // to another communicator) still say which ranks hold which slices; they come after the used ones.
@@ -292,8 +273,6 @@ std::vector<uint64_t> CommLayout::CommsOf(int rank) const {
     for (const auto& e : it->second) out.push_back(e.first);
   return out;
 }
-
-std::vector<uint64_t> CommLayout::AvgComms() const { return avg_; }
 
 std::string SplitText(const GemmSplit& s) {
   std::vector<std::string> parts;

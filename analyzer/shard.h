@@ -94,15 +94,10 @@ class CommLayout {
   int CoordOf(int rank, uint64_t comm) const;     // comm_rank of `rank`, -1 when not a member
   int SizeOf(uint64_t comm) const;                // 0 when unknown
   std::vector<uint64_t> CommsOf(int rank) const;  // in order of first use
-  // Comms of size > 1 on which some rank averaged: an all-reduce with ncclAvg, or a sum all-reduce or reduce-scatter
-  // whose input holds some of the rank's last 64 GEMM outputs divided by the comm size (FindDividedSegments), no fewer
-  // elements of them than of those outputs undivided: one divided GEMM output, or a DDP bucket of several side by side.
-  std::vector<uint64_t> AvgComms() const;
 
  private:
   std::map<int, std::vector<std::pair<uint64_t, int>>> by_rank_;
   std::map<uint64_t, int> size_;
-  std::vector<uint64_t> avg_;
 };
 
 // A communicator is named by its hash on one rank; other ranks use the communicator in the same role: the one they

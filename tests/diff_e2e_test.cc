@@ -151,12 +151,17 @@ struct BugCase {
   int64_t ref_seq;
   const char* kind;
   const char* operand;
+  const char* says = "";  // in the first finding's message
 };
 constexpr BugCase kBugs[] = {
     {"grad-scale-twice", 5, "between", "A"},  // dZ1 doubled on the host: first read by the dW1 GEMM
     {"wrong-reduce-op", 2, "inside", "recv"},  // the row-parallel output reduced with max
     {"wrong-split", 0, "between", "A"},        // W1 sharded along the wrong dimension
     {"missing-allreduce", 3, "between", "A"},  // dY computed from a partial Y: first read by the dW2 GEMM
+    // The row-parallel output reduced with ncclAvg, where its partial outputs need a sum: the TP communicator splits
+    // features, so no average belongs on it (before: taken for an averaging one, the all-reduce judged clean scaled
+    // back by 2, found at the next GEMM, reference seq 3, between at A).
+    {"tp-allreduce-avg", 2, "inside", "recv", "the result is 1/2 of the reference's: an average over a communicator"},
 };
 
 TEST_P(DiffE2e, BugsAreFoundWhereTheyFirstShow) {
@@ -173,6 +178,8 @@ TEST_P(DiffE2e, BugsAreFoundWhereTheyFirstShow) {
       EXPECT_EQ(d.first.kind, b.kind) << tag << "\n" << Describe(d);
       EXPECT_EQ(d.first.operand, b.operand) << tag << "\n" << Describe(d);
       EXPECT_GT(d.first.ratio, 4) << tag;
+      if (!d.report.findings().empty())
+        EXPECT_NE(d.report.findings()[0].message.find(b.says), std::string::npos) << tag << "\n" << Describe(d);
       printf("bug   %-36s first %s at ref seq %lld (%s), %.3g eps, err/threshold %.3g\n", tag.c_str(),
              d.first.kind.c_str(), static_cast<long long>(d.first.ref_seq), d.first.operand.c_str(),
              d.first.err_eps, d.first.ratio);
@@ -476,10 +483,12 @@ TEST_P(DiffE2e, GptPipelineStagesFromAMappingFile) {
 
 // PyTorch DDP's reducer (tp_mlp --grad-reduce bucket --bias): the gradients db2, dW2, db1, dW1 (the biases' are
 // column sums on the host: no GEMM computes them) packed side by side into one bucket (two with --bucket-cap 4000:
-// [db2 dW2] [db1 dW1]), divided by the DP size and sum-all-reduced. The communicator averages when a bucket holds
-// divided GEMM outputs (FindDividedSegments), at whatever offsets. Before, a clean run was diffed as one that sums: a between finding at
-// the first backward GEMM (reference seq 3; FP32 8.4e6 x the threshold, BF16 128 x), since its output gradient is
-// the DP size times the reference's (each of the eight cases, DP 2 and DP 4).
+// [db2 dW2] [db1 dW1]), divided by the DP size and sum-all-reduced. The DP communicator splits the batch, so its
+// size may scale the output gradients (each rank's loss a mean over its own rows) and its reductions must give the
+// reference's gradients; a bucket's segments are found at whatever offsets (FindDividedSegments). Before
+// divide-then-sum was taken as an average, a clean run was diffed as one that sums: a between finding at the first
+// backward GEMM (reference seq 3; FP32 8.4e6 x the threshold, BF16 128 x), since its output gradient is the DP size
+// times the reference's (each of the eight cases, DP 2 and DP 4).
 TEST_P(DiffE2e, DdpBucketsOfSeveralGradientsAverage) {
   const std::string dtype = GetParam();
   for (const std::string cap : {"", " --bucket-cap 4000"}) {
@@ -501,31 +510,43 @@ TEST_P(DiffE2e, DdpBucketsOfSeveralGradientsAverage) {
 }
 
 // Bucket bugs in DP 2 and TP 2 x DP 2 (FP32): reference op order per step 0 Z1, 1 P, 2 its all-reduce, 3 dW2, 4 dA1,
-// 5 dW1, 6 dX, 7 its all-reduce, 8 the bucket's all-reduce; step 1 starts at 9. A bucket that divides nothing, or
-// divides by another size, is no average: the communicator sums, and the first backward GEMM's output gradient (the
-// DP size times the reference's under the run's per-rank loss mean) is flagged: the symptom, before the wrong
-// reduction. One gradient left undivided: the rest still average; in DP 2 the bucket all-reduce (a value reduction:
-// the one-rank reference all-reduces its bucket too, with the same count) gets inputs whose sum is not the
-// reference's; in TP 2 x DP 2 the buckets hold shards (other counts) and are compared segment by segment: dW1's
-// segment, judged as an average, is twice the reference's (inside at recv; before: folded, found at step 1's first
-// GEMM). Wrong offsets when copying out and a second all-reduce show where the weights are read next: step 1's first
-// GEMM.
+// 5 dW1, 6 dX, 7 its all-reduce, 8 the bucket's all-reduce; step 1 starts at 9. The DP communicator splits the batch:
+// its size may scale the gradients (the run's per-rank loss means), and its reductions must take it away, whatever
+// reduction op the run chose. A bucket that divides nothing (a sum) is found at the bucket: in DP 2 the bucket
+// all-reduce (a value reduction: the one-rank reference all-reduces its bucket too, with the same count) gets inputs
+// whose sum is twice the reference's, said so; in TP 2 x DP 2 the buckets hold shards (other counts) and are compared
+// segment by segment: the result is twice the reference's (inside at recv). Before, such a sum was found at the first
+// backward GEMM (reference seq 3, between at A), before the wrong reduction, since no average on the communicator
+// allowed its scale. Divided by the DP size + 1: in DP 2 found at the bucket; in TP 2 x DP 2 no segment of the bucket
+// is found (divided by neither 2 nor 1), so it is folded and the weights are judged where they are read next (step
+// 1's first GEMM). One gradient left undivided: found at the bucket (before segment-by-segment comparison: step 1's
+// first GEMM). With two buckets (--bucket-cap 4000: 8 [db2 dW2], 9 [db1 dW1], step 1 from 10) the undivided dW1
+// leaves its bucket without a divided segment, and it is still found there, at 9, inside at recv (before: averaging
+// was judged per bucket, the bucket was judged as a sum and the bug found at 10, between at A). Wrong offsets when
+// copying out and a second all-reduce show where the weights are read next: step 1's first GEMM.
 TEST(DiffE2eBucket, BucketBugsAreFound) {
   struct Case {
     const char* bug;
     int64_t ref_seq, tp_ref_seq;  // DP 2, TP 2 x DP 2
     const char* operand;
     const char* tp_operand;
+    const char* cap = "";
   };
+  constexpr const char* kSumSays = "2 x the reference's: a sum where the run's per-rank mean losses need an average";
   const std::string args = "--bias --grad-reduce bucket";
   const std::string ref = RunTpMlp("bbref", 1, 1, "fp32", "", "", args);
-  for (const Case& c : {Case{"bucket-undivided", 3, 3, "A", "A"}, Case{"bucket-divided-wrong", 3, 3, "A", "A"},
+  const std::string ref_cap = RunTpMlp("bbref_cap", 1, 1, "fp32", "", "", args + " --bucket-cap 4000");
+  for (const Case& c : {Case{"bucket-undivided", 8, 8, "send", "recv"}, Case{"bucket-divided-wrong", 8, 9, "send", "A"},
                         Case{"bucket-segment-undivided", 8, 8, "send", "recv"},
+                        Case{"bucket-segment-undivided", 8, 9, "send", "recv", " --bucket-cap 4000"},
                         Case{"bucket-offset-off", 9, 9, "A", "A"},
                         Case{"bucket-summed-twice", 9, 9, "A", "A"}})
     for (const Layout& l : {Layout{"dp2", 2, 1}, Layout{"tp2dp2", 4, 2}}) {
-      const std::string tag = std::string(c.bug) + "_" + l.name;
-      const DiffResult d = Diff(ref, RunTpMlp("bbug_" + tag, l.ranks, l.tp, "fp32", "random:3", c.bug, args));
+      const std::string cap = c.cap;
+      if (!cap.empty() && l.tp == 1) continue;  // DP 2's two buckets are value reductions, as with one
+      const std::string tag = std::string(c.bug) + "_" + l.name + (cap.empty() ? "" : "_cap");
+      const DiffResult d = Diff(cap.empty() ? ref : ref_cap,
+                                RunTpMlp("bbug_" + tag, l.ranks, l.tp, "fp32", "random:3", c.bug, args + cap));
       EXPECT_EQ(d.report.verdict(), Verdict::kFindings) << tag << "\n" << Describe(d);
       EXPECT_EQ(d.report.summary().not_checked_total(), 0u) << tag;
       ASSERT_TRUE(d.first.valid) << tag;
@@ -534,6 +555,8 @@ TEST(DiffE2eBucket, BucketBugsAreFound) {
       EXPECT_EQ(d.first.kind, operand == "recv" ? "inside" : "between") << tag;
       EXPECT_EQ(d.first.operand, operand) << tag << "\n" << Describe(d);
       EXPECT_GT(d.first.ratio, 100) << tag;
+      if (std::string(c.bug) == "bucket-undivided" && !d.report.findings().empty())
+        EXPECT_NE(d.report.findings()[0].message.find(kSumSays), std::string::npos) << tag << "\n" << Describe(d);
       printf("bug   %-33s first %s at ref seq %lld (%s), err/threshold %.3g\n", tag.c_str(), d.first.kind.c_str(),
              static_cast<long long>(d.first.ref_seq), d.first.operand.c_str(), d.first.ratio);
     }

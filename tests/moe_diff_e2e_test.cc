@@ -141,6 +141,11 @@ constexpr BugCase kBugs[] = {
     // The gate gradient's partial sums reduced with max (the loss divided by the global token count, so the
     // all-reduce sums the partial outputs of the dWg GEMM): inside the all-reduce.
     {"gate-grad-max", "--loss-mean global", 29, "inside", "recv"},
+    // The same under each rank's own token mean: the gate GEMM splits the tokens over the communicator, so the
+    // gradients may carry its size and its all-reduce must average them; max is found inside it. Before: the scale
+    // was allowed only on a communicator where the run averaged, so the W-times output gradient was found at the
+    // first backward GEMM (reference seq 16, between at A).
+    {"gate-grad-max", "", 29, "inside", "recv"},
     // The same under divide-then-sum averaging: the gate gradient's divided partial outputs link to their GEMM.
     {"expert-grad-unscaled", "--grad-reduce sum", 34, "between", "A"},
 };
@@ -200,6 +205,10 @@ TEST(FsdpDiffE2e, CleanRunsAreCleanAndAShardAtTheWrongOffsetIsFoundAtItsGather) 
       EXPECT_EQ(clean.report.verdict(), Verdict::kClean) << tag << "\n" << Describe(clean);
       EXPECT_EQ(clean.report.summary().not_checked_total(), 0u) << tag << "\n" << Describe(clean);
       EXPECT_GT(clean.report.summary().checked.count("diff.allgather"), 0u) << tag;
+      // Every gradient reduce-scatter is compared with the reference's (linked to its GEMM), none folded (before:
+      // all folded, judged where the updated weights were gathered next).
+      EXPECT_EQ(clean.report.summary().checked.count("diff.folded"), 0u) << tag << "\n" << Describe(clean);
+      EXPECT_GT(clean.report.summary().checked.count("diff.reducescatter"), 0u) << tag;
       for (const std::string bug : {"shard-offset", "shard-of-prev"}) {
         const DiffResult d = Diff(ref, RunWorkload("fsdp_mlp", bug + tag, ranks, args + " --bug " + bug));
         ExpectBetweenAtGatherInput(d, 0, ranks - 1, tag + bug);
@@ -210,16 +219,25 @@ TEST(FsdpDiffE2e, CleanRunsAreCleanAndAShardAtTheWrongOffsetIsFoundAtItsGather) 
   }
 }
 
-// The gradients reduce-scattered with a sum where the loss is a per-rank mean (--bug grad-summed): nothing on the
-// communicator averages any more, so the W-times-larger output gradient is no averaged one and is found at the first
-// backward GEMM of step 0 (reference seq 4, between at A), as docs/diff.md says of a sum where an average belongs.
-TEST(FsdpDiffE2e, ASumWhereAnAverageBelongsIsFoundAtTheFirstBackwardGemm) {
+// The gradients reduce-scattered with a sum where the loss is a per-rank mean (--bug grad-summed). The weights' GEMMs
+// split the tokens over the communicator, so the output gradients may carry its size (2), and the reduce-scatter of a
+// weight gradient's partial outputs (reference seq 5, linked to its GEMM, seq 4) must give the reference's gradient:
+// the sum is twice it, found inside the reduce-scatter and said so. Before: the scale was allowed only on a
+// communicator where some rank averaged, so nothing did any more, and the twice-as-large output gradient was found at
+// the first backward GEMM (reference seq 4, between at A); the reduce-scatters were folded, never compared.
+TEST(FsdpDiffE2e, ASumWhereAnAverageBelongsIsFoundAtTheReduceScatter) {
   const std::string ref = RunWorkload("fsdp_mlp", "fref_sum", 1, "");
   const DiffResult d = Diff(ref, RunWorkload("fsdp_mlp", "fsum", 2, "--bug grad-summed"));
   ASSERT_TRUE(d.first.valid) << Describe(d);
-  EXPECT_EQ(d.first.ref_seq, 4) << Describe(d);
-  EXPECT_EQ(d.first.kind, "between");
-  EXPECT_EQ(d.first.operand, "A");
+  EXPECT_EQ(d.first.op.api, "ncclReduceScatter") << Describe(d);
+  EXPECT_EQ(d.first.ref_seq, 5) << Describe(d);
+  EXPECT_EQ(d.first.kind, "inside");
+  EXPECT_EQ(d.first.operand, "recv");
+  ASSERT_FALSE(d.report.findings().empty());
+  EXPECT_NE(d.report.findings()[0].message.find("the result is 2 x the reference's: a sum where the run's per-rank "
+                                                "mean losses need an average"),
+            std::string::npos)
+      << Describe(d);
 }
 
 // PyTorch FSDP's default (reshard_after_forward=True): each layer's gathered weight is freed after its forward GEMM

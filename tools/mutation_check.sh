@@ -283,19 +283,12 @@ mutate "diff: a reference collective without a rule not folded" diff_sharded.cc 
 mutate "diff: a divided copy allowed two roundings" shard.cc \
   "if (std::fabs(x[e] - want) > f.u * std::fabs(want) + f.eta) return -1;" \
   "if (std::fabs(x[e] - want) > 2 * f.u * std::fabs(want) + f.eta) return -1;" "diff_test" "DiffShard"
-mutate "diff: divide-then-sum not taken as an average" shard.cc \
-  "|| PrescaledSum(r.ops, j, op.coll.comm_size))" "|| false)" "moe_diff_e2e_test" "MoeDiffE2e"
 mutate "diff: a bucket searched for divided gradients at its start only" shard.cc \
   "    i += taken == 0 ? 1 : taken;" "    i += taken == 0 ? x.size() : taken;" "diff_test diff_e2e_test" \
   "DiffShard|Bucket"
 mutate "diff: the bucket scan's filter without the rounding window" shard.cc \
   "const double r = (f.u * std::fabs(h.first) + f.eta) * (1 + 1e-9);" \
   "const double r = 0 * (f.u * std::fabs(h.first) + f.eta) * (1 + 1e-9);" "diff_test" "DiffShard"
-mutate "diff: a bucket with more undivided than divided gradients taken as an average" shard.cc \
-  "  return divided > 0 && divided >= copied;" "  return divided > 0;" "diff_test" "DiffShard"
-mutate "diff: a sum with no divided input taken as an average" shard.cc \
-  "  return divided > 0 && divided >= copied;" "  return divided >= copied;" "diff_test diff_e2e_test" \
-  "DiffShard|Bucket"
 mutate "diff: the one-rank reference's gradient bucket left unaligned" diff_sharded.cc \
   "if (IsSelfTransfer(rops[i]) || bucket) {" "if (IsSelfTransfer(rops[i])) {" "diff_e2e_test" \
   "Bucket"
@@ -305,9 +298,22 @@ mutate "diff: the one-rank reference's bucket aligned with a bucket of shards ju
 mutate "diff: a TP x DP bucket folded, not compared segment by segment" diff_sharded.cc \
   "      if (bucket && CompareBucket(i, rops[i])) continue;" "      if (false) continue;" \
   "diff_e2e_test" "Bucket"
-mutate "diff: a segment of an averaging bucket left undivided judged as a sum" diff_sharded_reduce.cc \
-  "      if (h.first == 0 || h.first < h.second) return false;" "      if (true) return false;" "diff_e2e_test" \
-  "Bucket"
+mutate "diff: a reduction compared at the scale its own op gives, not at the one a right reduction gives" \
+  diff_sharded_reduce.cc "  const double want = dp && oc.scale >= p ? oc.scale / p : oc.scale;" \
+  "  const double want = scale;" "diff_test diff_e2e_test moe_diff_e2e_test" "DiffSharded|Bucket|FsdpDiffE2e|MoeDiffE2e"
+mutate "diff: every communicator's first split taken as data-parallel (features too)" diff_sharded.cc \
+  "      if (!roled_.insert(h).second || d != &split.n) continue;" "      if (!roled_.insert(h).second) continue;" \
+  "diff_test diff_e2e_test" "DiffSharded|DiffE2e"
+mutate "diff: no communicator taken as data-parallel" diff_sharded.cc \
+  "      if (!roled_.insert(h).second || d != &split.n) continue;" "      if (true) continue;" \
+  "diff_test moe_diff_e2e_test" "DiffSharded|MoeDiffE2e|FsdpDiffE2e"
+mutate "diff: a reduce-scatter of a GEMM's partial outputs folded, not compared" diff_sharded.cc \
+  "kNcclReduceScatter) && IsLinked(i)) {" "kNcclReduceScatter) && false) {" "moe_diff_e2e_test" "FsdpDiffE2e"
+mutate "diff: divide-then-sum's divided inputs taken for undivided ones" diff_sharded_reduce.cc \
+  "  for (const ReducePart& part : parts) prescaled = prescaled && part.divided;" \
+  "  for (const ReducePart& part : parts) prescaled = false && part.divided;" "diff_test" "DiffSharded"
+mutate "diff: a value reduction's inputs summing to P x the reference's not said so" diff_sharded_reduce.cc \
+  "    if (o.ratio_in > 1 && p > 1 &&" "    if (false && o.ratio_in > 1 && p > 1 &&" "diff_e2e_test" "Bucket"
 mutate "diff: a bucket segment's received values read from the bucket's start" diff_sharded_reduce.cc \
   "    part_v = std::vector<double>(part_v.begin() + static_cast<std::ptrdiff_t>(part.offset)," \
   "    part_v = std::vector<double>(part_v.begin() + 0 * static_cast<std::ptrdiff_t>(part.offset)," "diff_e2e_test" \

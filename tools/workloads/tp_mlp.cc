@@ -55,7 +55,8 @@ struct Options {
   float lr = 0.05f;
   std::string rdzv;
   std::string bug;         // "": none; grad-scale-twice, wrong-reduce-op, wrong-split, missing-allreduce,
-                           // grad-doubled-after-reduce (the DP-averaged weight gradient doubled on every rank);
+                           // grad-doubled-after-reduce (the DP-averaged weight gradient doubled on every rank),
+                           // tp-allreduce-avg (the row-parallel forward all-reduce with ncclAvg, where a sum belongs);
                            // with --grad-reduce bucket: bucket-segment-undivided (dW1 packed without the division),
                            // bucket-offset-off (W1's gradient copied out from where db1, the gradient before it,
                            // starts), bucket-summed-twice (each bucket all-reduced twice), bucket-undivided (no
@@ -125,12 +126,13 @@ Options Parse(int argc, char** argv) {
   }
   const bool bucket_bug = o.bug.rfind("bucket-", 0) == 0;
   if (!o.bug.empty() && o.bug != "grad-scale-twice" && o.bug != "wrong-reduce-op" && o.bug != "wrong-split" &&
-      o.bug != "missing-allreduce" && o.bug != "grad-doubled-after-reduce" && o.bug != "bucket-segment-undivided" &&
+      o.bug != "missing-allreduce" && o.bug != "grad-doubled-after-reduce" && o.bug != "tp-allreduce-avg" &&
+      o.bug != "bucket-segment-undivided" &&
       o.bug != "bucket-offset-off" && o.bug != "bucket-summed-twice" && o.bug != "bucket-undivided" &&
       o.bug != "bucket-divided-wrong")
     Die("--bug", "must be grad-scale-twice, wrong-reduce-op, wrong-split, missing-allreduce, "
-                 "grad-doubled-after-reduce, bucket-segment-undivided, bucket-offset-off, bucket-summed-twice, "
-                 "bucket-undivided or bucket-divided-wrong");
+                 "grad-doubled-after-reduce, tp-allreduce-avg, bucket-segment-undivided, bucket-offset-off, "
+                 "bucket-summed-twice, bucket-undivided or bucket-divided-wrong");
   if (bucket_bug && !o.bucket) Die("--bug", "the bucket bugs need --grad-reduce bucket");
   if (o.tp < 1 || o.ffn % o.tp != 0 || o.micro < 1 || o.batch % o.micro != 0) Die("options", "inconsistent sizes");
   return o;
@@ -303,7 +305,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < z1.host.size(); ++i) a1.host[i] = z1.host[i] > 0 ? z1.host[i] : 0.0f;
     Upload(a1, s);
     blas.MatMul(false, false, a1, w2, y);
-    if (o.bug != "missing-allreduce") AllReduce(y, o.bug == "wrong-reduce-op" ? ncclMax : ncclSum, tp_comm, s);
+    const ncclRedOp_t y_op = o.bug == "wrong-reduce-op" ? ncclMax : o.bug == "tp-allreduce-avg" ? ncclAvg : ncclSum;
+    if (o.bug != "missing-allreduce") AllReduce(y, y_op, tp_comm, s);
     Download(y, s);
     for (size_t i = 0; i < y.host.size() && o.bias; ++i) y.host[i] += b2[i % h];
     double loss = 0;
