@@ -628,6 +628,54 @@ __attribute__((always_inline)) inline void EncodeTwoPairs(const uint64_t* pair, 
   *wb = {a1, n1, o1};
 }
 
+// Sixteen bytes two lookups (codec32): a four-stream plane that is mostly two bytes a and b (the low planes of FP32
+// sums of BF16 values: the sign bit and zeros, or zeros and one other byte), whose codes are at most kRunMaxLen
+// bits, is coded 16 bytes at a time where all 16 are a or b: two SSE2 compares find it, the mask of the b bytes, 8
+// bits at a time, picks an entry of a table of the 256 runs of 8 such bytes (their codes joined, the first byte's
+// bits first, as the stream has them), and the two entries are appended as two symbols; 16 bytes that hold another
+// byte are coded one by one. The bytes written are the same. (The two codes are 1 and 1 to 3 bits in every such
+// plane of codec_bench's rows: a second byte with a longer code is one of several rare ones, not worth a run.)
+struct Runs {
+  int a = -1, b = -1;  // a < 0: not coded by runs
+};
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+constexpr bool kRunsCompiled = true;
+#else
+constexpr bool kRunsCompiled = false;  // the compares are SSE2's
+#endif
+constexpr int kRunMaxLen = 3;  // a round's 16 codes in 48 bits: one 8-byte store after them
+constexpr size_t kRunBytes = 16;
+// Codes a stream's bytes [i, last) in rounds of kRunBytes: a round that holds other bytes than a and b stores after
+// every four bytes, as EncodeTwo. The caller has checked that every store stays inside the stream.
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+__attribute__((always_inline)) inline void EncodeRuns(const uint64_t* entry, const uint64_t* run, __m128i va,
+                                                      __m128i vb, const uint8_t* sym, size_t i, size_t last,
+                                                      BitWriter* w) {
+  uint64_t acc = w->acc, bits = w->bits;
+  uint8_t* o = w->o;
+  for (; i < last; i += kRunBytes) {
+    const __m128i x = LoadV(sym + i), is_b = _mm_cmpeq_epi8(x, vb);
+    const uint32_t both = static_cast<uint32_t>(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, va), is_b)));
+    if (__builtin_expect(both == 0xffff, 1)) {
+      const uint32_t m = static_cast<uint32_t>(_mm_movemask_epi8(is_b));
+      PutSymbol(run[m & 255], acc, bits);
+      PutSymbol(run[m >> 8], acc, bits);
+      Flush8(o, acc, bits);
+    } else {
+#pragma GCC unroll 4
+      for (size_t k = i; k < i + kRunBytes; k += 4) {
+        PutSymbol(entry[sym[k]], acc, bits);
+        PutSymbol(entry[sym[k + 1]], acc, bits);
+        PutSymbol(entry[sym[k + 2]], acc, bits);
+        PutSymbol(entry[sym[k + 3]], acc, bits);
+        Flush8(o, acc, bits);
+      }
+    }
+  }
+  *w = {acc, bits, o};
+}
+#endif
+
 // Bytes of scratch a stream of a plane of n bytes in S streams may take: its symbols at kMaxLen bits, and room for
 // the last 8-byte store.
 constexpr size_t StreamRegion(size_t n, int S) { return ((n + S - 1) / S * kMaxLen + 7) / 8 + 8; }
@@ -640,7 +688,8 @@ constexpr size_t kStreamScratch = std::max(kStreams * StreamRegion(size_t{1} << 
 // while they stay inside their region, the rest byte by byte.
 template <int S>
 __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym, size_t n, const uint8_t len[256],
-                                                             int lo, int hi, uint8_t* region, uint32_t bytes[]) {
+                                                             int lo, int hi, Runs runs, uint8_t* region,
+                                                             uint32_t bytes[]) {
   uint64_t entry[256];
   uint16_t code16[256];
   CanonicalCodes(len, code16);
@@ -649,7 +698,8 @@ __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym,
   // stores as keep them within 48 bits at the longest code in range, 8, 6, 4, 3 or 2 (0: symbol by symbol).
   int longest = 1;
   for (int c = lo; c <= hi; ++c) longest = std::max<int>(longest, len[c]);
-  const int pairs = S == kStreams && hi - lo < kPairRange ? std::min(8, 24 / longest) : 0;
+  const bool use_runs = S == kStreams && kRunsCompiled && runs.a >= 0;  // runs first: 16 bytes two lookups
+  const int pairs = !use_runs && S == kStreams && hi - lo < kPairRange ? std::min(8, 24 / longest) : 0;
   uint64_t pair[S == kStreams ? kPairEntries : 1];
   const size_t off = 257 * static_cast<size_t>(lo);
   if (pairs) {
@@ -685,26 +735,61 @@ __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym,
     return o + 8 <= stop ? static_cast<size_t>(stop - o - 8) / 6 + 1 : 0;
   };
   size_t done[S];
-  for (int s = 0; s < S; s += 2) {
-    size_t i = 0;
-    // A round: four symbols, or kPairs pairs, a stream (at most 48 bits: 6 bytes).
-    const size_t per_round = pairs ? 2 * static_cast<size_t>(pairs) : 4;
-    for (;;) {
-      const size_t rounds = std::min({(common - i) / per_round, room(w[s].o, end[s]), room(w[s + 1].o, end[s + 1])});
-      if (rounds == 0) break;
-      const size_t last = i + per_round * rounds;
-      const uint8_t *sa = sym + first[s], *sb = sym + first[s + 1];
-      switch (pairs) {
-        case 8: EncodeTwoPairs<8>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
-        case 6: EncodeTwoPairs<6>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
-        case 4: EncodeTwoPairs<4>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
-        case 3: EncodeTwoPairs<3>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
-        case 2: EncodeTwoPairs<2>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
-        default: EncodeTwo<kStep>(entry, sa, sb, i, last, &w[s], &w[s + 1]);
+  if (use_runs) {
+#ifdef TTRACE_FLOAT_CODEC_SSE2
+    // The runs of 4 bytes (bit k of m: byte k is b), then of 8 as two of 4.
+    uint64_t code4[16], len4[16], run[256];
+    for (uint32_t m = 0; m < 16; ++m) {
+      code4[m] = len4[m] = 0;
+      for (int k = 0; k < 4; ++k) {
+        const int c = m >> k & 1 ? runs.b : runs.a;
+        code4[m] |= static_cast<uint64_t>(code16[c]) << len4[m];
+        len4[m] += len[c];
       }
-      i = last;
     }
-    done[s] = done[s + 1] = i;
+    for (uint32_t m = 0; m < 256; ++m) {
+      const uint64_t l = len4[m & 15] + len4[m >> 4];
+      run[m] = (code4[m & 15] | code4[m >> 4] << len4[m & 15]) << (64 - l) | l;
+    }
+    const __m128i va = _mm_set1_epi8(static_cast<char>(runs.a)), vb = _mm_set1_epi8(static_cast<char>(runs.b));
+    // A round of 16 bytes coded one by one advances a stream by at most 4 stores of 6 bytes.
+    auto run_room = [](const uint8_t* o, const uint8_t* stop) {
+      return o + 8 <= stop ? static_cast<size_t>(stop - o - 8) / 24 + 1 : 0;
+    };
+    for (int s = 0; s < S; ++s) {
+      size_t i = 0;
+      for (;;) {
+        const size_t rounds = std::min((count[s] - i) / kRunBytes, run_room(w[s].o, end[s]));
+        if (rounds == 0) break;
+        const size_t last = i + kRunBytes * rounds;
+        EncodeRuns(entry, run, va, vb, sym + first[s], i, last, &w[s]);
+        i = last;
+      }
+      done[s] = i;
+    }
+#endif
+  } else {
+    for (int s = 0; s < S; s += 2) {
+      size_t i = 0;
+      // A round: four symbols, or kPairs pairs, a stream (at most 48 bits: 6 bytes).
+      const size_t per_round = pairs ? 2 * static_cast<size_t>(pairs) : 4;
+      for (;;) {
+        const size_t rounds = std::min({(common - i) / per_round, room(w[s].o, end[s]), room(w[s + 1].o, end[s + 1])});
+        if (rounds == 0) break;
+        const size_t last = i + per_round * rounds;
+        const uint8_t *sa = sym + first[s], *sb = sym + first[s + 1];
+        switch (pairs) {
+          case 8: EncodeTwoPairs<8>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
+          case 6: EncodeTwoPairs<6>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
+          case 4: EncodeTwoPairs<4>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
+          case 3: EncodeTwoPairs<3>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
+          case 2: EncodeTwoPairs<2>(pair, off, sa, sb, i, last, &w[s], &w[s + 1]); break;
+          default: EncodeTwo<kStep>(entry, sa, sb, i, last, &w[s], &w[s + 1]);
+        }
+        i = last;
+      }
+      done[s] = done[s + 1] = i;
+    }
   }
   for (int s = 0; s < S; ++s) {
     uint64_t acc = w[s].acc, bits = w[s].bits & 63;
@@ -723,20 +808,42 @@ __attribute__((always_inline)) inline void EncodeStreamsBody(const uint8_t* sym,
 // also frees cl for the register allocator: the same code compiled for it, chosen at run time.
 template <int S>
 __attribute__((target("bmi2"))) void EncodeStreamsBmi2(const uint8_t* sym, size_t n, const uint8_t len[256], int lo,
-                                                       int hi, uint8_t* region, uint32_t bytes[]) {
-  EncodeStreamsBody<S>(sym, n, len, lo, hi, region, bytes);
+                                                       int hi, Runs runs, uint8_t* region, uint32_t bytes[]) {
+  EncodeStreamsBody<S>(sym, n, len, lo, hi, runs, region, bytes);
 }
 const bool kHaveBmi2 = __builtin_cpu_supports("bmi2");
 #endif
 
 // sym's bytes all lie in [lo, hi].
 template <int S>
-void EncodeStreams(const uint8_t* sym, size_t n, const uint8_t len[256], int lo, int hi, uint8_t* region,
+void EncodeStreams(const uint8_t* sym, size_t n, const uint8_t len[256], int lo, int hi, Runs runs, uint8_t* region,
                    uint32_t bytes[]) {
 #ifdef TTRACE_FLOAT_CODEC_SSE2
-  if (kHaveBmi2) return EncodeStreamsBmi2<S>(sym, n, len, lo, hi, region, bytes);
+  if (kHaveBmi2) return EncodeStreamsBmi2<S>(sym, n, len, lo, hi, runs, region, bytes);
 #endif
-  EncodeStreamsBody<S>(sym, n, len, lo, hi, region, bytes);
+  EncodeStreamsBody<S>(sym, n, len, lo, hi, runs, region, bytes);
+}
+
+// The two bytes a four-stream plane is coded by runs of (EncodeRuns), or none: its two most frequent sampled bytes
+// (f over `count`), when both have codes of at most kRunMaxLen bits and they are at least 24/25 of the sample, so
+// that ~half of the 16-byte rounds or more hold only them (0.96^16 = 0.52 where bytes are independent).
+Runs PlanRuns(const uint32_t f[256], size_t count, const uint8_t len[256], int lo, int hi) {
+  Runs r;
+  if (!kRunsCompiled) return r;
+  int a = -1, b = -1;
+  for (int c = lo; c <= hi; ++c) {
+    if (a < 0 || f[c] > f[a]) {
+      b = a;
+      a = c;
+    } else if (b < 0 || f[c] > f[b]) {
+      b = c;
+    }
+  }
+  if (b < 0 || len[a] == 0 || len[b] == 0 || len[a] > kRunMaxLen || len[b] > kRunMaxLen) return r;
+  if ((static_cast<uint64_t>(f[a]) + f[b]) * 25 < static_cast<uint64_t>(count) * 24) return r;
+  r.a = a;
+  r.b = b;
+  return r;
 }
 
 // How a lower plane is histogrammed, from a sample of it: not at all (stored raw: a Huffman code of the sample saves
@@ -778,9 +885,17 @@ struct PlaneSample {
   size_t count, dcount, small;
 };
 void SamplePlane(const uint8_t* sym, size_t n, size_t step, size_t dstep, PlaneSample* ps) {
-  memset(ps->f, 0, sizeof ps->f);
-  ps->count = ps->dcount = ps->small = 0;
-  for (size_t i = 0; i < n; i += step, ++ps->count) ++ps->f[sym[i]];
+  // Four tables, summed after, so that a repeated byte's increments do not wait on each other (a plane of one
+  // common byte chained them: ~5 cycles a sample).
+  uint32_t t[4][256];
+  memset(t, 0, sizeof t);
+  size_t i = 0, count = 0;
+  for (; i + 3 * step < n; i += 4 * step, count += 4)
+    ++t[0][sym[i]], ++t[1][sym[i + step]], ++t[2][sym[i + 2 * step]], ++t[3][sym[i + 3 * step]];
+  for (; i < n; i += step, ++count) ++t[0][sym[i]];
+  for (int c = 0; c < 256; ++c) ps->f[c] = t[0][c] + t[1][c] + t[2][c] + t[3][c];
+  ps->count = count;
+  ps->dcount = ps->small = 0;
   for (size_t i = dstep; i < n; i += dstep, ++ps->dcount)
     ps->small += static_cast<uint8_t>(sym[i] - sym[i - 1] + 16) <= 32;
   if (ps->small * 4 < ps->dcount) return;
@@ -925,9 +1040,9 @@ size_t WritePlane(uint8_t* sym, size_t n, bool try_code, bool exact, size_t wide
   if (header * 8 * count + bits * n >= (1 + n) * 8 * count) return raw();
   uint32_t bytes[kMaxStreams];
   if (stream_count == kWideStreams)
-    EncodeStreams<kWideStreams>(sym, n, len, lo, hi, streams, bytes);
+    EncodeStreams<kWideStreams>(sym, n, len, lo, hi, Runs{}, streams, bytes);
   else
-    EncodeStreams<kStreams>(sym, n, len, lo, hi, streams, bytes);
+    EncodeStreams<kStreams>(sym, n, len, lo, hi, PlanRuns(f, count, len, lo, hi), streams, bytes);
   size_t total = header;
   for (int s = 0; s < stream_count; ++s) total += bytes[s];
   if (total >= 1 + n) return raw();

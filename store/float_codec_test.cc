@@ -356,6 +356,17 @@ TEST(FloatCodecTest, MultiSymbolStreamsThatRunApartEndAlone) {
   }
 }
 
+// Plane sizes for the four-stream coders' rounds: 1 to `small` bytes, streams over every remainder of a 16-byte
+// round (10,000 + 3k), around the exact histogram's limit, and the largest plane version 3 still codes in four
+// streams whatever its code.
+std::vector<size_t> FourStreamSizes(size_t small) {
+  std::vector<size_t> sizes;
+  for (size_t n = 1; n <= small; ++n) sizes.push_back(n);
+  for (size_t n = 10000; n < 10000 + 4 * 17; n += 3) sizes.push_back(n);
+  for (size_t n : {4095, 4096, 4097, 16383}) sizes.push_back(n);
+  return sizes;
+}
+
 TEST(FloatCodecTest, NarrowPlanesRoundTripCodedTwoBytesALookup) {
   // A four-stream plane whose bytes lie in 16 consecutive values is coded a pair of neighbours a lookup (codec30), 8,
   // 6, 4, 3 or 2 pairs between 8-byte stores by its longest code (at most 3, 4, 6, 8, 12 bits), the rest of each stream
@@ -364,10 +375,7 @@ TEST(FloatCodecTest, NarrowPlanesRoundTripCodedTwoBytesALookup) {
   // every remainder of a round (16 bytes) and the exact histogram's limit; fewer than 16384 bytes, so version 3 codes
   // them in four streams too (as values: a plane of independent draws is not coded as differences).
   std::mt19937 rng(30);
-  std::vector<size_t> sizes;
-  for (size_t n = 1; n <= 40; ++n) sizes.push_back(n);
-  for (size_t n = 10000; n < 10000 + 4 * 17; n += 3) sizes.push_back(n);
-  for (size_t n : {4095, 4096, 4097, 16383}) sizes.push_back(n);
+  const std::vector<size_t> sizes = FourStreamSizes(40);
   for (int width : {2, 3, 5, 7, 9, 16, 17}) {
     for (int lo : {0, 0x7a, 256 - width}) {
       for (double q : {1.0, 2.0}) {
@@ -385,6 +393,55 @@ TEST(FloatCodecTest, NarrowPlanesRoundTripCodedTwoBytesALookup) {
       }
     }
   }
+}
+
+TEST(FloatCodecTest, PlanesOfMostlyTwoBytesRoundTripCodedSixteenBytesTwoLookups) {
+  // A four-stream plane that is mostly two bytes (at least 24/25 of its sample) with codes of at most 3 bits is
+  // coded 16 bytes at a time where all 16 are one of the two (codec32): two lookups in a table of runs of 8, one
+  // 8-byte store after both; 16 bytes holding another byte one by one. FP8 planes of two bytes (next to each
+  // other, 128 apart, at both ends of the byte range) and rare others of any value, with codes of 1 to 3 bits for
+  // the two, at stream lengths over every remainder of a round (16 bytes), around the exact histogram's limit and
+  // in a block and a half (version 1: four streams at any size), there also with whole rounds of the rarer byte.
+  std::mt19937 rng(32);
+  const std::vector<size_t> sizes = FourStreamSizes(80);
+  struct Mix {
+    double a, b, other;  // shares of byte a, byte b and any byte
+  };
+  const Mix mixes[] = {{0.5, 0.5, 0}, {0.75, 0.25, 0.002}, {0.8, 0.18, 0.02}, {0.9, 0.07, 0.03}, {0.97, 0.02, 0.01}};
+  for (const auto& [a, b] : {std::pair<int, int>{0x00, 0x01}, {0x00, 0x80}, {0xff, 0xfe}, {0x7c, 0x7b}}) {
+    for (const Mix& mix : mixes) {
+      std::discrete_distribution<int> pick({mix.a, mix.b, mix.other});
+      const std::string at = " bytes " + std::to_string(a) + " " + std::to_string(b) + " a " + std::to_string(mix.a);
+      auto fill = [&](std::vector<uint8_t>* v) {
+        for (uint8_t& x : *v) {
+          const int k = pick(rng);
+          x = Fp8WithTopByte(static_cast<uint8_t>(k == 0 ? a : k == 1 ? b : static_cast<int>(rng() % 256)));
+        }
+      };
+      for (size_t n : sizes) {
+        std::vector<uint8_t> v(n);
+        fill(&v);
+        for (int version : {1, 3}) ExpectRoundTrip(v, "two bytes" + at + " n=" + std::to_string(n), version);
+        if (n == 10000) EXPECT_EQ(FirstPlaneMode(Encode(v.data(), n, 1)), 2) << at;  // Huffman, four streams
+      }
+      std::vector<uint8_t> v((size_t{3} << 16) / 2 + 5);
+      fill(&v);
+      ExpectRoundTrip(v, "two bytes, a block and a half" + at, 1);
+      // Rounds of b alone (16 of its codes between two stores): 40 b in a row every 2,048 bytes, at every offset
+      // from a round's start.
+      const uint8_t fp8_b = Fp8WithTopByte(static_cast<uint8_t>(b));
+      for (size_t k = 0; k + 2048 <= v.size(); k += 2048)
+        std::fill_n(v.begin() + static_cast<ptrdiff_t>(k + k / 2048 % 17), 40, fp8_b);
+      ExpectRoundTrip(v, "two bytes, rounds of the rarer one" + at, 1);
+    }
+  }
+  // A second byte whose code is 4 bits is not coded by runs: a round of 16 of them would not fit the 48 bits
+  // between two stores. 4,096 bytes (an exact histogram): 0x00 but for a round of 16 of each of 0x01-0x08 (a 1-bit
+  // code, eight 4-bit codes; the two most common bytes 97% of the plane).
+  std::vector<uint8_t> v(4096, Fp8WithTopByte(0));
+  for (int k = 1; k <= 8; ++k)
+    std::fill_n(v.begin() + 400 * k / 16 * 16, 16, Fp8WithTopByte(static_cast<uint8_t>(k)));
+  ExpectRoundTrip(v, "a second byte of a 4-bit code", 1);
 }
 
 TEST(FloatCodecTest, EveryWindowOfTheMultiSymbolTableIsRebuiltForEachBlock) {

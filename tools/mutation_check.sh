@@ -602,6 +602,20 @@ mutate "codec: the AVX2 byte marks mark one new byte a vector" float_codec.cc \
 mutate "codec: the bytes after the AVX2 byte marks' last vector not marked" float_codec.cc \
   "  if (kHaveAvx2) i = MarkPresentAvx2(sym, n, present);" \
   "  if (kHaveAvx2) i = MarkPresentAvx2(sym, n, present); return;" "float_codec_test" "FloatCodecTest"
+# codec32: four-stream planes of mostly two bytes coded sixteen bytes two lookups.
+mutate "codec: a run's two entries appended in the wrong order" float_codec.cc \
+  "      PutSymbol(run[m & 255], acc, bits);" "      PutSymbol(run[m >> 8], acc, bits);" "float_codec_test" \
+  "FloatCodecTest"
+mutate "codec: a run's second half joined at its own length" float_codec.cc \
+  "(code4[m & 15] | code4[m >> 4] << len4[m & 15])" "(code4[m & 15] | code4[m >> 4] << len4[m >> 4])" \
+  "float_codec_test" "FloatCodecTest"
+mutate "codec: a round taken as runs without testing for the first byte" float_codec.cc \
+  "_mm_or_si128(_mm_cmpeq_epi8(x, va), is_b)" "_mm_cmpeq_epi8(x, x)" "float_codec_test" "FloatCodecTest"
+mutate "codec: a round of other bytes drops one" float_codec.cc \
+  "        PutSymbol(entry[sym[k + 2]], acc, bits);
+" "" "float_codec_test" "FloatCodecTest"
+mutate "codec: runs of codes of 4 bits (64 bits between two stores)" float_codec.cc \
+  "constexpr int kRunMaxLen = 3;" "constexpr int kRunMaxLen = 4;" "float_codec_test" "FloatCodecTest"
 mutate "codec: the AVX2 prefix sum drops the previous vector's last byte" float_codec.cc \
   "    x = _mm256_add_epi8(x, carry);" "" "float_codec_test" "FloatCodecTest"
 mutate "codec: the AVX2 prefix sum drops the low lane's sum in the high lane" float_codec.cc \
