@@ -151,10 +151,11 @@ void Sharded::RepairByContent() {
   };
   // No split has been chosen yet, so no communicator's role is known: any communicator's size may be a gradient's
   // scale here (only a pairing; each op is judged later with the data-parallel scales alone).
+  const std::vector<double>& scales = sizes_;
   auto score = [&](const LogicalGemm& c, const LogicalGemm& r) {
     double ea = 0, eb = 0;
-    ExplainingScale(c.a, r.a, sizes_, kScaleExplains, &ea);
-    ExplainingScale(c.b, r.b, sizes_, kScaleExplains, &eb);
+    ExplainingScale(c.a, r.a, scales, kScaleExplains, &ea);
+    ExplainingScale(c.b, r.b, scales, kScaleExplains, &eb);
     return ea + eb;
   };
   constexpr double kBetter = 4;

@@ -155,7 +155,8 @@ class Sharded {
   // Ranks that run different layers of identical signatures unsplit (the experts of an expert-parallel layer) may be
   // aligned with another rank's layer in the reference, leaving their own unaligned. For each reference GEMM left
   // unaligned, a candidate GEMM of the identical signature aligned within max_gap of it moves there when its
-  // operands A and B match it at least 4 times better (sum of relative Frobenius errors, averaging scales allowed).
+  // operands A and B match it at least 4 times better (sum of relative Frobenius errors, any communicator's size
+  // allowed as a scale: it runs before any split, so before any data-parallel communicator, is known).
   void RepairByContent();
   // diff_operands.cc: judges the merged inputs of reference GEMM i (diff.between / diff.calibrated), at the
   // all-gather that produced an operand when there is one; true when an input diverged.

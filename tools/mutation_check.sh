@@ -327,6 +327,9 @@ mutate "diff: divide-then-sum bound's rounding of each divided partial 2x too lo
   "FormatOf(dt).u * oc.abs_partials[x] / p" "2 * FormatOf(dt).u * oc.abs_partials[x] / p" "diff_test" "DiffSharded"
 mutate "diff: divide-then-sum reduction not linked to its GEMM" diff_sharded_reduce.cc \
   "      if (same || divided) {" "      if (same) {" "diff_test moe_diff_e2e_test" "DiffSharded|MoeDiffE2e"
+mutate "diff: re-pairing by content with the data-parallel scales, none known before any split" diff_sharded.cc \
+  "  const std::vector<double>& scales = sizes_;" "  const std::vector<double>& scales = scales_;" \
+  "moe_diff_e2e_test" "MoeDiffE2e"
 mutate "diff: same-signature GEMMs not re-paired by content" diff_sharded.cc \
   "if (there * kBetter < here && there < best)" "if (false && there * kBetter < here && there < best)" \
   "moe_diff_e2e_test" "MoeDiffE2e"
