@@ -1394,20 +1394,22 @@ __attribute__((always_inline)) inline void BuildMultiTable(const CodeList& codes
 
 // A round of DecodeMultiBody's: four lookups of one stream. A lookup's symbols go to ds plus the counts of the
 // lookups before it, read from the running sum of the entries (bits 56-63, above the carries of the symbols' sum: at
-// most 12): one shrx and an indexed store, no pointer update a lookup. `k12`, `k56`: kMaxLen and 56 in registers.
+// most 12): an indexed store, no pointer update a lookup. `k12`: kMaxLen in a register (with BMI2, one
+// non-destructive shrx for the symbols and the window one bzhi by it: Window). `qs`: the stream's position as an
+// absolute bit address (the byte's address times 8: below 2^60), so no base pointer takes a register.
 template <bool kBmi2>
-__attribute__((always_inline)) inline void MultiRound(const uint64_t multi[kTableSize], const uint8_t* base,
-                                                      uint64_t k12, uint64_t k56, uint64_t& qs, uint8_t*& ds) {
-  uint64_t w = Load<uint64_t>(base + (qs >> 3)) >> (qs & 7);
+__attribute__((always_inline)) inline void MultiRound(const uint64_t multi[kTableSize], uint64_t k12, uint64_t& qs,
+                                                      uint8_t*& ds) {
+  uint64_t w = Load<uint64_t>(reinterpret_cast<const uint8_t*>(qs >> 3)) >> (qs & 7);
   uint64_t sum = 0;
 #pragma GCC unroll 4
   for (int k = 0; k < 4; ++k) {
     const uint64_t t = multi[Window<kBmi2>(w, k12)];
     w >>= t & 63;  // bits 4-11 of an entry are zero: the shift count is the length
-    Store<uint32_t>(ds + (sum >> k56), static_cast<uint32_t>(t >> k12));
+    Store<uint32_t>(ds + (sum >> 56), static_cast<uint32_t>(t >> k12));
     sum += t;
   }
-  ds += sum >> k56;
+  ds += sum >> 56;
   qs += sum & 0xff;  // four lengths, at most 48
 }
 
@@ -1431,10 +1433,14 @@ __attribute__((always_inline)) inline const char* DecodeMultiBody(const uint8_t*
     p[s] = data;
     data += bytes[s];
   }
-  // Bit positions from the first stream's start (one base pointer: the four streams' state stays in registers).
-  const uint8_t* const base = p[0];
-  const uint64_t start1 = p[1] - base, start2 = p[2] - base, start3 = p[3] - base;
-  uint64_t q0 = 0, q1 = start1 * 8, q2 = start2 * 8, q3 = start3 * 8;
+  // Bit positions as absolute bit addresses (MultiRound): four streams' positions and output pointers, the table,
+  // kMaxLen's register, the round count and a lookup's bit buffer, entry, sum, window and store address are 16 values
+  // for x86-64's 15 registers; a base pointer and a register for the count's shift by 56 (codec28) more made GCC
+  // spill the bit buffer inside the chain that bounds the loop (window, table load, shift): 24 stack accesses a round
+  // of 16 lookups, now 8 (the four positions' updates, once a round each; codec31).
+  const uint64_t start0 = reinterpret_cast<uintptr_t>(p[0]), start1 = reinterpret_cast<uintptr_t>(p[1]),
+                 start2 = reinterpret_cast<uintptr_t>(p[2]), start3 = reinterpret_cast<uintptr_t>(p[3]);
+  uint64_t q0 = start0 * 8, q1 = start1 * 8, q2 = start2 * 8, q3 = start3 * 8;
   uint8_t *d0 = dst + b[0], *d1 = dst + b[1], *d2 = dst + b[2], *d3 = dst + b[3];
   uint8_t *const e0 = dst + e[0], *const e1 = dst + e[1], *const e2 = dst + e[2], *const e3 = dst + e[3];
   auto room = [](uint64_t q, uint64_t start, uint32_t size) -> size_t {
@@ -1445,19 +1451,16 @@ __attribute__((always_inline)) inline const char* DecodeMultiBody(const uint8_t*
     return d < end ? static_cast<size_t>(end - d - 1) / 12 : 0;
   };
   for (;;) {
-    const size_t rounds = std::min({left(d0, e0), left(d1, e1), left(d2, e2), left(d3, e3), room(q0, 0, bytes[0]),
+    const size_t rounds = std::min({left(d0, e0), left(d1, e1), left(d2, e2), left(d3, e3), room(q0, start0, bytes[0]),
                                     room(q1, start1, bytes[1]), room(q2, start2, bytes[2]), room(q3, start3, bytes[3])});
     if (rounds == 0) break;
-    // The shifts by kMaxLen and 56 by counts the compiler does not see as constants: with BMI2, one non-destructive
-    // shrx each instead of a copy and a shift, and the window one bzhi by the same kMaxLen (Window: one register for
-    // both).
-    uint64_t k12 = kMaxLen, k56 = 56;
-    asm("" : "+r"(k12), "+r"(k56));
+    uint64_t k12 = kMaxLen;  // a count the compiler does not see as a constant (MultiRound)
+    asm("" : "+r"(k12));
     for (size_t r = 0; r < rounds; ++r) {
-      MultiRound<kBmi2>(multi, base, k12, k56, q0, d0);
-      MultiRound<kBmi2>(multi, base, k12, k56, q1, d1);
-      MultiRound<kBmi2>(multi, base, k12, k56, q2, d2);
-      MultiRound<kBmi2>(multi, base, k12, k56, q3, d3);
+      MultiRound<kBmi2>(multi, k12, q0, d0);
+      MultiRound<kBmi2>(multi, k12, q1, d1);
+      MultiRound<kBmi2>(multi, k12, q2, d2);
+      MultiRound<kBmi2>(multi, k12, q3, d3);
     }
   }
   // The streams run apart (their symbols a lookup differ), so the first one near its end stops the rounds above
@@ -1468,16 +1471,16 @@ __attribute__((always_inline)) inline const char* DecodeMultiBody(const uint8_t*
     for (;;) {
       const size_t rounds = std::min(left(ds, es), room(qs, start, size));
       if (rounds == 0) break;
-      uint64_t k12 = kMaxLen, k56 = 56;
-      asm("" : "+r"(k12), "+r"(k56));
-      for (size_t r = 0; r < rounds; ++r) MultiRound<kBmi2>(multi, base, k12, k56, qs, ds);
+      uint64_t k12 = kMaxLen;
+      asm("" : "+r"(k12));
+      for (size_t r = 0; r < rounds; ++r) MultiRound<kBmi2>(multi, k12, qs, ds);
     }
   };
-  alone(q0, d0, e0, 0, bytes[0]);
+  alone(q0, d0, e0, start0, bytes[0]);
   alone(q1, d1, e1, start1, bytes[1]);
   alone(q2, d2, e2, start2, bytes[2]);
   alone(q3, d3, e3, start3, bytes[3]);
-  uint64_t q[kStreams] = {q0, q1 - start1 * 8, q2 - start2 * 8, q3 - start3 * 8};
+  uint64_t q[kStreams] = {q0 - start0 * 8, q1 - start1 * 8, q2 - start2 * 8, q3 - start3 * 8};
   const uint8_t* d[kStreams] = {d0, d1, d2, d3};
   for (int s = 0; s < kStreams; ++s) {
     for (size_t idx = static_cast<size_t>(d[s] - dst); idx < e[s]; ++idx) {

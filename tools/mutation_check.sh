@@ -628,6 +628,8 @@ mutate "codec: the AVX2 prefix sum drops the low lane's sum in the high lane" fl
 mutate "codec: a multi-symbol stream alone runs a round past its last 13 symbols" float_codec.cc \
   "std::min(left(ds, es), room(qs, start, size))" "std::min(left(ds, es) + 1, room(qs, start, size))" \
   "float_codec_test" "FloatCodecTest"
+mutate "codec: a multi-symbol stream's absolute bit position handed to the tail as it is" float_codec.cc \
+  "  uint64_t q[kStreams] = {q0 - start0 * 8, " "  uint64_t q[kStreams] = {q0, " "float_codec_test" "FloatCodecTest"
 # Stop 24: codec version 2's eight-stream planes.
 mutate "codec: an eight-stream plane accepted in a version 1 payload" float_codec.cc \
   '  if (mode == kHuffman8 && version < 2) return "an eight-stream Huffman plane in a version 1 payload";
