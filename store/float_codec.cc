@@ -581,15 +581,21 @@ __attribute__((always_inline)) inline void EncodeTwo(const uint64_t* entry, cons
                                                      size_t i, size_t last, BitWriter* wa, BitWriter* wb) {
   uint64_t a0 = wa->acc, a1 = wb->acc, n0 = wa->bits, n1 = wb->bits;
   uint8_t *o0 = wa->o, *o1 = wb->o;
-  for (; i < last; i += 4) {
-    PutSymbol(entry[sa[i * kStep]], a0, n0);
-    PutSymbol(entry[sb[i * kStep]], a1, n1);
-    PutSymbol(entry[sa[(i + 1) * kStep]], a0, n0);
-    PutSymbol(entry[sb[(i + 1) * kStep]], a1, n1);
-    PutSymbol(entry[sa[(i + 2) * kStep]], a0, n0);
-    PutSymbol(entry[sb[(i + 2) * kStep]], a1, n1);
-    PutSymbol(entry[sa[(i + 3) * kStep]], a0, n0);
-    PutSymbol(entry[sb[(i + 3) * kStep]], a1, n1);
+  // Pointers, not an index: with an index, the two streams' state, pointers and bound took one register more than
+  // x86-64 has, and the eight-stream loop kept its second output pointer on the stack (codec32). Interleaved
+  // streams' symbols are neighbours: stream s + 1's at stream s's plus one.
+  const ptrdiff_t b_at = kStep == kWideStreams ? 1 : sb - sa;
+  const uint8_t* p = sa + i * kStep;
+  const uint8_t* const stop = sa + last * kStep;
+  for (; p < stop; p += 4 * kStep) {
+    PutSymbol(entry[p[0]], a0, n0);
+    PutSymbol(entry[p[b_at]], a1, n1);
+    PutSymbol(entry[p[kStep]], a0, n0);
+    PutSymbol(entry[p[b_at + kStep]], a1, n1);
+    PutSymbol(entry[p[2 * kStep]], a0, n0);
+    PutSymbol(entry[p[b_at + 2 * kStep]], a1, n1);
+    PutSymbol(entry[p[3 * kStep]], a0, n0);
+    PutSymbol(entry[p[b_at + 3 * kStep]], a1, n1);
     Flush8(o0, a0, n0);
     Flush8(o1, a1, n1);
   }

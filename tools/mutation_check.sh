@@ -619,6 +619,9 @@ mutate "codec: a round of other bytes drops one" float_codec.cc \
 " "" "float_codec_test" "FloatCodecTest"
 mutate "codec: runs of codes of 4 bits (64 bits between two stores)" float_codec.cc \
   "constexpr int kRunMaxLen = 3;" "constexpr int kRunMaxLen = 4;" "float_codec_test" "FloatCodecTest"
+mutate "codec: an eight-stream pair's second stream read two bytes on" float_codec.cc \
+  "const ptrdiff_t b_at = kStep == kWideStreams ? 1 : sb - sa;" \
+  "const ptrdiff_t b_at = kStep == kWideStreams ? 2 : sb - sa;" "float_codec_test" "FloatCodecTest"
 mutate "codec: the AVX2 prefix sum drops the previous vector's last byte" float_codec.cc \
   "    x = _mm256_add_epi8(x, carry);" "" "float_codec_test" "FloatCodecTest"
 mutate "codec: the AVX2 prefix sum drops the low lane's sum in the high lane" float_codec.cc \
