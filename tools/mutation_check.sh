@@ -544,10 +544,10 @@ mutate "codec: the plane's range misses a lane's maximum" float_codec.cc \
   "_mm_max_epu8(mc, md)" "_mm_max_epu8(mc, mc)" "float_codec_test" "FloatCodecTest"
 # Stop 26 (codec27): the pair table became a multi-symbol table (up to three symbols a lookup).
 mutate "codec: a multi-symbol lookup always advances three symbols" float_codec.cc \
-  "Store<uint32_t>(ds + (sum >> k56), " "Store<uint32_t>(ds + 3 * k, " "float_codec_test" "FloatCodecTest"
+  "Store<uint32_t>(ds + (sum >> 56), " "Store<uint32_t>(ds + 3 * k, " "float_codec_test" "FloatCodecTest"
 # Stop 26 (codec28): the multi-symbol decoder's output pointer moves once a round, its window is one bzhi.
 mutate "codec: a multi-symbol round always advances twelve symbols" float_codec.cc \
-  "  ds += sum >> k56;" "  ds += 12;" "float_codec_test" "FloatCodecTest"
+  "  ds += sum >> 56;" "  ds += 12;" "float_codec_test" "FloatCodecTest"
 mutate "codec: the multi-symbol entries' counts where the symbols' sum carries" float_codec.cc \
   "constexpr uint64_t kOne = uint64_t{1} << 56;" "constexpr uint64_t kOne = uint64_t{1} << 32;" "float_codec_test" \
   "FloatCodecTest"
