@@ -36,6 +36,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -125,14 +126,16 @@ Options Parse(int argc, char** argv) {
     }
   }
   const bool bucket_bug = o.bug.rfind("bucket-", 0) == 0;
-  if (!o.bug.empty() && o.bug != "grad-scale-twice" && o.bug != "wrong-reduce-op" && o.bug != "wrong-split" &&
-      o.bug != "missing-allreduce" && o.bug != "grad-doubled-after-reduce" && o.bug != "tp-allreduce-avg" &&
-      o.bug != "bucket-segment-undivided" &&
-      o.bug != "bucket-offset-off" && o.bug != "bucket-summed-twice" && o.bug != "bucket-undivided" &&
-      o.bug != "bucket-divided-wrong")
-    Die("--bug", "must be grad-scale-twice, wrong-reduce-op, wrong-split, missing-allreduce, "
-                 "grad-doubled-after-reduce, tp-allreduce-avg, bucket-segment-undivided, bucket-offset-off, "
-                 "bucket-summed-twice, bucket-undivided or bucket-divided-wrong");
+  constexpr const char* kBugs[] = {"grad-scale-twice", "wrong-reduce-op", "wrong-split", "missing-allreduce",
+                                   "grad-doubled-after-reduce", "tp-allreduce-avg", "bucket-segment-undivided",
+                                   "bucket-offset-off", "bucket-summed-twice", "bucket-undivided",
+                                   "bucket-divided-wrong"};
+  if (!o.bug.empty() && std::find(std::begin(kBugs), std::end(kBugs), o.bug) == std::end(kBugs)) {
+    std::string why = "must be ";
+    for (size_t i = 0; i < std::size(kBugs); ++i)
+      why += std::string(i == 0 ? "" : i + 1 == std::size(kBugs) ? " or " : ", ") + kBugs[i];
+    Die("--bug", why.c_str());
+  }
   if (bucket_bug && !o.bucket) Die("--bug", "the bucket bugs need --grad-reduce bucket");
   if (o.tp < 1 || o.ffn % o.tp != 0 || o.micro < 1 || o.batch % o.micro != 0) Die("options", "inconsistent sizes");
   return o;
